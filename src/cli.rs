@@ -1,0 +1,155 @@
+//! Command-line interface: clap commands, exit codes, terminal policy. No physics here.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::catalog::catalog;
+use crate::estimate::estimate;
+use crate::profile::Profile;
+use crate::report;
+use crate::scenario;
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: internal or I/O failure.
+pub const EXIT_FAILURE: i32 = 1;
+/// Exit code: bad input (scenario, arguments) or a scenario that cannot run.
+pub const EXIT_INPUT: i32 = 2;
+
+/// supernode: predict throughput, latency, power and cost of LLM inference on desktop AI
+/// clusters (Mac Studio over Thunderbolt 5 RDMA, DGX Spark, Ryzen AI Max+).
+#[derive(Debug, Parser)]
+#[command(name = "supernode", version, about, long_about = None)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one scenario file and print its predictions.
+    Run {
+        /// Scenario file (TOML).
+        file: PathBuf,
+        /// Print one JSON object on stdout instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Override any key, e.g. --set workload.prompt_tokens=32768 (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Calibration profile (default: the embedded M3 Ultra profile).
+        #[arg(long)]
+        profile: Option<PathBuf>,
+        /// Directory for result files.
+        #[arg(long, default_value = "output")]
+        out: PathBuf,
+        /// Do not write result files.
+        #[arg(long)]
+        no_write: bool,
+    },
+    /// List the built-in nodes, fabrics, models and quantizations with their sources.
+    Catalog {
+        /// Only one section: nodes, fabrics, models or quants.
+        section: Option<String>,
+    },
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_INPUT } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Run { file, json, set, profile, out, no_write } => run(file, json, &set, profile, out, no_write),
+        Command::Catalog { section } => {
+            if let Some(s) = &section {
+                if !["nodes", "fabrics", "models", "quants"].contains(&s.as_str()) {
+                    eprintln!("error: unknown catalog section `{s}` (use nodes, fabrics, models or quants)");
+                    return EXIT_INPUT;
+                }
+            }
+            print!("{}", report::catalog_table(catalog(), section.as_deref()));
+            EXIT_OK
+        }
+    }
+}
+
+fn load_profile(path: Option<PathBuf>) -> Result<Profile, String> {
+    match path {
+        Some(p) => Profile::load(&p).map_err(|e| e.to_string()),
+        None => Ok(Profile::default_profile()),
+    }
+}
+
+fn print_diagnostic(d: miette::Report) {
+    eprintln!("{d:?}");
+}
+
+fn json_error(message: &str) {
+    println!("{}", serde_json::json!({"fits": false, "error": message}));
+}
+
+fn run(file: PathBuf, json: bool, set: &[String], profile: Option<PathBuf>, out: PathBuf, no_write: bool) -> i32 {
+    let profile = match load_profile(profile) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            if json {
+                json_error(&e);
+            }
+            return EXIT_INPUT;
+        }
+    };
+    let sc = match scenario::load(&file, set) {
+        Ok(s) => s,
+        Err(e) => {
+            let msg = format!("{e}{}", e.help.as_ref().map(|h| format!(" (help: {h})")).unwrap_or_default());
+            print_diagnostic(miette::Report::new(e));
+            if json {
+                json_error(&msg);
+            }
+            return EXIT_INPUT;
+        }
+    };
+    let est = match estimate(&sc, &profile) {
+        Ok(e) => e,
+        Err(err) => {
+            let crate::estimate::EstimateError::Plan(pe) = &err;
+            let span = match pe {
+                crate::engine::PlanError::DoesNotFit { .. } => sc.spans.model.clone(),
+                crate::engine::PlanError::Uncalibrated { .. } => sc.spans.cluster_nodes.clone(),
+                crate::engine::PlanError::TooManyStages { .. } => sc.spans.cluster_nodes.clone(),
+            };
+            let e = sc.error_at(&span, err.to_string(), Some(pe.fix()));
+            let msg = format!("{e} (help: {})", pe.fix());
+            print_diagnostic(miette::Report::new(e));
+            if json {
+                json_error(&msg);
+            }
+            return EXIT_INPUT;
+        }
+    };
+    let body = report::to_json(&est);
+    if !no_write {
+        let path = out.join(format!("{}.json", report::slug(&est.name)));
+        if let Err(e) = report::write_atomic(&path, format!("{body}\n").as_bytes()) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return EXIT_FAILURE;
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    let text = if json { format!("{body}\n") } else { report::run_table(&est) };
+    if stdout.write_all(text.as_bytes()).is_err() {
+        return EXIT_FAILURE;
+    }
+    EXIT_OK
+}

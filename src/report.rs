@@ -1,0 +1,137 @@
+//! Rendering: the run table, JSON, atomic result files, the catalog listing.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::catalog::Catalog;
+use crate::estimate::Estimate;
+
+/// The short human table for `supernode run`.
+pub fn run_table(e: &Estimate) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", e.name);
+    let _ = writeln!(s, "  {} x [{}] over {} ({}), {} {} on {} ({})", e.nodes.len(), summarize_nodes(&e.nodes), e.fabric, e.topology, e.model, e.quant, e.engine, e.parallelism);
+    let row = |s: &mut String, k: &str, v: String| {
+        let _ = writeln!(s, "  {k:<22} {v}");
+    };
+    row(&mut s, "fits", if e.fits { "yes".into() } else { "no".into() });
+    if let Some(g) = e.hpl_gflops {
+        row(&mut s, "HPL", format!("{g:.1} Gflops"));
+        row(&mut s, "cluster power", format!("{:.1} W", e.cluster_power_w));
+        row(&mut s, "hardware cost", format!("${:.0}", e.cost_usd));
+        return s;
+    }
+    row(&mut s, "decode", format!("{:.2} tok/s", e.decode_tokens_per_s));
+    row(&mut s, "prefill", format!("{:.1} tok/s ({} prompt tokens)", e.prefill_tokens_per_s, e.prompt_tokens));
+    row(&mut s, "time to first token", format!("{:.3} s", e.ttft_s));
+    row(&mut s, "TPOT p50 / p99", format!("{:.2} / {:.2} ms", e.tpot_ms.p50, e.tpot_ms.p99));
+    row(&mut s, "cluster power", format!("{:.1} W  (per node: {})", e.cluster_power_w, e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ")));
+    row(&mut s, "energy", format!("{:.2} J/token", e.energy_j_per_token));
+    row(&mut s, "hardware cost", format!("${:.0}  ({} cables)", e.cost_usd, e.cables));
+    row(&mut s, "cost per Mtok", format!("${:.2}  (${:.0} per tok/s)", e.usd_per_mtok, e.usd_per_token_per_s));
+    for (i, m) in e.memory.iter().enumerate() {
+        row(
+            &mut s,
+            &format!("memory node {i}"),
+            format!("{:.1} / {:.1} GB  (weights {:.1}, KV {:.2}, runtime {:.1}; layers {}..{})", m.total_gb, m.limit_gb, m.weights_gb, m.kv_cache_gb, m.overhead_gb, m.layers[0], m.layers[1]),
+        );
+    }
+    let cal = if e.calibration.status == "inside" { format!("inside the calibrated envelope ({})", e.calibration.profile) } else { format!("EXTRAPOLATION ({}): {}", e.calibration.profile, e.calibration.reasons.join("; ")) };
+    row(&mut s, "calibration", cal);
+    s
+}
+
+fn summarize_nodes(nodes: &[String]) -> String {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for n in nodes {
+        match out.iter_mut().find(|(id, _)| id == n) {
+            Some((_, c)) => *c += 1,
+            None => out.push((n.clone(), 1)),
+        }
+    }
+    out.iter().map(|(id, c)| if *c > 1 { format!("{c}x {id}") } else { id.clone() }).collect::<Vec<_>>().join(" + ")
+}
+
+/// Pretty JSON of an estimate (deterministic key order, fixed rounding).
+pub fn to_json(e: &Estimate) -> String {
+    serde_json::to_string_pretty(e).expect("estimate serializes")
+}
+
+/// Writes `contents` to `path` atomically: a temporary file in the same directory, then rename.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let tmp: PathBuf = dir.join(format!(".{}.tmp{}", path.file_name().and_then(|s| s.to_str()).unwrap_or("out"), std::process::id()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// A file-name-safe slug.
+pub fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '.' {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// The catalog as a human listing.
+pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
+    let mut s = String::new();
+    let want = |x: &str| section.is_none_or(|w| w == x);
+    if want("nodes") {
+        let _ = writeln!(s, "NODES");
+        let _ = writeln!(s, "  {:<30} {:>7} {:>8} {:>7} {:>9} {:>7} {:>5}  name", "id", "mem GB", "BW GB/s", "TFLOPS", "price $", "idle W", "RDMA");
+        for n in &c.nodes {
+            let _ = writeln!(s, "  {:<30} {:>7} {:>8.1} {:>7.1} {:>9.0} {:>7.1} {:>5}  {}", n.id, n.memory_gb, n.mem_bw_gbs, n.fp16_tflops, n.price_usd, n.idle_w, n.rdma_ports, n.name);
+            for (k, v) in &n.sources {
+                let _ = writeln!(s, "      {k}: {v}");
+            }
+        }
+    }
+    if want("fabrics") {
+        let _ = writeln!(s, "FABRICS");
+        let _ = writeln!(s, "  {:<10} {:>6} {:>11} {:>8}  {:<22} name", "id", "kind", "latency us", "GB/s", "topologies");
+        for f in &c.fabrics {
+            let _ = writeln!(s, "  {:<10} {:>6} {:>11.2} {:>8.3}  {:<22} {}", f.id, format!("{:?}", f.transport).to_lowercase(), f.latency_us, f.bandwidth_gbs, f.topologies.join(","), f.name);
+            for (k, v) in &f.sources {
+                let _ = writeln!(s, "      {k}: {v}");
+            }
+        }
+    }
+    if want("models") {
+        let _ = writeln!(s, "MODELS");
+        let _ = writeln!(s, "  {:<24} {:>6} {:>7} {:>9} {:>9} {:>10} {:>11}  source", "id", "layers", "hidden", "total B", "active B", "KV KiB/tok", "default q");
+        for (p, m) in &c.models {
+            let _ = writeln!(
+                s,
+                "  {:<24} {:>6} {:>7} {:>9.1} {:>9.1} {:>10.1} {:>11}  {}",
+                p.id,
+                m.layers,
+                m.hidden,
+                m.total_params() as f64 / 1e9,
+                m.active_params() as f64 / 1e9,
+                m.kv_bytes(1) as f64 / 1024.0,
+                p.default_quant,
+                p.source
+            );
+        }
+    }
+    if want("quants") {
+        let _ = writeln!(s, "QUANTIZATIONS");
+        let _ = writeln!(s, "  {:<11} {:>6} {:>6} {:>7}  source", "id", "family", "bits", "experts");
+        for q in &c.quants {
+            let _ = writeln!(s, "  {:<11} {:>6} {:>6.2} {:>7}  {}", q.id, q.family, q.bits, q.expert_bits.map_or("-".into(), |b| format!("{b:.2}")), q.source);
+        }
+    }
+    s
+}
