@@ -51,6 +51,24 @@ pub enum Command {
         #[arg(long)]
         no_write: bool,
     },
+    /// Predict every row of a measurement CSV and report the error of each.
+    Validate {
+        /// Measurement CSV (the format of shared/data/measurements.csv).
+        #[arg(long)]
+        against: PathBuf,
+        /// Calibration profile (default: the embedded profile).
+        #[arg(long)]
+        profile: Option<PathBuf>,
+        /// Print one JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Only rows whose id starts with this prefix (repeatable).
+        #[arg(long = "rows", value_name = "PREFIX")]
+        rows: Vec<String>,
+        /// Exit with code 3 when the mean absolute percentage error exceeds this.
+        #[arg(long)]
+        max_mape: Option<f64>,
+    },
     /// List the built-in nodes, fabrics, models and quantizations with their sources.
     Catalog {
         /// Only one section: nodes, fabrics, models or quants.
@@ -70,6 +88,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     };
     match cli.command {
         Command::Run { file, json, set, profile, out, no_write } => run(file, json, &set, profile, out, no_write),
+        Command::Validate { against, profile, json, rows, max_mape } => validate(against, profile, json, &rows, max_mape),
         Command::Catalog { section } => {
             if let Some(s) = &section {
                 if !["nodes", "fabrics", "models", "quants"].contains(&s.as_str()) {
@@ -152,4 +171,47 @@ fn run(file: PathBuf, json: bool, set: &[String], profile: Option<PathBuf>, out:
         return EXIT_FAILURE;
     }
     EXIT_OK
+}
+
+/// Exit code: validation error above `--max-mape`.
+pub const EXIT_OVER_BOUND: i32 = 3;
+
+fn validate(against: PathBuf, profile: Option<PathBuf>, json: bool, prefixes: &[String], max_mape: Option<f64>) -> i32 {
+    let profile = match load_profile(profile) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    let rows = match crate::validate::read_csv(&against) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    let selected: Vec<_> = if prefixes.is_empty() { rows.clone() } else { rows.iter().filter(|r| prefixes.iter().any(|p| r.id.starts_with(p.as_str()))).cloned().collect() };
+    if selected.is_empty() {
+        eprintln!("error: no rows selected in {}", against.display());
+        return EXIT_INPUT;
+    }
+    // Sibling rows (for quant assumptions) come from the whole file.
+    let mut report = crate::validate::validate(&rows, &profile);
+    let keep: std::collections::BTreeSet<&str> = selected.iter().map(|r| r.id.as_str()).collect();
+    if !prefixes.is_empty() {
+        report = crate::validate::restrict(report, &keep);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
+    } else {
+        print!("{}", crate::validate::table(&report));
+    }
+    match max_mape {
+        Some(m) if report.mape_percent > m => {
+            eprintln!("MAPE {:.2}% exceeds --max-mape {m}", report.mape_percent);
+            EXIT_OVER_BOUND
+        }
+        _ => EXIT_OK,
+    }
 }

@@ -14,3 +14,4 @@ pub mod profile;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod validate;

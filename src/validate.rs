@@ -1,0 +1,311 @@
+//! Validation against published measurements: each row of a measurement CSV (the format of
+//! `shared/data/measurements.csv`) becomes a scenario, goes through the same estimator as
+//! `run`, and is compared with the measured value. Rows that cannot be predicted are listed with
+//! the reason.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::estimate::{estimate, round3};
+use crate::profile::Profile;
+use crate::scenario::{self, Source};
+
+/// One row of a measurement CSV.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct MeasurementRow {
+    /// Row id.
+    pub id: String,
+    /// System family, e.g. `mac-studio-m3-ultra`.
+    pub system: String,
+    /// Node count.
+    pub nodes: String,
+    /// Node memory mix, e.g. `512gb` or `2x512gb+2x256gb`.
+    pub node_mix: String,
+    /// Model id.
+    pub model: String,
+    /// Quantization (free text, may say "unknown" or "(inferred)").
+    pub quant: String,
+    /// Engine.
+    pub engine: String,
+    /// Parallelism.
+    pub parallelism: String,
+    /// Fabric (free text).
+    pub fabric: String,
+    /// Prompt tokens, if known.
+    pub prompt_tokens: String,
+    /// Metric name.
+    pub metric: String,
+    /// Measured value.
+    pub value: f64,
+    /// Unit.
+    pub unit: String,
+    /// Source.
+    pub source: String,
+    /// Notes.
+    #[serde(default)]
+    pub notes: String,
+}
+
+/// A predicted row.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ValidatedRow {
+    /// Row id.
+    pub id: String,
+    /// Metric.
+    pub metric: String,
+    /// Measured value.
+    pub measured: f64,
+    /// Predicted value.
+    pub predicted: f64,
+    /// Signed error, percent of measured.
+    pub error_percent: f64,
+    /// Assumptions made to turn the row into a scenario.
+    pub assumptions: Vec<String>,
+}
+
+/// A row that was not predicted.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SkippedRow {
+    /// Row id.
+    pub id: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The validation report.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Report {
+    /// Mean absolute percentage error over all predicted rows.
+    pub mape_percent: f64,
+    /// Mean absolute percentage error over decode-throughput rows.
+    pub decode_mape_percent: f64,
+    /// Predicted rows.
+    pub rows: Vec<ValidatedRow>,
+    /// Skipped rows.
+    pub skipped: Vec<SkippedRow>,
+}
+
+/// Errors reading measurements.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    /// I/O.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// Path.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// CSV format.
+    #[error("{path}: {message}")]
+    Csv {
+        /// Path.
+        path: String,
+        /// Message (with line).
+        message: String,
+    },
+}
+
+/// Reads a measurement CSV.
+pub fn read_csv(path: &Path) -> Result<Vec<MeasurementRow>, ValidateError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ValidateError::Io { path: path.display().to_string(), source })?;
+    parse_csv(&text, &path.display().to_string())
+}
+
+/// Parses measurement CSV text.
+pub fn parse_csv(text: &str, name: &str) -> Result<Vec<MeasurementRow>, ValidateError> {
+    let mut rdr = csv::ReaderBuilder::new().flexible(false).from_reader(text.as_bytes());
+    let mut rows = Vec::new();
+    for r in rdr.deserialize::<MeasurementRow>() {
+        let row = r.map_err(|e| ValidateError::Csv { path: name.to_string(), message: e.to_string() })?;
+        if !row.value.is_finite() {
+            return Err(ValidateError::Csv { path: name.to_string(), message: format!("row {}: value is not a finite number", row.id) });
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn first_word(s: &str) -> &str {
+    s.split_whitespace().next().unwrap_or("")
+}
+
+/// Turns a row into scenario TOML, or says why it cannot.
+pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(String, Vec<String>), String> {
+    let mut assumptions = Vec::new();
+    let n: usize = row.nodes.trim().parse().map_err(|_| format!("node count `{}` is not a number", row.nodes))?;
+    let prefix = match row.system.as_str() {
+        "mac-studio-m3-ultra" => "m3-ultra-80c-",
+        "dell-pro-max-gb10" => "dell-pro-max-gb10",
+        "framework-desktop-ai-max-395" => "framework-desktop-ai-max-395",
+        other => return Err(format!("system `{other}` has no node preset")),
+    };
+    let nodes: Vec<String> = if prefix.ends_with('-') {
+        let mix = row.node_mix.trim();
+        let mut list = Vec::new();
+        if mix.contains('+') || mix.contains('x') && !mix.starts_with("unknown") {
+            for part in mix.split('+') {
+                let (count, size) = part.split_once('x').map_or((1, part), |(c, s)| (c.parse().unwrap_or(1), s));
+                for _ in 0..count {
+                    list.push(format!("{prefix}{}", size.trim()));
+                }
+            }
+        } else if mix.ends_with("gb") && !mix.starts_with("unknown") {
+            list = vec![format!("{prefix}{mix}"); n];
+        } else {
+            assumptions.push(format!("node mix `{mix}` unknown: assumed {n}x 512 GB"));
+            list = vec![format!("{prefix}512gb"); n];
+        }
+        list
+    } else {
+        vec![prefix.to_string(); n]
+    };
+    if nodes.len() != n {
+        return Err(format!("node mix `{}` does not give {n} nodes", row.node_mix));
+    }
+    let engine = match row.engine.as_str() {
+        "exo" => "exo",
+        "llama-cpp" | "ollama" => "llama-cpp",
+        "llama-cpp-rpc" => "llama-cpp-rpc",
+        "hpl" => return Err("HPL rows: the single-node CPU HPL rate is a catalog input, not a prediction".into()),
+        "" => return Err("no engine: a catalog fact (idle power), not a prediction".into()),
+        other => return Err(format!("engine `{other}` is not modelled")),
+    };
+    if row.model.is_empty() {
+        return Err("no model".into());
+    }
+    let quant = resolve_quant(row, all, engine, &mut assumptions)?;
+    let parallelism = if n == 1 { "none" } else { first_word(&row.parallelism) };
+    let fabric_word = first_word(&row.fabric);
+    if n > 1 && row.fabric.contains("not stated") {
+        assumptions.push(format!("fabric not stated: assumed {fabric_word}"));
+    }
+    let fabric = if n > 1 { format!("fabric = \"{fabric_word}\"\ntopology = \"full-mesh\"\n") } else { String::new() };
+    let (kind_prompt, generate) = match row.metric.as_str() {
+        "decode_tokens_per_s" | "node_power_w" => {
+            let p: u64 = row.prompt_tokens.trim().parse().unwrap_or(0);
+            if p == 0 {
+                assumptions.push("prompt length not published: assumed 128".into());
+            }
+            (p.max(128), 128)
+        }
+        "prefill_tokens_per_s" => {
+            let p: u64 = row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length".to_string())?;
+            (p, 1)
+        }
+        other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled)")),
+    };
+    // Models too large for the default wired limit on one node: users raise iogpu.wired_limit_mb.
+    let toml = format!(
+        "name = \"{id}\"\nseed = 1\n[cluster]\nnodes = [{nodes}]\n{fabric}[model]\nname = \"{model}\"\nquant = \"{quant}\"\n[engine]\nname = \"{engine}\"\nparallelism = \"{parallelism}\"\n[workload]\nprompt_tokens = {kind_prompt}\ngenerate_tokens = {generate}\n",
+        id = row.id,
+        nodes = nodes.iter().map(|x| format!("\"{x}\"")).collect::<Vec<_>>().join(", "),
+        model = row.model,
+    );
+    Ok((toml, assumptions))
+}
+
+fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, assumptions: &mut Vec<String>) -> Result<String, String> {
+    let q = first_word(&row.quant);
+    let known = crate::catalog::catalog().quant(q).is_some();
+    if known && !row.quant.contains("unknown") {
+        if row.quant.contains("inferred") {
+            assumptions.push(format!("quant {q} inferred by the data set"));
+        }
+        return Ok(q.to_string());
+    }
+    if engine == "exo" {
+        return Err(format!("quant `{}` unknown", row.quant));
+    }
+    // Unknown GGUF quant: same bit class as the MLX quant of the same system and model.
+    let sibling = all.iter().find(|r| r.system == row.system && r.model == row.model && r.engine == "exo").map(|r| first_word(&r.quant).to_string());
+    let pick = match sibling.as_deref() {
+        Some("mlx-8bit") => "q8_0",
+        Some(_) => "q4_k_m",
+        None => "q4_k_m",
+    };
+    assumptions.push(format!("GGUF quant not published: assumed {pick} (bit class of the exo runs of the same model)"));
+    Ok(pick.to_string())
+}
+
+/// Predicts every row it can.
+pub fn validate(rows: &[MeasurementRow], profile: &Profile) -> Report {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for row in rows {
+        let (toml, mut assumptions) = match row_scenario(row, rows) {
+            Ok(x) => x,
+            Err(reason) => {
+                skipped.push(SkippedRow { id: row.id.clone(), reason });
+                continue;
+            }
+        };
+        let src = Source { path: format!("{}.toml", row.id), dir: Default::default(), text: toml.clone() };
+        let mut sc = match scenario::parse(src) {
+            Ok(s) => s,
+            Err(e) => {
+                skipped.push(SkippedRow { id: row.id.clone(), reason: e.message });
+                continue;
+            }
+        };
+        let mut est = estimate(&sc, profile);
+        if matches!(est, Err(crate::estimate::EstimateError::Plan(crate::engine::PlanError::DoesNotFit { .. }))) {
+            // The model ran on that hardware, so the user had raised the wired limit.
+            sc.wired_limit_fraction = Some(0.9);
+            assumptions.push("does not fit the default wired limit: assumed raised to 90%".into());
+            est = estimate(&sc, profile);
+        }
+        let est = match est {
+            Ok(e) => e,
+            Err(e) => {
+                skipped.push(SkippedRow { id: row.id.clone(), reason: e.to_string() });
+                continue;
+            }
+        };
+        let predicted = match row.metric.as_str() {
+            "decode_tokens_per_s" => est.decode_tokens_per_s,
+            "prefill_tokens_per_s" => est.prefill_tokens_per_s,
+            "node_power_w" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
+            _ => unreachable!("filtered in row_scenario"),
+        };
+        let err = (predicted - row.value) / row.value * 100.0;
+        out.push(ValidatedRow { id: row.id.clone(), metric: row.metric.clone(), measured: row.value, predicted: round3(predicted), error_percent: round3(err), assumptions });
+    }
+    let (mape_all, mape_decode) = summaries(&out);
+    Report { mape_percent: mape_all, decode_mape_percent: mape_decode, rows: out, skipped }
+}
+
+/// Keeps only the rows whose ids are in `keep`, recomputing the error summaries.
+pub fn restrict(r: Report, keep: &std::collections::BTreeSet<&str>) -> Report {
+    let rows: Vec<ValidatedRow> = r.rows.into_iter().filter(|x| keep.contains(x.id.as_str())).collect();
+    let skipped = r.skipped.into_iter().filter(|x| keep.contains(x.id.as_str())).collect();
+    let (mape_percent, decode_mape_percent) = summaries(&rows);
+    Report { mape_percent, decode_mape_percent, rows, skipped }
+}
+
+fn summaries(rows: &[ValidatedRow]) -> (f64, f64) {
+    let mape = |f: &dyn Fn(&ValidatedRow) -> bool| {
+        let v: Vec<f64> = rows.iter().filter(|r| f(r)).map(|r| r.error_percent.abs()).collect();
+        if v.is_empty() { 0.0 } else { round3(v.iter().sum::<f64>() / v.len() as f64) }
+    };
+    (mape(&|_| true), mape(&|r| r.metric == "decode_tokens_per_s"))
+}
+
+/// The report as a table.
+pub fn table(r: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "{:<24} {:<22} {:>10} {:>10} {:>8}", "id", "metric", "measured", "predicted", "error");
+    for row in &r.rows {
+        let _ = writeln!(s, "{:<24} {:<22} {:>10.2} {:>10.2} {:>7.1}%", row.id, row.metric, row.measured, row.predicted, row.error_percent);
+    }
+    let _ = writeln!(s, "\nMAPE over {} rows: {:.1}%   (decode rows: {:.1}%)", r.rows.len(), r.mape_percent, r.decode_mape_percent);
+    if !r.skipped.is_empty() {
+        let _ = writeln!(s, "\nskipped {} rows:", r.skipped.len());
+        for k in &r.skipped {
+            let _ = writeln!(s, "  {:<24} {}", k.id, k.reason);
+        }
+    }
+    s
+}
