@@ -78,6 +78,9 @@ pub enum Command {
 
 /// Runs the CLI and returns the process exit code.
 pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    // Long lines stay whole so that file:line:column and messages are greppable in logs; colour
+    // and unicode only on a terminal (miette checks the stream itself).
+    let _ = miette::set_hook(Box::new(|_| Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())));
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

@@ -550,14 +550,13 @@ impl<'a> Builder<'a> {
         let route = self.net.route(a, b);
         let d = self.hop_ns(bytes);
         let mut last = None;
-        for (i, link) in route.into_iter().enumerate() {
+        // Multi-hop routes (rings) are store-and-forward at message level.
+        for link in route {
             let dep: Vec<TaskId> = match last {
                 Some(t) => vec![t],
                 None => deps.to_vec(),
             };
-            // Later hops of a multi-hop route are store-and-forward at message level.
-            let dur = if i == 0 { d } else { d };
-            last = Some(self.g.transfer(link, dur, bytes, &dep));
+            last = Some(self.g.transfer(link, d, bytes, &dep));
             self.bytes_sent += bytes;
         }
         last.unwrap_or_else(|| self.g.join(self.net.cpu[b], deps))
@@ -671,8 +670,10 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
         Parallelism::None | Parallelism::Tensor => {
             // Segments split at the all_sum points; one GPU task per node per segment.
             let mut prev: Vec<Option<TaskId>> = vec![None; n];
+            // Ops after a layer's last all_sum run in the same GPU task as the next layer's
+            // first ops (or the head): one task per node per all_sum interval.
+            let mut seg_ops: Vec<Op> = Vec::new();
             for l in 0..model.layers {
-                let mut seg_ops: Vec<Op> = Vec::new();
                 for op in model.layer_ops(l) {
                     if op.class == OpClass::AllSum {
                         let ready: Vec<TaskId> = (0..n)
@@ -688,16 +689,11 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
                         seg_ops.push(op);
                     }
                 }
-                if !seg_ops.is_empty() {
-                    for (i, p) in prev.iter_mut().enumerate() {
-                        let deps: Vec<TaskId> = p.iter().copied().collect();
-                        *p = Some(b.gpu(i, seg_ops.clone(), logits_all, &deps));
-                    }
-                }
             }
+            seg_ops.extend(model.head_ops());
             for (i, p) in prev.iter_mut().enumerate() {
                 let deps: Vec<TaskId> = p.iter().copied().collect();
-                let head = b.gpu(i, model.head_ops(), logits_all, &deps);
+                let head = b.gpu(i, seg_ops.clone(), logits_all, &deps);
                 *p = Some(b.cpu(i, host_ns(i), "host", &[head]));
             }
         }
@@ -731,6 +727,15 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
         }
     }
     b.finish(tokens)
+}
+
+/// Lowers a single all_sum of `bytes` per rank, as a collective microbenchmark runs it (GPU
+/// input ready at time 0 on every rank).
+pub fn lower_all_sum(plan: &Plan, bytes: u64) -> Lowered {
+    let mut b = Builder::new(plan);
+    let ready: Vec<TaskId> = (0..plan.n()).map(|i| b.g.join(b.net.gpu[i], &[])).collect();
+    b.all_sum(&ready, bytes);
+    b.finish(1)
 }
 
 /// llama.cpp RPC: node 0 is the client and computes the first layers; each further stage is an

@@ -11,7 +11,7 @@ use crate::estimate::Estimate;
 pub fn run_table(e: &Estimate) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", e.name);
-    let _ = writeln!(s, "  {} x [{}] over {} ({}), {} {} on {} ({})", e.nodes.len(), summarize_nodes(&e.nodes), e.fabric, e.topology, e.model, e.quant, e.engine, e.parallelism);
+    let _ = writeln!(s, "  {} node(s): {} over {} ({}); {} {} on {} ({})", e.nodes.len(), summarize_nodes(&e.nodes), e.fabric, e.topology, e.model, e.quant, e.engine, e.parallelism);
     let row = |s: &mut String, k: &str, v: String| {
         let _ = writeln!(s, "  {k:<22} {v}");
     };

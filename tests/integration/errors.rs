@@ -1,0 +1,67 @@
+//! Every scenario error, from a real file through the CLI: exit code 2, file:line:column, a fix.
+
+use crate::{bin, root};
+
+fn fails(fixture: &str, line_col: &str, needles: &[&str]) {
+    let path = root().join("tests/fixtures").join(fixture);
+    let out = bin().arg("run").arg(&path).arg("--no-write").assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let loc = format!("{fixture}:{line_col}");
+    assert!(err.contains(&loc), "{fixture}: expected `{loc}` in:\n{err}");
+    for n in needles {
+        assert!(err.contains(n), "{fixture}: expected `{n}` in:\n{err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    // With --json, stdout is one object naming the cause.
+    let out = bin().arg("run").arg(&path).arg("--json").arg("--no-write").assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json on stdout");
+    assert_eq!(v["fits"], false);
+    assert!(v["error"].as_str().unwrap().contains(&loc));
+}
+
+#[test]
+fn unknown_key() {
+    fails("unknown-key.toml", "5:1", &["unknown field `colour`", "help"]);
+}
+
+#[test]
+fn wrong_type() {
+    fails("wrong-type.toml", "8:17", &["invalid type", "help"]);
+}
+
+#[test]
+fn out_of_range() {
+    fails("out-of-range.toml", "3:9", &["out of range", "from 1 to 64"]);
+}
+
+#[test]
+fn unknown_preset_with_suggestion() {
+    fails("unknown-node.toml", "2:32", &["unknown node `m3-ultra-512gb`", "did you mean `m3-ultra-80c-512gb`"]);
+}
+
+#[test]
+fn model_does_not_fit() {
+    fails("does-not-fit.toml", "7:8", &["does not fit", "wired-memory limit", "smaller quantization"]);
+}
+
+#[test]
+fn illegal_tensor_split() {
+    fails("illegal-split.toml", "3:9", &["tensor parallel over 3 nodes is illegal", "4 KV heads", "{1, 2, 4", "pipeline"]);
+}
+
+#[test]
+fn mesh_needs_more_ports_than_a_node_has() {
+    fails("too-many-ports.toml", "3:9", &["needs 7 RDMA-capable Thunderbolt 5 ports", "has 5", "at most 6 nodes"]);
+}
+
+#[test]
+fn bad_set_override() {
+    let out = bin().args(["run", "--no-write", "--set", "workload.prompt_tokens=-3"]).arg(crate::scenario("geerling-1x-m3-ultra-qwen3-235b-a22b-exo.toml")).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("prompt_tokens") && err.contains("out of range"), "{err}");
+}
+
+#[test]
+fn missing_file() {
+    bin().args(["run", "no/such/file.toml"]).assert().code(2);
+}

@@ -1,0 +1,33 @@
+//! One integration-test binary with topic modules.
+
+mod cli;
+mod determinism;
+mod errors;
+mod fidelity;
+mod invariants;
+mod proptests;
+mod timelines;
+
+use std::path::PathBuf;
+
+/// Repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The published measurements: `../shared/data/measurements.csv` when present (CI lays shared/
+/// beside the clone), else the copy under calibration/data.
+pub fn measurements_csv() -> PathBuf {
+    let shared = root().join("../shared/data/measurements.csv");
+    if shared.exists() { shared } else { root().join("calibration/data/measurements.csv") }
+}
+
+/// A scenario file path.
+pub fn scenario(name: &str) -> PathBuf {
+    root().join("scenarios").join(name)
+}
+
+/// The CLI binary.
+pub fn bin() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("supernode").expect("binary built")
+}

@@ -1,0 +1,95 @@
+//! Exact timelines on tiny clusters, computed by hand.
+
+use supernode::catalog::catalog;
+use supernode::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanInput, lower_all_sum, lower_step};
+use supernode::hw::Topology;
+use supernode::llm::ModelSpec;
+use supernode::profile::Profile;
+use supernode::sim::{Jitter, execute};
+
+fn quiet_profile() -> Profile {
+    let mut p = Profile::default_profile();
+    p.misc.jitter_cv = 0.0;
+    p.misc.runtime_overhead_gb = 0.0;
+    let chip = p.chips.get_mut("m3-ultra").unwrap();
+    chip.bw_eff_dense = 0.5;
+    chip.runtimes.get_mut("mlx").unwrap().kernel_launch_us = 10.0;
+    chip.runtimes.get_mut("mlx").unwrap().host_per_step_us = 0.0;
+    p
+}
+
+fn tiny_model() -> ModelSpec {
+    let cfg = serde_json::json!({"model_type":"llama","num_hidden_layers":1,"hidden_size":64,"num_attention_heads":4,
+        "num_key_value_heads":2,"intermediate_size":128,"vocab_size":256});
+    ModelSpec::from_hf_config("tiny", "tiny", &cfg).unwrap()
+}
+
+fn plan(n: usize, fabric: &str, profile: &Profile) -> Plan {
+    let c = catalog();
+    let nodes = vec![c.node("m3-ultra-80c-512gb").unwrap().clone(); n];
+    let (kind, par, topo) = if n == 1 { (EngineKind::MlxLm, Parallelism::None, Topology::None) } else { (EngineKind::Exo, Parallelism::Tensor, Topology::FullMesh) };
+    Plan::new(PlanInput {
+        nodes: &nodes,
+        fabric: c.fabric(fabric).unwrap(),
+        topology: topo,
+        model: &tiny_model(),
+        quant: c.quant("bf16").unwrap(),
+        options: &EngineOptions::december_2025(kind, par),
+        wired_limit_fraction: None,
+        context: 16,
+        profile,
+    })
+    .unwrap()
+}
+
+#[test]
+fn dense_op_time_is_bytes_over_effective_bandwidth_plus_launch() {
+    let p = quiet_profile();
+    let plan = plan(1, "none", &p);
+    let lm_head = plan.model.head_ops().into_iter().find(|o| o.name == "lm_head").unwrap();
+    // 64 x 256 bf16 = 32,768 bytes at 0.5 x 819.2 GB/s = 80 ns, plus one 10 us launch.
+    assert_eq!(plan.op_ns(0, &lm_head, 1, 0), 80.0 + 10_000.0);
+}
+
+#[test]
+fn one_node_step_is_the_chain_of_its_segments() {
+    let p = quiet_profile();
+    let plan = plan(1, "none", &p);
+    let mut low = lower_step(&plan, 1);
+    low.retime(&plan, 10);
+    let tl = execute(&low.graph, 0, &mut Jitter::none());
+    let sum: u64 = low.gpu_tasks.iter().map(|(t, _)| low.graph.tasks[t.0 as usize].duration).sum();
+    assert_eq!(tl.makespan, sum);
+    // 3 segments: up to the attention all_sum, up to the FFN all_sum, the head.
+    assert_eq!(low.gpu_tasks.len(), 3);
+    // Kernels: attention part 1+3+2+1+1 = 8, FFN part 2+3+1 = 6, residual+head 1+1+1+2 = 5
+    // -> 19 launches of 10 us dominate.
+    assert!(tl.makespan > 190_000 && tl.makespan < 200_000, "{}", tl.makespan);
+}
+
+#[test]
+fn two_node_all_sum_of_8_kib_over_jaccl_rdma_takes_31_924_us() {
+    let p = quiet_profile();
+    let plan = plan(2, "tb5-rdma", &p);
+    let low = lower_all_sum(&plan, 8192);
+    let tl = execute(&low.graph, 0, &mut Jitter::none());
+    // Per rank: GPU->CPU fast sync 4 us; post 3 us; one JACCL round (2 frames of 4 KiB in
+    // flight): 4.64 us wire latency + 15 us round cost + 8192 B / 9.375 B/ns = 874 ns;
+    // CPU reduce 8192 B / 20 B/ns = 410 ns; CPU->GPU sync 4 us.
+    // 4000 + 3000 + 20514 + 410 + 4000 = 31,924 ns.
+    assert_eq!(tl.makespan, 31_924);
+    assert_eq!(low.bytes_sent, 2 * 8192);
+}
+
+#[test]
+fn ring_all_sum_over_tcp_takes_two_steps_on_two_nodes() {
+    let p = quiet_profile();
+    let plan = plan(2, "tb5-tcp", &p);
+    let low = lower_all_sum(&plan, 8192);
+    let tl = execute(&low.graph, 0, &mut Jitter::none());
+    // Default fence (exo enables fast sync only for JACCL): 180 us each way. Ring with N=2:
+    // 2 steps of M/2 = 4096 B: 190 us latency + 20 us TCP overhead + 4096/6.875 = 596 ns each,
+    // plus a 205 ns reduce after the first step.
+    let step = 190_000 + 20_000 + 596;
+    assert_eq!(tl.makespan, 180_000 + step + 205 + step + 180_000);
+}
