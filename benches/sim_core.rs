@@ -9,7 +9,9 @@ use supernode::sim::{Jitter, ResourceKind, TaskGraph, TaskId, execute};
 /// every `barrier_every` tasks (an all_sum), `tasks` tasks in all.
 fn synthetic(tasks: usize, width: usize, barrier_every: usize) -> TaskGraph {
     let mut g = TaskGraph::new();
-    let res: Vec<_> = (0..width).map(|i| g.add_resource(format!("r{i}"), if i % 2 == 0 { ResourceKind::Gpu } else { ResourceKind::Cpu }, i as u32)).collect();
+    let res: Vec<_> = (0..width)
+        .map(|i| g.add_resource(format!("r{i}"), if i % 2 == 0 { ResourceKind::Gpu } else { ResourceKind::Cpu }, i as u32))
+        .collect();
     let mut last: Vec<Option<TaskId>> = vec![None; width];
     let mut made = 0;
     let mut round = 0u64;
@@ -45,7 +47,9 @@ fn bench(c: &mut Criterion) {
     let p = supernode::profile::Profile::default_profile();
     let mut group = c.benchmark_group("estimate");
     group.sample_size(10);
-    group.bench_function("geerling_4x_dsv31_exo_rdma_128_128", |b| b.iter(|| supernode::estimate::estimate(&s, &p).unwrap().decode_tokens_per_s));
+    group.bench_function("geerling_4x_dsv31_exo_rdma_128_128", |b| {
+        b.iter(|| supernode::estimate::estimate(&s, &p).unwrap().decode_tokens_per_s)
+    });
     group.finish();
 }
 

@@ -194,7 +194,11 @@ fn validate(against: PathBuf, profile: Option<PathBuf>, json: bool, prefixes: &[
             return EXIT_INPUT;
         }
     };
-    let selected: Vec<_> = if prefixes.is_empty() { rows.clone() } else { rows.iter().filter(|r| prefixes.iter().any(|p| r.id.starts_with(p.as_str()))).cloned().collect() };
+    let selected: Vec<_> = if prefixes.is_empty() {
+        rows.clone()
+    } else {
+        rows.iter().filter(|r| prefixes.iter().any(|p| r.id.starts_with(p.as_str()))).cloned().collect()
+    };
     if selected.is_empty() {
         eprintln!("error: no rows selected in {}", against.display());
         return EXIT_INPUT;

@@ -239,14 +239,24 @@ impl Plan {
         let mut chips = Vec::with_capacity(n);
         let mut runtimes = Vec::with_capacity(n);
         for node in inp.nodes {
-            let chip = inp.profile.chip(&node.chip).ok_or_else(|| PlanError::Uncalibrated { chip: node.chip.clone(), runtime: runtime.into(), profile: inp.profile.meta.name.clone() })?;
-            let rt = chip.runtimes.get(runtime).ok_or_else(|| PlanError::Uncalibrated { chip: node.chip.clone(), runtime: runtime.into(), profile: inp.profile.meta.name.clone() })?;
+            let chip = inp.profile.chip(&node.chip).ok_or_else(|| PlanError::Uncalibrated {
+                chip: node.chip.clone(),
+                runtime: runtime.into(),
+                profile: inp.profile.meta.name.clone(),
+            })?;
+            let rt = chip.runtimes.get(runtime).ok_or_else(|| PlanError::Uncalibrated {
+                chip: node.chip.clone(),
+                runtime: runtime.into(),
+                profile: inp.profile.meta.name.clone(),
+            })?;
             chips.push(chip.clone());
             runtimes.push(rt.clone());
         }
         let layers = inp.model.layers;
         let shares: Vec<Share> = match inp.options.parallelism {
-            Parallelism::Tensor => (0..n).map(|_| Share { first_layer: 0, end_layer: layers, shard: 1.0 / n as f64, embedding: true, head: true }).collect(),
+            Parallelism::Tensor => {
+                (0..n).map(|_| Share { first_layer: 0, end_layer: layers, shard: 1.0 / n as f64, embedding: true, head: true }).collect()
+            }
             Parallelism::None => vec![Share { first_layer: 0, end_layer: layers, shard: 1.0, embedding: true, head: true }],
             Parallelism::Pipeline => {
                 if n as u64 > layers {
@@ -286,11 +296,20 @@ impl Plan {
                 w += inp.quant.bytes(OpClass::Dense, m.hidden * m.vocab);
             }
             let kv_share = if m.kv_heads() > 1 { share.shard } else { 1.0 };
-            let kv: f64 = (share.first_layer..share.end_layer).map(|l| (m.kv_bytes_per_token_layer() * m.layer_window(l).map_or(inp.context, |win| win.min(inp.context))) as f64).sum::<f64>() * kv_share;
+            let kv: f64 = (share.first_layer..share.end_layer)
+                .map(|l| (m.kv_bytes_per_token_layer() * m.layer_window(l).map_or(inp.context, |win| win.min(inp.context))) as f64)
+                .sum::<f64>()
+                * kv_share;
             let wired = inp.wired_limit_fraction.unwrap_or(node.wired_fraction);
             let limit = node.usable_bytes(wired) / 1e9;
             let total = w / 1e9 + kv / 1e9 + overhead;
-            memory.push(MemoryBreakdown { weights_gb: w / 1e9, kv_cache_gb: kv / 1e9, overhead_gb: overhead, total_gb: total, limit_gb: limit });
+            memory.push(MemoryBreakdown {
+                weights_gb: w / 1e9,
+                kv_cache_gb: kv / 1e9,
+                overhead_gb: overhead,
+                total_gb: total,
+                limit_gb: limit,
+            });
             let _ = i;
         }
         if let Some((i, mem)) = memory.iter().enumerate().find(|(_, m)| m.total_gb > m.limit_gb) {
@@ -341,7 +360,8 @@ impl Plan {
 
     /// Cost of one GPU<->CPU crossing on a node, ns.
     pub fn sync_ns(&self, node: usize) -> Time {
-        let us = if self.nodes[node].os != "macos" || self.fast_sync() { self.comm.gpu_sync_fast_us } else { self.comm.gpu_sync_default_us };
+        let us =
+            if self.nodes[node].os != "macos" || self.fast_sync() { self.comm.gpu_sync_fast_us } else { self.comm.gpu_sync_default_us };
         us_to_ns(us)
     }
 
@@ -562,6 +582,8 @@ impl<'a> Builder<'a> {
         last.unwrap_or_else(|| self.g.join(self.net.cpu[b], deps))
     }
 
+    // Ranks are indices into several per-rank arrays at once; index loops read best here.
+    #[allow(clippy::needless_range_loop)]
     /// An all_sum of `bytes` per rank across all nodes. `ready[i]` is when rank i's GPU has its
     /// input; returns when each rank's GPU has the sum.
     fn all_sum(&mut self, ready: &[TaskId], bytes: u64) -> Vec<TaskId> {
@@ -622,7 +644,11 @@ impl<'a> Builder<'a> {
                     for i in 0..n {
                         let j = (i + 1) % n;
                         let x = self.send(i, j, chunk, &[have[i]]);
-                        next[j] = if step < n - 1 { self.cpu(j, reduce_ns(chunk), "reduce", &[x, have[j]]) } else { self.g.join(self.net.cpu[j], &[x, have[j]]) };
+                        next[j] = if step < n - 1 {
+                            self.cpu(j, reduce_ns(chunk), "reduce", &[x, have[j]])
+                        } else {
+                            self.g.join(self.net.cpu[j], &[x, have[j]])
+                        };
                     }
                     have = next;
                 }
@@ -705,7 +731,8 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
             let mut outputs = Vec::with_capacity(n);
             for i in 0..n {
                 let share = plan.shares[i].clone();
-                let mut ops: Vec<Op> = (share.first_layer..share.end_layer).flat_map(|l| model.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
+                let mut ops: Vec<Op> =
+                    (share.first_layer..share.end_layer).flat_map(|l| model.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
                 if share.head {
                     ops.extend(model.head_ops());
                 }
@@ -750,7 +777,8 @@ fn lower_rpc(b: &mut Builder<'_>, tokens: u64) {
     let half_call = us_to_ns(c.rpc_call_us / 2.0);
     let stage_ops = |i: usize| {
         let share = &plan.shares[i];
-        let mut ops: Vec<Op> = (share.first_layer..share.end_layer).flat_map(|l| model.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
+        let mut ops: Vec<Op> =
+            (share.first_layer..share.end_layer).flat_map(|l| model.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
         if share.head {
             ops.extend(model.head_ops());
         }

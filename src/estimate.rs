@@ -289,7 +289,15 @@ pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> 
             }
         }
     }
-    GenerateRun { prefill_ns, decode_ns: now - prefill_ns, step_ns: steps, decode_busy_gpu: busy_gpu, decode_busy_cpu: busy_cpu, events, decode_bytes_sent: bytes }
+    GenerateRun {
+        prefill_ns,
+        decode_ns: now - prefill_ns,
+        step_ns: steps,
+        decode_busy_gpu: busy_gpu,
+        decode_busy_cpu: busy_cpu,
+        events,
+        decode_bytes_sent: bytes,
+    }
 }
 
 /// HPL on the CPUs: netlib's model with the measured single-node rate of each node.
@@ -305,7 +313,11 @@ fn hpl(s: &Scenario, out: &mut Estimate) {
     let nb = 256.0;
     let beta = 8.0 / (s.fabric.bandwidth_gbs * 1e9).max(1.0); // s per double
     let alpha = s.fabric.latency_us * 1e-6;
-    let comm = if n_nodes > 1 { beta * n * n * (3.0 * p + q) / (2.0 * p * q) + alpha * n * ((nb + 1.0) * p.log2().max(1.0) + p) / nb } else { 0.0 };
+    let comm = if n_nodes > 1 {
+        beta * n * n * (3.0 * p + q) / (2.0 * p * q) + alpha * n * ((nb + 1.0) * p.log2().max(1.0) + p) / nb
+    } else {
+        0.0
+    };
     let t = 2.0 * n.powi(3) / (3.0 * p * q * rate) + comm;
     let gflops = flops / t / 1e9;
     out.hpl_gflops = Some(round3(gflops));
@@ -332,7 +344,11 @@ fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
     if profile.meta.calibrated_max_context > 0 && ctx > profile.meta.calibrated_max_context {
         reasons.push(format!("context {ctx} beyond the {} calibrated", profile.meta.calibrated_max_context));
     }
-    Envelope { profile: profile.meta.name.clone(), status: if reasons.is_empty() { "inside".into() } else { "extrapolation".into() }, reasons }
+    Envelope {
+        profile: profile.meta.name.clone(),
+        status: if reasons.is_empty() { "inside".into() } else { "extrapolation".into() },
+        reasons,
+    }
 }
 
 /// Rounds to 3 decimals (stable JSON).

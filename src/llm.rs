@@ -124,7 +124,10 @@ impl ModelSpec {
             return Err(LlmError::Invalid { key: "hidden_size", why: format!("{hidden} is not divisible by num_attention_heads {heads}") });
         }
         if kv_heads == 0 || heads % kv_heads != 0 {
-            return Err(LlmError::Invalid { key: "num_key_value_heads", why: format!("{kv_heads} must divide num_attention_heads {heads}") });
+            return Err(LlmError::Invalid {
+                key: "num_key_value_heads",
+                why: format!("{kv_heads} must divide num_attention_heads {heads}"),
+            });
         }
         let gqa = || Attention::Gqa { heads, kv_heads, head_dim: get_u(v, "head_dim").unwrap_or(hidden / heads) };
         let (attention, ffn, moe, sliding) = match arch.as_str() {
@@ -175,13 +178,31 @@ impl ModelSpec {
         };
         if let Some(m) = &moe {
             if m.active > m.experts {
-                return Err(LlmError::Invalid { key: "num_experts_per_tok", why: format!("{} exceeds the {} experts", m.active, m.experts) });
+                return Err(LlmError::Invalid {
+                    key: "num_experts_per_tok",
+                    why: format!("{} exceeds the {} experts", m.active, m.experts),
+                });
             }
             if m.first_k_dense > layers {
-                return Err(LlmError::Invalid { key: "first_k_dense_replace", why: format!("{} exceeds num_hidden_layers {layers}", m.first_k_dense) });
+                return Err(LlmError::Invalid {
+                    key: "first_k_dense_replace",
+                    why: format!("{} exceeds num_hidden_layers {layers}", m.first_k_dense),
+                });
             }
         }
-        Ok(ModelSpec { id: id.into(), name: name.into(), arch, layers, hidden, vocab, attention, ffn, moe, sliding_window: sliding, tie_embeddings: tie })
+        Ok(ModelSpec {
+            id: id.into(),
+            name: name.into(),
+            arch,
+            layers,
+            hidden,
+            vocab,
+            attention,
+            ffn,
+            moe,
+            sliding_window: sliding,
+            tie_embeddings: tie,
+        })
     }
 
     /// Query heads.
@@ -319,7 +340,11 @@ impl ModelSpec {
 
     /// Operations after the last layer: final norm, LM head, sampling.
     pub fn head_ops(&self) -> Vec<Op> {
-        vec![Op::elementwise("final_norm", 1), Op::dense("lm_head", self.hidden * self.vocab, Placement::Replicated), Op::elementwise("sample", 2)]
+        vec![
+            Op::elementwise("final_norm", 1),
+            Op::dense("lm_head", self.hidden * self.vocab, Placement::Replicated),
+            Op::elementwise("sample", 2),
+        ]
     }
 
     /// Parameters of the input embedding table.
@@ -342,7 +367,8 @@ impl ModelSpec {
 
     /// Stored bytes of all weights under `quant`.
     pub fn weight_bytes(&self, quant: &QuantSpec) -> f64 {
-        let layers: f64 = (0..self.layers).map(|l| self.layer_ops(l).iter().map(|o| quant.bytes(o.class, o.total_params())).sum::<f64>()).sum();
+        let layers: f64 =
+            (0..self.layers).map(|l| self.layer_ops(l).iter().map(|o| quant.bytes(o.class, o.total_params())).sum::<f64>()).sum();
         let head = if self.tie_embeddings { 0.0 } else { quant.bytes(OpClass::Dense, self.hidden * self.vocab) };
         quant.bytes(OpClass::Dense, self.embedding_params()) + layers + head
     }
@@ -399,13 +425,46 @@ pub struct Op {
 
 impl Op {
     fn dense(name: &'static str, params: u64, placement: Placement) -> Self {
-        Op { name, class: OpClass::Dense, params, kernels: 1, placement, kv_bytes_per_ctx: 0, kv_sharded: false, attn_flops_per_ctx: 0, window: None, experts: None }
+        Op {
+            name,
+            class: OpClass::Dense,
+            params,
+            kernels: 1,
+            placement,
+            kv_bytes_per_ctx: 0,
+            kv_sharded: false,
+            attn_flops_per_ctx: 0,
+            window: None,
+            experts: None,
+        }
     }
     fn elementwise(name: &'static str, kernels: u32) -> Self {
-        Op { name, class: OpClass::Elementwise, params: 0, kernels, placement: Placement::Replicated, kv_bytes_per_ctx: 0, kv_sharded: false, attn_flops_per_ctx: 0, window: None, experts: None }
+        Op {
+            name,
+            class: OpClass::Elementwise,
+            params: 0,
+            kernels,
+            placement: Placement::Replicated,
+            kv_bytes_per_ctx: 0,
+            kv_sharded: false,
+            attn_flops_per_ctx: 0,
+            window: None,
+            experts: None,
+        }
     }
     fn all_sum() -> Self {
-        Op { name: "all_sum", class: OpClass::AllSum, params: 0, kernels: 0, placement: Placement::Replicated, kv_bytes_per_ctx: 0, kv_sharded: false, attn_flops_per_ctx: 0, window: None, experts: None }
+        Op {
+            name: "all_sum",
+            class: OpClass::AllSum,
+            params: 0,
+            kernels: 0,
+            placement: Placement::Replicated,
+            kv_bytes_per_ctx: 0,
+            kv_sharded: false,
+            attn_flops_per_ctx: 0,
+            window: None,
+            experts: None,
+        }
     }
 
     /// All parameters stored for this op.

@@ -11,7 +11,18 @@ use crate::estimate::Estimate;
 pub fn run_table(e: &Estimate) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", e.name);
-    let _ = writeln!(s, "  {} node(s): {} over {} ({}); {} {} on {} ({})", e.nodes.len(), summarize_nodes(&e.nodes), e.fabric, e.topology, e.model, e.quant, e.engine, e.parallelism);
+    let _ = writeln!(
+        s,
+        "  {} node(s): {} over {} ({}); {} {} on {} ({})",
+        e.nodes.len(),
+        summarize_nodes(&e.nodes),
+        e.fabric,
+        e.topology,
+        e.model,
+        e.quant,
+        e.engine,
+        e.parallelism
+    );
     let row = |s: &mut String, k: &str, v: String| {
         let _ = writeln!(s, "  {k:<22} {v}");
     };
@@ -26,7 +37,15 @@ pub fn run_table(e: &Estimate) -> String {
     row(&mut s, "prefill", format!("{:.1} tok/s ({} prompt tokens)", e.prefill_tokens_per_s, e.prompt_tokens));
     row(&mut s, "time to first token", format!("{:.3} s", e.ttft_s));
     row(&mut s, "TPOT p50 / p99", format!("{:.2} / {:.2} ms", e.tpot_ms.p50, e.tpot_ms.p99));
-    row(&mut s, "cluster power", format!("{:.1} W  (per node: {})", e.cluster_power_w, e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ")));
+    row(
+        &mut s,
+        "cluster power",
+        format!(
+            "{:.1} W  (per node: {})",
+            e.cluster_power_w,
+            e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ")
+        ),
+    );
     row(&mut s, "energy", format!("{:.2} J/token", e.energy_j_per_token));
     row(&mut s, "hardware cost", format!("${:.0}  ({} cables)", e.cost_usd, e.cables));
     row(&mut s, "cost per Mtok", format!("${:.2}  (${:.0} per tok/s)", e.usd_per_mtok, e.usd_per_token_per_s));
@@ -34,10 +53,17 @@ pub fn run_table(e: &Estimate) -> String {
         row(
             &mut s,
             &format!("memory node {i}"),
-            format!("{:.1} / {:.1} GB  (weights {:.1}, KV {:.2}, runtime {:.1}; layers {}..{})", m.total_gb, m.limit_gb, m.weights_gb, m.kv_cache_gb, m.overhead_gb, m.layers[0], m.layers[1]),
+            format!(
+                "{:.1} / {:.1} GB  (weights {:.1}, KV {:.2}, runtime {:.1}; layers {}..{})",
+                m.total_gb, m.limit_gb, m.weights_gb, m.kv_cache_gb, m.overhead_gb, m.layers[0], m.layers[1]
+            ),
         );
     }
-    let cal = if e.calibration.status == "inside" { format!("inside the calibrated envelope ({})", e.calibration.profile) } else { format!("EXTRAPOLATION ({}): {}", e.calibration.profile, e.calibration.reasons.join("; ")) };
+    let cal = if e.calibration.status == "inside" {
+        format!("inside the calibrated envelope ({})", e.calibration.profile)
+    } else {
+        format!("EXTRAPOLATION ({}): {}", e.calibration.profile, e.calibration.reasons.join("; "))
+    };
     row(&mut s, "calibration", cal);
     s
 }
@@ -90,9 +116,17 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
     let want = |x: &str| section.is_none_or(|w| w == x);
     if want("nodes") {
         let _ = writeln!(s, "NODES");
-        let _ = writeln!(s, "  {:<30} {:>7} {:>8} {:>7} {:>9} {:>7} {:>5}  name", "id", "mem GB", "BW GB/s", "TFLOPS", "price $", "idle W", "RDMA");
+        let _ = writeln!(
+            s,
+            "  {:<30} {:>7} {:>8} {:>7} {:>9} {:>7} {:>5}  name",
+            "id", "mem GB", "BW GB/s", "TFLOPS", "price $", "idle W", "RDMA"
+        );
         for n in &c.nodes {
-            let _ = writeln!(s, "  {:<30} {:>7} {:>8.1} {:>7.1} {:>9.0} {:>7.1} {:>5}  {}", n.id, n.memory_gb, n.mem_bw_gbs, n.fp16_tflops, n.price_usd, n.idle_w, n.rdma_ports, n.name);
+            let _ = writeln!(
+                s,
+                "  {:<30} {:>7} {:>8.1} {:>7.1} {:>9.0} {:>7.1} {:>5}  {}",
+                n.id, n.memory_gb, n.mem_bw_gbs, n.fp16_tflops, n.price_usd, n.idle_w, n.rdma_ports, n.name
+            );
             for (k, v) in &n.sources {
                 let _ = writeln!(s, "      {k}: {v}");
             }
@@ -102,7 +136,16 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
         let _ = writeln!(s, "FABRICS");
         let _ = writeln!(s, "  {:<10} {:>6} {:>11} {:>8}  {:<22} name", "id", "kind", "latency us", "GB/s", "topologies");
         for f in &c.fabrics {
-            let _ = writeln!(s, "  {:<10} {:>6} {:>11.2} {:>8.3}  {:<22} {}", f.id, format!("{:?}", f.transport).to_lowercase(), f.latency_us, f.bandwidth_gbs, f.topologies.join(","), f.name);
+            let _ = writeln!(
+                s,
+                "  {:<10} {:>6} {:>11.2} {:>8.3}  {:<22} {}",
+                f.id,
+                format!("{:?}", f.transport).to_lowercase(),
+                f.latency_us,
+                f.bandwidth_gbs,
+                f.topologies.join(","),
+                f.name
+            );
             for (k, v) in &f.sources {
                 let _ = writeln!(s, "      {k}: {v}");
             }
@@ -110,7 +153,11 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
     }
     if want("models") {
         let _ = writeln!(s, "MODELS");
-        let _ = writeln!(s, "  {:<24} {:>6} {:>7} {:>9} {:>9} {:>10} {:>11}  source", "id", "layers", "hidden", "total B", "active B", "KV KiB/tok", "default q");
+        let _ = writeln!(
+            s,
+            "  {:<24} {:>6} {:>7} {:>9} {:>9} {:>10} {:>11}  source",
+            "id", "layers", "hidden", "total B", "active B", "KV KiB/tok", "default q"
+        );
         for (p, m) in &c.models {
             let _ = writeln!(
                 s,
@@ -130,7 +177,15 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
         let _ = writeln!(s, "QUANTIZATIONS");
         let _ = writeln!(s, "  {:<11} {:>6} {:>6} {:>7}  source", "id", "family", "bits", "experts");
         for q in &c.quants {
-            let _ = writeln!(s, "  {:<11} {:>6} {:>6.2} {:>7}  {}", q.id, q.family, q.bits, q.expert_bits.map_or("-".into(), |b| format!("{b:.2}")), q.source);
+            let _ = writeln!(
+                s,
+                "  {:<11} {:>6} {:>6.2} {:>7}  {}",
+                q.id,
+                q.family,
+                q.bits,
+                q.expert_bits.map_or("-".into(), |b| format!("{b:.2}")),
+                q.source
+            );
         }
     }
     s

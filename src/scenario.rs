@@ -1,6 +1,9 @@
 //! Scenario files: raw serde structs with spans, `--set` overrides, and validation into a typed
 //! [`Scenario`] once. Every error names file:line:column and says how to fix it.
 
+// Errors carry the source text for rendering; they are the cold path, so their size is fine.
+#![allow(clippy::result_large_err)]
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -254,11 +257,19 @@ pub fn apply_overrides(source: Source, overrides: &[String]) -> Result<Source, S
     let mut doc: toml::Table = toml::from_str(&source.text).map_err(|e| toml_error(&source, &e))?;
     for o in overrides {
         let (key, value) = o.split_once('=').ok_or_else(|| {
-            Source { path: "--set".into(), dir: PathBuf::new(), text: o.clone() }.error(0..o.len(), format!("`--set {o}` is not KEY=VALUE"), Some("write e.g. --set workload.prompt_tokens=32768".into()))
+            Source { path: "--set".into(), dir: PathBuf::new(), text: o.clone() }.error(
+                0..o.len(),
+                format!("`--set {o}` is not KEY=VALUE"),
+                Some("write e.g. --set workload.prompt_tokens=32768".into()),
+            )
         })?;
         let value = parse_value(value.trim());
         set_dotted(&mut doc, key.trim(), value).map_err(|why| {
-            Source { path: "--set".into(), dir: PathBuf::new(), text: o.clone() }.error(0..key.len(), why, Some("keys are dotted paths such as cluster.count or model.quant".into()))
+            Source { path: "--set".into(), dir: PathBuf::new(), text: o.clone() }.error(
+                0..key.len(),
+                why,
+                Some("keys are dotted paths such as cluster.count or model.quant".into()),
+            )
         })?;
     }
     let text = toml::to_string(&doc).expect("a toml table serializes");
@@ -267,7 +278,10 @@ pub fn apply_overrides(source: Source, overrides: &[String]) -> Result<Source, S
 
 /// Reads a `--set` value as TOML, or a bare string.
 pub fn parse_value(v: &str) -> toml::Value {
-    toml::from_str::<toml::Table>(&format!("v = {v}")).ok().and_then(|mut t| t.remove("v")).unwrap_or_else(|| toml::Value::String(v.to_string()))
+    toml::from_str::<toml::Table>(&format!("v = {v}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(v.to_string()))
 }
 
 /// Sets `a.b.c = value` in a table, creating intermediate tables.
@@ -364,7 +378,11 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
             spans.cluster_nodes = list.span();
             let l = list.into_inner();
             if l.is_empty() {
-                return Err(src.error(spans.cluster_nodes.clone(), "`cluster.nodes` is empty", Some("list at least one node preset".into())));
+                return Err(src.error(
+                    spans.cluster_nodes.clone(),
+                    "`cluster.nodes` is empty",
+                    Some("list at least one node preset".into()),
+                ));
             }
             l
         }
@@ -377,10 +395,26 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
             (0..n).map(|_| node.clone()).collect()
         }
         (Some(list), _, _) => {
-            return Err(src.error(list.span(), "`cluster.nodes` and `cluster.node`/`count` are both set", Some("use either nodes = [...] or node = \"...\" with count = N".into())));
+            return Err(src.error(
+                list.span(),
+                "`cluster.nodes` and `cluster.node`/`count` are both set",
+                Some("use either nodes = [...] or node = \"...\" with count = N".into()),
+            ));
         }
-        (None, None, Some(c)) => return Err(src.error(c.span(), "`cluster.count` needs `cluster.node`", Some("add node = \"m3-ultra-80c-512gb\" (or another preset)".into()))),
-        (None, None, None) => return Err(src.error(cluster_span, "`[cluster]` names no nodes", Some("add nodes = [\"...\"] or node = \"...\" with count = N".into()))),
+        (None, None, Some(c)) => {
+            return Err(src.error(
+                c.span(),
+                "`cluster.count` needs `cluster.node`",
+                Some("add node = \"m3-ultra-80c-512gb\" (or another preset)".into()),
+            ));
+        }
+        (None, None, None) => {
+            return Err(src.error(
+                cluster_span,
+                "`[cluster]` names no nodes",
+                Some("add nodes = [\"...\"] or node = \"...\" with count = N".into()),
+            ));
+        }
     };
     if node_ids.len() > 64 {
         return Err(src.error(spans.cluster_nodes.clone(), format!("{} nodes is more than the 64 supported", node_ids.len()), None));
@@ -389,30 +423,58 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
     for id in &node_ids {
         match cat.node(id.get_ref()) {
             Some(n) => nodes.push(n.clone()),
-            None => return Err(src.error(id.span(), format!("unknown node `{}`", id.get_ref()), Some(suggest(id.get_ref(), &cat.node_ids(), "nodes")))),
+            None => {
+                return Err(src.error(
+                    id.span(),
+                    format!("unknown node `{}`", id.get_ref()),
+                    Some(suggest(id.get_ref(), &cat.node_ids(), "nodes")),
+                ));
+            }
         }
     }
     let n = nodes.len();
     let fabric = match &cluster.fabric {
         Some(f) => {
             spans.fabric = f.span();
-            cat.fabric(f.get_ref()).cloned().ok_or_else(|| src.error(f.span(), format!("unknown fabric `{}`", f.get_ref()), Some(suggest(f.get_ref(), &cat.fabric_ids(), "fabrics"))))?
+            cat.fabric(f.get_ref()).cloned().ok_or_else(|| {
+                src.error(f.span(), format!("unknown fabric `{}`", f.get_ref()), Some(suggest(f.get_ref(), &cat.fabric_ids(), "fabrics")))
+            })?
         }
         None if n == 1 => {
             spans.fabric = cluster_span.clone();
             cat.fabric("none").expect("fabric `none` exists").clone()
         }
-        None => return Err(src.error(cluster_span, format!("{n} nodes need a `cluster.fabric`"), Some(format!("add fabric = \"tb5-rdma\" (known fabrics: {})", cat.fabric_ids().join(", "))))),
+        None => {
+            return Err(src.error(
+                cluster_span,
+                format!("{n} nodes need a `cluster.fabric`"),
+                Some(format!("add fabric = \"tb5-rdma\" (known fabrics: {})", cat.fabric_ids().join(", "))),
+            ));
+        }
     };
     if n > 1 && fabric.transport == Transport::None {
-        return Err(src.error(spans.fabric.clone(), format!("fabric `none` cannot join {n} nodes"), Some("pick a network fabric such as tb5-rdma or eth-10g".into())));
+        return Err(src.error(
+            spans.fabric.clone(),
+            format!("fabric `none` cannot join {n} nodes"),
+            Some("pick a network fabric such as tb5-rdma or eth-10g".into()),
+        ));
     }
     let topology = match &cluster.topology {
         Some(t) => {
             spans.topology = t.span();
-            let topo = Topology::parse(t.get_ref()).ok_or_else(|| src.error(t.span(), format!("unknown topology `{}`", t.get_ref()), Some(suggest(t.get_ref(), &["full-mesh", "ring", "switch"], "topologies"))))?;
+            let topo = Topology::parse(t.get_ref()).ok_or_else(|| {
+                src.error(
+                    t.span(),
+                    format!("unknown topology `{}`", t.get_ref()),
+                    Some(suggest(t.get_ref(), &["full-mesh", "ring", "switch"], "topologies")),
+                )
+            })?;
             if n > 1 && !fabric.topologies.iter().any(|x| x == topo.id()) {
-                return Err(src.error(t.span(), format!("fabric `{}` cannot be cabled as `{}`", fabric.id, topo.id()), Some(format!("use one of: {}", fabric.topologies.join(", ")))));
+                return Err(src.error(
+                    t.span(),
+                    format!("fabric `{}` cannot be cabled as `{}`", fabric.id, topo.id()),
+                    Some(format!("use one of: {}", fabric.topologies.join(", "))),
+                ));
             }
             if n == 1 { Topology::None } else { topo }
         }
@@ -434,36 +496,60 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
             if fabric.port == "thunderbolt" && node.tb_generation < fabric.min_tb_generation {
                 return Err(src.error(
                     id.span(),
-                    format!("node `{}` has {} ports, fabric `{}` needs Thunderbolt {}", node.id, if node.tb_generation == 0 { "no Thunderbolt".to_string() } else { format!("Thunderbolt {}", node.tb_generation) }, fabric.id, fabric.min_tb_generation),
+                    format!(
+                        "node `{}` has {} ports, fabric `{}` needs Thunderbolt {}",
+                        node.id,
+                        if node.tb_generation == 0 { "no Thunderbolt".to_string() } else { format!("Thunderbolt {}", node.tb_generation) },
+                        fabric.id,
+                        fabric.min_tb_generation
+                    ),
                     Some("pick a fabric the node supports (e.g. tb4-tcp or eth-10g)".into()),
                 ));
             }
             if fabric.port == "qsfp" && node.rdma_ports == 0 {
-                return Err(src.error(id.span(), format!("node `{}` has no ConnectX-7 QSFP ports for fabric `{}`", node.id, fabric.id), Some("cx7 fabrics are for GB10 machines; use eth-10g or a Thunderbolt fabric".into())));
+                return Err(src.error(
+                    id.span(),
+                    format!("node `{}` has no ConnectX-7 QSFP ports for fabric `{}`", node.id, fabric.id),
+                    Some("cx7 fabrics are for GB10 machines; use eth-10g or a Thunderbolt fabric".into()),
+                ));
             }
             if fabric.transport == Transport::Rdma && fabric.port == "thunderbolt" && node.rdma_ports == 0 {
-                return Err(src.error(id.span(), format!("node `{}` has no RDMA-capable Thunderbolt 5 ports", node.id), Some("use tb5-tcp / tb4-tcp, or M3 Ultra / M4 Max nodes on macOS 26.2+".into())));
+                return Err(src.error(
+                    id.span(),
+                    format!("node `{}` has no RDMA-capable Thunderbolt 5 ports", node.id),
+                    Some("use tb5-tcp / tb4-tcp, or M3 Ultra / M4 Max nodes on macOS 26.2+".into()),
+                ));
             }
             if need > have {
                 return Err(src.error(
                     spans.topology.start.min(spans.cluster_nodes.start)..spans.topology.end.max(spans.cluster_nodes.start + 1),
-                    format!("a {} of {n} nodes needs {need} {what} per node; `{}` has {have}", topology.id(), node.id, ),
+                    format!("a {} of {n} nodes needs {need} {what} per node; `{}` has {have}", topology.id(), node.id,),
                     Some(match topology {
-                        Topology::FullMesh => format!("use at most {} nodes for a full mesh, or topology = \"ring\" (JACCL ring, mlx PR 3094)", have + 1),
+                        Topology::FullMesh => {
+                            format!("use at most {} nodes for a full mesh, or topology = \"ring\" (JACCL ring, mlx PR 3094)", have + 1)
+                        }
                         _ => "use fewer nodes or a switched fabric".to_string(),
                     }),
                 ));
             }
         }
         if fabric.backend == "jaccl" && topology == Topology::FullMesh && n - 1 > 8 {
-            return Err(src.error(spans.cluster_nodes.clone(), format!("JACCL full mesh supports at most 8 peers (MESH_MAX_PEERS); {n} nodes have {}", n - 1), Some("use topology = \"ring\"".into())));
+            return Err(src.error(
+                spans.cluster_nodes.clone(),
+                format!("JACCL full mesh supports at most 8 peers (MESH_MAX_PEERS); {n} nodes have {}", n - 1),
+                Some("use topology = \"ring\"".into()),
+            ));
         }
     }
     let wired_limit_fraction = match &cluster.wired_limit_fraction {
         Some(w) => {
             let x = *w.get_ref();
             if !(0.1..=1.0).contains(&x) {
-                return Err(src.error(w.span(), format!("`cluster.wired_limit_fraction` = {x} is out of range"), Some("use a fraction from 0.1 to 1.0 (macOS default ~0.75)".into())));
+                return Err(src.error(
+                    w.span(),
+                    format!("`cluster.wired_limit_fraction` = {x} is out of range"),
+                    Some("use a fraction from 0.1 to 1.0 (macOS default ~0.75)".into()),
+                ));
             }
             Some(x)
         }
@@ -476,20 +562,50 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
     let (model, default_quant) = match (&rm.name, &rm.hf_config) {
         (Some(name), None) => {
             spans.model = name.span();
-            let (preset, spec) = cat.model(name.get_ref()).ok_or_else(|| src.error(name.span(), format!("unknown model `{}`", name.get_ref()), Some(suggest(name.get_ref(), &cat.model_ids(), "models") + "; or use hf_config = \"path/to/config.json\"")))?;
+            let (preset, spec) = cat.model(name.get_ref()).ok_or_else(|| {
+                src.error(
+                    name.span(),
+                    format!("unknown model `{}`", name.get_ref()),
+                    Some(suggest(name.get_ref(), &cat.model_ids(), "models") + "; or use hf_config = \"path/to/config.json\""),
+                )
+            })?;
             (spec.clone(), preset.default_quant.clone())
         }
         (None, Some(path)) => {
             spans.model = path.span();
             let p = source.dir.join(path.get_ref());
-            let text = std::fs::read_to_string(&p).map_err(|e| src.error(path.span(), format!("cannot read `{}`: {e}", p.display()), Some("hf_config paths are relative to the scenario file".into())))?;
-            let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| src.error(path.span(), format!("`{}` is not valid JSON: {e}", p.display()), None))?;
-            let stem = Path::new(path.get_ref()).parent().and_then(|d| d.file_name()).map_or_else(|| path.get_ref().clone(), |s| s.to_string_lossy().into_owned());
-            let spec = ModelSpec::from_hf_config(&stem, &stem, &json).map_err(|e| src.error(path.span(), format!("cannot import `{}`: {e}", p.display()), Some("supported architectures: llama, qwen3_moe, deepseek_v3, kimi_k2, gpt_oss".into())))?;
+            let text = std::fs::read_to_string(&p).map_err(|e| {
+                src.error(
+                    path.span(),
+                    format!("cannot read `{}`: {e}", p.display()),
+                    Some("hf_config paths are relative to the scenario file".into()),
+                )
+            })?;
+            let json: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| src.error(path.span(), format!("`{}` is not valid JSON: {e}", p.display()), None))?;
+            let stem = Path::new(path.get_ref())
+                .parent()
+                .and_then(|d| d.file_name())
+                .map_or_else(|| path.get_ref().clone(), |s| s.to_string_lossy().into_owned());
+            let spec = ModelSpec::from_hf_config(&stem, &stem, &json).map_err(|e| {
+                src.error(
+                    path.span(),
+                    format!("cannot import `{}`: {e}", p.display()),
+                    Some("supported architectures: llama, qwen3_moe, deepseek_v3, kimi_k2, gpt_oss".into()),
+                )
+            })?;
             (spec, "bf16".to_string())
         }
-        (Some(name), Some(_)) => return Err(src.error(name.span(), "`model.name` and `model.hf_config` are both set", Some("keep one".into()))),
-        (None, None) => return Err(src.error(model_span, "`[model]` needs `name` (a preset) or `hf_config` (a config.json path)", Some(format!("known models: {}", cat.model_ids().join(", "))))),
+        (Some(name), Some(_)) => {
+            return Err(src.error(name.span(), "`model.name` and `model.hf_config` are both set", Some("keep one".into())));
+        }
+        (None, None) => {
+            return Err(src.error(
+                model_span,
+                "`[model]` needs `name` (a preset) or `hf_config` (a config.json path)",
+                Some(format!("known models: {}", cat.model_ids().join(", "))),
+            ));
+        }
     };
     // Engine.
     let (engine_name, engine_span, re) = match raw.engine {
@@ -505,7 +621,13 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
         "mlx-lm" => EngineKind::MlxLm,
         "llama-cpp" | "ollama" => EngineKind::LlamaCpp,
         "llama-cpp-rpc" => EngineKind::LlamaCppRpc,
-        other => return Err(src.error(engine_span, format!("unknown engine `{other}`"), Some(suggest(other, &["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama"], "engines")))),
+        other => {
+            return Err(src.error(
+                engine_span,
+                format!("unknown engine `{other}`"),
+                Some(suggest(other, &["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama"], "engines")),
+            ));
+        }
     };
     spans.parallelism = engine_span.clone();
     let parallelism = match re.as_ref().and_then(|e| e.parallelism.as_ref()) {
@@ -515,7 +637,13 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
                 "tensor" => Parallelism::Tensor,
                 "pipeline" => Parallelism::Pipeline,
                 "none" => Parallelism::None,
-                other => return Err(src.error(p.span(), format!("unknown parallelism `{other}`"), Some(suggest(other, &["tensor", "pipeline", "none"], "values")))),
+                other => {
+                    return Err(src.error(
+                        p.span(),
+                        format!("unknown parallelism `{other}`"),
+                        Some(suggest(other, &["tensor", "pipeline", "none"], "values")),
+                    ));
+                }
             }
         }
         None => match kind {
@@ -526,12 +654,26 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
     };
     let par_err = |msg: String, help: &str| src.error(spans.parallelism.clone(), msg, Some(help.to_string()));
     match (kind, parallelism) {
-        (EngineKind::MlxLm | EngineKind::LlamaCpp, Parallelism::Tensor | Parallelism::Pipeline) => return Err(par_err(format!("engine `{engine_name}` runs on one node and has no {} parallelism", parallelism.id()), "use engine exo (tensor/pipeline) or llama-cpp-rpc (pipeline)")),
-        (EngineKind::LlamaCppRpc, Parallelism::Tensor) => return Err(par_err("llama.cpp RPC splits layers (pipeline), not tensors".into(), "use parallelism = \"pipeline\" or engine exo")),
+        (EngineKind::MlxLm | EngineKind::LlamaCpp, Parallelism::Tensor | Parallelism::Pipeline) => {
+            return Err(par_err(
+                format!("engine `{engine_name}` runs on one node and has no {} parallelism", parallelism.id()),
+                "use engine exo (tensor/pipeline) or llama-cpp-rpc (pipeline)",
+            ));
+        }
+        (EngineKind::LlamaCppRpc, Parallelism::Tensor) => {
+            return Err(par_err(
+                "llama.cpp RPC splits layers (pipeline), not tensors".into(),
+                "use parallelism = \"pipeline\" or engine exo",
+            ));
+        }
         _ => {}
     }
     if n > 1 && parallelism == Parallelism::None {
-        return Err(src.error(spans.cluster_nodes.clone(), format!("engine `{engine_name}` with parallelism none runs on one node, but the cluster has {n}"), Some("use count = 1, or engine exo / llama-cpp-rpc".into())));
+        return Err(src.error(
+            spans.cluster_nodes.clone(),
+            format!("engine `{engine_name}` with parallelism none runs on one node, but the cluster has {n}"),
+            Some("use count = 1, or engine exo / llama-cpp-rpc".into()),
+        ));
     }
     // Quantization family vs runtime.
     let runtime_family = match kind {
@@ -541,7 +683,13 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
     let quant = match &rm.quant {
         Some(q) => {
             spans.quant = q.span();
-            cat.quant(q.get_ref()).cloned().ok_or_else(|| src.error(q.span(), format!("unknown quantization `{}`", q.get_ref()), Some(suggest(q.get_ref(), &cat.quant_ids(), "quantizations"))))?
+            cat.quant(q.get_ref()).cloned().ok_or_else(|| {
+                src.error(
+                    q.span(),
+                    format!("unknown quantization `{}`", q.get_ref()),
+                    Some(suggest(q.get_ref(), &cat.quant_ids(), "quantizations")),
+                )
+            })?
         }
         None => {
             spans.quant = spans.model.clone();
@@ -554,8 +702,16 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
         }
     };
     if quant.family != "any" && quant.family != runtime_family {
-        let fix = if runtime_family == "gguf" { "llama.cpp loads GGUF: use q4_k_m, q8_0, q2_k, ud-q4_k_xl, mxfp4 or bf16" } else { "MLX loads MLX formats: use mlx-4bit, mlx-6bit, mlx-8bit, int4-g32, mxfp4 or bf16" };
-        return Err(src.error(spans.quant.clone(), format!("quantization `{}` is a {} format; engine `{engine_name}` cannot load it", quant.id, quant.family), Some(fix.into())));
+        let fix = if runtime_family == "gguf" {
+            "llama.cpp loads GGUF: use q4_k_m, q8_0, q2_k, ud-q4_k_xl, mxfp4 or bf16"
+        } else {
+            "MLX loads MLX formats: use mlx-4bit, mlx-6bit, mlx-8bit, int4-g32, mxfp4 or bf16"
+        };
+        return Err(src.error(
+            spans.quant.clone(),
+            format!("quantization `{}` is a {} format; engine `{engine_name}` cannot load it", quant.id, quant.family),
+            Some(fix.into()),
+        ));
     }
     // Tensor split legality (exo: N divides KV heads and hidden).
     if parallelism == Parallelism::Tensor && n > 1 {
@@ -567,7 +723,10 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
             let ok: Vec<String> = (1..=16u64).filter(|k| legal(*k)).map(|k| k.to_string()).collect();
             return Err(src.error(
                 spans.cluster_nodes.clone(),
-                format!("tensor parallel over {n} nodes is illegal for `{}`: {n} must divide the {} KV heads, the {} heads and hidden {}", model.id, kvh, heads, model.hidden),
+                format!(
+                    "tensor parallel over {n} nodes is illegal for `{}`: {n} must divide the {} KV heads, the {} heads and hidden {}",
+                    model.id, kvh, heads, model.hidden
+                ),
                 Some(format!("use a node count in {{{}}}, or parallelism = \"pipeline\"", ok.join(", "))),
             ));
         }
@@ -576,16 +735,27 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
     if let Some(e) = &re {
         if let Some(m) = &e.macos {
             let v = m.get_ref();
-            let parsed: Option<(u32, u32)> = v.split_once('.').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?))).or_else(|| v.parse().ok().map(|a| (a, 0)));
+            let parsed: Option<(u32, u32)> =
+                v.split_once('.').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?))).or_else(|| v.parse().ok().map(|a| (a, 0)));
             match parsed {
                 Some((maj, min)) if maj >= 26 => {
                     if (maj, min) < (26, 2) && fabric.backend == "jaccl" {
-                        return Err(src.error(m.span(), format!("RDMA over Thunderbolt needs macOS 26.2 or later, not {v}"), Some("set macos = \"26.2\" or use tb5-tcp".into())));
+                        return Err(src.error(
+                            m.span(),
+                            format!("RDMA over Thunderbolt needs macOS 26.2 or later, not {v}"),
+                            Some("set macos = \"26.2\" or use tb5-tcp".into()),
+                        ));
                     }
                     options.jaccl_frame_bytes = if (maj, min) >= (26, 3) { 512 * 1024 } else { 4096 };
                 }
                 Some(_) => options.jaccl_frame_bytes = 4096,
-                None => return Err(src.error(m.span(), format!("`engine.macos` = \"{v}\" is not a version"), Some("write e.g. macos = \"26.2\"".into()))),
+                None => {
+                    return Err(src.error(
+                        m.span(),
+                        format!("`engine.macos` = \"{v}\" is not a version"),
+                        Some("write e.g. macos = \"26.2\"".into()),
+                    ));
+                }
             }
         }
         if let Some(f) = &e.jaccl_frame_kib {
@@ -596,7 +766,16 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
                 "fully-connected" => AllReduceAlgo::FullyConnected,
                 "rs-ag" => AllReduceAlgo::ReduceScatterAllGather,
                 "ring" => AllReduceAlgo::Ring,
-                other => return Err(src.error(a.span(), format!("unknown all-reduce algorithm `{other}`"), Some(suggest(other, &["fully-connected", "rs-ag", "ring"], "algorithms") + " (fully-connected = Dec 2025; rs-ag = mlx PR 3901 above 32 KiB)"))),
+                other => {
+                    return Err(src.error(
+                        a.span(),
+                        format!("unknown all-reduce algorithm `{other}`"),
+                        Some(
+                            suggest(other, &["fully-connected", "rs-ag", "ring"], "algorithms")
+                                + " (fully-connected = Dec 2025; rs-ag = mlx PR 3901 above 32 KiB)",
+                        ),
+                    ));
+                }
             };
         }
         if let Some(f) = &e.fast_sync {
@@ -616,8 +795,20 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
             workload.kind = match k.get_ref().as_str() {
                 "generate" => WorkloadKind::Generate,
                 "hpl" => WorkloadKind::Hpl,
-                "serve" => return Err(src.error(k.span(), "workload kind `serve` (arrivals and batching) is not implemented yet", Some("use kind = \"generate\"".into()))),
-                other => return Err(src.error(k.span(), format!("unknown workload kind `{other}`"), Some(suggest(other, &["generate", "hpl"], "kinds")))),
+                "serve" => {
+                    return Err(src.error(
+                        k.span(),
+                        "workload kind `serve` (arrivals and batching) is not implemented yet",
+                        Some("use kind = \"generate\"".into()),
+                    ));
+                }
+                other => {
+                    return Err(src.error(
+                        k.span(),
+                        format!("unknown workload kind `{other}`"),
+                        Some(suggest(other, &["generate", "hpl"], "kinds")),
+                    ));
+                }
             };
         }
         if let Some(p) = &w.prompt_tokens {
@@ -638,14 +829,22 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
         if let Some(a) = &c.amortization_years {
             let x = *a.get_ref();
             if !(x > 0.0 && x <= 50.0) {
-                return Err(src.error(a.span(), format!("`cost.amortization_years` = {x} is out of range"), Some("use a number of years in (0, 50]".into())));
+                return Err(src.error(
+                    a.span(),
+                    format!("`cost.amortization_years` = {x} is out of range"),
+                    Some("use a number of years in (0, 50]".into()),
+                ));
             }
             cost.amortization_years = x;
         }
         if let Some(e) = &c.electricity_usd_per_kwh {
             let x = *e.get_ref();
             if !(0.0..=10.0).contains(&x) || x.is_nan() {
-                return Err(src.error(e.span(), format!("`cost.electricity_usd_per_kwh` = {x} is out of range"), Some("use a price from 0 to 10 USD/kWh".into())));
+                return Err(src.error(
+                    e.span(),
+                    format!("`cost.electricity_usd_per_kwh` = {x} is out of range"),
+                    Some("use a price from 0 to 10 USD/kWh".into()),
+                ));
             }
             cost.electricity_usd_per_kwh = x;
         }
@@ -660,7 +859,22 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
         Path::new(&source.path).file_stem().map_or_else(|| "scenario".to_string(), |s| s.to_string_lossy().into_owned())
     });
     let _ = raw.description;
-    Ok(Scenario { name, seed, nodes, fabric, topology, wired_limit_fraction, model, quant, engine: options, workload, cost, sweep: raw.sweep, source, spans })
+    Ok(Scenario {
+        name,
+        seed,
+        nodes,
+        fabric,
+        topology,
+        wired_limit_fraction,
+        model,
+        quant,
+        engine: options,
+        workload,
+        cost,
+        sweep: raw.sweep,
+        source,
+        spans,
+    })
 }
 
 #[cfg(test)]
@@ -687,7 +901,11 @@ mod tests {
 
     #[test]
     fn overrides_apply() {
-        let s = apply_overrides(src("[cluster]\nnode = \"m3-ultra-80c-512gb\"\n[model]\nname = \"llama-3.2-3b\"\n"), &["workload.prompt_tokens=32768".into(), "cluster.count=2".into(), "cluster.fabric=tb5-rdma".into()]).unwrap();
+        let s = apply_overrides(
+            src("[cluster]\nnode = \"m3-ultra-80c-512gb\"\n[model]\nname = \"llama-3.2-3b\"\n"),
+            &["workload.prompt_tokens=32768".into(), "cluster.count=2".into(), "cluster.fabric=tb5-rdma".into()],
+        )
+        .unwrap();
         let s = parse(s);
         // llama.cpp engine default is mlx-lm for one node; with 2 nodes exo tensor: 24 heads / 8 kv: legal for 2.
         let s = s.unwrap();

@@ -67,10 +67,13 @@ pub struct TaskGraph {
     pub resources: Vec<Resource>,
     /// Tasks, indexed by [`TaskId`].
     pub tasks: Vec<Task>,
-    /// Successor lists in compressed form: `succ_edges[succ_start[t]..succ_start[t + 1]]`.
+    /// Successor lists, one per task.
     succ: Vec<Vec<u32>>,
     /// Number of predecessors of each task.
     preds: Vec<u32>,
+    /// Successors in compressed form (`list[start[t]..start[t + 1]]`), built on first execution
+    /// and reused while the graph's shape does not change (decode steps re-time, not rebuild).
+    csr: std::sync::OnceLock<(Vec<u32>, Vec<u32>)>,
 }
 
 impl TaskGraph {
@@ -90,6 +93,7 @@ impl TaskGraph {
         let id = self.tasks.len() as u32;
         debug_assert!((task.resource.0 as usize) < self.resources.len(), "unknown resource");
         self.tasks.push(task);
+        self.csr = Default::default();
         self.succ.push(Vec::new());
         self.preds.push(deps.len() as u32);
         for d in deps {
@@ -122,6 +126,19 @@ impl TaskGraph {
     /// Successors of a task.
     pub fn successors(&self, t: TaskId) -> &[u32] {
         &self.succ[t.0 as usize]
+    }
+
+    fn csr(&self) -> &(Vec<u32>, Vec<u32>) {
+        self.csr.get_or_init(|| {
+            let mut start = Vec::with_capacity(self.succ.len() + 1);
+            let mut list = Vec::with_capacity(self.succ.iter().map(Vec::len).sum());
+            start.push(0);
+            for s in &self.succ {
+                list.extend_from_slice(s);
+                start.push(list.len() as u32);
+            }
+            (start, list)
+        })
     }
 }
 
@@ -184,8 +201,6 @@ pub struct Timeline {
 enum EventKind {
     /// Task finished on its resource.
     Done = 0,
-    /// Task became ready (all inputs present).
-    Ready = 1,
 }
 
 /// Queue entry. Ordered by time, then by a sequence number assigned at push.
@@ -205,71 +220,77 @@ struct Event {
 
 /// Executes `graph` starting at time `start`, jittering durations with `jitter`.
 ///
-/// Each resource serves ready tasks in the order they became ready (FIFO, ties broken by the
-/// event sequence). Panics only on a graph with a cycle, which `TaskGraph` cannot build.
+/// Each resource serves ready tasks in the order they became ready (FIFO; ties follow the event
+/// sequence). Two kinds of event happen to a task: it becomes ready (its last input finished)
+/// and it finishes. Finishing goes through the time-ordered queue; becoming ready always happens
+/// at the current instant, inside the handler of the finishing task that released it, so it is
+/// handled on the spot instead of round-tripping through the heap. `events` counts both.
 pub fn execute(graph: &TaskGraph, start: Time, jitter: &mut Jitter) -> Timeline {
     let n = graph.tasks.len();
+    let nres = graph.resources.len();
+    let (succ_start, succ_list) = graph.csr();
     let mut remaining: Vec<u32> = graph.preds.clone();
     let mut timings = vec![TaskTiming { ready: 0, start: 0, end: 0 }; n];
-    let mut busy = vec![0 as Time; graph.resources.len()];
-    let mut free_at = vec![start; graph.resources.len()];
-    let mut running = vec![false; graph.resources.len()];
-    let mut waiting: Vec<std::collections::VecDeque<u32>> = vec![Default::default(); graph.resources.len()];
-    let mut heap: BinaryHeap<Reverse<Event>> = BinaryHeap::with_capacity(n.min(1 << 16));
+    let mut busy = vec![0 as Time; nres];
+    let mut running = vec![false; nres];
+    let mut waiting: Vec<std::collections::VecDeque<u32>> = vec![Default::default(); nres];
+    let mut heap: BinaryHeap<Reverse<Event>> = BinaryHeap::with_capacity(nres * 2 + 16);
     let mut seq: u64 = 0;
-    let mut push = |heap: &mut BinaryHeap<Reverse<Event>>, time, kind, task| {
-        heap.push(Reverse(Event { time, seq, kind, task }));
-        seq += 1;
-    };
+    let mut events = 0u64;
+    let mut makespan = start;
+
+    // Starts task `t` on its (idle) resource at `now`.
+    macro_rules! begin {
+        ($t:expr, $now:expr) => {{
+            let t = $t as usize;
+            let task = &graph.tasks[t];
+            let d = if task.jitter { jitter.apply(task.duration) } else { task.duration };
+            let r = task.resource.0 as usize;
+            timings[t].start = $now;
+            timings[t].end = $now + d;
+            running[r] = true;
+            busy[r] += d;
+            heap.push(Reverse(Event { time: $now + d, seq, kind: EventKind::Done, task: t as u32 }));
+            seq += 1;
+        }};
+    }
+    // Task `t` became ready at `now`.
+    macro_rules! ready {
+        ($t:expr, $now:expr) => {{
+            let t = $t as usize;
+            events += 1;
+            timings[t].ready = $now;
+            let r = graph.tasks[t].resource.0 as usize;
+            if running[r] {
+                waiting[r].push_back(t as u32);
+            } else {
+                begin!(t, $now);
+            }
+        }};
+    }
     for (i, &p) in graph.preds.iter().enumerate() {
         if p == 0 {
-            push(&mut heap, start, EventKind::Ready, i as u32);
+            ready!(i, start);
         }
     }
     let mut now = start;
-    let mut events = 0u64;
-    let mut makespan = start;
     while let Some(Reverse(ev)) = heap.pop() {
         debug_assert!(ev.time >= now, "clock went back");
         now = ev.time;
         events += 1;
         let t = ev.task as usize;
         let r = graph.tasks[t].resource.0 as usize;
-        match ev.kind {
-            EventKind::Ready => {
-                timings[t].ready = now;
-                if running[r] {
-                    waiting[r].push_back(ev.task);
-                } else {
-                    let d = if graph.tasks[t].jitter { jitter.apply(graph.tasks[t].duration) } else { graph.tasks[t].duration };
-                    let s = now.max(free_at[r]);
-                    timings[t].start = s;
-                    timings[t].end = s + d;
-                    running[r] = true;
-                    busy[r] += d;
-                    push(&mut heap, s + d, EventKind::Done, ev.task);
-                }
-            }
-            EventKind::Done => {
-                makespan = makespan.max(now);
-                free_at[r] = now;
-                running[r] = false;
-                if let Some(next) = waiting[r].pop_front() {
-                    let nt = next as usize;
-                    let d = if graph.tasks[nt].jitter { jitter.apply(graph.tasks[nt].duration) } else { graph.tasks[nt].duration };
-                    timings[nt].start = now;
-                    timings[nt].end = now + d;
-                    running[r] = true;
-                    busy[r] += d;
-                    push(&mut heap, now + d, EventKind::Done, next);
-                }
-                for &s in &graph.succ[t] {
-                    let su = s as usize;
-                    remaining[su] -= 1;
-                    if remaining[su] == 0 {
-                        push(&mut heap, now, EventKind::Ready, s);
-                    }
-                }
+        debug_assert_eq!(ev.kind, EventKind::Done);
+        makespan = makespan.max(now);
+        running[r] = false;
+        if let Some(next) = waiting[r].pop_front() {
+            begin!(next, now);
+        }
+        for &s in &succ_list[succ_start[t] as usize..succ_start[t + 1] as usize] {
+            let su = s as usize;
+            remaining[su] -= 1;
+            if remaining[su] == 0 {
+                ready!(su, now);
             }
         }
     }

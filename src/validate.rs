@@ -219,7 +219,8 @@ fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, ass
         return Err(format!("quant `{}` unknown", row.quant));
     }
     // Unknown GGUF quant: same bit class as the MLX quant of the same system and model.
-    let sibling = all.iter().find(|r| r.system == row.system && r.model == row.model && r.engine == "exo").map(|r| first_word(&r.quant).to_string());
+    let sibling =
+        all.iter().find(|r| r.system == row.system && r.model == row.model && r.engine == "exo").map(|r| first_word(&r.quant).to_string());
     let pick = match sibling.as_deref() {
         Some("mlx-8bit") => "q8_0",
         Some(_) => "q4_k_m",
@@ -270,7 +271,14 @@ pub fn validate(rows: &[MeasurementRow], profile: &Profile) -> Report {
             _ => unreachable!("filtered in row_scenario"),
         };
         let err = (predicted - row.value) / row.value * 100.0;
-        out.push(ValidatedRow { id: row.id.clone(), metric: row.metric.clone(), measured: row.value, predicted: round3(predicted), error_percent: round3(err), assumptions });
+        out.push(ValidatedRow {
+            id: row.id.clone(),
+            metric: row.metric.clone(),
+            measured: row.value,
+            predicted: round3(predicted),
+            error_percent: round3(err),
+            assumptions,
+        });
     }
     let (mape_all, mape_decode) = summaries(&out);
     Report { mape_percent: mape_all, decode_mape_percent: mape_decode, rows: out, skipped }

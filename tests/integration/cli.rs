@@ -5,9 +5,29 @@ use crate::{bin, root, scenario};
 #[test]
 fn run_prints_the_table_and_writes_json() {
     let out = tempfile::tempdir().unwrap();
-    let o = bin().arg("run").arg(scenario("geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml")).arg("--out").arg(out.path()).assert().success().get_output().clone();
+    let o = bin()
+        .arg("run")
+        .arg(scenario("geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml"))
+        .arg("--out")
+        .arg(out.path())
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let text = String::from_utf8(o.stdout).unwrap();
-    for k in ["fits", "decode", "prefill", "time to first token", "TPOT p50 / p99", "cluster power", "J/token", "hardware cost", "cost per Mtok", "memory node 3", "calibration"] {
+    for k in [
+        "fits",
+        "decode",
+        "prefill",
+        "time to first token",
+        "TPOT p50 / p99",
+        "cluster power",
+        "J/token",
+        "hardware cost",
+        "cost per Mtok",
+        "memory node 3",
+        "calibration",
+    ] {
         assert!(text.contains(k), "missing `{k}` in\n{text}");
     }
     let files: Vec<_> = std::fs::read_dir(out.path()).unwrap().collect();
@@ -16,9 +36,27 @@ fn run_prints_the_table_and_writes_json() {
 
 #[test]
 fn json_has_the_contract_keys() {
-    let o = bin().arg("run").arg(scenario("geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml")).args(["--json", "--no-write"]).assert().success().get_output().clone();
+    let o = bin()
+        .arg("run")
+        .arg(scenario("geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml"))
+        .args(["--json", "--no-write"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    for k in ["fits", "decode_tokens_per_s", "prefill_tokens_per_s", "ttft_s", "tpot_ms", "cluster_power_w", "node_power_w", "energy_j_per_token", "memory_per_node_gb", "cost_usd"] {
+    for k in [
+        "fits",
+        "decode_tokens_per_s",
+        "prefill_tokens_per_s",
+        "ttft_s",
+        "tpot_ms",
+        "cluster_power_w",
+        "node_power_w",
+        "energy_j_per_token",
+        "memory_per_node_gb",
+        "cost_usd",
+    ] {
         assert!(v.get(k).is_some(), "missing {k}");
     }
     assert_eq!(v["fits"], true);
@@ -44,15 +82,28 @@ fn set_overrides_any_key() {
     let long = get(&["workload.prompt_tokens=32768"]);
     assert_eq!(long["prompt_tokens"], 32768);
     assert!(long["ttft_s"].as_f64().unwrap() > 50.0 * base["ttft_s"].as_f64().unwrap());
-    assert!(long["decode_tokens_per_s"].as_f64().unwrap() < base["decode_tokens_per_s"].as_f64().unwrap(), "decode slows with a long KV cache");
+    assert!(
+        long["decode_tokens_per_s"].as_f64().unwrap() < base["decode_tokens_per_s"].as_f64().unwrap(),
+        "decode slows with a long KV cache"
+    );
     assert!(long["calibration"]["status"] == "extrapolation");
     let newer = get(&["engine.macos=\"26.3\""]);
-    assert!(newer["decode_tokens_per_s"].as_f64().unwrap() > base["decode_tokens_per_s"].as_f64().unwrap(), "512 KiB frames: one JACCL round per all_sum");
+    assert!(
+        newer["decode_tokens_per_s"].as_f64().unwrap() > base["decode_tokens_per_s"].as_f64().unwrap(),
+        "512 KiB frames: one JACCL round per all_sum"
+    );
 }
 
 #[test]
 fn hf_config_model_runs() {
-    let o = bin().arg("run").arg(root().join("tests/fixtures/hf-model.toml")).args(["--json", "--no-write"]).assert().success().get_output().clone();
+    let o = bin()
+        .arg("run")
+        .arg(root().join("tests/fixtures/hf-model.toml"))
+        .args(["--json", "--no-write"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["model"], "user-model");
     assert!(v["decode_tokens_per_s"].as_f64().unwrap() > 10.0);
@@ -62,7 +113,20 @@ fn hf_config_model_runs() {
 fn catalog_lists_everything_with_sources() {
     let o = bin().arg("catalog").assert().success().get_output().clone();
     let t = String::from_utf8(o.stdout).unwrap();
-    for id in ["m3-ultra-80c-512gb", "dgx-spark", "framework-desktop-ai-max-395", "tb5-rdma", "cx7-roce", "wifi", "kimi-k2-thinking", "deepseek-r1", "gpt-oss-120b", "q4_k_m", "int4-g32", "ib_send_lat"] {
+    for id in [
+        "m3-ultra-80c-512gb",
+        "dgx-spark",
+        "framework-desktop-ai-max-395",
+        "tb5-rdma",
+        "cx7-roce",
+        "wifi",
+        "kimi-k2-thinking",
+        "deepseek-r1",
+        "gpt-oss-120b",
+        "q4_k_m",
+        "int4-g32",
+        "ib_send_lat",
+    ] {
         assert!(t.contains(id), "catalog lacks {id}");
     }
     bin().args(["catalog", "gpus"]).assert().code(2);

@@ -56,7 +56,13 @@ fn mesh_needs_more_ports_than_a_node_has() {
 
 #[test]
 fn bad_set_override() {
-    let out = bin().args(["run", "--no-write", "--set", "workload.prompt_tokens=-3"]).arg(crate::scenario("geerling-1x-m3-ultra-qwen3-235b-a22b-exo.toml")).assert().code(2).get_output().clone();
+    let out = bin()
+        .args(["run", "--no-write", "--set", "workload.prompt_tokens=-3"])
+        .arg(crate::scenario("geerling-1x-m3-ultra-qwen3-235b-a22b-exo.toml"))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("prompt_tokens") && err.contains("out of range"), "{err}");
 }

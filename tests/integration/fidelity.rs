@@ -14,7 +14,10 @@ fn geerling_rows_within_15_percent_with_the_right_shape() {
     assert!(mape <= 15.0, "Geerling MAPE {mape:.2}%");
     let p = |id: &str| g.iter().find(|r| r.id == id).unwrap().predicted;
     for m in ["qwen3", "dsv31"] {
-        assert!(p(&format!("g-{m}-exo-1")) < p(&format!("g-{m}-exo-2")) && p(&format!("g-{m}-exo-2")) < p(&format!("g-{m}-exo-4")), "exo speeds up with nodes");
+        assert!(
+            p(&format!("g-{m}-exo-1")) < p(&format!("g-{m}-exo-2")) && p(&format!("g-{m}-exo-2")) < p(&format!("g-{m}-exo-4")),
+            "exo speeds up with nodes"
+        );
         assert!(p(&format!("g-{m}-llama-2")) > p(&format!("g-{m}-llama-4")), "llama.cpp RPC slows down from 2 to 4 nodes");
     }
     assert!(p("g-qwen3-llama-1") > p("g-qwen3-llama-2"));

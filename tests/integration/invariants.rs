@@ -51,7 +51,13 @@ fn check_with(file: &str, sets: &[&str], tokens: u64) {
     }
     // Per resource: intervals never overlap and never go back in time.
     for r in 0..g.resources.len() {
-        let mut iv: Vec<(u64, u64)> = g.tasks.iter().enumerate().filter(|(_, x)| x.resource.0 as usize == r).map(|(i, _)| (tl.timings[i].start, tl.timings[i].end)).collect();
+        let mut iv: Vec<(u64, u64)> = g
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.resource.0 as usize == r)
+            .map(|(i, _)| (tl.timings[i].start, tl.timings[i].end))
+            .collect();
         iv.sort_unstable();
         for w in iv.windows(2) {
             assert!(w[0].1 <= w[1].0, "{file}: overlap on {}", g.resources[r].name);

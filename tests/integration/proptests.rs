@@ -22,7 +22,32 @@ prompt_tokens = 40
 generate_tokens = 3
 "#;
 
-const VALUES: &[&str] = &["0", "-1", "1", "3", "7", "65", "2.5", "\"\"", "\"x\"", "true", "[]", "[\"m3-ultra-80c-512gb\"]", "\"pipeline\"", "\"ring\"", "\"switch\"", "\"tb5-tcp\"", "\"eth-10g\"", "\"llama-cpp-rpc\"", "\"q4_k_m\"", "\"deepseek-v3.1\"", "\"26.3\"", "{}", "1e300", "nan"];
+const VALUES: &[&str] = &[
+    "0",
+    "-1",
+    "1",
+    "3",
+    "7",
+    "65",
+    "2.5",
+    "\"\"",
+    "\"x\"",
+    "true",
+    "[]",
+    "[\"m3-ultra-80c-512gb\"]",
+    "\"pipeline\"",
+    "\"ring\"",
+    "\"switch\"",
+    "\"tb5-tcp\"",
+    "\"eth-10g\"",
+    "\"llama-cpp-rpc\"",
+    "\"q4_k_m\"",
+    "\"deepseek-v3.1\"",
+    "\"26.3\"",
+    "{}",
+    "1e300",
+    "nan",
+];
 
 fn run(text: String) {
     let src = Source { path: "p.toml".into(), dir: Default::default(), text };

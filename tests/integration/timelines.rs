@@ -27,7 +27,11 @@ fn tiny_model() -> ModelSpec {
 fn plan(n: usize, fabric: &str, profile: &Profile) -> Plan {
     let c = catalog();
     let nodes = vec![c.node("m3-ultra-80c-512gb").unwrap().clone(); n];
-    let (kind, par, topo) = if n == 1 { (EngineKind::MlxLm, Parallelism::None, Topology::None) } else { (EngineKind::Exo, Parallelism::Tensor, Topology::FullMesh) };
+    let (kind, par, topo) = if n == 1 {
+        (EngineKind::MlxLm, Parallelism::None, Topology::None)
+    } else {
+        (EngineKind::Exo, Parallelism::Tensor, Topology::FullMesh)
+    };
     Plan::new(PlanInput {
         nodes: &nodes,
         fabric: c.fabric(fabric).unwrap(),
