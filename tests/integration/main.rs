@@ -1,11 +1,15 @@
 //! One integration-test binary with topic modules.
 
+mod calibration;
+mod charts;
 mod cli;
 mod determinism;
 mod errors;
 mod fidelity;
 mod invariants;
+mod planner;
 mod proptests;
+mod sweep;
 mod timelines;
 
 use std::path::PathBuf;

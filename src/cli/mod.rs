@@ -11,6 +11,9 @@ use crate::profile::Profile;
 use crate::report;
 use crate::scenario;
 
+pub mod calibration;
+pub mod capacity;
+
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;
 /// Exit code: internal or I/O failure.
@@ -69,6 +72,12 @@ pub enum Command {
         #[arg(long)]
         max_mape: Option<f64>,
     },
+    /// Capacity planning: sweep, merge, plot, plan.
+    #[command(flatten)]
+    Capacity(capacity::CapacityCommand),
+    /// Calibration: calibrate.
+    #[command(flatten)]
+    Calibration(calibration::CalibrationCommand),
     /// List the built-in nodes, fabrics, models and quantizations with their sources.
     Catalog {
         /// Only one section: nodes, fabrics, models or quants.
@@ -91,6 +100,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     };
     match cli.command {
         Command::Run { file, json, set, profile, out, no_write } => run(file, json, &set, profile, out, no_write),
+        Command::Capacity(c) => capacity::dispatch(c),
+        Command::Calibration(c) => calibration::dispatch(c),
         Command::Validate { against, profile, json, rows, max_mape } => validate(against, profile, json, &rows, max_mape),
         Command::Catalog { section } => {
             if let Some(s) = &section {
@@ -105,7 +116,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     }
 }
 
-fn load_profile(path: Option<PathBuf>) -> Result<Profile, String> {
+pub(crate) fn load_profile(path: Option<PathBuf>) -> Result<Profile, String> {
     match path {
         Some(p) => Profile::load(&p).map_err(|e| e.to_string()),
         None => Ok(Profile::default_profile()),
