@@ -430,18 +430,38 @@ pub struct Lowered {
     pub tokens: u64,
     /// Bytes the engine put on links (for conservation checks).
     pub bytes_sent: u64,
+    /// Per segment: the context-independent part of its time (ns) and its attention ops, whose
+    /// time grows with the context. Filled on the first [`Lowered::retime`].
+    seg_parts: Vec<(f64, Vec<Op>)>,
 }
 
 impl Lowered {
     /// Sets GPU task durations for a step of `tokens` tokens at `context` tokens of history.
     pub fn retime(&mut self, plan: &Plan, context: u64) {
+        if self.seg_parts.is_empty() {
+            // Only attention depends on the context: sum everything else once.
+            self.seg_parts = self
+                .segments
+                .iter()
+                .map(|s| {
+                    let mut fixed = 0.0;
+                    let mut attn = Vec::new();
+                    for op in &s.ops {
+                        if op.class == OpClass::Attention {
+                            attn.push(op.clone());
+                        } else {
+                            let toks = if op.name == "lm_head" && !s.logits_all_tokens { 1 } else { self.tokens };
+                            fixed += plan.op_ns(s.node, op, toks, 0);
+                        }
+                    }
+                    (fixed, attn)
+                })
+                .collect();
+        }
         for &(task, seg) in &self.gpu_tasks {
-            let s = &self.segments[seg];
-            let mut ns = 0.0;
-            for op in &s.ops {
-                let toks = if op.name == "lm_head" && !s.logits_all_tokens { 1 } else { self.tokens };
-                ns += plan.op_ns(s.node, op, toks, context);
-            }
+            let (fixed, attn) = &self.seg_parts[seg];
+            let node = self.segments[seg].node;
+            let ns = attn.iter().fold(*fixed, |acc, op| acc + plan.op_ns(node, op, self.tokens, context));
             self.graph.tasks[task.0 as usize].duration = ns.round() as Time;
         }
     }
@@ -606,10 +626,12 @@ impl<'a> Builder<'a> {
             AllReduceAlgo::FullyConnected => {
                 let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
                 for i in 0..n {
+                    // Posts to the peers run one after another on the rank's CPU.
+                    let mut posted = synced[i];
                     for k in 1..n {
                         let j = (i + k) % n;
-                        let post = self.cpu(i, peer_ns, "post", &[synced[i]]);
-                        let x = self.send(i, j, bytes, &[post]);
+                        posted = self.cpu(i, peer_ns, "post", &[posted]);
+                        let x = self.send(i, j, bytes, &[posted]);
                         arrivals[j].push(x);
                     }
                 }
@@ -619,19 +641,21 @@ impl<'a> Builder<'a> {
                 let chunk = bytes.div_ceil(n as u64);
                 let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
                 for i in 0..n {
+                    let mut posted = synced[i];
                     for k in 1..n {
                         let j = (i + k) % n;
-                        let post = self.cpu(i, peer_ns, "post", &[synced[i]]);
-                        arrivals[j].push(self.send(i, j, chunk, &[post]));
+                        posted = self.cpu(i, peer_ns, "post", &[posted]);
+                        arrivals[j].push(self.send(i, j, chunk, &[posted]));
                     }
                 }
                 let rs: Vec<TaskId> = (0..n).map(|i| self.cpu(i, reduce_ns(chunk * (n as u64 - 1)), "reduce", &arrivals[i])).collect();
                 let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
                 for i in 0..n {
+                    let mut posted = rs[i];
                     for k in 1..n {
                         let j = (i + k) % n;
-                        let post = self.cpu(i, peer_ns, "post", &[rs[i]]);
-                        arrivals[j].push(self.send(i, j, chunk, &[post]));
+                        posted = self.cpu(i, peer_ns, "post", &[posted]);
+                        arrivals[j].push(self.send(i, j, chunk, &[posted]));
                     }
                 }
                 (0..n).map(|i| self.g.join(self.net.cpu[i], &arrivals[i])).collect()
@@ -679,7 +703,14 @@ impl<'a> Builder<'a> {
     }
 
     fn finish(self, tokens: u64) -> Lowered {
-        Lowered { graph: self.g, gpu_tasks: self.gpu_tasks, segments: self.segments, tokens, bytes_sent: self.bytes_sent }
+        Lowered {
+            graph: self.g,
+            gpu_tasks: self.gpu_tasks,
+            segments: self.segments,
+            tokens,
+            bytes_sent: self.bytes_sent,
+            seg_parts: Vec::new(),
+        }
     }
 }
 

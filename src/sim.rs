@@ -71,6 +71,10 @@ pub struct TaskGraph {
     succ: Vec<Vec<u32>>,
     /// Number of predecessors of each task.
     preds: Vec<u32>,
+    /// Predecessors, flat: task t's are `pred_list[pred_start[t]..pred_start[t + 1]]`.
+    pred_list: Vec<u32>,
+    /// Offsets into `pred_list` (one more entry than tasks once the first task is added).
+    pred_start: Vec<u32>,
     /// Successors in compressed form (`list[start[t]..start[t + 1]]`), built on first execution
     /// and reused while the graph's shape does not change (decode steps re-time, not rebuild).
     csr: std::sync::OnceLock<(Vec<u32>, Vec<u32>)>,
@@ -96,6 +100,11 @@ impl TaskGraph {
         self.csr = Default::default();
         self.succ.push(Vec::new());
         self.preds.push(deps.len() as u32);
+        if self.pred_start.is_empty() {
+            self.pred_start.push(0);
+        }
+        self.pred_list.extend(deps.iter().map(|d| d.0));
+        self.pred_start.push(self.pred_list.len() as u32);
         for d in deps {
             debug_assert!(d.0 < id, "dependencies must be added before their successors");
             self.succ[d.0 as usize].push(id);
@@ -220,12 +229,60 @@ struct Event {
 
 /// Executes `graph` starting at time `start`, jittering durations with `jitter`.
 ///
+/// Jitter is drawn once per task in task order before anything runs, so the random stream does
+/// not depend on how the schedule unfolds. Then the graph runs on an exact fast path when it
+/// can (see [`execute_longest_path`]) and on the event queue otherwise; both give identical
+/// timelines.
+pub fn execute(graph: &TaskGraph, start: Time, jitter: &mut Jitter) -> Timeline {
+    let durations = draw_durations(graph, jitter);
+    execute_longest_path(graph, start, &durations).unwrap_or_else(|| execute_events(graph, start, &durations))
+}
+
+/// Task durations after jitter, drawn in task order.
+pub fn draw_durations(graph: &TaskGraph, jitter: &mut Jitter) -> Vec<Time> {
+    graph.tasks.iter().map(|t| if t.jitter { jitter.apply(t.duration) } else { t.duration }).collect()
+}
+
+/// The exact fast path. When no resource is ever asked to run two tasks at once, a FIFO
+/// discrete-event run starts every task the moment its last input finishes, so its timeline is
+/// the longest-path schedule of the DAG, computable in one pass in task order (dependencies
+/// always precede their successors). This computes that schedule and checks the premise: on
+/// every resource, tasks in task order must start no earlier than the previous one ended. If any
+/// does not, it returns `None` and the caller runs the event queue, so the answer is always the
+/// discrete-event answer. Decode steps of tensor-parallel meshes and RPC stars pass the check.
+pub fn execute_longest_path(graph: &TaskGraph, start: Time, durations: &[Time]) -> Option<Timeline> {
+    let n = graph.tasks.len();
+    let mut timings = Vec::with_capacity(n);
+    let mut last_end = vec![start; graph.resources.len()];
+    let mut busy = vec![0 as Time; graph.resources.len()];
+    let mut makespan = start;
+    for t in 0..n {
+        let mut ready = start;
+        for &p in &graph.pred_list[graph.pred_start[t] as usize..graph.pred_start[t + 1] as usize] {
+            let e: TaskTiming = timings[p as usize];
+            ready = ready.max(e.end);
+        }
+        let r = graph.tasks[t].resource.0 as usize;
+        if ready < last_end[r] {
+            return None;
+        }
+        let end = ready + durations[t];
+        last_end[r] = end;
+        busy[r] += durations[t];
+        makespan = makespan.max(end);
+        timings.push(TaskTiming { ready, start: ready, end });
+    }
+    Some(Timeline { timings, busy, makespan, events: 2 * n as u64 })
+}
+
+/// Executes `graph` on the event queue with the given (already jittered) durations.
+///
 /// Each resource serves ready tasks in the order they became ready (FIFO; ties follow the event
 /// sequence). Two kinds of event happen to a task: it becomes ready (its last input finished)
 /// and it finishes. Finishing goes through the time-ordered queue; becoming ready always happens
 /// at the current instant, inside the handler of the finishing task that released it, so it is
 /// handled on the spot instead of round-tripping through the heap. `events` counts both.
-pub fn execute(graph: &TaskGraph, start: Time, jitter: &mut Jitter) -> Timeline {
+pub fn execute_events(graph: &TaskGraph, start: Time, durations: &[Time]) -> Timeline {
     let n = graph.tasks.len();
     let nres = graph.resources.len();
     let (succ_start, succ_list) = graph.csr();
@@ -243,9 +300,8 @@ pub fn execute(graph: &TaskGraph, start: Time, jitter: &mut Jitter) -> Timeline 
     macro_rules! begin {
         ($t:expr, $now:expr) => {{
             let t = $t as usize;
-            let task = &graph.tasks[t];
-            let d = if task.jitter { jitter.apply(task.duration) } else { task.duration };
-            let r = task.resource.0 as usize;
+            let d = durations[t];
+            let r = graph.tasks[t].resource.0 as usize;
             timings[t].start = $now;
             timings[t].end = $now + d;
             running[r] = true;

@@ -97,3 +97,63 @@ fn switched_rpc_and_exo_pipeline_and_ring() {
     check_with(f, &["cluster.topology=ring"], 1);
     check_with(f, &["engine.allreduce=rs-ag"], 64);
 }
+
+mod fast_path {
+    use proptest::prelude::*;
+    use supernode::sim::{ResourceKind, Task, TaskGraph, TaskId, execute_events, execute_longest_path};
+
+    fn graph(spec: &[(u8, u16, Vec<u16>)], resources: u8) -> TaskGraph {
+        let mut g = TaskGraph::new();
+        let res: Vec<_> = (0..resources.max(1)).map(|i| g.add_resource(format!("r{i}"), ResourceKind::Gpu, i as u32)).collect();
+        for (i, (r, d, deps)) in spec.iter().enumerate() {
+            let mut ds: Vec<TaskId> = deps.iter().filter(|&&x| (x as usize) < i).map(|&x| TaskId(x as u32)).collect();
+            ds.sort_unstable();
+            ds.dedup();
+            g.add_task(Task { resource: res[*r as usize % res.len()], duration: *d as u64, jitter: false, bytes: 0, label: "t" }, &ds);
+        }
+        g
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+        /// Whenever the fast path accepts a graph, it gives exactly the event-queue timeline.
+        #[test]
+        fn fast_path_equals_event_queue(spec in proptest::collection::vec((0u8..4, 0u16..50, proptest::collection::vec(0u16..40, 0..3)), 1..40), resources in 1u8..5) {
+            let g = graph(&spec, resources);
+            let d: Vec<u64> = g.tasks.iter().map(|t| t.duration).collect();
+            let des = execute_events(&g, 7, &d);
+            if let Some(fast) = execute_longest_path(&g, 7, &d) {
+                prop_assert_eq!(fast.timings, des.timings);
+                prop_assert_eq!(fast.busy, des.busy);
+                prop_assert_eq!(fast.makespan, des.makespan);
+                prop_assert_eq!(fast.events, des.events);
+            }
+        }
+    }
+
+    #[test]
+    fn engine_decode_graphs_take_the_fast_path_and_agree() {
+        for (file, sets) in [
+            ("geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml", vec![]),
+            ("geerling-4x-m3-ultra-qwen3-235b-a22b-llama-rpc.toml", vec![]),
+            ("geerling-2x-m3-ultra-qwen3-235b-a22b-exo-rdma.toml", vec![]),
+            ("geerling-4x-m3-ultra-qwen3-235b-a22b-exo-rdma.toml", vec!["cluster.fabric=tb5-tcp"]),
+        ] {
+            let plan = super::plan_for(file, &sets);
+            let mut low = supernode::engine::lower_step(&plan, 1);
+            low.retime(&plan, 500);
+            let mut j = supernode::sim::Jitter::new(5, 0.03);
+            let d = supernode::sim::draw_durations(&low.graph, &mut j);
+            let des = execute_events(&low.graph, 0, &d);
+            let fast = execute_longest_path(&low.graph, 0, &d);
+            if file.contains("deepseek") || file.contains("llama-rpc") {
+                assert!(fast.is_some(), "{file}: decode graph should take the fast path");
+                eprintln!("{file}: fast path ok");
+            }
+            if let Some(f) = fast {
+                assert_eq!(f.timings, des.timings, "{file}");
+                assert_eq!(f.makespan, des.makespan);
+            }
+        }
+    }
+}
