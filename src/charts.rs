@@ -117,6 +117,11 @@ impl Scale {
     }
 }
 
+/// Token counts the way people say them: 512, 2k, 32k, 128k (k = 1024).
+fn fmt_tokens(n: u64) -> String {
+    if n >= 1024 { format!("{}k", (n as f64 / 1024.0).round()) } else { n.to_string() }
+}
+
 /// Short human number: 0.125, 3.5, 42, 1.5k, 12k, 2.3M.
 pub fn fmt_num(v: f64) -> String {
     let a = v.abs();
@@ -525,10 +530,14 @@ const SINGLE_NODE_WILDCARDS: &[&str] = &["cluster.fabric", "cluster.topology", "
 
 fn pretty_value(key: &str, v: &serde_json::Value) -> String {
     let s = value_label(v);
-    if key == "engine.name" && (s == "llama-cpp" || s == "llama-cpp-rpc") {
-        return "llama.cpp".into();
+    match key {
+        "engine.name" if s == "llama-cpp" || s == "llama-cpp-rpc" => "llama.cpp".into(),
+        "cluster.count" => format!("{s} node{}", if s == "1" { "" } else { "s" }),
+        "workload.prompt_tokens" => format!("{s} prompt tokens"),
+        "workload.generate_tokens" => format!("{s} generated"),
+        "seed" => format!("seed {s}"),
+        _ => s,
     }
-    s
 }
 
 fn model_name(id: &str) -> String {
@@ -565,11 +574,20 @@ fn cluster_label(nodes: &[String]) -> String {
 struct Line2 {
     key: Vec<Option<String>>,
     points: BTreeMap<u64, usize>,
+    /// Which key positions differ between the lines of the chart (the others are not shown).
+    shown: Vec<bool>,
 }
 
 impl Line2 {
     fn label(&self) -> String {
-        let parts: Vec<&str> = self.key.iter().flatten().map(String::as_str).filter(|s| !s.is_empty()).collect();
+        let parts: Vec<&str> = self
+            .key
+            .iter()
+            .zip(&self.shown)
+            .filter(|(_, s)| **s)
+            .filter_map(|(k, _)| k.as_deref())
+            .filter(|s| !s.is_empty())
+            .collect();
         if parts.is_empty() { "predicted".into() } else { parts.join(" · ") }
     }
 }
@@ -608,7 +626,7 @@ fn lines(rows: &[&Row], axes: &[String], x_keys: &[&str], x: impl Fn(&PointInfo)
         match out.iter_mut().find(|l| l.key == keys[i]) {
             Some(l) => put(l, xv, i),
             None => {
-                let mut l = Line2 { key: keys[i].clone(), points: BTreeMap::new() };
+                let mut l = Line2 { key: keys[i].clone(), points: BTreeMap::new(), shown: vec![] };
                 put(&mut l, xv, i);
                 out.push(l);
             }
@@ -629,12 +647,24 @@ fn lines(rows: &[&Row], axes: &[String], x_keys: &[&str], x: impl Fn(&PointInfo)
             match out.iter_mut().find(|l| l.key == keys[i]) {
                 Some(l) => put(l, xv, i),
                 None => {
-                    let mut l = Line2 { key: keys[i].clone(), points: BTreeMap::new() };
+                    let mut l = Line2 { key: keys[i].clone(), points: BTreeMap::new(), shown: vec![] };
                     put(&mut l, xv, i);
                     out.push(l);
                 }
             }
         }
+    }
+    // A position is worth showing when two lines differ there.
+    let width = out.first().map_or(0, |l| l.key.len());
+    let shown: Vec<bool> = (0..width)
+        .map(|p| {
+            let mut vals = out.iter().filter_map(|l| l.key[p].as_ref());
+            let first = vals.next();
+            vals.any(|v| Some(v) != first)
+        })
+        .collect();
+    for l in &mut out {
+        l.shown = shown.clone();
     }
     out
 }
@@ -693,18 +723,23 @@ fn cluster_text(rows: &[&Row]) -> String {
     }
 }
 
-fn not_fit_note(rows: &[&Row], axes: &[String]) -> Option<String> {
+fn not_fit_note(rows: &[&Row], axes: &[String], x_keys: &[&str]) -> Option<String> {
     let mut items: Vec<String> = Vec::new();
     let mut more = 0;
     for r in rows.iter().filter(|r| !r.fits) {
         let Some(info) = r.info() else { continue };
         let what: Vec<String> = axes
             .iter()
-            .filter(|k| !GROUP_KEYS.contains(&k.as_str()) && !NODE_X_KEYS.contains(&k.as_str()))
+            .filter(|k| !GROUP_KEYS.contains(&k.as_str()) && !x_keys.contains(&k.as_str()))
             .filter_map(|k| r.overrides.get(k).map(|v| pretty_value(k, v)))
             .collect();
+        let at = if x_keys == NODE_X_KEYS {
+            format!("{} node{}", info.nodes.len(), if info.nodes.len() == 1 { "" } else { "s" })
+        } else {
+            format!("{} prompt tokens", info.prompt_tokens)
+        };
         let reason = r.error.as_ref().map_or("cannot run", |e| if e.kind == "does-not-fit" { "does not fit" } else { "cannot run" });
-        let item = format!("{} node{} {}: {reason}", info.nodes.len(), if info.nodes.len() == 1 { "" } else { "s" }, what.join(" · "));
+        let item = format!("{at}, {}: {reason}", what.join(" · "));
         if items.len() < 3 {
             items.push(item);
         } else {
@@ -765,7 +800,7 @@ impl NodeChart<'_> {
         if let Some(e) = extra {
             f.push(e);
         }
-        if let Some(n) = not_fit_note(&self.rows, axes) {
+        if let Some(n) = not_fit_note(&self.rows, axes, NODE_X_KEYS) {
             f.push(n);
         }
         if self.extra > 0 {
@@ -822,7 +857,7 @@ fn memory_fit(rows: &[Row], sweep_name: &str) -> Option<Figure> {
                 let used = e.memory_per_node_gb.iter().copied().fold(0.0, f64::max);
                 (green, format!("fits ({used:.0} GB/node)"))
             } else if let Some(c) = best_fit_ctx {
-                (yellow, format!("fits to {} ctx", fmt_num(c as f64)))
+                (yellow, format!("fits to {} context", fmt_tokens(c)))
             } else if cell.iter().any(|r| r.error.as_ref().is_some_and(|e| e.kind == "does-not-fit")) {
                 (red, "does not fit".to_string())
             } else {
@@ -845,7 +880,7 @@ fn memory_fit(rows: &[Row], sweep_name: &str) -> Option<Figure> {
             cells,
         }),
         legend: vec![
-            (format!("fits with context {} (largest GB used on a node)", fmt_num(max_ctx_all as f64)), green, Swatch::Box),
+            (format!("fits with context {} (largest GB used on a node)", fmt_tokens(max_ctx_all)), green, Swatch::Box),
             ("fits only with a shorter context".into(), yellow, Swatch::Box),
             ("does not fit".into(), red, Swatch::Box),
             ("cannot run (illegal split, ports, ...)".into(), gray, Swatch::Box),
@@ -869,6 +904,7 @@ fn equal_budget(model: &str, rows: &[&Row], sweep_name: &str) -> Option<Figure> 
     if families.len() < 2 {
         return None;
     }
+    let max_cost = families.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).fold(0.0, f64::max);
     let mut series = Vec::new();
     let mut legend = Vec::new();
     for (k, (name, pts)) in families.iter_mut().enumerate() {
@@ -886,6 +922,8 @@ fn equal_budget(model: &str, rows: &[&Row], sweep_name: &str) -> Option<Figure> 
                 best = t;
             }
         }
+        // The best stays reachable at any larger budget.
+        stair.push((max_cost, best));
         let mut s = Series::line(color, stair);
         s.markers = false;
         s.width = 2;
@@ -927,6 +965,9 @@ fn ttft(model: &str, rows: &[&Row], axes: &[String], sweep_name: &str) -> Option
     let extra = ls.len().saturating_sub(MAX_SERIES);
     ls.truncate(MAX_SERIES);
     let log = prompts[prompts.len() - 1] >= 4 * prompts[0];
+    let ttfts: Vec<f64> = rows.iter().filter_map(|r| r.estimate.as_ref()).map(|e| e.ttft_s).filter(|t| *t > 0.0).collect();
+    let (tmin, tmax) = bounds(ttfts.into_iter()).unwrap_or((1.0, 1.0));
+    let log_y = tmax > 30.0 * tmin;
     let series = ls
         .iter()
         .enumerate()
@@ -936,6 +977,9 @@ fn ttft(model: &str, rows: &[&Row], axes: &[String], sweep_name: &str) -> Option
         })
         .collect();
     let mut footnotes = Vec::new();
+    if let Some(n) = not_fit_note(rows, axes, &["workload.prompt_tokens"]) {
+        footnotes.push(n);
+    }
     if extra > 0 {
         footnotes.push(format!("{extra} more lines not drawn (at most {MAX_SERIES} per chart; see results.csv)"));
     }
@@ -946,8 +990,8 @@ fn ttft(model: &str, rows: &[&Row], axes: &[String], sweep_name: &str) -> Option
             x_desc: "prompt length (tokens)".into(),
             y_desc: "time to first token (s)".into(),
             x_scale: if log { Scale::Log2 } else { Scale::Linear },
-            y_scale: Scale::Linear,
-            y_from_zero: true,
+            y_scale: if log_y { Scale::Log10 } else { Scale::Linear },
+            y_from_zero: !log_y,
             series,
         }]),
         legend: ls.iter().enumerate().map(|(k, l)| (l.label(), PALETTE[k % PALETTE.len()], Swatch::Line)).collect(),

@@ -175,7 +175,7 @@ pub fn dispatch(c: CapacityCommand) -> i32 {
 }
 
 fn input_error(msg: &str) -> i32 {
-    esay!("error: {msg}");
+    eprintln!("error: {msg}");
     EXIT_INPUT
 }
 
@@ -187,7 +187,7 @@ fn sweep_error(e: SweepError) -> i32 {
         }
         SweepError::Input(m) => input_error(&m),
         SweepError::Io(m) => {
-            esay!("error: {m}");
+            eprintln!("error: {m}");
             EXIT_FAILURE
         }
     }
@@ -197,7 +197,7 @@ fn chart_error(e: ChartError) -> i32 {
     match e {
         ChartError::Input(m) => input_error(&m),
         ChartError::Draw(m) => {
-            esay!("error: {m}");
+            eprintln!("error: {m}");
             EXIT_FAILURE
         }
     }
