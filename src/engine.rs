@@ -88,6 +88,8 @@ pub struct EngineOptions {
     pub fast_sync: Option<bool>,
     /// Prefill chunk in tokens (exo/mlx-lm 2,048; llama.cpp ubatch 512).
     pub prefill_chunk: u64,
+    /// Bytes per activation element on the wire (bf16 on Metal: 2; fp32 on MLX's CPU backend: 4).
+    pub activation_bytes: u64,
 }
 
 impl EngineOptions {
@@ -100,6 +102,7 @@ impl EngineOptions {
             allreduce: AllReduceAlgo::FullyConnected,
             fast_sync: None,
             prefill_chunk: if kind.runtime() == "mlx" { 2048 } else { 512 },
+            activation_bytes: 2,
         }
     }
 }
@@ -462,7 +465,8 @@ impl Lowered {
             let (fixed, attn) = &self.seg_parts[seg];
             let node = self.segments[seg].node;
             let ns = attn.iter().fold(*fixed, |acc, op| acc + plan.op_ns(node, op, self.tokens, context));
-            self.graph.tasks[task.0 as usize].duration = ns.round() as Time;
+            // Clamp to ~11 days so sums of durations can never overflow.
+            self.graph.tasks[task.0 as usize].duration = ns.round().clamp(0.0, 1e15) as Time;
         }
     }
 }
@@ -721,7 +725,7 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
     let n = plan.n();
     let model = &plan.model;
     let logits_all = plan.options.kind.runtime() == "mlx";
-    let act_bytes = tokens * model.hidden * 2; // bf16 activations (MLX)
+    let act_bytes = tokens * model.hidden * plan.options.activation_bytes;
     let host_ns = |i: usize| us_to_ns(plan.runtimes[i].host_per_step_us);
     match plan.options.parallelism {
         Parallelism::None | Parallelism::Tensor => {
@@ -778,7 +782,7 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
             }
             let last = *outputs.last().expect("at least one stage");
             let ready: Vec<TaskId> = (0..n).map(|i| if i + 1 == n { last } else { b.g.join(b.net.gpu[i], &[outputs[i], last]) }).collect();
-            let gathered = b.all_gather(&ready, tokens * model.hidden * 2);
+            let gathered = b.all_gather(&ready, act_bytes);
             for (i, g) in gathered.into_iter().enumerate() {
                 b.cpu(i, host_ns(i), "host", &[g]);
             }

@@ -424,7 +424,8 @@ pub struct Op {
 }
 
 impl Op {
-    fn dense(name: &'static str, params: u64, placement: Placement) -> Self {
+    /// A dense weight op.
+    pub fn dense(name: &'static str, params: u64, placement: Placement) -> Self {
         Op {
             name,
             class: OpClass::Dense,
@@ -438,7 +439,8 @@ impl Op {
             experts: None,
         }
     }
-    fn elementwise(name: &'static str, kernels: u32) -> Self {
+    /// An elementwise op (launch cost only).
+    pub fn elementwise(name: &'static str, kernels: u32) -> Self {
         Op {
             name,
             class: OpClass::Elementwise,

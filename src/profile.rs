@@ -106,6 +106,50 @@ pub struct MiscParams {
     pub jitter_cv: f64,
 }
 
+/// A fitted parameter.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FittedParam {
+    /// Dotted path in the profile, e.g. `chips.m3-ultra.bw_eff_dense`.
+    pub name: String,
+    /// Value before the fit.
+    pub initial: f64,
+    /// Fitted value.
+    pub value: f64,
+    /// One standard error (NaN-free: absent when the fit has no degrees of freedom).
+    pub std_error: Option<f64>,
+}
+
+/// Residual of one measurement after the fit.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Residual {
+    /// Measurement id.
+    pub id: String,
+    /// (predicted - measured) / measured, percent.
+    pub error_percent: f64,
+}
+
+/// What a fit produced.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FitReport {
+    /// Parameters with uncertainties.
+    pub params: Vec<FittedParam>,
+    /// Residual of every measurement used.
+    pub residuals: Vec<Residual>,
+    /// Root mean square of the relative residuals, percent.
+    pub rms_percent: f64,
+    /// Mean absolute relative residual, percent.
+    pub mape_percent: f64,
+    /// Measurements minus parameters.
+    pub dof: usize,
+    /// Residual evaluations the optimiser made.
+    pub evaluations: usize,
+    /// Why the optimiser stopped.
+    pub termination: String,
+}
+
 /// A complete calibration profile.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -118,6 +162,9 @@ pub struct Profile {
     pub comm: CommParams,
     /// Memory and noise.
     pub misc: MiscParams,
+    /// The fit that produced this profile, if it was fitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitReport>,
 }
 
 /// Errors loading a profile.

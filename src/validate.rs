@@ -230,8 +230,19 @@ fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, ass
     Ok(pick.to_string())
 }
 
-/// Predicts every row it can.
-pub fn validate(rows: &[MeasurementRow], profile: &Profile) -> Report {
+/// A row turned into a scenario, ready to predict under any profile.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The row.
+    pub row: MeasurementRow,
+    /// Its scenario.
+    pub scenario: scenario::Scenario,
+    /// Assumptions made for unknowns.
+    pub assumptions: Vec<String>,
+}
+
+/// Turns rows into scenarios; rows that cannot be predicted are returned with the reason.
+pub fn prepare(rows: &[MeasurementRow], profile: &Profile) -> (Vec<Prepared>, Vec<SkippedRow>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for row in rows {
@@ -250,38 +261,59 @@ pub fn validate(rows: &[MeasurementRow], profile: &Profile) -> Report {
                 continue;
             }
         };
-        let mut est = estimate(&sc, profile);
+        let est = estimate(&sc, profile);
         if matches!(est, Err(crate::estimate::EstimateError::Plan(crate::engine::PlanError::DoesNotFit { .. }))) {
             // The model ran on that hardware, so the user had raised the wired limit.
             sc.wired_limit_fraction = Some(0.9);
             assumptions.push("does not fit the default wired limit: assumed raised to 90%".into());
-            est = estimate(&sc, profile);
         }
-        let est = match est {
-            Ok(e) => e,
-            Err(e) => {
-                skipped.push(SkippedRow { id: row.id.clone(), reason: e.to_string() });
-                continue;
-            }
-        };
-        let predicted = match row.metric.as_str() {
-            "decode_tokens_per_s" => est.decode_tokens_per_s,
-            "prefill_tokens_per_s" => est.prefill_tokens_per_s,
-            "node_power_w" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
-            _ => unreachable!("filtered in row_scenario"),
-        };
-        let err = (predicted - row.value) / row.value * 100.0;
-        out.push(ValidatedRow {
-            id: row.id.clone(),
-            metric: row.metric.clone(),
-            measured: row.value,
-            predicted: round3(predicted),
-            error_percent: round3(err),
-            assumptions,
-        });
+        out.push(Prepared { row: row.clone(), scenario: sc, assumptions });
+    }
+    (out, skipped)
+}
+
+/// The twin's prediction of a prepared row's metric.
+pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, String> {
+    let est = estimate(&p.scenario, profile).map_err(|e| e.to_string())?;
+    Ok(match p.row.metric.as_str() {
+        "decode_tokens_per_s" => est.decode_tokens_per_s,
+        "prefill_tokens_per_s" => est.prefill_tokens_per_s,
+        "node_power_w" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
+        other => return Err(format!("metric `{other}` is not predicted")),
+    })
+}
+
+/// Predicts every row it can.
+pub fn validate(rows: &[MeasurementRow], profile: &Profile) -> Report {
+    let (prepared, mut skipped) = prepare(rows, profile);
+    let mut out = Vec::new();
+    for p in prepared {
+        match predict(&p, profile) {
+            Ok(v) => out.push(validated(&p, v)),
+            Err(reason) => skipped.push(SkippedRow { id: p.row.id.clone(), reason }),
+        }
     }
     let (mape_all, mape_decode) = summaries(&out);
     Report { mape_percent: mape_all, decode_mape_percent: mape_decode, rows: out, skipped }
+}
+
+/// A prediction as a report row.
+pub fn validated(p: &Prepared, predicted: f64) -> ValidatedRow {
+    let err = (predicted - p.row.value) / p.row.value * 100.0;
+    ValidatedRow {
+        id: p.row.id.clone(),
+        metric: p.row.metric.clone(),
+        measured: p.row.value,
+        predicted: round3(predicted),
+        error_percent: round3(err),
+        assumptions: p.assumptions.clone(),
+    }
+}
+
+/// Builds a report from rows.
+pub fn report(rows: Vec<ValidatedRow>, skipped: Vec<SkippedRow>) -> Report {
+    let (mape_percent, decode_mape_percent) = summaries(&rows);
+    Report { mape_percent, decode_mape_percent, rows, skipped }
 }
 
 /// Keeps only the rows whose ids are in `keep`, recomputing the error summaries.
@@ -292,7 +324,7 @@ pub fn restrict(r: Report, keep: &std::collections::BTreeSet<&str>) -> Report {
     Report { mape_percent, decode_mape_percent, rows, skipped }
 }
 
-fn summaries(rows: &[ValidatedRow]) -> (f64, f64) {
+pub(crate) fn summaries(rows: &[ValidatedRow]) -> (f64, f64) {
     let mape = |f: &dyn Fn(&ValidatedRow) -> bool| {
         let v: Vec<f64> = rows.iter().filter(|r| f(r)).map(|r| r.error_percent.abs()).collect();
         if v.is_empty() { 0.0 } else { round3(v.iter().sum::<f64>() / v.len() as f64) }

@@ -1,12 +1,138 @@
 //! Calibration commands: `calibrate`.
 
+use std::path::PathBuf;
+
 use clap::Subcommand;
+
+use super::{EXIT_FAILURE, EXIT_INPUT, EXIT_OK, load_profile};
+use crate::calibrate::{self, Dataset, HarnessUse};
+use crate::profile::Profile;
 
 /// Calibration subcommands.
 #[derive(Debug, Subcommand)]
-pub enum CalibrationCommand {}
+pub enum CalibrationCommand {
+    /// Fit the twin's parameters to measurements (harness JSON and/or measurement CSV) and write a profile.
+    Calibrate {
+        /// Measurement files: harness JSON (microbenchmarks) and/or CSV in the format of shared/data/measurements.csv.
+        #[arg(required = true)]
+        measurements: Vec<PathBuf>,
+        /// Output profile (TOML).
+        #[arg(short = 'o', long = "out")]
+        out: PathBuf,
+        /// Starting profile (default: the embedded profile).
+        #[arg(long)]
+        profile: Option<PathBuf>,
+        /// Parameters to fit, comma-separated dotted paths (default: those the data constrain).
+        #[arg(long, value_delimiter = ',')]
+        params: Option<Vec<String>>,
+        /// Print the fit report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
 
 /// Runs a calibration command and returns the exit code.
 pub fn dispatch(c: CalibrationCommand) -> i32 {
-    match c {}
+    match c {
+        CalibrationCommand::Calibrate { measurements, out, profile, params, json } => {
+            run_calibrate(&measurements, &out, profile, params, json)
+        }
+    }
+}
+
+/// Loads measurement files into a data set: `.json` as harness output, anything else as CSV.
+pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: HarnessUse) -> Result<Dataset, String> {
+    let mut d = Dataset::default();
+    for f in files {
+        let is_json = f.extension().is_some_and(|e| e == "json");
+        if is_json {
+            d.add_harness(f, harness_use).map_err(|e| e.to_string())?;
+        } else {
+            d.add_csv(f, profile).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(d)
+}
+
+fn run_calibrate(files: &[PathBuf], out: &PathBuf, profile: Option<PathBuf>, params: Option<Vec<String>>, json: bool) -> i32 {
+    let base = match load_profile(profile) {
+        Ok(p) => calibrate::with_host_chip(&p),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    let data = match load_dataset(files, &base, HarnessUse::Fit) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    eprintln!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
+    let (mut fitted, report, dropped) = match calibrate::calibrate(&data, &base, params) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    let (counts, ctx, chips) = data.envelope();
+    let name = out.file_stem().map_or_else(|| "fitted".to_string(), |s| s.to_string_lossy().into_owned());
+    fitted.meta = crate::profile::ProfileMeta {
+        name,
+        method: format!(
+            "fitted by `supernode calibrate` (Levenberg-Marquardt, {} parameters, {} measurements)",
+            report.params.len(),
+            report.residuals.len()
+        ),
+        data: data.files.join(", "),
+        date: calibrate::today(),
+        calibrated_node_counts: counts,
+        calibrated_chips: chips,
+        calibrated_max_context: ctx,
+    };
+    fitted.fit = Some(report.clone());
+    let text = format!(
+        "# Calibration profile written by `supernode calibrate` on {}.\n# Data: {}\n# Dropped (not constrained by the data): {}\n\n{}",
+        fitted.meta.date,
+        fitted.meta.data,
+        if dropped.is_empty() { "none".to_string() } else { dropped.join(", ") },
+        toml::to_string(&fitted).expect("profile serializes")
+    );
+    if let Err(e) = crate::report::write_atomic(out, text.as_bytes()) {
+        eprintln!("error: cannot write {}: {e}", out.display());
+        return EXIT_FAILURE;
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("serializes"));
+    } else {
+        print!("{}", fit_table(&report, &dropped));
+        println!("profile written to {}", out.display());
+    }
+    EXIT_OK
+}
+
+/// The fit report as text.
+pub fn fit_table(r: &crate::profile::FitReport, dropped: &[String]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "{:<55} {:>12} {:>12} {:>12}", "parameter", "initial", "fitted", "std error");
+    for p in &r.params {
+        let se = p.std_error.map_or_else(|| "n/a".to_string(), |e| format!("{e:.4}"));
+        let _ = writeln!(s, "{:<55} {:>12.4} {:>12.4} {:>12}", p.name, p.initial, p.value, se);
+    }
+    if !dropped.is_empty() {
+        let _ = writeln!(s, "not constrained by the data (kept as is): {}", dropped.join(", "));
+    }
+    let _ = writeln!(s, "\n{:<40} {:>10}", "measurement", "residual");
+    for x in &r.residuals {
+        let _ = writeln!(s, "{:<40} {:>9.2}%", x.id, x.error_percent);
+    }
+    let _ = writeln!(
+        s,
+        "\nRMS {:.2}%, MAPE {:.2}%, {} degrees of freedom, {} evaluations, {}",
+        r.rms_percent, r.mape_percent, r.dof, r.evaluations, r.termination
+    );
+    s
 }

@@ -71,6 +71,12 @@ pub enum Command {
         /// Exit with code 3 when the mean absolute percentage error exceeds this.
         #[arg(long)]
         max_mape: Option<f64>,
+        /// Also run leave-one-out cross-validation (refit without each row, predict it).
+        #[arg(long)]
+        loo: bool,
+        /// Draw a predicted-vs-measured parity chart (PNG and SVG) into this directory.
+        #[arg(long)]
+        plot: Option<PathBuf>,
     },
     /// Capacity planning: sweep, merge, plot, plan.
     #[command(flatten)]
@@ -102,7 +108,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         Command::Run { file, json, set, profile, out, no_write } => run(file, json, &set, profile, out, no_write),
         Command::Capacity(c) => capacity::dispatch(c),
         Command::Calibration(c) => calibration::dispatch(c),
-        Command::Validate { against, profile, json, rows, max_mape } => validate(against, profile, json, &rows, max_mape),
+        Command::Validate { against, profile, json, rows, max_mape, loo, plot } => {
+            validate(ValidateArgs { against, profile, json, rows, max_mape, loo, plot })
+        }
         Command::Catalog { section } => {
             if let Some(s) = &section {
                 if !["nodes", "fabrics", "models", "quants"].contains(&s.as_str()) {
@@ -187,43 +195,100 @@ fn run(file: PathBuf, json: bool, set: &[String], profile: Option<PathBuf>, out:
     EXIT_OK
 }
 
+/// Arguments of `validate`.
+struct ValidateArgs {
+    against: PathBuf,
+    profile: Option<PathBuf>,
+    json: bool,
+    rows: Vec<String>,
+    max_mape: Option<f64>,
+    loo: bool,
+    plot: Option<PathBuf>,
+}
+
 /// Exit code: validation error above `--max-mape`.
 pub const EXIT_OVER_BOUND: i32 = 3;
 
-fn validate(against: PathBuf, profile: Option<PathBuf>, json: bool, prefixes: &[String], max_mape: Option<f64>) -> i32 {
+fn validate(args: ValidateArgs) -> i32 {
+    let ValidateArgs { against, profile, json, rows: prefixes, max_mape, loo, plot } = args;
     let profile = match load_profile(profile) {
+        Ok(p) => crate::calibrate::with_host_chip(&p),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    let is_json = against.extension().is_some_and(|e| e == "json");
+    let data = match calibration::load_dataset(std::slice::from_ref(&against), &profile, crate::calibrate::HarnessUse::Validate) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    let keep = |id: &str| prefixes.is_empty() || prefixes.iter().any(|p| id.starts_with(p.as_str()));
+    let selected: Vec<usize> = (0..data.targets.len()).filter(|&i| keep(&data.targets[i].id)).collect();
+    if selected.is_empty() {
+        eprintln!("error: no predictable rows selected in {}", against.display());
+        return EXIT_INPUT;
+    }
+    let predictions = match data.predict(&profile) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
-            return EXIT_INPUT;
+            return EXIT_FAILURE;
         }
     };
-    let rows = match crate::validate::read_csv(&against) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_INPUT;
+    let row = |i: usize, predicted: f64| -> crate::validate::ValidatedRow {
+        match &data.sources[i] {
+            crate::calibrate::TargetSource::Row(p) => crate::validate::validated(p, predicted),
+            crate::calibrate::TargetSource::Harness(h, k) => crate::validate::ValidatedRow {
+                id: data.targets[i].id.clone(),
+                metric: if h.benchmarks[*k].kind == "e2e_decode" { "decode_tokens_per_s".into() } else { "prefill_tokens_per_s".into() },
+                measured: data.targets[i].measured,
+                predicted: crate::estimate::round3(predicted),
+                error_percent: crate::estimate::round3((predicted - data.targets[i].measured) / data.targets[i].measured * 100.0),
+                assumptions: vec![],
+            },
         }
     };
-    let selected: Vec<_> = if prefixes.is_empty() {
-        rows.clone()
-    } else {
-        rows.iter().filter(|r| prefixes.iter().any(|p| r.id.starts_with(p.as_str()))).cloned().collect()
-    };
-    if selected.is_empty() {
-        eprintln!("error: no rows selected in {}", against.display());
-        return EXIT_INPUT;
+    let skipped: Vec<crate::validate::SkippedRow> = data
+        .skipped
+        .iter()
+        .filter(|(id, _)| keep(id))
+        .map(|(id, reason)| crate::validate::SkippedRow { id: id.clone(), reason: reason.clone() })
+        .collect();
+    let report = crate::validate::report(selected.iter().map(|&i| row(i, predictions[i])).collect(), skipped);
+    let mut out = serde_json::to_value(&report).expect("report serializes");
+    let mut text = crate::validate::table(&report);
+    if loo {
+        if is_json {
+            eprintln!("error: --loo refits the profile without each row; it needs a measurement CSV");
+            return EXIT_INPUT;
+        }
+        eprintln!("validate --loo: refitting without each of {} rows...", selected.len());
+        let loo_rows = leave_one_out(&data, &profile, &selected, &row);
+        let loo_report = crate::validate::report(loo_rows, vec![]);
+        text.push_str("\nleave-one-out (each row predicted by a profile fitted without it):\n");
+        text.push_str(&crate::validate::table(&loo_report));
+        out["loo"] = serde_json::to_value(&loo_report).expect("serializes");
     }
-    // Sibling rows (for quant assumptions) come from the whole file.
-    let mut report = crate::validate::validate(&rows, &profile);
-    let keep: std::collections::BTreeSet<&str> = selected.iter().map(|r| r.id.as_str()).collect();
-    if !prefixes.is_empty() {
-        report = crate::validate::restrict(report, &keep);
+    if let Some(dir) = plot {
+        let points: Vec<(String, f64, f64)> = report.rows.iter().map(|r| (r.id.clone(), r.measured, r.predicted)).collect();
+        let stem = dir.join("parity");
+        if let Err(e) = std::fs::create_dir_all(&dir).map_err(|e| e.to_string()).and_then(|_| {
+            crate::charts::parity_chart(&stem, &format!("supernode: predicted vs measured ({})", against.display()), &points)
+                .map_err(|e| e.to_string())
+        }) {
+            eprintln!("error: cannot draw the parity chart: {e}");
+            return EXIT_FAILURE;
+        }
+        text.push_str(&format!("\nparity chart: {}.png, {}.svg\n", stem.display(), stem.display()));
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("report serializes"));
+        println!("{}", serde_json::to_string_pretty(&out).expect("serializes"));
     } else {
-        print!("{}", crate::validate::table(&report));
+        print!("{text}");
     }
     match max_mape {
         Some(m) if report.mape_percent > m => {
@@ -232,4 +297,29 @@ fn validate(against: PathBuf, profile: Option<PathBuf>, json: bool, prefixes: &[
         }
         _ => EXIT_OK,
     }
+}
+
+/// Refits the default parameters without each selected row and predicts it. Rows run in
+/// parallel; each fit is single-threaded and results are collected in row order.
+fn leave_one_out(
+    data: &crate::calibrate::Dataset,
+    profile: &crate::profile::Profile,
+    selected: &[usize],
+    row: &(dyn Fn(usize, f64) -> crate::validate::ValidatedRow + Sync),
+) -> Vec<crate::validate::ValidatedRow> {
+    use rayon::prelude::*;
+    selected
+        .par_iter()
+        .filter_map(|&i| {
+            let rest = data.without(i);
+            let (fitted, _, _) = crate::calibrate::calibrate(&rest, profile, None).ok()?;
+            let one = crate::calibrate::Dataset {
+                targets: vec![data.targets[i].clone()],
+                sources: vec![data.sources[i].clone()],
+                ..Default::default()
+            };
+            let p = one.predict(&fitted).ok()?;
+            Some(row(i, p[0]))
+        })
+        .collect()
 }

@@ -11,6 +11,14 @@ fn quiet_profile() -> Profile {
     let mut p = Profile::default_profile();
     p.misc.jitter_cv = 0.0;
     p.misc.runtime_overhead_gb = 0.0;
+    // Round numbers for hand computation, independent of the fitted default profile.
+    p.comm.gpu_sync_default_us = 180.0;
+    p.comm.gpu_sync_fast_us = 4.0;
+    p.comm.jaccl_round_us = 15.0;
+    p.comm.jaccl_peer_us = 3.0;
+    p.comm.jaccl_window = 2;
+    p.comm.cpu_reduce_gbs = 20.0;
+    p.comm.tcp_message_us = 20.0;
     let chip = p.chips.get_mut("m3-ultra").unwrap();
     chip.bw_eff_dense = 0.5;
     chip.runtimes.get_mut("mlx").unwrap().kernel_launch_us = 10.0;
