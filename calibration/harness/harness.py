@@ -567,6 +567,40 @@ class Harness:
                         f"({e['bytes_per_s'] / 1e9:.2f} GB/s, {e['flops_per_s'] / 1e9:.2f} GFLOP/s)")
                 del wq, sc, bi
             del w
+        # The end-to-end model's own per-rank shapes (tensor parallel over the ranks), so that the
+        # fit sees the small matrices whose per-call overhead dominates a small model's decode.
+        cfg = DEFAULT_MODEL
+        n = max(1, self.size)
+        hd = cfg["hidden_size"] // cfg["num_attention_heads"]
+        h, f = cfg["hidden_size"], cfg["intermediate_size"]
+        kv = cfg["num_key_value_heads"] * hd
+        e2e_shapes = [
+            (h // n, h, "e2e q_proj (column split)"),
+            (kv // n, h, "e2e k/v_proj (column split)"),
+            (h, h // n, "e2e o_proj (row split)"),
+            (f // n, h, "e2e gate/up_proj (column split)"),
+            (h, f // n, "e2e down_proj (row split)"),
+            (cfg["vocab_size"], h, "e2e lm_head (replicated)"),
+        ]
+        for N, K, label in e2e_shapes:
+            w = (mx.random.normal((N, K)) * 0.02).astype(self.dtype)
+            bits = cfg.get("bits", 4)
+            wq, sc, bi = mx.quantize(w, group_size=gs, bits=bits)
+            mx.eval(wq, sc, bi)
+            wbytes = wq.nbytes + sc.nbytes + bi.nbytes
+            for M in ([1] if N == cfg["vocab_size"] else [1, 32]):
+                x = mx.random.normal((M, K)).astype(self.dtype)
+                mx.eval(x)
+                fn = lambda: mx.quantized_matmul(x, wq, sc, bi, transpose=True, group_size=gs, bits=bits)
+                samples, inner = self.time_fn(fn)
+                params = {
+                    "M": M, "N": N, "K": K, "bits": bits, "group_size": gs,
+                    "dtype": dtype_name(self.dtype), "weight_bytes": wbytes,
+                    "act_bytes": x.nbytes + M * N * x.itemsize, "inner": inner, "label": label,
+                }
+                e = self.record("qmm", params, wbytes, 2.0 * M * N * K, samples)
+                log(f"qmm {K}->{N} b{bits} M={M} ({label}): {e['median_s'] * 1e3:.3f} ms")
+            del w, wq, sc, bi
         clear_cache()
 
     # -- MoE gather kernel -----------------------------------------------------
