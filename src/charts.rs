@@ -580,14 +580,8 @@ struct Line2 {
 
 impl Line2 {
     fn label(&self) -> String {
-        let parts: Vec<&str> = self
-            .key
-            .iter()
-            .zip(&self.shown)
-            .filter(|(_, s)| **s)
-            .filter_map(|(k, _)| k.as_deref())
-            .filter(|s| !s.is_empty())
-            .collect();
+        let parts: Vec<&str> =
+            self.key.iter().zip(&self.shown).filter(|(_, s)| **s).filter_map(|(k, _)| k.as_deref()).filter(|s| !s.is_empty()).collect();
         if parts.is_empty() { "predicted".into() } else { parts.join(" · ") }
     }
 }
@@ -871,7 +865,9 @@ fn memory_fit(rows: &[Row], sweep_name: &str) -> Option<Figure> {
     let height = (260 + 56 * clusters.len() as u32).clamp(700, 2000);
     Some(Figure {
         title: "Memory fit: which models run on which clusters (predicted)".into(),
-        subtitle: format!("{n_cells} model x cluster cells · weights + KV cache at the swept context + runtime, against each node's wired limit · sweep {sweep_name}"),
+        subtitle: format!(
+            "{n_cells} model x cluster cells · weights + KV cache at the swept context + runtime, against each node's wired limit · sweep {sweep_name}"
+        ),
         body: Body::Grid(Grid {
             x_desc: "model".into(),
             y_desc: "cluster".into(),
@@ -891,7 +887,9 @@ fn memory_fit(rows: &[Row], sweep_name: &str) -> Option<Figure> {
 }
 
 fn equal_budget(model: &str, rows: &[&Row], sweep_name: &str) -> Option<Figure> {
-    let mut families: Vec<(String, Vec<(f64, f64, usize)>)> = Vec::new();
+    // (family, [(cost, tokens/s, node count)])
+    type Family = (String, Vec<(f64, f64, usize)>);
+    let mut families: Vec<Family> = Vec::new();
     for r in rows.iter().filter(|r| r.fits) {
         let (Some(e), Some(i)) = (r.estimate.as_ref(), r.info()) else { continue };
         let f = chip_family(&i.nodes);
@@ -949,7 +947,9 @@ fn equal_budget(model: &str, rows: &[&Row], sweep_name: &str) -> Option<Figure> 
             series,
         }]),
         legend,
-        footnotes: vec!["Line: the best cluster of that family at or under each budget. Prices from the catalog (`supernode catalog nodes`).".into()],
+        footnotes: vec![
+            "Line: the best cluster of that family at or under each budget. Prices from the catalog (`supernode catalog nodes`).".into(),
+        ],
         size: (1300, 850),
     })
 }

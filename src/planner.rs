@@ -33,7 +33,10 @@ impl Objective {
     /// Checks that at least one objective is given and that values are positive.
     pub fn new(target_tokens_per_s: Option<f64>, budget_usd: Option<f64>, max_power_w: Option<f64>) -> Result<Self, String> {
         if target_tokens_per_s.is_none() && budget_usd.is_none() && max_power_w.is_none() {
-            return Err("give an objective: --target-tokens-per-s X (cheapest reaching X), --budget-usd X or --max-power-w X (fastest within X)".into());
+            return Err(
+                "give an objective: --target-tokens-per-s X (cheapest reaching X), --budget-usd X or --max-power-w X (fastest within X)"
+                    .into(),
+            );
         }
         for (name, v) in [("--target-tokens-per-s", target_tokens_per_s), ("--budget-usd", budget_usd), ("--max-power-w", max_power_w)] {
             if let Some(x) = v {
@@ -240,8 +243,7 @@ pub fn candidates(req: &PlanRequest) -> Result<Vec<Candidate>, String> {
     }
     let allowed_engine = |e: &str| req.engines.is_empty() || req.engines.iter().any(|x| x == e);
     // Node types by chip; a mix combines types of one chip with different memory sizes.
-    let types: Vec<&crate::hw::NodeSpec> =
-        cat.nodes.iter().filter(|n| req.nodes.is_empty() || req.nodes.iter().any(|x| *x == n.id)).collect();
+    let types: Vec<&crate::hw::NodeSpec> = cat.nodes.iter().filter(|n| req.nodes.is_empty() || req.nodes.contains(&n.id)).collect();
     let mut families: Vec<Vec<&crate::hw::NodeSpec>> = Vec::new();
     for t in &types {
         match families.iter_mut().find(|f| f[0].chip == t.chip) {
@@ -271,7 +273,9 @@ pub fn candidates(req: &PlanRequest) -> Result<Vec<Candidate>, String> {
     let mut out = Vec::new();
     for mix in mixes {
         let n = mix.len();
-        let mut configs: Vec<(Option<(String, String)>, &str, &str)> = Vec::new();
+        // (fabric and topology, engine, parallelism)
+        type Config<'a> = (Option<(String, String)>, &'a str, &'a str);
+        let mut configs: Vec<Config> = Vec::new();
         if n == 1 {
             for (e, p) in [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none")] {
                 if allowed_engine(e) {
@@ -492,7 +496,8 @@ impl Plan {
         let mut lines = Vec::new();
         for (k, (a, pa, b, pb)) in plan.iter().enumerate() {
             let left = format!("node {a} ({}) {port_kind} {}", e.nodes[*a], pa + 1);
-            let right = if *b == n { format!("switch port {}", pb + 1) } else { format!("node {b} ({}) {port_kind} {}", e.nodes[*b], pb + 1) };
+            let right =
+                if *b == n { format!("switch port {}", pb + 1) } else { format!("node {b} ({}) {port_kind} {}", e.nodes[*b], pb + 1) };
             lines.push(format!("cable {:>2}: {left:<52} <-> {right}", k + 1));
         }
         (lines, plan.len())
@@ -540,7 +545,8 @@ impl Plan {
             self.candidates.len() - ran,
             self.ranked.len()
         );
-        let header = format!("{:<58} {:>8} {:>9} {:>7} {:>7} {:>8}", "cluster, wiring, engine split", "tok/s", "USD", "W", "J/tok", "$/Mtok");
+        let header =
+            format!("{:<58} {:>8} {:>9} {:>7} {:>7} {:>8}", "cluster, wiring, engine split", "tok/s", "USD", "W", "J/tok", "$/Mtok");
         let _ = writeln!(s);
         match self.winner {
             Some(w) => {
@@ -624,7 +630,12 @@ impl Plan {
             } else {
                 let cable = f.map_or(String::new(), |f| format!(" ({}, ${} each)", f.name, money(f.cable_usd)));
                 let switch = if e.topology == "switch" { " plus one switch" } else { "" };
-                let _ = writeln!(s, "\nCABLING FOR THE WINNER: {n} cable{}{cable}{switch}, {} topology", if n == 1 { "" } else { "s" }, e.topology);
+                let _ = writeln!(
+                    s,
+                    "\nCABLING FOR THE WINNER: {n} cable{}{cable}{switch}, {} topology",
+                    if n == 1 { "" } else { "s" },
+                    e.topology
+                );
                 for l in lines {
                     let _ = writeln!(s, "  {l}");
                 }

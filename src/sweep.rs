@@ -160,7 +160,8 @@ impl Sweep {
             return Err(src.error(sweep_key.span(), "the `[sweep]` table has no axes", Some(GRAMMAR_HELP.into())).into());
         }
         // Values, read from the plain TOML (exact types), spans from the spanned parse.
-        let mut plain: toml::Table = toml::from_str(&src.text).map_err(|e| src.error(e.span().unwrap_or(0..0), e.message().trim(), None))?;
+        let mut plain: toml::Table =
+            toml::from_str(&src.text).map_err(|e| src.error(e.span().unwrap_or(0..0), e.message().trim(), None))?;
         let sweep_plain = match plain.remove("sweep") {
             Some(toml::Value::Table(t)) => t,
             _ => unreachable!("checked above"),
@@ -170,7 +171,9 @@ impl Sweep {
             let key = r.path.join(".");
             if let Some(prev) = axes.iter().find(|a| a.key == key) {
                 let _ = prev;
-                return Err(src.error(r.key_span, format!("sweep axis `{key}` is given twice"), Some("keep one list per key".into())).into());
+                return Err(src
+                    .error(r.key_span, format!("sweep axis `{key}` is given twice"), Some("keep one list per key".into()))
+                    .into());
             }
             let (values, value_spans) = match r.kind {
                 RawKind::List(spans, list_span) => {
@@ -180,14 +183,20 @@ impl Sweep {
                     }
                     let arr = node.get(&r.path[r.path.len() - 1]).and_then(toml::Value::as_array).expect("array in both parses");
                     if arr.is_empty() {
-                        return Err(src.error(list_span, format!("sweep axis `{key}` has no values"), Some("list at least one value".into())).into());
+                        return Err(src
+                            .error(list_span, format!("sweep axis `{key}` has no values"), Some("list at least one value".into()))
+                            .into());
                     }
                     (arr.clone(), spans)
                 }
                 RawKind::Range { from, to, step, span } => {
                     if step < 1 || to < from {
                         return Err(src
-                            .error(span, format!("sweep range for `{key}` is empty"), Some("write { from = 1, to = 8 } (inclusive; step >= 1)".into()))
+                            .error(
+                                span,
+                                format!("sweep range for `{key}` is empty"),
+                                Some("write { from = 1, to = 8 } (inclusive; step >= 1)".into()),
+                            )
                             .into());
                     }
                     let n = ((to - from) / step + 1) as u64;
@@ -222,7 +231,11 @@ impl Sweep {
                     };
                     if group_of[ai].is_some() || members.contains(&ai) {
                         return Err(src
-                            .error(k.span(), format!("axis `{name}` is in more than one zip group"), Some("each axis may be zipped once".into()))
+                            .error(
+                                k.span(),
+                                format!("axis `{name}` is in more than one zip group"),
+                                Some("each axis may be zipped once".into()),
+                            )
                             .into());
                     }
                     members.push(ai);
@@ -307,7 +320,10 @@ impl Sweep {
                 for (v, span) in a.values.iter().zip(&a.value_spans) {
                     let mut doc = self.base.clone();
                     if let Err(why) = scenario::set_dotted(&mut doc, &a.key, v.clone()) {
-                        return Err(self.source.error(a.key_span.clone(), format!("sweep axis `{}`: {why}", a.key), Some(KEY_HELP.into())).into());
+                        return Err(self
+                            .source
+                            .error(a.key_span.clone(), format!("sweep axis `{}`: {why}", a.key), Some(KEY_HELP.into()))
+                            .into());
                     }
                     let text = toml::to_string(&doc).expect("a toml table serializes");
                     let src = Source { path: self.path.clone(), dir: self.source.dir.clone(), text };
@@ -316,7 +332,11 @@ impl Sweep {
                         if m.starts_with("unknown field") {
                             return Err(self
                                 .source
-                                .error(a.key_span.clone(), format!("sweep axis `{}` is not a scenario key: {m}", a.key), Some(KEY_HELP.into()))
+                                .error(
+                                    a.key_span.clone(),
+                                    format!("sweep axis `{}` is not a scenario key: {m}", a.key),
+                                    Some(KEY_HELP.into()),
+                                )
                                 .into());
                         }
                         let value_class = m.starts_with("unknown ")
@@ -423,12 +443,18 @@ impl Sweep {
     }
 }
 
-const GRAMMAR_HELP: &str =
-    "write axes as \"cluster.count\" = [1, 2, 4] (a dotted scenario key and a list), or seed = { from = 1, to = 8 }";
+const GRAMMAR_HELP: &str = "write axes as \"cluster.count\" = [1, 2, 4] (a dotted scenario key and a list), or seed = { from = 1, to = 8 }";
 const ZIP_HELP: &str = "write zip = [[\"cluster.nodes\", \"engine.name\"]]: axes in a group vary together";
-const KEY_HELP: &str = "axes are dotted scenario keys such as cluster.count, cluster.fabric, model.quant, engine.parallelism, workload.prompt_tokens";
+const KEY_HELP: &str =
+    "axes are dotted scenario keys such as cluster.count, cluster.fabric, model.quant, engine.parallelism, workload.prompt_tokens";
 
-fn collect(src: &Source, path: Vec<String>, key_span: Range<usize>, v: &toml::Spanned<DeValue>, out: &mut Vec<RawAxis>) -> Result<(), ScenarioError> {
+fn collect(
+    src: &Source,
+    path: Vec<String>,
+    key_span: Range<usize>,
+    v: &toml::Spanned<DeValue>,
+    out: &mut Vec<RawAxis>,
+) -> Result<(), ScenarioError> {
     let key = path.join(".");
     match v.get_ref() {
         DeValue::Array(items) => {
@@ -701,7 +727,8 @@ impl Manifest {
         let p = dir.join(MANIFEST);
         let text = std::fs::read_to_string(&p)
             .map_err(|e| SweepError::Input(format!("{} is not a sweep output directory (cannot read {MANIFEST}: {e})", dir.display())))?;
-        let m: Manifest = serde_json::from_str(&text).map_err(|e| SweepError::Input(format!("{}: not a sweep manifest: {e}", p.display())))?;
+        let m: Manifest =
+            serde_json::from_str(&text).map_err(|e| SweepError::Input(format!("{}: not a sweep manifest: {e}", p.display())))?;
         if m.format != FORMAT {
             return Err(SweepError::Input(format!("{}: format `{}`, expected `{FORMAT}`", p.display(), m.format)));
         }
@@ -1183,12 +1210,19 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, SweepError> {
         buf.clear();
         let got = r.read_until(b'\n', &mut buf).map_err(|e| io_err("read", p, e))?;
         if got == 0 || buf.last() != Some(&b'\n') {
-            return Err(SweepError::Input(format!("{} ends before point {k} (torn or truncated); rerun that shard with --resume", p.display())));
+            return Err(SweepError::Input(format!(
+                "{} ends before point {k} (torn or truncated); rerun that shard with --resume",
+                p.display()
+            )));
         }
         match serde_json::from_slice::<IndexOnly>(&buf) {
             Ok(l) if l.index == k => fits += u64::from(l.fits),
             Ok(l) => {
-                return Err(SweepError::Input(format!("{}: expected point {k}, found point {} (not a shard of this sweep)", p.display(), l.index)));
+                return Err(SweepError::Input(format!(
+                    "{}: expected point {k}, found point {} (not a shard of this sweep)",
+                    p.display(),
+                    l.index
+                )));
             }
             Err(e) => return Err(SweepError::Input(format!("{}: point {k} is not a result line: {e}", p.display()))),
         }
@@ -1202,15 +1236,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, SweepError> {
     }
     w.commit()?;
     let m0 = &shards[0].1;
-    let manifest = Manifest {
-        shard: 0,
-        shards: 1,
-        points_in_shard: total,
-        points_done: total,
-        complete: true,
-        merged_from: n,
-        ..m0.clone()
-    };
+    let manifest =
+        Manifest { shard: 0, shards: 1, points_in_shard: total, points_done: total, complete: true, merged_from: n, ..m0.clone() };
     manifest.write(out)?;
     write_csv(out, &manifest.axes)?;
     Ok(MergeSummary { points: total, fits, manifest })
@@ -1277,7 +1304,7 @@ mod tests {
     #[test]
     fn shards_partition() {
         let total = 10;
-        let mut seen = vec![0; 10];
+        let mut seen = [0; 10];
         for i in 0..4 {
             let s = Shard { index: i, count: 4 };
             for j in 0..s.points(total) {

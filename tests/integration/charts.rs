@@ -42,7 +42,8 @@ fn geerling_sweep_draws_his_three_charts_and_plot_redraws() {
     let o = bin().arg("sweep").arg(scenario("sweep-geerling.toml")).arg("--out").arg(&out).assert().success().get_output().clone();
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(text.contains("swept 18 points"), "{text}");
-    for (model, title) in [("qwen3-235b-a22b", "Qwen3 235B"), ("deepseek-v3.1", "DeepSeek V3.1"), ("kimi-k2-thinking", "Kimi K2 Thinking")] {
+    for (model, title) in [("qwen3-235b-a22b", "Qwen3 235B"), ("deepseek-v3.1", "DeepSeek V3.1"), ("kimi-k2-thinking", "Kimi K2 Thinking")]
+    {
         let stem = out.join("charts").join(format!("scaling-{model}"));
         let svg = std::fs::read_to_string(stem.with_extension("svg").with_file_name(format!("scaling-{model}.svg"))).unwrap();
         for needle in [title, "decode tokens/s", "nodes", "exo", "llama.cpp", "m3-ultra-80c-256gb"] {
