@@ -351,6 +351,21 @@ impl Plan {
         })
     }
 
+    /// A plan for a scenario whose KV cache must hold `context` tokens.
+    pub fn for_scenario(s: &crate::scenario::Scenario, context: u64, profile: &Profile) -> Result<Plan, PlanError> {
+        Plan::new(PlanInput {
+            nodes: &s.nodes,
+            fabric: &s.fabric,
+            topology: s.topology,
+            model: &s.model,
+            quant: &s.quant,
+            options: &s.engine,
+            wired_limit_fraction: s.wired_limit_fraction,
+            context,
+            profile,
+        })
+    }
+
     /// Number of nodes.
     pub fn n(&self) -> usize {
         self.nodes.len()
@@ -628,40 +643,14 @@ impl<'a> Builder<'a> {
         let peer_ns = us_to_ns(c.jaccl_peer_us);
         let reduced: Vec<TaskId> = match algo {
             AllReduceAlgo::FullyConnected => {
-                let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
-                for i in 0..n {
-                    // Posts to the peers run one after another on the rank's CPU.
-                    let mut posted = synced[i];
-                    for k in 1..n {
-                        let j = (i + k) % n;
-                        posted = self.cpu(i, peer_ns, "post", &[posted]);
-                        let x = self.send(i, j, bytes, &[posted]);
-                        arrivals[j].push(x);
-                    }
-                }
+                let arrivals = self.exchange(&synced, bytes, peer_ns);
                 (0..n).map(|i| self.cpu(i, reduce_ns(bytes * (n as u64 - 1)), "reduce", &arrivals[i])).collect()
             }
             AllReduceAlgo::ReduceScatterAllGather => {
                 let chunk = bytes.div_ceil(n as u64);
-                let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
-                for i in 0..n {
-                    let mut posted = synced[i];
-                    for k in 1..n {
-                        let j = (i + k) % n;
-                        posted = self.cpu(i, peer_ns, "post", &[posted]);
-                        arrivals[j].push(self.send(i, j, chunk, &[posted]));
-                    }
-                }
+                let arrivals = self.exchange(&synced, chunk, peer_ns);
                 let rs: Vec<TaskId> = (0..n).map(|i| self.cpu(i, reduce_ns(chunk * (n as u64 - 1)), "reduce", &arrivals[i])).collect();
-                let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
-                for i in 0..n {
-                    let mut posted = rs[i];
-                    for k in 1..n {
-                        let j = (i + k) % n;
-                        posted = self.cpu(i, peer_ns, "post", &[posted]);
-                        arrivals[j].push(self.send(i, j, chunk, &[posted]));
-                    }
-                }
+                let arrivals = self.exchange(&rs, chunk, peer_ns);
                 (0..n).map(|i| self.g.join(self.net.cpu[i], &arrivals[i])).collect()
             }
             AllReduceAlgo::Ring => {
@@ -684,6 +673,22 @@ impl<'a> Builder<'a> {
             }
         };
         (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.sync_ns(i), "cpu->gpu", &[reduced[i]])).collect()
+    }
+
+    /// Every rank sends `bytes` to every peer once `ready[rank]` is done; posts run one after
+    /// another on the sender's CPU. Returns, per rank, the arrivals it receives.
+    fn exchange(&mut self, ready: &[TaskId], bytes: u64, post_ns: Time) -> Vec<Vec<TaskId>> {
+        let n = self.net.n;
+        let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
+        for (i, &r) in ready.iter().enumerate() {
+            let mut posted = r;
+            for k in 1..n {
+                let j = (i + k) % n;
+                posted = self.cpu(i, post_ns, "post", &[posted]);
+                arrivals[j].push(self.send(i, j, bytes, &[posted]));
+            }
+        }
+        arrivals
     }
 
     /// An all_gather of `bytes` per rank (ring, N-1 steps).

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::engine::{Lowered, MemoryBreakdown, Plan, PlanError, PlanInput, lower_step};
+use crate::engine::{Lowered, MemoryBreakdown, Plan, PlanError, lower_step};
 use crate::hw::Topology;
 use crate::profile::Profile;
 use crate::scenario::{Scenario, WorkloadKind};
@@ -126,17 +126,7 @@ pub enum EstimateError {
 /// Runs the whole estimate for a scenario.
 pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateError> {
     let context = s.workload.prompt_tokens + s.workload.generate_tokens;
-    let plan = Plan::new(PlanInput {
-        nodes: &s.nodes,
-        fabric: &s.fabric,
-        topology: s.topology,
-        model: &s.model,
-        quant: &s.quant,
-        options: &s.engine,
-        wired_limit_fraction: s.wired_limit_fraction,
-        context,
-        profile,
-    })?;
+    let plan = Plan::for_scenario(s, context, profile)?;
     let cables = s.topology.cables(s.nodes.len());
     let mut cost_usd: f64 = s.nodes.iter().map(|n| n.price_usd).sum::<f64>() + cables as f64 * s.fabric.cable_usd;
     if s.topology == Topology::Switch && s.nodes.len() > 1 {

@@ -256,7 +256,7 @@ pub fn execute_longest_path(graph: &TaskGraph, start: Time, durations: &[Time]) 
     let mut last_end = vec![start; graph.resources.len()];
     let mut busy = vec![0 as Time; graph.resources.len()];
     let mut makespan = start;
-    for t in 0..n {
+    for (t, &duration) in durations.iter().enumerate().take(n) {
         let mut ready = start;
         for &p in &graph.pred_list[graph.pred_start[t] as usize..graph.pred_start[t + 1] as usize] {
             let e: TaskTiming = timings[p as usize];
@@ -266,9 +266,9 @@ pub fn execute_longest_path(graph: &TaskGraph, start: Time, durations: &[Time]) 
         if ready < last_end[r] {
             return None;
         }
-        let end = ready + durations[t];
+        let end = ready + duration;
         last_end[r] = end;
-        busy[r] += durations[t];
+        busy[r] += duration;
         makespan = makespan.max(end);
         timings.push(TaskTiming { ready, start: ready, end });
     }

@@ -54,7 +54,7 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
     Ok(d)
 }
 
-fn run_calibrate(files: &[PathBuf], out: &PathBuf, profile: Option<PathBuf>, params: Option<Vec<String>>, json: bool) -> i32 {
+fn run_calibrate(files: &[PathBuf], out: &std::path::Path, profile: Option<PathBuf>, params: Option<Vec<String>>, json: bool) -> i32 {
     let base = match load_profile(profile) {
         Ok(p) => calibrate::with_host_chip(&p),
         Err(e) => {

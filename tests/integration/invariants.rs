@@ -10,18 +10,7 @@ fn plan_for(file: &str, sets: &[&str]) -> supernode::engine::Plan {
     let sets: Vec<String> = sets.iter().map(|x| x.to_string()).collect();
     let s = scenario::load(&crate::scenario(file), &sets).unwrap();
     let p = Profile::default_profile();
-    supernode::engine::Plan::new(supernode::engine::PlanInput {
-        nodes: &s.nodes,
-        fabric: &s.fabric,
-        topology: s.topology,
-        model: &s.model,
-        quant: &s.quant,
-        options: &s.engine,
-        wired_limit_fraction: s.wired_limit_fraction,
-        context: 256,
-        profile: &p,
-    })
-    .unwrap()
+    supernode::engine::Plan::for_scenario(&s, 256, &p).unwrap()
 }
 
 fn check(file: &str, tokens: u64) {
