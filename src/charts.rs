@@ -573,7 +573,8 @@ fn cluster_label(nodes: &[String]) -> String {
 /// One line of a chart: a label and its points (x -> best row).
 struct Line2 {
     key: Vec<Option<String>>,
-    points: BTreeMap<u64, usize>,
+    /// x -> the rows at that x.
+    points: BTreeMap<u64, Vec<usize>>,
     /// Which key positions differ between the lines of the chart (the others are not shown).
     shown: Vec<bool>,
 }
@@ -586,14 +587,43 @@ impl Line2 {
     }
 }
 
-/// Groups fitted rows into lines: the line of a row is its axis values except the x axes and
-/// the model; single-node points (where fabric, topology and parallelism mean nothing) join
-/// every line they agree with. When several rows land on one (line, x), the fastest is kept.
+/// The value drawn for the rows at one (line, x): rows that differ only in `seed` are replicates
+/// and are averaged (in index order); of other variants (say two node mixes of one size) the
+/// fastest on average is drawn.
+fn point_value(rows: &[&Row], at: &[usize], y: impl Fn(&EstimateRow) -> f64) -> f64 {
+    let mut variants: Vec<(String, Vec<usize>)> = Vec::new();
+    for &i in at {
+        let key: String = rows[i].overrides.iter().filter(|(k, _)| k.as_str() != "seed").map(|(k, v)| format!("{k}={v};")).collect();
+        match variants.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(i),
+            None => variants.push((key, vec![i])),
+        }
+    }
+    let mean = |v: &[usize], f: &dyn Fn(&EstimateRow) -> f64| {
+        let mut sum = 0.0;
+        for &i in v {
+            sum += f(rows[i].estimate.as_ref().expect("fitted"));
+        }
+        sum / v.len().max(1) as f64
+    };
+    let mut best: Option<(&[usize], f64)> = None;
+    for (_, v) in &variants {
+        let speed = mean(v, &|e| e.decode_tokens_per_s);
+        if best.is_none_or(|(_, b)| speed > b) {
+            best = Some((v, speed));
+        }
+    }
+    best.map_or(0.0, |(v, _)| mean(v, &y))
+}
+
+/// Groups fitted rows into lines: the line of a row is its axis values except the x axes, the
+/// model and the seed; single-node points (where fabric, topology and parallelism mean nothing)
+/// join every line they agree with.
 fn lines(rows: &[&Row], axes: &[String], x_keys: &[&str], x: impl Fn(&PointInfo) -> u64, single_wildcard: bool) -> Vec<Line2> {
     let key_of = |r: &Row| -> Vec<Option<String>> {
         let n = r.info().map_or(0, |i| i.nodes.len());
         axes.iter()
-            .filter(|k| !x_keys.contains(&k.as_str()) && !GROUP_KEYS.contains(&k.as_str()))
+            .filter(|k| !x_keys.contains(&k.as_str()) && !GROUP_KEYS.contains(&k.as_str()) && k.as_str() != "seed")
             .map(|k| {
                 if single_wildcard && n == 1 && SINGLE_NODE_WILDCARDS.contains(&k.as_str()) {
                     None
@@ -603,14 +633,8 @@ fn lines(rows: &[&Row], axes: &[String], x_keys: &[&str], x: impl Fn(&PointInfo)
             })
             .collect()
     };
-    let speed = |i: usize| rows[i].estimate.as_ref().map_or(0.0, |e| e.decode_tokens_per_s);
     let mut out: Vec<Line2> = Vec::new();
-    let put = |line: &mut Line2, xv: u64, i: usize| match line.points.get(&xv) {
-        Some(&j) if speed(j) >= speed(i) => {}
-        _ => {
-            line.points.insert(xv, i);
-        }
-    };
+    let put = |line: &mut Line2, xv: u64, i: usize| line.points.entry(xv).or_default().push(i);
     let keys: Vec<Vec<Option<String>>> = rows.iter().map(|r| key_of(r)).collect();
     for (i, r) in rows.iter().enumerate() {
         if !r.fits || keys[i].iter().any(Option::is_none) {
@@ -666,14 +690,43 @@ fn lines(rows: &[&Row], axes: &[String], x_keys: &[&str], x: impl Fn(&PointInfo)
 /// Rows of one model, in index order.
 fn by_model(rows: &[Row]) -> Vec<(String, Vec<&Row>)> {
     let mut groups: Vec<(String, Vec<&Row>)> = Vec::new();
+    let mut unknown: Vec<&Row> = Vec::new();
     for r in rows {
-        let Some(info) = r.info() else { continue };
+        let Some(info) = r.info() else {
+            unknown.push(r);
+            continue;
+        };
         match groups.iter_mut().find(|(m, _)| *m == info.model) {
             Some((_, v)) => v.push(r),
             None => groups.push((info.model.clone(), vec![r])),
         }
     }
+    // Rows whose scenario did not parse (an illegal split, too few ports) belong to the model
+    // they name, or to every model when the sweep does not vary it.
+    for r in unknown {
+        let named = r.overrides.get("model.name").and_then(|v| v.as_str());
+        for (m, v) in groups.iter_mut() {
+            if named.is_none_or(|n| n == m || catalog().model(n).is_some_and(|(p, _)| p.id == *m)) {
+                v.push(r);
+            }
+        }
+    }
+    for (_, v) in groups.iter_mut() {
+        v.sort_by_key(|r| r.index);
+    }
     groups
+}
+
+/// Node count of a row, also for rows whose scenario did not parse.
+fn row_nodes(r: &Row) -> Option<usize> {
+    if let Some(i) = r.info() {
+        return Some(i.nodes.len());
+    }
+    match (r.overrides.get("cluster.nodes"), r.overrides.get("cluster.count")) {
+        (Some(serde_json::Value::Array(a)), _) => Some(a.len()),
+        (_, Some(c)) => c.as_u64().map(|c| c as usize),
+        _ => None,
+    }
 }
 
 fn workload_text(rows: &[&Row]) -> String {
@@ -719,30 +772,41 @@ fn cluster_text(rows: &[&Row]) -> String {
 
 fn not_fit_note(rows: &[&Row], axes: &[String], x_keys: &[&str]) -> Option<String> {
     let mut items: Vec<String> = Vec::new();
-    let mut more = 0;
     for r in rows.iter().filter(|r| !r.fits) {
-        let Some(info) = r.info() else { continue };
         let what: Vec<String> = axes
             .iter()
-            .filter(|k| !GROUP_KEYS.contains(&k.as_str()) && !x_keys.contains(&k.as_str()))
+            .filter(|k| !GROUP_KEYS.contains(&k.as_str()) && !x_keys.contains(&k.as_str()) && k.as_str() != "seed")
             .filter_map(|k| r.overrides.get(k).map(|v| pretty_value(k, v)))
             .collect();
         let at = if x_keys == NODE_X_KEYS {
-            format!("{} node{}", info.nodes.len(), if info.nodes.len() == 1 { "" } else { "s" })
+            let Some(n) = row_nodes(r) else { continue };
+            format!("{n} node{}", if n == 1 { "" } else { "s" })
         } else {
-            format!("{} prompt tokens", info.prompt_tokens)
+            let prompt = r.info().map(|i| i.prompt_tokens).or_else(|| r.overrides.get("workload.prompt_tokens").and_then(|v| v.as_u64()));
+            let Some(p) = prompt else { continue };
+            format!("{p} prompt tokens")
         };
-        let reason = r.error.as_ref().map_or("cannot run", |e| if e.kind == "does-not-fit" { "does not fit" } else { "cannot run" });
+        let reason = r.error.as_ref().map_or("cannot run", |e| {
+            if e.kind == "does-not-fit" {
+                "does not fit"
+            } else if e.message.contains("tensor parallel over") {
+                "illegal tensor split"
+            } else if e.message.contains("ports per node") {
+                "too few ports"
+            } else {
+                "cannot run"
+            }
+        });
         let item = format!("{at}, {}: {reason}", what.join(" · "));
-        if items.len() < 3 {
+        if !items.contains(&item) {
             items.push(item);
-        } else {
-            more += 1;
         }
     }
     if items.is_empty() {
         return None;
     }
+    let more = items.len().saturating_sub(3);
+    items.truncate(3);
     let tail = if more > 0 { format!("; and {more} more (see results.csv)") } else { String::new() };
     Some(truncate(&format!("Not drawn: {}{tail}", items.join("; ")), 160))
 }
@@ -773,8 +837,7 @@ impl NodeChart<'_> {
             .iter()
             .enumerate()
             .map(|(k, l)| {
-                let pts: Vec<(f64, f64)> =
-                    l.points.iter().map(|(&x, &i)| (x as f64, y(self.rows[i].estimate.as_ref().expect("fitted")))).collect();
+                let pts: Vec<(f64, f64)> = l.points.iter().map(|(&x, at)| (x as f64, point_value(&self.rows, at, &y))).collect();
                 let mut s = Series::line(PALETTE[k % PALETTE.len()], pts.clone());
                 if self.lines.len() <= 4 {
                     s.labels = pts.iter().map(|p| fmt_num(p.1)).collect();
@@ -793,6 +856,9 @@ impl NodeChart<'_> {
         let mut f = Vec::new();
         if let Some(e) = extra {
             f.push(e);
+        }
+        if axes.iter().any(|a| a == "seed") {
+            f.push("Each point is the mean over the seeds swept (runs differing only in their jitter stream).".into());
         }
         if let Some(n) = not_fit_note(&self.rows, axes, NODE_X_KEYS) {
             f.push(n);
@@ -972,7 +1038,7 @@ fn ttft(model: &str, rows: &[&Row], axes: &[String], sweep_name: &str) -> Option
         .iter()
         .enumerate()
         .map(|(k, l)| {
-            let pts = l.points.iter().map(|(&x, &i)| (x as f64, rows[i].estimate.as_ref().expect("fitted").ttft_s)).collect();
+            let pts = l.points.iter().map(|(&x, at)| (x as f64, point_value(rows, at, |e| e.ttft_s))).collect();
             Series::line(PALETTE[k % PALETTE.len()], pts)
         })
         .collect();
