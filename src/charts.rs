@@ -588,8 +588,8 @@ impl Line2 {
 }
 
 /// The value drawn for the rows at one (line, x): rows that differ only in `seed` are replicates
-/// and are averaged (in index order); of other variants (say two node mixes of one size) the
-/// fastest on average is drawn.
+/// and are averaged (in index order; [`read_chart_rows`] has already merged them); of other
+/// variants (say two node mixes of one size) the fastest on average is drawn.
 fn point_value(rows: &[&Row], at: &[usize], y: impl Fn(&EstimateRow) -> f64) -> f64 {
     let mut variants: Vec<(String, Vec<usize>)> = Vec::new();
     for &i in at {
@@ -871,7 +871,13 @@ impl NodeChart<'_> {
 }
 
 fn tokens_per_joule(e: &EstimateRow) -> f64 {
-    if e.energy_j_per_token > 0.0 { 1.0 / e.energy_j_per_token } else { 0.0 }
+    if e.tokens_per_joule > 0.0 {
+        e.tokens_per_joule
+    } else if e.energy_j_per_token > 0.0 {
+        1.0 / e.energy_j_per_token
+    } else {
+        0.0
+    }
 }
 
 fn memory_fit(rows: &[Row], sweep_name: &str) -> Option<Figure> {
@@ -1076,8 +1082,85 @@ pub fn draw_sweep(dir: &Path, only: Option<&str>) -> Result<Vec<PathBuf>, ChartE
         }
     }
     let manifest = Manifest::read(dir)?;
-    let rows = sweep::read_rows(dir)?;
+    let rows = read_chart_rows(dir)?;
     draw_rows(dir, &manifest, &rows, only)
+}
+
+/// Most distinct configurations a chart set is drawn from (memory stays bounded however many
+/// points a sweep has; beyond this, charts are per-slice work for `plot` on a smaller sweep).
+pub const MAX_CHART_ROWS: usize = 50_000;
+
+/// Reads the rows of a sweep for charts, streaming: rows that differ only in `seed` are
+/// replicates and are merged into one row whose metrics are their means (summed in index order),
+/// so memory grows with the distinct configurations, not with the points.
+pub fn read_chart_rows(dir: &Path) -> Result<Vec<Row>, ChartError> {
+    const N: usize = 11;
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut rows: Vec<(Row, [f64; N], u32)> = Vec::new();
+    let metrics = |e: &EstimateRow| -> [f64; N] {
+        [
+            e.decode_tokens_per_s,
+            e.prefill_tokens_per_s,
+            e.ttft_s,
+            e.tpot_ms.p50,
+            e.tpot_ms.p99,
+            e.cluster_power_w,
+            e.energy_j_per_token,
+            e.usd_per_mtok,
+            e.usd_per_token_per_s,
+            e.cost_usd,
+            if e.energy_j_per_token > 0.0 { 1.0 / e.energy_j_per_token } else { 0.0 },
+        ]
+    };
+    let mut too_many = false;
+    sweep::for_each_row(dir, |row| {
+        let key: String = row.overrides.iter().filter(|(k, _)| k.as_str() != "seed").map(|(k, v)| format!("{k}={v};")).collect();
+        match index.get(&key) {
+            Some(&i) => {
+                let (_, sums, n) = &mut rows[i];
+                if let Some(e) = &row.estimate {
+                    for (s, m) in sums.iter_mut().zip(metrics(e)) {
+                        *s += m;
+                    }
+                    *n += 1;
+                }
+            }
+            None if rows.len() >= MAX_CHART_ROWS => too_many = true,
+            None => {
+                let sums = row.estimate.as_ref().map_or([0.0; N], metrics);
+                let n = u32::from(row.estimate.is_some());
+                index.insert(key, rows.len());
+                rows.push((row, sums, n));
+            }
+        }
+        Ok(())
+    })?;
+    if too_many {
+        return Err(ChartError::Input(format!(
+            "charts are drawn from at most {MAX_CHART_ROWS} distinct configurations (seeds merged); this sweep has more: \
+             draw them from a smaller sweep, or read results.csv"
+        )));
+    }
+    Ok(rows
+        .into_iter()
+        .map(|(mut row, s, n)| {
+            if let Some(e) = row.estimate.as_mut() {
+                let k = f64::from(n.max(1));
+                e.decode_tokens_per_s = s[0] / k;
+                e.prefill_tokens_per_s = s[1] / k;
+                e.ttft_s = s[2] / k;
+                e.tpot_ms.p50 = s[3] / k;
+                e.tpot_ms.p99 = s[4] / k;
+                e.cluster_power_w = s[5] / k;
+                e.energy_j_per_token = s[6] / k;
+                e.usd_per_mtok = s[7] / k;
+                e.usd_per_token_per_s = s[8] / k;
+                e.cost_usd = s[9] / k;
+                e.tokens_per_joule = s[10] / k;
+            }
+            row
+        })
+        .collect())
 }
 
 /// Draws the charts of a set of rows into `dir/charts/`.

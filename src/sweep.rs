@@ -646,6 +646,9 @@ pub struct EstimateRow {
     /// Calibration envelope.
     #[serde(default)]
     pub calibration: Calibration,
+    /// Tokens per joule (1 / energy per token), filled in when rows are read for charts.
+    #[serde(skip)]
+    pub tokens_per_joule: f64,
 }
 
 /// One result line read back.

@@ -84,12 +84,15 @@ fn equal_budget_ttft_and_memory_fit_charts() {
     std::fs::write(
         &f,
         "name = \"ttft\"\n[cluster]\nnode = \"m3-ultra-80c-512gb\"\nfabric = \"tb5-rdma\"\n[model]\nname = \"llama-3.2-3b\"\n\
-         [workload]\ngenerate_tokens = 2\n[sweep]\n\"cluster.count\" = [1, 2]\n\"workload.prompt_tokens\" = [64, 256, 1024]\n",
+         [workload]\ngenerate_tokens = 2\n[sweep]\n\"cluster.count\" = [1, 2]\n\"workload.prompt_tokens\" = [64, 256, 1024]\nseed = [1, 2]\n",
     )
     .unwrap();
     let out = t.path().join("t");
     bin().arg("sweep").arg(&f).arg("--out").arg(&out).assert().success();
     let svg = std::fs::read_to_string(out.join("charts/ttft-llama-3.2-3b.svg")).unwrap();
     assert!(svg.contains("time to first token (s)") && svg.contains("prompt length (tokens)") && svg.contains("2 nodes"));
+    assert!(!svg.contains("seed 1"), "seeds are replicates, not lines");
+    let scaling = std::fs::read_to_string(out.join("charts/scaling-llama-3.2-3b.svg")).unwrap();
+    assert!(scaling.contains("mean over the seeds"));
     assert!(out.join("charts/ttft-llama-3.2-3b.png").exists());
 }
