@@ -756,6 +756,7 @@ pub fn published_params() -> Vec<String> {
         "chips.m3-ultra.gpu_dynamic_w",
         "chips.m3-ultra.runtimes.mlx.kernel_launch_us",
         "chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us",
+        "chips.m3-ultra.runtimes.llama-cpp.bw_scale",
         "comm.jaccl_round_us",
         "comm.jaccl_peer_us",
         "comm.rpc_call_us",

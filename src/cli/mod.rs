@@ -267,8 +267,8 @@ fn validate(args: ValidateArgs) -> i32 {
             return EXIT_INPUT;
         }
         eprintln!("validate --loo: refitting without each of {} rows...", selected.len());
-        let loo_rows = leave_one_out(&data, &profile, &selected, &row);
-        let loo_report = crate::validate::report(loo_rows, vec![]);
+        let (loo_rows, loo_skipped) = leave_one_out(&data, &profile, &selected, &row);
+        let loo_report = crate::validate::report(loo_rows, loo_skipped);
         text.push_str("\nleave-one-out (each row predicted by a profile fitted without it):\n");
         text.push_str(&crate::validate::table(&loo_report));
         out["loo"] = serde_json::to_value(&loo_report).expect("serializes");
@@ -306,20 +306,31 @@ fn leave_one_out(
     profile: &crate::profile::Profile,
     selected: &[usize],
     row: &(dyn Fn(usize, f64) -> crate::validate::ValidatedRow + Sync),
-) -> Vec<crate::validate::ValidatedRow> {
+) -> (Vec<crate::validate::ValidatedRow>, Vec<crate::validate::SkippedRow>) {
     use rayon::prelude::*;
-    selected
+    let results: Vec<Result<crate::validate::ValidatedRow, crate::validate::SkippedRow>> = selected
         .par_iter()
-        .filter_map(|&i| {
+        .map(|&i| {
+            let skip = |reason: String| crate::validate::SkippedRow { id: data.targets[i].id.clone(), reason };
             let rest = data.without(i);
-            let (fitted, _, _) = crate::calibrate::calibrate(&rest, profile, None).ok()?;
+            let (fitted, _, _) =
+                crate::calibrate::calibrate(&rest, profile, None).map_err(|e| skip(format!("refit without it failed: {e}")))?;
             let one = crate::calibrate::Dataset {
                 targets: vec![data.targets[i].clone()],
                 sources: vec![data.sources[i].clone()],
                 ..Default::default()
             };
-            let p = one.predict(&fitted).ok()?;
-            Some(row(i, p[0]))
+            let p = one.predict(&fitted).map_err(skip)?;
+            Ok(row(i, p[0]))
         })
-        .collect()
+        .collect();
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for r in results {
+        match r {
+            Ok(x) => rows.push(x),
+            Err(s) => skipped.push(s),
+        }
+    }
+    (rows, skipped)
 }
