@@ -1167,6 +1167,17 @@ pub fn read_chart_rows(dir: &Path) -> Result<Vec<Row>, ChartError> {
 pub fn draw_rows(dir: &Path, manifest: &Manifest, rows: &[Row], only: Option<&str>) -> Result<Vec<PathBuf>, ChartError> {
     let want = |k: &str| only.is_none_or(|o| o == k);
     let out = dir.join("charts");
+    if only.is_none() {
+        // A full redraw replaces the chart set: charts of models no longer in the results go.
+        if let Ok(entries) = std::fs::read_dir(&out) {
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.extension().is_some_and(|x| x == "png" || x == "svg") {
+                    let _ = std::fs::remove_file(&p);
+                }
+            }
+        }
+    }
     let axes = &manifest.axes;
     let name = &manifest.name;
     let mut files = Vec::new();

@@ -169,8 +169,7 @@ impl Sweep {
         let mut axes: Vec<Axis> = Vec::new();
         for r in raw {
             let key = r.path.join(".");
-            if let Some(prev) = axes.iter().find(|a| a.key == key) {
-                let _ = prev;
+            if axes.iter().any(|a| a.key == key) {
                 return Err(src
                     .error(r.key_span, format!("sweep axis `{key}` is given twice"), Some("keep one list per key".into()))
                     .into());
