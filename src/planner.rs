@@ -570,10 +570,14 @@ impl Plan {
                 );
             }
             None => {
-                let _ = writeln!(s, "NO CLUSTER meets the objective. Closest candidates that ran:");
+                let _ = writeln!(s, "NO CLUSTER meets the objective (the closest are listed below).");
             }
         }
-        let _ = writeln!(s, "\nBEST {}\n  {header}  why not the winner", top.min(self.ranked.len()));
+        if self.ranked.is_empty() {
+            let _ = writeln!(s, "\nCLOSEST (fastest that ran; none meets the objective)\n  {header}  why not");
+        } else {
+            let _ = writeln!(s, "\nBEST {}\n  {header}  why not the winner", top.min(self.ranked.len()));
+        }
         for &i in self.ranked.iter().take(top) {
             let _ = writeln!(s, "  {}  {}", self.row(i), self.verdict(i));
         }
