@@ -517,6 +517,7 @@ pub fn host_node(h: &HarnessFile) -> Result<crate::hw::NodeSpec, SourceError> {
         max_w: 1e9,
         rdma_ports: 0,
         tb_ports: 0,
+        qsfp_ports: 0,
         tb_generation: 0,
         ethernet_gbps: 0.0,
         wired_fraction: 0.9,

@@ -618,7 +618,7 @@ impl<'a> Builder<'a> {
             last = Some(self.g.transfer(link, d, bytes, &dep));
             self.bytes_sent += bytes;
         }
-        last.unwrap_or_else(|| self.g.join(self.net.cpu[b], deps))
+        last.unwrap_or_else(|| self.g.join(deps))
     }
 
     // Ranks are indices into several per-rank arrays at once; index loops read best here.
@@ -651,7 +651,7 @@ impl<'a> Builder<'a> {
                 let arrivals = self.exchange(&synced, chunk, peer_ns);
                 let rs: Vec<TaskId> = (0..n).map(|i| self.cpu(i, reduce_ns(chunk * (n as u64 - 1)), "reduce", &arrivals[i])).collect();
                 let arrivals = self.exchange(&rs, chunk, peer_ns);
-                (0..n).map(|i| self.g.join(self.net.cpu[i], &arrivals[i])).collect()
+                (0..n).map(|i| self.g.join(&arrivals[i])).collect()
             }
             AllReduceAlgo::Ring => {
                 let chunk = bytes.div_ceil(n as u64);
@@ -661,11 +661,8 @@ impl<'a> Builder<'a> {
                     for i in 0..n {
                         let j = (i + 1) % n;
                         let x = self.send(i, j, chunk, &[have[i]]);
-                        next[j] = if step < n - 1 {
-                            self.cpu(j, reduce_ns(chunk), "reduce", &[x, have[j]])
-                        } else {
-                            self.g.join(self.net.cpu[j], &[x, have[j]])
-                        };
+                        next[j] =
+                            if step < n - 1 { self.cpu(j, reduce_ns(chunk), "reduce", &[x, have[j]]) } else { self.g.join(&[x, have[j]]) };
                     }
                     have = next;
                 }
@@ -704,7 +701,7 @@ impl<'a> Builder<'a> {
             for i in 0..n {
                 let j = (i + 1) % n;
                 let x = self.send(i, j, bytes, &[have[i]]);
-                next[j] = self.g.join(self.net.cpu[j], &[x, have[j]]);
+                next[j] = self.g.join(&[x, have[j]]);
             }
             have = next;
         }
@@ -786,7 +783,7 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
                 }
             }
             let last = *outputs.last().expect("at least one stage");
-            let ready: Vec<TaskId> = (0..n).map(|i| if i + 1 == n { last } else { b.g.join(b.net.gpu[i], &[outputs[i], last]) }).collect();
+            let ready: Vec<TaskId> = (0..n).map(|i| if i + 1 == n { last } else { b.g.join(&[outputs[i], last]) }).collect();
             let gathered = b.all_gather(&ready, act_bytes);
             for (i, g) in gathered.into_iter().enumerate() {
                 b.cpu(i, host_ns(i), "host", &[g]);
@@ -800,7 +797,7 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
 /// input ready at time 0 on every rank).
 pub fn lower_all_sum(plan: &Plan, bytes: u64) -> Lowered {
     let mut b = Builder::new(plan);
-    let ready: Vec<TaskId> = (0..plan.n()).map(|i| b.g.join(b.net.gpu[i], &[])).collect();
+    let ready: Vec<TaskId> = (0..plan.n()).map(|_| b.g.join(&[])).collect();
     b.all_sum(&ready, bytes);
     b.finish(1)
 }

@@ -123,15 +123,23 @@ pub enum EstimateError {
     Plan(#[from] PlanError),
 }
 
+/// Hardware cost of a scenario's cluster: nodes, cables, and a switch for switched fabrics, USD.
+/// Cheap (no simulation), so planners can prune by budget before estimating.
+pub fn hardware_cost(s: &Scenario) -> f64 {
+    let cables = s.topology.cables(s.nodes.len());
+    let mut cost: f64 = s.nodes.iter().map(|n| n.price_usd).sum::<f64>() + cables as f64 * s.fabric.cable_usd;
+    if s.topology == Topology::Switch && s.nodes.len() > 1 {
+        cost += s.fabric.switch_usd;
+    }
+    cost
+}
+
 /// Runs the whole estimate for a scenario.
 pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateError> {
     let context = s.workload.prompt_tokens + s.workload.generate_tokens;
     let plan = Plan::for_scenario(s, context, profile)?;
     let cables = s.topology.cables(s.nodes.len());
-    let mut cost_usd: f64 = s.nodes.iter().map(|n| n.price_usd).sum::<f64>() + cables as f64 * s.fabric.cable_usd;
-    if s.topology == Topology::Switch && s.nodes.len() > 1 {
-        cost_usd += s.fabric.switch_usd;
-    }
+    let cost_usd = hardware_cost(s);
     let envelope = envelope(s, profile);
     let memory: Vec<NodeMemory> = plan
         .memory
@@ -275,7 +283,7 @@ pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> 
             match res.kind {
                 ResourceKind::Gpu => busy_gpu[res.node as usize] += tl.busy[r],
                 ResourceKind::Cpu => busy_cpu[res.node as usize] += tl.busy[r],
-                ResourceKind::Link => {}
+                ResourceKind::Link | ResourceKind::Virtual => {}
             }
         }
     }

@@ -37,6 +37,9 @@ pub struct NodeSpec {
     pub rdma_ports: u32,
     /// Thunderbolt/USB4 ports.
     pub tb_ports: u32,
+    /// QSFP ports (ConnectX-7 on GB10 machines).
+    #[serde(default)]
+    pub qsfp_ports: u32,
     /// Thunderbolt generation of those ports (0: none).
     pub tb_generation: u32,
     /// Built-in Ethernet, Gb/s.

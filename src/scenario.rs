@@ -490,7 +490,7 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
             let (have, what) = match (fabric.port.as_str(), fabric.transport) {
                 ("thunderbolt", Transport::Rdma) => (node.rdma_ports as usize, "RDMA-capable Thunderbolt 5 ports"),
                 ("thunderbolt", _) => (node.tb_ports as usize, "Thunderbolt ports"),
-                ("qsfp", _) => (node.rdma_ports as usize, "QSFP ports"),
+                ("qsfp", _) => (node.qsfp_ports as usize, "QSFP ports"),
                 _ => (usize::MAX, ""),
             };
             if fabric.port == "thunderbolt" && node.tb_generation < fabric.min_tb_generation {
@@ -506,7 +506,7 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
                     Some("pick a fabric the node supports (e.g. tb4-tcp or eth-10g)".into()),
                 ));
             }
-            if fabric.port == "qsfp" && node.rdma_ports == 0 {
+            if fabric.port == "qsfp" && node.qsfp_ports == 0 {
                 return Err(src.error(
                     id.span(),
                     format!("node `{}` has no ConnectX-7 QSFP ports for fabric `{}`", node.id, fabric.id),

@@ -32,6 +32,9 @@ pub enum ResourceKind {
     Cpu,
     /// One direction of a network link.
     Link,
+    /// Not a real resource: tasks on it never wait for each other. Joins (dependency merge
+    /// points) live here.
+    Virtual,
 }
 
 /// A resource: it runs one task at a time, first come first served.
@@ -78,6 +81,8 @@ pub struct TaskGraph {
     /// Successors in compressed form (`list[start[t]..start[t + 1]]`), built on first execution
     /// and reused while the graph's shape does not change (decode steps re-time, not rebuild).
     csr: std::sync::OnceLock<(Vec<u32>, Vec<u32>)>,
+    /// The resource joins live on, created with the first join.
+    virtual_resource: Option<ResourceId>,
 }
 
 impl TaskGraph {
@@ -122,9 +127,17 @@ impl TaskGraph {
         self.add_task(Task { resource: link, duration, jitter: false, bytes, label: "xfer" }, deps)
     }
 
-    /// A zero-length marker task (a join point) on a resource.
-    pub fn join(&mut self, resource: ResourceId, deps: &[TaskId]) -> TaskId {
-        self.add_task(Task { resource, duration: 0, jitter: false, bytes: 0, label: "join" }, deps)
+    /// A zero-length join point: done when all `deps` are. It occupies no real resource.
+    pub fn join(&mut self, deps: &[TaskId]) -> TaskId {
+        let v = match self.virtual_resource {
+            Some(v) => v,
+            None => {
+                let v = self.add_resource("joins", ResourceKind::Virtual, 0);
+                self.virtual_resource = Some(v);
+                v
+            }
+        };
+        self.add_task(Task { resource: v, duration: 0, jitter: false, bytes: 0, label: "join" }, deps)
     }
 
     /// Predecessor count of a task.
@@ -263,7 +276,7 @@ pub fn execute_longest_path(graph: &TaskGraph, start: Time, durations: &[Time]) 
             ready = ready.max(e.end);
         }
         let r = graph.tasks[t].resource.0 as usize;
-        if ready < last_end[r] {
+        if ready < last_end[r] && graph.resources[r].kind != ResourceKind::Virtual {
             return None;
         }
         let end = ready + duration;
@@ -290,6 +303,7 @@ pub fn execute_events(graph: &TaskGraph, start: Time, durations: &[Time]) -> Tim
     let mut timings = vec![TaskTiming { ready: 0, start: 0, end: 0 }; n];
     let mut busy = vec![0 as Time; nres];
     let mut running = vec![false; nres];
+    let is_virtual: Vec<bool> = graph.resources.iter().map(|r| r.kind == ResourceKind::Virtual).collect();
     let mut waiting: Vec<std::collections::VecDeque<u32>> = vec![Default::default(); nres];
     let mut heap: BinaryHeap<Reverse<Event>> = BinaryHeap::with_capacity(nres * 2 + 16);
     let mut seq: u64 = 0;
@@ -317,7 +331,7 @@ pub fn execute_events(graph: &TaskGraph, start: Time, durations: &[Time]) -> Tim
             events += 1;
             timings[t].ready = $now;
             let r = graph.tasks[t].resource.0 as usize;
-            if running[r] {
+            if running[r] && !is_virtual[r] {
                 waiting[r].push_back(t as u32);
             } else {
                 begin!(t, $now);
