@@ -656,11 +656,15 @@ impl<'a> Builder<'a> {
             AllReduceAlgo::Ring => {
                 let chunk = bytes.div_ceil(n as u64);
                 let mut have: Vec<TaskId> = synced.clone();
+                // A rank's sends leave in order on its link (one socket / queue pair).
+                let mut last_send: Vec<Option<TaskId>> = vec![None; n];
                 for step in 0..2 * (n - 1) {
                     let mut next = have.clone();
                     for i in 0..n {
                         let j = (i + 1) % n;
-                        let x = self.send(i, j, chunk, &[have[i]]);
+                        let deps: Vec<TaskId> = std::iter::once(have[i]).chain(last_send[i]).collect();
+                        let x = self.send(i, j, chunk, &deps);
+                        last_send[i] = Some(x);
                         next[j] =
                             if step < n - 1 { self.cpu(j, reduce_ns(chunk), "reduce", &[x, have[j]]) } else { self.g.join(&[x, have[j]]) };
                     }
@@ -673,10 +677,12 @@ impl<'a> Builder<'a> {
     }
 
     /// Every rank sends `bytes` to every peer once `ready[rank]` is done; posts run one after
-    /// another on the sender's CPU. Returns, per rank, the arrivals it receives.
+    /// another on the sender's CPU. Returns, per rank, what it must wait for before reducing:
+    /// the arrivals from its peers and its own last post (the same thread posts, then reduces).
     fn exchange(&mut self, ready: &[TaskId], bytes: u64, post_ns: Time) -> Vec<Vec<TaskId>> {
         let n = self.net.n;
         let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
+        let mut last_post = Vec::with_capacity(n);
         for (i, &r) in ready.iter().enumerate() {
             let mut posted = r;
             for k in 1..n {
@@ -684,6 +690,10 @@ impl<'a> Builder<'a> {
                 posted = self.cpu(i, post_ns, "post", &[posted]);
                 arrivals[j].push(self.send(i, j, bytes, &[posted]));
             }
+            last_post.push(posted);
+        }
+        for (a, p) in arrivals.iter_mut().zip(last_post) {
+            a.push(p);
         }
         arrivals
     }
@@ -696,11 +706,14 @@ impl<'a> Builder<'a> {
         }
         let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i), "gpu->cpu", &[ready[i]])).collect();
         let mut have = synced;
+        let mut last_send: Vec<Option<TaskId>> = vec![None; n];
         for _ in 0..n - 1 {
             let mut next = have.clone();
             for i in 0..n {
                 let j = (i + 1) % n;
-                let x = self.send(i, j, bytes, &[have[i]]);
+                let deps: Vec<TaskId> = std::iter::once(have[i]).chain(last_send[i]).collect();
+                let x = self.send(i, j, bytes, &deps);
+                last_send[i] = Some(x);
                 next[j] = self.g.join(&[x, have[j]]);
             }
             have = next;

@@ -127,6 +127,7 @@ mod fast_path {
             ("geerling-4x-m3-ultra-qwen3-235b-a22b-llama-rpc.toml", vec![]),
             ("geerling-2x-m3-ultra-qwen3-235b-a22b-exo-rdma.toml", vec![]),
             ("geerling-4x-m3-ultra-qwen3-235b-a22b-exo-rdma.toml", vec!["cluster.fabric=tb5-tcp"]),
+            ("geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml", vec!["cluster.topology=ring"]),
         ] {
             let plan = super::plan_for(file, &sets);
             let mut low = supernode::engine::lower_step(&plan, 1);
@@ -135,10 +136,7 @@ mod fast_path {
             let d = supernode::sim::draw_durations(&low.graph, &mut j);
             let des = execute_events(&low.graph, 0, &d);
             let fast = execute_longest_path(&low.graph, 0, &d);
-            if file.contains("deepseek") || file.contains("llama-rpc") {
-                assert!(fast.is_some(), "{file}: decode graph should take the fast path");
-                eprintln!("{file}: fast path ok");
-            }
+            assert!(fast.is_some(), "{file} {sets:?}: decode graph should take the fast path");
             if let Some(f) = fast {
                 assert_eq!(f.timings, des.timings, "{file}");
                 assert_eq!(f.makespan, des.makespan);
