@@ -128,7 +128,9 @@ def test_single_rank_subset(tmp_path):
     assert doc["world_size"] == 1 and doc["backend"] == "none" and doc["quick"] is True
     assert doc["only"] == ["sync", "membw", "qmm"]
     qmm = [b for b in doc["benchmarks"] if b["kind"] == "qmm"]
-    assert len(qmm) == 3 * 2  # 3 shapes x bits {4, 8}
+    # 3 model shapes x bits {4, 8}, plus the e2e model's 6 per-rank shapes at M=1
+    assert len(qmm) == 3 * 2 + 6
+    assert sum(1 for b in qmm if b["params"]["label"].startswith("e2e")) == 6
     for b in qmm:
         p = b["params"]
         assert b["flops"] == 2 * p["M"] * p["N"] * p["K"]
