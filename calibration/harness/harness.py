@@ -541,31 +541,35 @@ class Harness:
             (2048, 7168, "7168->2048 (DeepSeek/Kimi expert gate/up)"),
         ]
 
+    def _time_qmm(self, w, N: int, K: int, bits: int, Ms, label: str) -> None:
+        """Quantize `w` (N x K) to `bits` and time quantized_matmul at each M in `Ms`."""
+        gs = 64
+        wq, sc, bi = mx.quantize(w, group_size=gs, bits=bits)
+        mx.eval(wq, sc, bi)
+        wbytes = wq.nbytes + sc.nbytes + bi.nbytes
+        for M in Ms:
+            x = mx.random.normal((M, K)).astype(self.dtype)
+            mx.eval(x)
+            fn = lambda: mx.quantized_matmul(x, wq, sc, bi, transpose=True, group_size=gs, bits=bits)
+            samples, inner = self.time_fn(fn)
+            params = {
+                "M": M, "N": N, "K": K, "bits": bits, "group_size": gs,
+                "dtype": dtype_name(self.dtype), "weight_bytes": wbytes,
+                "act_bytes": x.nbytes + M * N * x.itemsize, "inner": inner, "label": label,
+            }
+            e = self.record("qmm", params, wbytes, 2.0 * M * N * K, samples)
+            log(f"qmm {K}->{N} b{bits} M={M} ({label}): {e['median_s'] * 1e3:.3f} ms  "
+                f"({e['bytes_per_s'] / 1e9:.2f} GB/s, {e['flops_per_s'] / 1e9:.2f} GFLOP/s)")
+        del wq, sc, bi
+
     def bench_qmm(self) -> None:
         if not self.wants("qmm"):
             return
-        gs = 64
         Ms = self.args.qmm_m
         for N, K, label in self.qmm_shapes():
             w = (mx.random.normal((N, K)) * 0.02).astype(self.dtype)
             for bits in (4, 8):
-                wq, sc, bi = mx.quantize(w, group_size=gs, bits=bits)
-                mx.eval(wq, sc, bi)
-                wbytes = wq.nbytes + sc.nbytes + bi.nbytes
-                for M in Ms:
-                    x = mx.random.normal((M, K)).astype(self.dtype)
-                    mx.eval(x)
-                    fn = lambda: mx.quantized_matmul(x, wq, sc, bi, transpose=True, group_size=gs, bits=bits)
-                    samples, inner = self.time_fn(fn)
-                    params = {
-                        "M": M, "N": N, "K": K, "bits": bits, "group_size": gs,
-                        "dtype": dtype_name(self.dtype), "weight_bytes": wbytes,
-                        "act_bytes": x.nbytes + M * N * x.itemsize, "inner": inner, "label": label,
-                    }
-                    e = self.record("qmm", params, wbytes, 2.0 * M * N * K, samples)
-                    log(f"qmm {K}->{N} b{bits} M={M}: {e['median_s'] * 1e3:.3f} ms  "
-                        f"({e['bytes_per_s'] / 1e9:.2f} GB/s, {e['flops_per_s'] / 1e9:.2f} GFLOP/s)")
-                del wq, sc, bi
+                self._time_qmm(w, N, K, bits, Ms, label)
             del w
         # The end-to-end model's own per-rank shapes (tensor parallel over the ranks), so that the
         # fit sees the small matrices whose per-call overhead dominates a small model's decode.
@@ -582,26 +586,11 @@ class Harness:
             (h, f // n, "e2e down_proj (row split)"),
             (cfg["vocab_size"], h, "e2e lm_head (replicated)"),
         ]
+        e2e_ms = [1] + ([32] if 32 in Ms else [])
         for N, K, label in e2e_shapes:
             w = (mx.random.normal((N, K)) * 0.02).astype(self.dtype)
-            bits = cfg.get("bits", 4)
-            wq, sc, bi = mx.quantize(w, group_size=gs, bits=bits)
-            mx.eval(wq, sc, bi)
-            wbytes = wq.nbytes + sc.nbytes + bi.nbytes
-            e2e_ms = [1] + ([32] if 32 in Ms else [])
-            for M in ([1] if N == cfg["vocab_size"] else e2e_ms):
-                x = mx.random.normal((M, K)).astype(self.dtype)
-                mx.eval(x)
-                fn = lambda: mx.quantized_matmul(x, wq, sc, bi, transpose=True, group_size=gs, bits=bits)
-                samples, inner = self.time_fn(fn)
-                params = {
-                    "M": M, "N": N, "K": K, "bits": bits, "group_size": gs,
-                    "dtype": dtype_name(self.dtype), "weight_bytes": wbytes,
-                    "act_bytes": x.nbytes + M * N * x.itemsize, "inner": inner, "label": label,
-                }
-                e = self.record("qmm", params, wbytes, 2.0 * M * N * K, samples)
-                log(f"qmm {K}->{N} b{bits} M={M} ({label}): {e['median_s'] * 1e3:.3f} ms")
-            del w, wq, sc, bi
+            self._time_qmm(w, N, K, cfg.get("bits", 4), [1] if N == cfg["vocab_size"] else e2e_ms, label)
+            del w
         clear_cache()
 
     # -- MoE gather kernel -----------------------------------------------------
