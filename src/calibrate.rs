@@ -287,11 +287,10 @@ pub fn fit_with(
         report = rep;
     }
     // Report plain relative residuals and plain-loss uncertainties at the solution.
-    let robust_weights = std::mem::replace(&mut prob.weights, vec![1.0; targets.len()]);
+    prob.weights = vec![1.0; targets.len()];
     let x = prob.x.clone();
     prob.set_params(&x);
     let r = prob.residuals.clone().ok_or_else(|| CalibrateError::Prediction("prediction failed at the solution".into()))?;
-    let _ = robust_weights;
     let values: Vec<f64> = x.iter().zip(paths).map(|(l, p)| sig(from_free(p, *l))).collect();
     let fitted = set_params(base, paths, &values)?;
     let m = targets.len();
@@ -616,7 +615,7 @@ pub fn harness_use(kind: &str) -> HarnessUse {
 /// The twin's prediction of one harness measurement (seconds per call, or tokens/s for e2e).
 pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> Result<f64, String> {
     use crate::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanInput, lower_all_sum};
-    use crate::llm::{Op, OpClass, Placement};
+    use crate::llm::{Op, Placement};
     let node = host_node(h).map_err(|e| e.to_string())?;
     let p = |k: &str| b.params.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
     let ranks = h.world_size.max(1) as usize;
@@ -655,19 +654,15 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
         "gather_qmm" => {
             let quant = quant_for_bits(p("bits") as u64);
             let plan = make_plan(1, &tiny, &quant, 1)?;
-            let mut op = Op::dense("gather_qmm", (p("K") * p("N")) as u64, Placement::Replicated);
-            op.class = OpClass::Expert;
-            op.experts = Some((p("experts") as u64, p("top_k") as u64));
+            // Expert ops are sharded; on one rank the share is 1.
+            let op = Op::experts("gather_qmm", (p("K") * p("N")) as u64, 1, p("experts") as u64, p("top_k") as u64);
             Ok(plan.op_ns(0, &op, p("M").max(1.0) as u64, 0) / 1e9)
         }
         "sdpa" => {
             let quant = quant_for_bits(16);
             let plan = make_plan(1, &tiny, &quant, 1)?;
             let (heads, kvh, hd) = (p("heads") as u64, p("kv_heads") as u64, p("head_dim") as u64);
-            let mut op = Op::elementwise("sdpa", 1);
-            op.class = OpClass::Attention;
-            op.kv_bytes_per_ctx = 2 * kvh * hd * act;
-            op.attn_flops_per_ctx = 4 * heads * hd;
+            let op = Op::attention("sdpa", 2 * kvh * hd * act, false, 4 * heads * hd, None);
             let q = p("q_len").max(1.0) as u64;
             let kv = p("kv_len") as u64;
             Ok(plan.op_ns(0, &op, q, kv.saturating_sub(q)) / 1e9)

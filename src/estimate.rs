@@ -302,13 +302,15 @@ pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> 
 fn hpl(s: &Scenario, out: &mut Estimate) {
     let n_nodes = s.nodes.len();
     let mem: f64 = s.nodes.iter().map(|n| n.memory_gb * 1e9).fold(f64::INFINITY, f64::min) * n_nodes as f64;
+    // Default problem size: the usual HPL tuning rule (matrix fills ~80% of memory, N a multiple
+    // of NB); a convention, not a measurement: set `workload.hpl_n` to match a real run.
     let n = if s.workload.hpl_n > 0 { s.workload.hpl_n as f64 } else { ((0.8 * mem / 8.0).sqrt() / 256.0).floor() * 256.0 };
     let flops = 2.0 / 3.0 * n.powi(3) + 1.5 * n * n;
     // Process grid P x Q, as square as possible.
     let p = (1..=n_nodes).rev().find(|p| n_nodes % p == 0 && p * p <= n_nodes).unwrap_or(1) as f64;
     let q = n_nodes as f64 / p;
     let rate = s.nodes.iter().map(|x| x.hpl_cpu_gflops).fold(f64::INFINITY, f64::min) * 1e9;
-    let nb = 256.0;
+    let nb = 256.0; // block size, matching the default N rounding above
     let beta = 8.0 / (s.fabric.bandwidth_gbs * 1e9).max(1.0); // s per double
     let alpha = s.fabric.latency_us * 1e-6;
     let comm = if n_nodes > 1 {

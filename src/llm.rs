@@ -251,18 +251,7 @@ impl ModelSpec {
                 ops.push(Op::dense("v_proj", h * kv_heads * head_dim, Placement::Sharded));
                 let qk_norm = if self.arch.starts_with("qwen3") { 2 } else { 0 };
                 ops.push(Op::elementwise("rope+norms", 2 + qk_norm));
-                ops.push(Op {
-                    name: "sdpa",
-                    class: OpClass::Attention,
-                    params: 0,
-                    kernels: 1,
-                    placement: Placement::Sharded,
-                    kv_bytes_per_ctx: self.kv_bytes_per_token_layer(),
-                    kv_sharded: true,
-                    attn_flops_per_ctx: 4 * heads * head_dim,
-                    window: self.layer_window(layer),
-                    experts: None,
-                });
+                ops.push(Op::attention("sdpa", self.kv_bytes_per_token_layer(), true, 4 * heads * head_dim, self.layer_window(layer)));
                 ops.push(Op::dense("o_proj", heads * head_dim * h, Placement::Sharded));
             }
             Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim } => {
@@ -277,18 +266,8 @@ impl ModelSpec {
                 ops.push(Op::dense("kv_a_proj_with_mqa", h * (kv_lora_rank + qk_rope_head_dim), Placement::Replicated));
                 ops.push(Op::elementwise("kv_a_norm+rope", 3));
                 ops.push(Op::dense("kv_b_proj (absorbed)", kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim), Placement::Sharded));
-                ops.push(Op {
-                    name: "sdpa (latent)",
-                    class: OpClass::Attention,
-                    params: 0,
-                    kernels: 1,
-                    placement: Placement::Sharded,
-                    kv_bytes_per_ctx: self.kv_bytes_per_token_layer(),
-                    kv_sharded: false,
-                    attn_flops_per_ctx: 2 * heads * (2 * kv_lora_rank + qk_rope_head_dim),
-                    window: None,
-                    experts: None,
-                });
+                let flops = 2 * heads * (2 * kv_lora_rank + qk_rope_head_dim);
+                ops.push(Op::attention("sdpa (latent)", self.kv_bytes_per_token_layer(), false, flops, None));
                 ops.push(Op::dense("o_proj", heads * v_head_dim * h, Placement::Sharded));
             }
         }
@@ -299,18 +278,7 @@ impl ModelSpec {
                 ops.push(Op::dense("router", h * m.experts, Placement::Replicated));
                 let routing_kernels = if self.arch.starts_with("deepseek") || self.arch == "kimi_k2" { 6 } else { 3 };
                 ops.push(Op::elementwise("routing", routing_kernels));
-                ops.push(Op {
-                    name: "experts (gather_qmm x3)",
-                    class: OpClass::Expert,
-                    params: 3 * h * m.expert_ffn,
-                    kernels: 3,
-                    placement: Placement::Sharded,
-                    kv_bytes_per_ctx: 0,
-                    kv_sharded: false,
-                    attn_flops_per_ctx: 0,
-                    window: None,
-                    experts: Some((m.experts, m.active)),
-                });
+                ops.push(Op::experts("experts (gather_qmm x3)", 3 * h * m.expert_ffn, 3, m.experts, m.active));
                 ops.push(Op::elementwise("act+combine", 3));
                 if m.shared > 0 {
                     ops.push(Op::dense("shared_expert", 3 * h * m.expert_ffn * m.shared, Placement::Sharded));
@@ -424,13 +392,13 @@ pub struct Op {
 }
 
 impl Op {
-    /// A dense weight op.
-    pub fn dense(name: &'static str, params: u64, placement: Placement) -> Self {
+    /// An op with no weights, KV cache or experts: the fields every constructor starts from.
+    fn base(name: &'static str, class: OpClass, kernels: u32, placement: Placement) -> Self {
         Op {
             name,
-            class: OpClass::Dense,
-            params,
-            kernels: 1,
+            class,
+            params: 0,
+            kernels,
             placement,
             kv_bytes_per_ctx: 0,
             kv_sharded: false,
@@ -439,34 +407,31 @@ impl Op {
             experts: None,
         }
     }
+
+    /// A dense weight op.
+    pub fn dense(name: &'static str, params: u64, placement: Placement) -> Self {
+        Op { params, ..Op::base(name, OpClass::Dense, 1, placement) }
+    }
+
     /// An elementwise op (launch cost only).
     pub fn elementwise(name: &'static str, kernels: u32) -> Self {
-        Op {
-            name,
-            class: OpClass::Elementwise,
-            params: 0,
-            kernels,
-            placement: Placement::Replicated,
-            kv_bytes_per_ctx: 0,
-            kv_sharded: false,
-            attn_flops_per_ctx: 0,
-            window: None,
-            experts: None,
-        }
+        Op::base(name, OpClass::Elementwise, kernels, Placement::Replicated)
     }
+
+    /// Attention over the KV cache (heads sharded under tensor parallelism; the cache itself
+    /// split by KV head when `kv_sharded`, replicated otherwise).
+    pub fn attention(name: &'static str, kv_bytes_per_ctx: u64, kv_sharded: bool, attn_flops_per_ctx: u64, window: Option<u64>) -> Self {
+        Op { kv_bytes_per_ctx, kv_sharded, attn_flops_per_ctx, window, ..Op::base(name, OpClass::Attention, 1, Placement::Sharded) }
+    }
+
+    /// Routed experts: `params_per_expert` weights per expert, `active` of `experts` selected
+    /// per token, `kernels` gather kernels.
+    pub fn experts(name: &'static str, params_per_expert: u64, kernels: u32, experts: u64, active: u64) -> Self {
+        Op { params: params_per_expert, experts: Some((experts, active)), ..Op::base(name, OpClass::Expert, kernels, Placement::Sharded) }
+    }
+
     fn all_sum() -> Self {
-        Op {
-            name: "all_sum",
-            class: OpClass::AllSum,
-            params: 0,
-            kernels: 0,
-            placement: Placement::Replicated,
-            kv_bytes_per_ctx: 0,
-            kv_sharded: false,
-            attn_flops_per_ctx: 0,
-            window: None,
-            experts: None,
-        }
+        Op::base("all_sum", OpClass::AllSum, 0, Placement::Replicated)
     }
 
     /// All parameters stored for this op.

@@ -70,10 +70,6 @@ pub struct TaskGraph {
     pub resources: Vec<Resource>,
     /// Tasks, indexed by [`TaskId`].
     pub tasks: Vec<Task>,
-    /// Successor lists, one per task.
-    succ: Vec<Vec<u32>>,
-    /// Number of predecessors of each task.
-    preds: Vec<u32>,
     /// Predecessors, flat: task t's are `pred_list[pred_start[t]..pred_start[t + 1]]`.
     pred_list: Vec<u32>,
     /// Offsets into `pred_list` (one more entry than tasks once the first task is added).
@@ -103,17 +99,12 @@ impl TaskGraph {
         debug_assert!((task.resource.0 as usize) < self.resources.len(), "unknown resource");
         self.tasks.push(task);
         self.csr = Default::default();
-        self.succ.push(Vec::new());
-        self.preds.push(deps.len() as u32);
         if self.pred_start.is_empty() {
             self.pred_start.push(0);
         }
         self.pred_list.extend(deps.iter().map(|d| d.0));
         self.pred_start.push(self.pred_list.len() as u32);
-        for d in deps {
-            debug_assert!(d.0 < id, "dependencies must be added before their successors");
-            self.succ[d.0 as usize].push(id);
-        }
+        debug_assert!(deps.iter().all(|d| d.0 < id), "dependencies must be added before their successors");
         TaskId(id)
     }
 
@@ -140,24 +131,42 @@ impl TaskGraph {
         self.add_task(Task { resource: v, duration: 0, jitter: false, bytes: 0, label: "join" }, deps)
     }
 
+    /// Predecessors of a task.
+    pub fn predecessors(&self, t: TaskId) -> &[u32] {
+        let t = t.0 as usize;
+        &self.pred_list[self.pred_start[t] as usize..self.pred_start[t + 1] as usize]
+    }
+
     /// Predecessor count of a task.
     pub fn pred_count(&self, t: TaskId) -> u32 {
-        self.preds[t.0 as usize]
+        self.predecessors(t).len() as u32
     }
 
-    /// Successors of a task.
+    /// Successors of a task, in increasing task order.
     pub fn successors(&self, t: TaskId) -> &[u32] {
-        &self.succ[t.0 as usize]
+        let (start, list) = self.csr();
+        &list[start[t.0 as usize] as usize..start[t.0 as usize + 1] as usize]
     }
 
+    /// Successors in compressed form, derived once from the predecessor lists (a counting sort:
+    /// each task's successors come out in increasing task order).
     fn csr(&self) -> &(Vec<u32>, Vec<u32>) {
         self.csr.get_or_init(|| {
-            let mut start = Vec::with_capacity(self.succ.len() + 1);
-            let mut list = Vec::with_capacity(self.succ.iter().map(Vec::len).sum());
-            start.push(0);
-            for s in &self.succ {
-                list.extend_from_slice(s);
-                start.push(list.len() as u32);
+            let n = self.tasks.len();
+            let mut start = vec![0u32; n + 1];
+            for &p in &self.pred_list {
+                start[p as usize + 1] += 1;
+            }
+            for i in 0..n {
+                start[i + 1] += start[i];
+            }
+            let mut fill = start.clone();
+            let mut list = vec![0u32; self.pred_list.len()];
+            for t in 0..n {
+                for &p in self.predecessors(TaskId(t as u32)) {
+                    list[fill[p as usize] as usize] = t as u32;
+                    fill[p as usize] += 1;
+                }
             }
             (start, list)
         })
@@ -271,7 +280,7 @@ pub fn execute_longest_path(graph: &TaskGraph, start: Time, durations: &[Time]) 
     let mut makespan = start;
     for (t, &duration) in durations.iter().enumerate().take(n) {
         let mut ready = start;
-        for &p in &graph.pred_list[graph.pred_start[t] as usize..graph.pred_start[t + 1] as usize] {
+        for &p in graph.predecessors(TaskId(t as u32)) {
             let e: TaskTiming = timings[p as usize];
             ready = ready.max(e.end);
         }
@@ -305,7 +314,7 @@ pub fn execute_events(graph: &TaskGraph, start: Time, durations: &[Time]) -> Tim
     let n = graph.tasks.len();
     let nres = graph.resources.len();
     let (succ_start, succ_list) = graph.csr();
-    let mut remaining: Vec<u32> = graph.preds.clone();
+    let mut remaining: Vec<u32> = (0..n).map(|t| graph.pred_count(TaskId(t as u32))).collect();
     let mut timings = vec![TaskTiming { ready: 0, start: 0, end: 0 }; n];
     let mut busy = vec![0 as Time; nres];
     let mut running = vec![false; nres];
@@ -344,10 +353,9 @@ pub fn execute_events(graph: &TaskGraph, start: Time, durations: &[Time]) -> Tim
             }
         }};
     }
-    for (i, &p) in graph.preds.iter().enumerate() {
-        if p == 0 {
-            ready!(i, start);
-        }
+    let sources: Vec<usize> = (0..n).filter(|&t| remaining[t] == 0).collect();
+    for t in sources {
+        ready!(t, start);
     }
     let mut now = start;
     while let Some(Reverse(ev)) = heap.pop() {

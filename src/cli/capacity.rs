@@ -257,10 +257,15 @@ fn run_sweep(
         say!("charts: after all {} shards finish, run `supernode merge` on their directories", shard.count);
         return EXIT_OK;
     }
+    draw_unless(&out, no_charts)
+}
+
+/// Draws the charts of a finished result set unless `--no-charts`.
+fn draw_unless(out: &std::path::Path, no_charts: bool) -> i32 {
     if no_charts {
         return EXIT_OK;
     }
-    match charts::draw_sweep(&out, None) {
+    match charts::draw_sweep(out, None) {
         Ok(files) => {
             print_files(&files);
             EXIT_OK
@@ -290,14 +295,5 @@ fn run_merge(dirs: &[PathBuf], out: Option<PathBuf>, no_charts: bool) -> i32 {
     );
     say!("  {}", out.join(sweep::RESULTS_JSONL).display());
     say!("  {}", out.join(sweep::RESULTS_CSV).display());
-    if no_charts {
-        return EXIT_OK;
-    }
-    match charts::draw_sweep(&out, None) {
-        Ok(files) => {
-            print_files(&files);
-            EXIT_OK
-        }
-        Err(e) => chart_error(e),
-    }
+    draw_unless(&out, no_charts)
 }
