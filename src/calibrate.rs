@@ -434,8 +434,11 @@ pub struct HarnessBench {
     /// FLOPs per call.
     #[serde(default)]
     pub flops: f64,
-    /// Median seconds per call.
+    /// Median seconds per call (rank 0's samples).
     pub median_s: f64,
+    /// Every rank's median, when several ranks ran the case at the same time.
+    #[serde(default)]
+    pub per_rank_median_s: Vec<f64>,
     /// End-to-end tokens per second.
     #[serde(default)]
     pub tokens_per_s: Option<f64>,
@@ -606,7 +609,7 @@ pub enum HarnessUse {
 /// Classifies a harness measurement.
 pub fn harness_use(kind: &str) -> HarnessUse {
     match kind {
-        "qmm" | "gather_qmm" | "sdpa" | "all_sum" => HarnessUse::Fit,
+        "qmm" | "gather_qmm" | "sdpa" | "all_sum" | "op_chain" | "segment_chain" => HarnessUse::Fit,
         "e2e_decode" | "e2e_prefill" => HarnessUse::Validate,
         _ => HarnessUse::Fact,
     }
@@ -621,54 +624,83 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
     let ranks = h.world_size.max(1) as usize;
     let act = if h.dtype == "float32" { 4 } else { 2 };
     let tiny = crate::catalog::catalog().model("llama-3.2-3b").expect("preset").1.clone();
-    let make_plan = |n: usize, model: &crate::llm::ModelSpec, quant: &crate::llm::QuantSpec, chunk: u64| -> Result<Plan, String> {
-        let fabric = if n > 1 {
-            host_fabric(h).map_err(|e| e.to_string())?
-        } else {
-            crate::catalog::catalog().fabric("none").expect("exists").clone()
+    let make_plan =
+        |n: usize, model: &crate::llm::ModelSpec, quant: &crate::llm::QuantSpec, chunk: u64, logits_all: bool| -> Result<Plan, String> {
+            let fabric = if n > 1 {
+                host_fabric(h).map_err(|e| e.to_string())?
+            } else {
+                crate::catalog::catalog().fabric("none").expect("exists").clone()
+            };
+            let mut options = EngineOptions::december_2025(EngineKind::Exo, if n > 1 { Parallelism::Tensor } else { Parallelism::None });
+            options.activation_bytes = act;
+            options.prefill_chunk = chunk.max(1);
+            options.prefill_logits_all = logits_all;
+            let nodes = vec![node.clone(); n];
+            Plan::new(PlanInput {
+                nodes: &nodes,
+                fabric: &fabric,
+                topology: if n > 1 { crate::hw::Topology::FullMesh } else { crate::hw::Topology::None },
+                model,
+                quant,
+                options: &options,
+                wired_limit_fraction: Some(1.0),
+                context: 1,
+                profile,
+            })
+            .map_err(|e| e.to_string())
         };
-        let mut options = EngineOptions::december_2025(EngineKind::Exo, if n > 1 { Parallelism::Tensor } else { Parallelism::None });
-        options.activation_bytes = act;
-        options.prefill_chunk = chunk.max(1);
-        let nodes = vec![node.clone(); n];
-        Plan::new(PlanInput {
-            nodes: &nodes,
-            fabric: &fabric,
-            topology: if n > 1 { crate::hw::Topology::FullMesh } else { crate::hw::Topology::None },
-            model,
-            quant,
-            options: &options,
-            wired_limit_fraction: Some(1.0),
-            context: 1,
-            profile,
-        })
-        .map_err(|e| e.to_string())
-    };
     match b.kind.as_str() {
         "qmm" => {
             let quant = quant_for_bits(p("bits") as u64);
-            let plan = make_plan(1, &tiny, &quant, 1)?;
+            let plan = make_plan(1, &tiny, &quant, 1, false)?;
             let op = Op::dense("qmm", (p("K") * p("N")) as u64, Placement::Replicated);
             Ok(plan.op_ns(0, &op, p("M").max(1.0) as u64, 0) / 1e9)
         }
         "gather_qmm" => {
             let quant = quant_for_bits(p("bits") as u64);
-            let plan = make_plan(1, &tiny, &quant, 1)?;
+            let plan = make_plan(1, &tiny, &quant, 1, false)?;
             // Expert ops are sharded; on one rank the share is 1.
             let op = Op::experts("gather_qmm", (p("K") * p("N")) as u64, 1, p("experts") as u64, p("top_k") as u64);
             Ok(plan.op_ns(0, &op, p("M").max(1.0) as u64, 0) / 1e9)
         }
         "sdpa" => {
             let quant = quant_for_bits(16);
-            let plan = make_plan(1, &tiny, &quant, 1)?;
+            let plan = make_plan(1, &tiny, &quant, 1, false)?;
             let (heads, kvh, hd) = (p("heads") as u64, p("kv_heads") as u64, p("head_dim") as u64);
             let op = Op::attention("sdpa", 2 * kvh * hd * act, false, 4 * heads * hd, None);
             let q = p("q_len").max(1.0) as u64;
             let kv = p("kv_len") as u64;
             Ok(plan.op_ns(0, &op, q, kv.saturating_sub(q)) / 1e9)
         }
+        "op_chain" => {
+            // `ops` element-wise ops over `elements` values, evaluated as one graph.
+            let plan = make_plan(1, &tiny, &quant_for_bits(16), 1, false)?;
+            let elements_scale = p("elements") / tiny.hidden as f64;
+            let op = Op::elementwise("add", 1);
+            let launch = plan.runtimes[0].kernel_launch_us * 1e3;
+            let one = (plan.op_ns(0, &op, 1, 0) - launch) * elements_scale + launch;
+            Ok(p("ops") * one / 1e9)
+        }
+        "segment_chain" => {
+            let quant = quant_for_bits(p("bits") as u64);
+            let plan = make_plan(ranks, &tiny, &quant, 1, false)?;
+            let shapes = b.params.get("shapes").and_then(|v| v.as_array()).ok_or("segment_chain without shapes")?;
+            let mut ops: Vec<Op> = shapes
+                .iter()
+                .filter_map(|s| Some(s.get(0)?.as_u64()? * s.get(1)?.as_u64()?))
+                .map(|params| Op::dense("qmm", params, Placement::Replicated))
+                .collect();
+            ops.push(Op::elementwise("activation", p("elementwise_per_segment").max(0.0) as u32));
+            let mut low = crate::engine::lower_segment_chain(&plan, &ops, p("segments").max(1.0) as usize, p("all_sum_bytes") as u64);
+            low.retime(&plan, 0);
+            // The mean over repetitions with one seeded stream: smooth in the jitter's size.
+            let mut jitter = crate::sim::Jitter::new(CHAIN_SEED, plan.jitter_cv);
+            let reps = 32;
+            let total: u64 = (0..reps).map(|_| crate::sim::execute(&low.graph, 0, &mut jitter).makespan).sum();
+            Ok(total as f64 / reps as f64 / 1e9)
+        }
         "all_sum" => {
-            let plan = make_plan(ranks, &tiny, &quant_for_bits(16), 1)?;
+            let plan = make_plan(ranks, &tiny, &quant_for_bits(16), 1, false)?;
             let low = lower_all_sum(&plan, p("message_bytes") as u64);
             Ok(crate::sim::execute(&low.graph, 0, &mut crate::sim::Jitter::none()).makespan as f64 / 1e9)
         }
@@ -679,7 +711,10 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
             let n = cfg.get("ranks").and_then(|v| v.as_u64()).unwrap_or(ranks as u64) as usize;
             let prompt = p("prompt_tokens") as u64;
             let chunk = if p("chunk") > 0.0 { p("chunk") as u64 } else { prompt };
-            let plan = make_plan(n, &model, &quant, chunk)?;
+            // The harness's model applies the LM head to the last position only; files that
+            // say otherwise (`"prefill_logits": "all"`) are honoured.
+            let logits_all = cfg.get("prefill_logits").and_then(|v| v.as_str()) == Some("all");
+            let plan = make_plan(n, &model, &quant, chunk, logits_all)?;
             if b.kind == "e2e_decode" {
                 let gen_tokens = p("gen_tokens").max(1.0) as u64;
                 let run = crate::estimate::simulate_generate(&plan, prompt.max(1), gen_tokens, 1);
@@ -693,10 +728,21 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
     }
 }
 
+/// Seed of the jitter stream when predicting a segment chain.
+const CHAIN_SEED: u64 = 7;
+
 /// The measured value that [`predict_harness`] predicts.
+///
+/// For a kernel timed on every rank at once this is the slowest rank's median: in a
+/// tensor-parallel step every segment of kernels ends in a collective that waits for the last
+/// rank, so the slowest rank's pace is the one the step runs at (on a shared box the ranks'
+/// cores differ by 10-50%, measured).
 pub fn harness_measured(b: &HarnessBench) -> f64 {
     match b.kind.as_str() {
         "e2e_decode" | "e2e_prefill" => b.tokens_per_s.unwrap_or(f64::NAN),
+        "qmm" | "gather_qmm" | "sdpa" | "op_chain" | "segment_chain" => {
+            b.per_rank_median_s.iter().copied().filter(|v| v.is_finite()).fold(b.median_s, f64::max)
+        }
         _ => b.median_s,
     }
 }
@@ -709,6 +755,8 @@ pub fn harness_id(b: &HarnessBench, i: usize) -> String {
         "gather_qmm" => format!("{i}:gather_qmm M{} {}x{}", g("M"), g("K"), g("N")),
         "sdpa" => format!("{i}:sdpa {} kv{}", g("phase").trim_matches('"'), g("kv_len")),
         "all_sum" => format!("{i}:all_sum {}B", g("message_bytes")),
+        "op_chain" => format!("{i}:op_chain {} ops", g("ops")),
+        "segment_chain" => format!("{i}:segment_chain x{} {}", g("segments"), if g("sync") == "true" { "with all_sum" } else { "no sync" }),
         other => format!("{i}:{other}"),
     }
 }

@@ -90,6 +90,10 @@ pub struct EngineOptions {
     pub prefill_chunk: u64,
     /// Bytes per activation element on the wire (bf16 on Metal: 2; fp32 on MLX's CPU backend: 4).
     pub activation_bytes: u64,
+    /// Whether a prefill chunk computes logits for every token (mlx-lm applies the LM head to the
+    /// whole chunk and slices afterwards) or only for the last one (llama.cpp outputs the last
+    /// token's logits; the calibration harness's model slices before the head).
+    pub prefill_logits_all: bool,
 }
 
 impl EngineOptions {
@@ -103,6 +107,7 @@ impl EngineOptions {
             fast_sync: None,
             prefill_chunk: if kind.runtime() == "mlx" { 2048 } else { 512 },
             activation_bytes: 2,
+            prefill_logits_all: kind.runtime() == "mlx",
         }
     }
 }
@@ -739,7 +744,7 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
     let mut b = Builder::new(plan);
     let n = plan.n();
     let model = &plan.model;
-    let logits_all = plan.options.kind.runtime() == "mlx";
+    let logits_all = plan.options.prefill_logits_all;
     let act_bytes = tokens * model.hidden * plan.options.activation_bytes;
     let host_ns = |i: usize| us_to_ns(plan.runtimes[i].host_per_step_us);
     match plan.options.parallelism {
@@ -812,6 +817,21 @@ pub fn lower_all_sum(plan: &Plan, bytes: u64) -> Lowered {
     let mut b = Builder::new(plan);
     let ready: Vec<TaskId> = (0..plan.n()).map(|_| b.g.join(&[])).collect();
     b.all_sum(&ready, bytes);
+    b.finish(1)
+}
+
+/// A chain of `segments` identical blocks of `ops` (one token) on every node, each block
+/// followed, when `all_sum_bytes > 0`, by an all_sum of that many bytes across the nodes: the
+/// harness's "collective in context" microbenchmark, where every rank waits for the slowest at
+/// each all_sum. Durations are filled by [`Lowered::retime`].
+pub fn lower_segment_chain(plan: &Plan, ops: &[Op], segments: usize, all_sum_bytes: u64) -> Lowered {
+    let mut b = Builder::new(plan);
+    let n = plan.n();
+    let mut ready: Vec<TaskId> = (0..n).map(|_| b.g.join(&[])).collect();
+    for _ in 0..segments {
+        let done: Vec<TaskId> = (0..n).map(|i| b.gpu(i, ops.to_vec(), false, &[ready[i]])).collect();
+        ready = if all_sum_bytes > 0 { b.all_sum(&done, all_sum_bytes) } else { done };
+    }
     b.finish(1)
 }
 

@@ -128,9 +128,14 @@ def test_single_rank_subset(tmp_path):
     assert doc["world_size"] == 1 and doc["backend"] == "none" and doc["quick"] is True
     assert doc["only"] == ["sync", "membw", "qmm"]
     qmm = [b for b in doc["benchmarks"] if b["kind"] == "qmm"]
-    # 3 model shapes x bits {4, 8}, plus the e2e model's 6 per-rank shapes at M=1
-    assert len(qmm) == 3 * 2 + 6
-    assert sum(1 for b in qmm if b["params"]["label"].startswith("e2e")) == 6
+    # 3 model shapes x bits {4, 8}, plus the e2e model's 6 per-rank shapes at M=1 and, but for
+    # the LM head (last position only), at the e2e prompt length (its prefill chunk)
+    assert len(qmm) == 3 * 2 + 6 + 5
+    assert sum(1 for b in qmm if b["params"]["label"].startswith("e2e")) == 11
+    assert {b["params"]["M"] for b in qmm if b["params"]["label"].startswith("e2e")} == {1, 128}
+    # the weights are cycled through copies beyond a core's private cache
+    assert all(b["params"]["weight_copies"] * b["params"]["weight_bytes"] >= 64 << 20 or b["params"]["weight_copies"] == 64
+               for b in qmm)
     for b in qmm:
         p = b["params"]
         assert b["flops"] == 2 * p["M"] * p["N"] * p["K"]
@@ -194,8 +199,15 @@ def test_two_ranks_ring_loopback(tmp_path):
     assert {"eval_roundtrip", "all_sum_tiny"} <= ops
     for b in by_kind["all_sum"]:
         assert len(b["per_rank_median_s"]) == 2
+    # the collective in context: the same MLP-block chain without and with an all_sum per block
+    chains = {b["params"]["sync"]: b for b in by_kind["segment_chain"]}
+    assert set(chains) == {False, True}
+    assert chains[True]["params"]["all_sum_bytes"] > 0 and chains[False]["params"]["all_sum_bytes"] == 0
+    assert len(chains[True]["per_rank_median_s"]) == 2
+    assert doc["launcher"] is None or "idle priority" in doc["launcher"]
     dec = by_kind["e2e_decode"][0]
     assert dec["model"]["ranks"] == 2
+    assert dec["model"]["prefill_logits"] == "last"
     assert dec["model"]["all_sums_per_forward"] == 2 * TINY_MODEL["num_hidden_layers"]
     # each rank holds half of every sharded layer but a full copy of embedding/lm_head
     assert dec["model"]["weight_bytes_per_rank"] < dec["model"]["weight_bytes_total"]

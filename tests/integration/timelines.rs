@@ -1,7 +1,7 @@
 //! Exact timelines on tiny clusters, computed by hand.
 
 use supernode::catalog::catalog;
-use supernode::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanInput, lower_all_sum, lower_step};
+use supernode::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanInput, lower_all_sum, lower_segment_chain, lower_step};
 use supernode::hw::Topology;
 use supernode::llm::ModelSpec;
 use supernode::profile::Profile;
@@ -104,4 +104,37 @@ fn ring_all_sum_over_tcp_takes_two_steps_on_two_nodes() {
     // plus a 205 ns reduce after the first step.
     let step = 190_000 + 20_000 + 596;
     assert_eq!(tl.makespan, 180_000 + step + 205 + step + 180_000);
+}
+
+#[test]
+fn segment_chain_is_its_blocks_plus_one_all_sum_per_block() {
+    let p = quiet_profile();
+    let plan = plan(2, "tb5-rdma", &p);
+    // One dense op of 64 x 256 bf16: 80 ns of bytes + a 10 us launch = 10,080 ns per block.
+    let ops = vec![supernode::llm::Op::dense("qmm", 64 * 256, supernode::llm::Placement::Replicated)];
+    let mut plain = lower_segment_chain(&plan, &ops, 3, 0);
+    plain.retime(&plan, 0);
+    assert_eq!(execute(&plain.graph, 0, &mut Jitter::none()).makespan, 3 * 10_080);
+    // With an 8 KiB all_sum after each block: 3 x (10,080 + 31,924), the all_sum timed above.
+    let mut synced = lower_segment_chain(&plan, &ops, 3, 8192);
+    synced.retime(&plan, 0);
+    assert_eq!(execute(&synced.graph, 0, &mut Jitter::none()).makespan, 3 * (10_080 + 31_924));
+    assert_eq!(synced.bytes_sent, 3 * 2 * 8192);
+}
+
+#[test]
+fn prefill_logits_over_the_whole_chunk_cost_a_head_per_token() {
+    let p = quiet_profile();
+    let mut plan = plan(1, "none", &p);
+    let time = |plan: &Plan| {
+        let mut low = lower_step(plan, 64);
+        low.retime(plan, 0);
+        execute(&low.graph, 0, &mut Jitter::none()).makespan
+    };
+    assert!(plan.options.prefill_logits_all, "mlx-lm applies the head to the whole chunk");
+    let all = time(&plan);
+    plan.options.prefill_logits_all = false;
+    let last = time(&plan);
+    // The head is 64 x 256 bf16: 2 x 16,384 flops per token; 63 tokens fewer.
+    assert!(all > last, "{all} vs {last}");
 }
