@@ -82,9 +82,10 @@ fn run_calibrate(files: &[PathBuf], out: &std::path::Path, profile: Option<PathB
     fitted.meta = crate::profile::ProfileMeta {
         name,
         method: format!(
-            "fitted by `supernode calibrate` (Levenberg-Marquardt, {} parameters, {} measurements)",
+            "fitted by `supernode calibrate` (Levenberg-Marquardt, {} parameters, {} measurements, robust loss, prior weight {} toward the base profile's values)",
             report.params.len(),
-            report.residuals.len()
+            report.residuals.len(),
+            calibrate::PRIOR_WEIGHT
         ),
         data: data.files.join(", "),
         date: calibrate::today(),
