@@ -570,13 +570,15 @@ struct Builder<'a> {
     gpu_tasks: Vec<(TaskId, usize)>,
     segments: Vec<Segment>,
     bytes_sent: u64,
+    /// Collectives sit between kernels (a forward pass) rather than alone (a microbenchmark).
+    in_context: bool,
 }
 
 impl<'a> Builder<'a> {
     fn new(plan: &'a Plan) -> Self {
         let mut g = TaskGraph::new();
         let net = Net::new(&mut g, plan);
-        Builder { plan, g, net, gpu_tasks: Vec::new(), segments: Vec::new(), bytes_sent: 0 }
+        Builder { plan, g, net, gpu_tasks: Vec::new(), segments: Vec::new(), bytes_sent: 0, in_context: true }
     }
 
     fn gpu(&mut self, node: usize, ops: Vec<Op>, logits_all_tokens: bool, deps: &[TaskId]) -> TaskId {
@@ -636,7 +638,8 @@ impl<'a> Builder<'a> {
             return ready.to_vec();
         }
         let c = self.plan.comm.clone();
-        let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i), "gpu->cpu", &[ready[i]])).collect();
+        let context_ns = if self.in_context { us_to_ns(c.collective_in_context_us) } else { 0 };
+        let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i) + context_ns, "gpu->cpu", &[ready[i]])).collect();
         let algo = if self.plan.fabric.backend != "jaccl" || self.plan.topology == Topology::Ring {
             AllReduceAlgo::Ring
         } else if self.plan.options.allreduce == AllReduceAlgo::ReduceScatterAllGather && bytes <= 32 * 1024 {
@@ -815,22 +818,25 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
 /// input ready at time 0 on every rank).
 pub fn lower_all_sum(plan: &Plan, bytes: u64) -> Lowered {
     let mut b = Builder::new(plan);
+    b.in_context = false;
     let ready: Vec<TaskId> = (0..plan.n()).map(|_| b.g.join(&[])).collect();
     b.all_sum(&ready, bytes);
     b.finish(1)
 }
 
-/// A chain of `segments` identical blocks of `ops` (one token) on every node, each block
-/// followed, when `all_sum_bytes > 0`, by an all_sum of that many bytes across the nodes: the
-/// harness's "collective in context" microbenchmark, where every rank waits for the slowest at
-/// each all_sum. Durations are filled by [`Lowered::retime`].
-pub fn lower_segment_chain(plan: &Plan, ops: &[Op], segments: usize, all_sum_bytes: u64) -> Lowered {
+/// The harness's "collective in context" microbenchmark: `blocks` (each a list of ops for one
+/// token) run in order `repeats` times on every node, each block followed, when
+/// `all_sum_bytes > 0`, by an all_sum of that many bytes, where every rank waits for the slowest.
+/// Durations are filled by [`Lowered::retime`].
+pub fn lower_segment_chain(plan: &Plan, blocks: &[Vec<Op>], repeats: usize, all_sum_bytes: u64) -> Lowered {
     let mut b = Builder::new(plan);
     let n = plan.n();
     let mut ready: Vec<TaskId> = (0..n).map(|_| b.g.join(&[])).collect();
-    for _ in 0..segments {
-        let done: Vec<TaskId> = (0..n).map(|i| b.gpu(i, ops.to_vec(), false, &[ready[i]])).collect();
-        ready = if all_sum_bytes > 0 { b.all_sum(&done, all_sum_bytes) } else { done };
+    for _ in 0..repeats {
+        for ops in blocks {
+            let done: Vec<TaskId> = (0..n).map(|i| b.gpu(i, ops.clone(), false, &[ready[i]])).collect();
+            ready = if all_sum_bytes > 0 { b.all_sum(&done, all_sum_bytes) } else { done };
+        }
     }
     b.finish(1)
 }

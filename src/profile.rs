@@ -94,6 +94,11 @@ pub struct CommParams {
     pub rpc_graph_node_us: f64,
     /// llama.cpp RPC: serialized bytes per graph node.
     pub rpc_graph_node_bytes: f64,
+    /// Extra cost of a collective issued between kernels, over the same collective timed alone
+    /// (thread hand-offs and waits a forward pass pays at each all_sum), microseconds per rank.
+    /// Fitted from the harness's segment chains; 0 where no such measurement exists.
+    #[serde(default)]
+    pub collective_in_context_us: f64,
 }
 
 /// Memory and noise parameters.

@@ -816,42 +816,53 @@ class Harness:
             log(f"op_chain {ops} x add({h}): {e['median_s'] * 1e6 / ops:.1f} us per op")
 
     def bench_segment_chain(self) -> None:
-        """The collective in context: the e2e model's MLP block (its per-rank gate/up/down
-        shapes, M=1) repeated `segments` times, with and without an all_sum of the hidden
-        state after each block, evaluated at once on every rank. Timed alone a collective
-        costs tens of microseconds; between kernels every rank waits for the slowest at each
-        all_sum, and the difference between the two chains is what a forward pass pays."""
+        """The collective in context: the skeleton of the e2e model's layers at its per-rank
+        shapes (M=1, distinct weights per layer) -- an attention block (q, k, v, o projections)
+        and an MLP block (gate, up, down) -- run for every layer, without and with an all_sum
+        of the hidden state after each block, evaluated at once on every rank. Timed alone an
+        all_sum costs tens of microseconds; between kernels it costs more (measured here: ~2 ms
+        after a short attention block, ~0.4 ms after an MLP block), and this is what a
+        tensor-parallel forward pass pays."""
         if not self.wants("segment_chain") or self.group is None:
             return
         cfg = DEFAULT_MODEL
         n, h, f, bits, gs = self.size, cfg["hidden_size"], cfg["intermediate_size"], cfg["bits"], cfg["group_size"]
+        hd = h // cfg["num_attention_heads"]
+        kv = cfg["num_key_value_heads"] * hd
+        layers = cfg["num_hidden_layers"]
+
         def qw(N, K):
             w = (mx.random.normal((N, K)) * 0.02).astype(self.dtype)
             return mx.quantize(w, group_size=gs, bits=bits)
-        segments = 16
-        # distinct weights per block, as a model's layers have
-        blocks = [(qw(f // n, h), qw(f // n, h), qw(h, f // n)) for _ in range(segments)]
-        mx.eval(blocks)
+        attn_shapes = [[h // n, h], [kv // n, h], [kv // n, h], [h, h // n]]
+        mlp_shapes = [[f // n, h], [f // n, h], [h, f // n]]
+        weights = [([qw(*s_) for s_ in attn_shapes], [qw(*s_) for s_ in mlp_shapes]) for _ in range(layers)]
+        mx.eval(weights)
         x = mx.random.normal((1, h)).astype(self.dtype)
         mx.eval(x)
         qmm = lambda y, w: mx.quantized_matmul(y, *w, transpose=True, group_size=gs, bits=bits)
         for sync in (False, True):
             def chain(sync=sync):
                 y = x
-                for wg, wu, wd in blocks:
-                    y = qmm(nn.silu(qmm(y, wg)) * qmm(y, wu), wd)
+                for (wq, wk, wv, wo), (wg, wu, wd) in weights:
+                    a = qmm(qmm(y, wq), wo) + qmm(y, wk).sum() + qmm(y, wv).sum()
                     if sync:
-                        y = mx.distributed.all_sum(y, group=self.group)
-                    y = mx.tanh(y)
+                        a = mx.distributed.all_sum(a, group=self.group)
+                    y = mx.tanh(y + a)
+                    m = qmm(nn.silu(qmm(y, wg)) * qmm(y, wu), wd)
+                    if sync:
+                        m = mx.distributed.all_sum(m, group=self.group)
+                    y = mx.tanh(y + m)
                 return y
             samples, _ = self.time_fn(chain, inner=1, reps=None if not self.quick else 21, agree=True)
-            params = {"segments": segments, "sync": sync, "M": 1, "bits": bits, "group_size": gs,
-                      "shapes": [[f // n, h], [f // n, h], [h, f // n]], "elementwise_per_segment": 4,
+            params = {"repeats": layers, "sync": sync, "M": 1, "bits": bits, "group_size": gs,
+                      "blocks": [{"name": "attention projections", "shapes": attn_shapes, "elementwise": 6},
+                                 {"name": "mlp", "shapes": mlp_shapes, "elementwise": 5}],
                       "all_sum_bytes": h * x.itemsize if sync else 0, "world_size": n}
-            e = self.record("segment_chain", params, 0, 2.0 * 3 * (f // n) * h * segments, samples)
-            log(f"segment_chain {segments} MLP blocks {'with' if sync else 'without'} all_sum: "
-                f"{e['median_s'] * 1e3:.2f} ms")
-        del blocks
+            flops = 2.0 * layers * sum(a * b for a, b in attn_shapes + mlp_shapes)
+            e = self.record("segment_chain", params, 0, flops, samples)
+            log(f"segment_chain {layers} layers {'with' if sync else 'without'} all_sums: {e['median_s'] * 1e3:.2f} ms")
+        del weights
 
     # -- end to end --------------------------------------------------------------
     def bench_e2e(self) -> None:

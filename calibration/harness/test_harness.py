@@ -201,6 +201,7 @@ def test_two_ranks_ring_loopback(tmp_path):
         assert len(b["per_rank_median_s"]) == 2
     # the collective in context: the same MLP-block chain without and with an all_sum per block
     chains = {b["params"]["sync"]: b for b in by_kind["segment_chain"]}
+    assert [blk["name"] for blk in chains[True]["params"]["blocks"]] == ["attention projections", "mlp"]
     assert set(chains) == {False, True}
     assert chains[True]["params"]["all_sum_bytes"] > 0 and chains[False]["params"]["all_sum_bytes"] == 0
     assert len(chains[True]["per_rank_median_s"]) == 2

@@ -109,17 +109,26 @@ fn ring_all_sum_over_tcp_takes_two_steps_on_two_nodes() {
 #[test]
 fn segment_chain_is_its_blocks_plus_one_all_sum_per_block() {
     let p = quiet_profile();
-    let plan = plan(2, "tb5-rdma", &p);
+    let plan1 = plan(2, "tb5-rdma", &p);
     // One dense op of 64 x 256 bf16: 80 ns of bytes + a 10 us launch = 10,080 ns per block.
-    let ops = vec![supernode::llm::Op::dense("qmm", 64 * 256, supernode::llm::Placement::Replicated)];
-    let mut plain = lower_segment_chain(&plan, &ops, 3, 0);
-    plain.retime(&plan, 0);
+    let ops = vec![vec![supernode::llm::Op::dense("qmm", 64 * 256, supernode::llm::Placement::Replicated)]];
+    let mut plain = lower_segment_chain(&plan1, &ops, 3, 0);
+    plain.retime(&plan1, 0);
     assert_eq!(execute(&plain.graph, 0, &mut Jitter::none()).makespan, 3 * 10_080);
     // With an 8 KiB all_sum after each block: 3 x (10,080 + 31,924), the all_sum timed above.
-    let mut synced = lower_segment_chain(&plan, &ops, 3, 8192);
-    synced.retime(&plan, 0);
+    let mut synced = lower_segment_chain(&plan1, &ops, 3, 8192);
+    synced.retime(&plan1, 0);
     assert_eq!(execute(&synced.graph, 0, &mut Jitter::none()).makespan, 3 * (10_080 + 31_924));
     assert_eq!(synced.bytes_sent, 3 * 2 * 8192);
+    // In a forward pass each rank pays the in-context cost once per collective; a collective
+    // timed alone (lower_all_sum) does not.
+    let mut p2 = quiet_profile();
+    p2.comm.collective_in_context_us = 100.0;
+    let plan2 = plan(2, "tb5-rdma", &p2);
+    let mut ctx = lower_segment_chain(&plan2, &ops, 3, 8192);
+    ctx.retime(&plan2, 0);
+    assert_eq!(execute(&ctx.graph, 0, &mut Jitter::none()).makespan, 3 * (10_080 + 31_924 + 100_000));
+    assert_eq!(execute(&lower_all_sum(&plan2, 8192).graph, 0, &mut Jitter::none()).makespan, 31_924);
 }
 
 #[test]
