@@ -958,7 +958,13 @@ impl Dataset {
 
 /// Fits `params` (or the defaults for the data) and returns the fitted profile. With default
 /// parameters, those the data do not constrain are dropped (and listed).
-pub fn calibrate(data: &Dataset, base: &Profile, params: Option<Vec<String>>) -> Result<(Profile, FitReport, Vec<String>), CalibrateError> {
+/// `prior_weight` is the weight of the prior toward the base values ([`PRIOR_WEIGHT`] by default).
+pub fn calibrate(
+    data: &Dataset,
+    base: &Profile,
+    params: Option<Vec<String>>,
+    prior_weight: f64,
+) -> Result<(Profile, FitReport, Vec<String>), CalibrateError> {
     let explicit = params.is_some();
     let mut params = params.unwrap_or_else(|| {
         let has_rows = data.sources.iter().any(|s| matches!(s, TargetSource::Row(_)));
@@ -975,7 +981,7 @@ pub fn calibrate(data: &Dataset, base: &Profile, params: Option<Vec<String>>) ->
     let mut dropped = Vec::new();
     let predictor = |p: &Profile| data.predict(p);
     loop {
-        match fit_with_prior(base, &params, &data.targets, &predictor, ROBUST_ROUNDS, PRIOR_WEIGHT) {
+        match fit_with_prior(base, &params, &data.targets, &predictor, ROBUST_ROUNDS, prior_weight) {
             Err(CalibrateError::Unconstrained(p)) if !explicit => {
                 params.retain(|x| *x != p);
                 dropped.push(p);

@@ -25,6 +25,10 @@ pub enum CalibrationCommand {
         /// Parameters to fit, comma-separated dotted paths (default: those the data constrain).
         #[arg(long, value_delimiter = ',')]
         params: Option<Vec<String>>,
+        /// Weight of the prior toward the starting profile's values, per unit of log / logit
+        /// (0 = plain least squares).
+        #[arg(long, default_value_t = calibrate::PRIOR_WEIGHT)]
+        prior_weight: f64,
         /// Print the fit report as JSON.
         #[arg(long)]
         json: bool,
@@ -34,8 +38,12 @@ pub enum CalibrationCommand {
 /// Runs a calibration command and returns the exit code.
 pub fn dispatch(c: CalibrationCommand) -> i32 {
     match c {
-        CalibrationCommand::Calibrate { measurements, out, profile, params, json } => {
-            run_calibrate(&measurements, &out, profile, params, json)
+        CalibrationCommand::Calibrate { measurements, out, profile, params, prior_weight, json } => {
+            if !(prior_weight >= 0.0 && prior_weight.is_finite()) {
+                eprintln!("error: --prior-weight must be a finite number >= 0, got {prior_weight}");
+                return EXIT_INPUT;
+            }
+            run_calibrate(&measurements, &out, profile, params, prior_weight, json)
         }
     }
 }
@@ -54,7 +62,14 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
     Ok(d)
 }
 
-fn run_calibrate(files: &[PathBuf], out: &std::path::Path, profile: Option<PathBuf>, params: Option<Vec<String>>, json: bool) -> i32 {
+fn run_calibrate(
+    files: &[PathBuf],
+    out: &std::path::Path,
+    profile: Option<PathBuf>,
+    params: Option<Vec<String>>,
+    prior_weight: f64,
+    json: bool,
+) -> i32 {
     let base = match load_profile(profile) {
         Ok(p) => calibrate::with_host_chip(&p),
         Err(e) => {
@@ -70,7 +85,7 @@ fn run_calibrate(files: &[PathBuf], out: &std::path::Path, profile: Option<PathB
         }
     };
     eprintln!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
-    let (mut fitted, report, dropped) = match calibrate::calibrate(&data, &base, params) {
+    let (mut fitted, report, dropped) = match calibrate::calibrate(&data, &base, params, prior_weight) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e}");
@@ -85,7 +100,7 @@ fn run_calibrate(files: &[PathBuf], out: &std::path::Path, profile: Option<PathB
             "fitted by `supernode calibrate` (Levenberg-Marquardt, {} parameters, {} measurements, robust loss, prior weight {} toward the base profile's values)",
             report.params.len(),
             report.residuals.len(),
-            calibrate::PRIOR_WEIGHT
+            prior_weight
         ),
         data: data.files.join(", "),
         date: calibrate::today(),

@@ -74,6 +74,9 @@ pub enum Command {
         /// Also run leave-one-out cross-validation (refit without each row, predict it).
         #[arg(long)]
         loo: bool,
+        /// Prior weight of the leave-one-out refits (as `calibrate --prior-weight`).
+        #[arg(long, default_value_t = crate::calibrate::PRIOR_WEIGHT)]
+        prior_weight: f64,
         /// Draw a predicted-vs-measured parity chart (PNG and SVG) into this directory.
         #[arg(long)]
         plot: Option<PathBuf>,
@@ -108,8 +111,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         Command::Run { file, json, set, profile, out, no_write } => run(file, json, &set, profile, out, no_write),
         Command::Capacity(c) => capacity::dispatch(c),
         Command::Calibration(c) => calibration::dispatch(c),
-        Command::Validate { against, profile, json, rows, max_mape, loo, plot } => {
-            validate(ValidateArgs { against, profile, json, rows, max_mape, loo, plot })
+        Command::Validate { against, profile, json, rows, max_mape, loo, prior_weight, plot } => {
+            validate(ValidateArgs { against, profile, json, rows, max_mape, loo, prior_weight, plot })
         }
         Command::Catalog { section } => {
             if let Some(s) = &section {
@@ -203,6 +206,7 @@ struct ValidateArgs {
     rows: Vec<String>,
     max_mape: Option<f64>,
     loo: bool,
+    prior_weight: f64,
     plot: Option<PathBuf>,
 }
 
@@ -210,7 +214,7 @@ struct ValidateArgs {
 pub const EXIT_OVER_BOUND: i32 = 3;
 
 fn validate(args: ValidateArgs) -> i32 {
-    let ValidateArgs { against, profile, json, rows: prefixes, max_mape, loo, plot } = args;
+    let ValidateArgs { against, profile, json, rows: prefixes, max_mape, loo, prior_weight, plot } = args;
     let profile = match load_profile(profile) {
         Ok(p) => crate::calibrate::with_host_chip(&p),
         Err(e) => {
@@ -267,7 +271,7 @@ fn validate(args: ValidateArgs) -> i32 {
             return EXIT_INPUT;
         }
         eprintln!("validate --loo: refitting without each of {} rows...", selected.len());
-        let (loo_rows, loo_skipped) = leave_one_out(&data, &profile, &selected, &row);
+        let (loo_rows, loo_skipped) = leave_one_out(&data, &profile, &selected, prior_weight, &row);
         let loo_report = crate::validate::report(loo_rows, loo_skipped);
         text.push_str("\nleave-one-out (each row predicted by a profile fitted without it):\n");
         text.push_str(&crate::validate::table(&loo_report));
@@ -305,6 +309,7 @@ fn leave_one_out(
     data: &crate::calibrate::Dataset,
     profile: &crate::profile::Profile,
     selected: &[usize],
+    prior_weight: f64,
     row: &(dyn Fn(usize, f64) -> crate::validate::ValidatedRow + Sync),
 ) -> (Vec<crate::validate::ValidatedRow>, Vec<crate::validate::SkippedRow>) {
     use rayon::prelude::*;
@@ -313,8 +318,8 @@ fn leave_one_out(
         .map(|&i| {
             let skip = |reason: String| crate::validate::SkippedRow { id: data.targets[i].id.clone(), reason };
             let rest = data.without(i);
-            let (fitted, _, _) =
-                crate::calibrate::calibrate(&rest, profile, None).map_err(|e| skip(format!("refit without it failed: {e}")))?;
+            let (fitted, _, _) = crate::calibrate::calibrate(&rest, profile, None, prior_weight)
+                .map_err(|e| skip(format!("refit without it failed: {e}")))?;
             let one = crate::calibrate::Dataset {
                 targets: vec![data.targets[i].clone()],
                 sources: vec![data.sources[i].clone()],

@@ -64,7 +64,7 @@ fn fit_recovers_known_parameters_from_synthetic_microbenchmarks() {
     let f = write(tmp.path(), "h.json", &synthetic_harness(&truth, &shapes));
     let mut d = Dataset::default();
     d.add_harness(&f, HarnessUse::Fit).unwrap();
-    let (fitted, report, _) = calibrate::calibrate(&d, &base, Some(params.clone())).unwrap();
+    let (fitted, report, _) = calibrate::calibrate(&d, &base, Some(params.clone()), calibrate::PRIOR_WEIGHT).unwrap();
     for (p, want) in params.iter().zip([0.55, 0.35, 12.0, 42.0]) {
         let got = calibrate::get_param(&fitted, p).unwrap();
         assert!((got - want).abs() / want < 0.03, "{p}: fitted {got}, truth {want}");
@@ -109,6 +109,34 @@ fn degenerate_data_is_refused_with_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("g-qwen3-exo-1") && err.contains("finite"), "{err}");
     assert!(!tmp.path().join("p.toml").exists(), "no profile written on error");
+
+    // A negative prior weight.
+    let out =
+        bin().args(["calibrate", "--prior-weight=-1", "-o"]).arg(tmp.path().join("p.toml")).arg(&p).assert().code(2).get_output().clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--prior-weight"));
+}
+
+#[test]
+fn a_weak_prior_holds_a_barely_constrained_parameter_near_its_start() {
+    // Truth moves the kernel launch cost far from its start, but the measurements are large
+    // matrices whose time the launch barely touches: without a prior the fit chases noise-free
+    // data all the way; with a prior the launch stays near its start while the
+    // well-constrained efficiency is still recovered.
+    let base = with_host_chip(&Profile::default_profile());
+    let params: Vec<String> = [PARAMS[1], PARAMS[2]].iter().map(|s| s.to_string()).collect();
+    let truth = calibrate::set_params(&base, &params, &[0.35, 60.0]).unwrap();
+    let shapes = [(32, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192)];
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(tmp.path(), "h.json", &synthetic_harness(&truth, &shapes));
+    let mut d = Dataset::default();
+    d.add_harness(&f, HarnessUse::Fit).unwrap();
+    let start = calibrate::get_param(&base, PARAMS[2]).unwrap();
+    let (free, _, _) = calibrate::calibrate(&d, &base, Some(params.clone()), 0.0).unwrap();
+    let (held, _, _) = calibrate::calibrate(&d, &base, Some(params.clone()), 0.3).unwrap();
+    let eff = |p: &Profile| calibrate::get_param(p, PARAMS[1]).unwrap();
+    let launch = |p: &Profile| calibrate::get_param(p, PARAMS[2]).unwrap();
+    assert!((eff(&free) - 0.35).abs() < 0.01 && (eff(&held) - 0.35).abs() < 0.02, "{} {}", eff(&free), eff(&held));
+    assert!((launch(&held) - start).abs() < (launch(&free) - start).abs(), "held {} free {} start {start}", launch(&held), launch(&free));
 }
 
 #[test]
