@@ -765,6 +765,49 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
     }
 }
 
+/// Slowest rank's median of a pace probe.
+fn pace_s(b: &HarnessBench) -> f64 {
+    b.per_rank_median_s.iter().copied().filter(|v| v.is_finite() && *v > 0.0).fold(b.median_s, f64::max)
+}
+
+/// Drift correction for every benchmark of a harness file: the ratio of the machine's pace during
+/// the end-to-end decode (the mean of the `pace` probes taken between its steps and right after
+/// it) to its pace around the benchmark (the mean of the nearest probes before and after it). A microbenchmark timed while the machine ran
+/// faster than during the e2e run is scaled up by that ratio, so the fit describes the machine the
+/// e2e run saw. 1 everywhere when the file has no probes (older files, `--only` subsets).
+pub fn pace_factors(h: &HarnessFile) -> Vec<f64> {
+    let n = h.benchmarks.len();
+    let probes: Vec<(usize, f64)> =
+        h.benchmarks.iter().enumerate().filter(|(_, b)| b.kind == "pace" && b.median_s > 0.0).map(|(i, b)| (i, pace_s(b))).collect();
+    // The decode window: the probes between decode steps and the one right after them.
+    let at_decode: Vec<f64> = h
+        .benchmarks
+        .iter()
+        .filter(|b| {
+            b.kind == "pace"
+                && b.median_s > 0.0
+                && b.params.get("at").and_then(|v| v.as_str()).is_some_and(|a| a == "e2e decode" || a == "after e2e")
+        })
+        .map(pace_s)
+        .collect();
+    if probes.is_empty() || at_decode.is_empty() {
+        return vec![1.0; n];
+    }
+    let reference = at_decode.iter().sum::<f64>() / at_decode.len() as f64;
+    (0..n)
+        .map(|i| {
+            let before = probes.iter().rev().find(|(j, _)| *j < i).map(|p| p.1);
+            let after = probes.iter().find(|(j, _)| *j > i).map(|p| p.1);
+            let local = match (before, after) {
+                (Some(a), Some(b)) => (a + b) / 2.0,
+                (Some(a), None) | (None, Some(a)) => a,
+                (None, None) => reference,
+            };
+            reference / local
+        })
+        .collect()
+}
+
 /// Seed of the jitter stream when predicting a segment chain.
 const CHAIN_SEED: u64 = 7;
 
@@ -805,10 +848,6 @@ pub fn with_host_chip(base: &Profile) -> Profile {
         let mut chip = p.chips.get("m3-ultra").cloned().expect("default profile has m3-ultra");
         chip.runtimes.retain(|k, _| k == "mlx");
         p.chips.insert(HOST_CHIP.into(), chip);
-    }
-    if p.comm.collective_in_context_us <= 0.0 {
-        // A positive start for the log-space fit; the segment chains decide the value.
-        p.comm.collective_in_context_us = 10.0;
     }
     p
 }
@@ -899,9 +938,11 @@ impl Dataset {
     /// Adds the microbenchmarks of a harness file (`use_` selects fit or validation targets).
     pub fn add_harness(&mut self, path: &std::path::Path, use_: HarnessUse) -> Result<(), SourceError> {
         let h = std::sync::Arc::new(read_harness(path)?);
+        let pace = pace_factors(&h);
         for (i, b) in h.benchmarks.iter().enumerate() {
             if harness_use(&b.kind) == use_ {
-                self.targets.push(Target { id: harness_id(b, i), measured: harness_measured(b) });
+                let factor = if use_ == HarnessUse::Fit { pace[i] } else { 1.0 };
+                self.targets.push(Target { id: harness_id(b, i), measured: harness_measured(b) * factor });
                 self.sources.push(TargetSource::Harness(h.clone(), i));
             } else if use_ == HarnessUse::Fit {
                 self.skipped.push((harness_id(b, i), format!("{} measurement: a machine fact or a validation target, not fitted", b.kind)));
@@ -978,6 +1019,13 @@ pub fn calibrate(
         }
         v
     });
+    // Costs are fitted in log space and need a positive start: a collective's in-context cost is 0
+    // in profiles fitted without segment chains, so a harness fit starts it at 10 us.
+    let mut base = base.clone();
+    if params.iter().any(|p| p == "comm.collective_in_context_us") && base.comm.collective_in_context_us <= 0.0 {
+        base.comm.collective_in_context_us = 10.0;
+    }
+    let base = &base;
     let mut dropped = Vec::new();
     let predictor = |p: &Profile| data.predict(p);
     loop {

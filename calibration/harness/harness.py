@@ -50,12 +50,13 @@ KINDS = [
     "send_recv",
     "op_chain",
     "segment_chain",
+    "pace",
     "e2e_decode",
     "e2e_prefill",
 ]
 GROUPS = {
     "collectives": ["all_sum", "all_gather", "send_recv", "segment_chain"],
-    "e2e": ["e2e_decode", "e2e_prefill"],
+    "e2e": ["e2e_decode", "e2e_prefill", "pace"],
     "kernels": ["qmm", "gather_qmm", "sdpa", "op_chain"],
     "all": KINDS,
 }
@@ -376,6 +377,8 @@ class Harness:
             self.dtype = dtype_from_name(args.dtype)
         self.only = set(args.only) if args.only else set(KINDS)
         self.qmm_working_set = args.qmm_working_set
+        self._pace_w = None
+        self._pace_x = None
         self.results: list[dict] = []
         self.sync_overhead_s: float | None = None
         # timing budgets
@@ -795,6 +798,34 @@ class Harness:
                 del x
         clear_cache()
 
+    # -- pace probe --------------------------------------------------------------
+    def pace(self, at: str) -> None:
+        """A fixed small kernel (the e2e MLP's gate projection, M=1) timed between the cases and
+        during the e2e run, on every rank. A shared machine's speed drifts (measured here: the
+        same 2-rank decode at 70 ms/token in one minute and 105-140 in the next, while the
+        kernels timed a minute earlier had not changed); `supernode calibrate` scales each
+        microbenchmark by the ratio of the pace during the e2e run to the pace around it."""
+        if "pace" not in self.only:
+            return
+        if self._pace_w is None:
+            cfg = DEFAULT_MODEL
+            h, f, n = cfg["hidden_size"], cfg["intermediate_size"], max(1, self.size)
+            w = (mx.random.normal((f // n, h)) * 0.02).astype(self.dtype)
+            self._pace_w = mx.quantize(w, group_size=cfg["group_size"], bits=cfg["bits"])
+            self._pace_x = mx.random.normal((1, h)).astype(self.dtype)
+            mx.eval(self._pace_w, self._pace_x)
+        cfg = DEFAULT_MODEL
+        fn = lambda: mx.quantized_matmul(self._pace_x, *self._pace_w, transpose=True,
+                                         group_size=cfg["group_size"], bits=cfg["bits"])
+        mx.eval(fn())
+        samples = []
+        for _ in range(15):
+            t0 = time.perf_counter()
+            mx.eval(fn())
+            samples.append(time.perf_counter() - t0)
+        N, K = self._pace_w[0].shape[0], self._pace_x.shape[1]
+        self.record("pace", {"at": at, "M": 1, "N": N, "K": K, "bits": cfg["bits"]}, 0, 2.0 * N * K, samples)
+
     # -- ops and collectives in context -------------------------------------------
     def bench_op_chain(self) -> None:
         """A chain of tiny element-wise ops evaluated at once: the fixed cost of one op in a
@@ -1161,14 +1192,15 @@ def run_e2e(h: Harness, cfg: dict, prompt: int, gen: int, prefill_reps: int) -> 
         power = PowerSampler()
         power.start()
     dec_samples = []
-    t_all = time.perf_counter()
-    for _ in range(gen):
+    for i in range(gen):
+        if i and i % 4 == 0:
+            h.pace("e2e decode")  # between tokens, outside the timed steps
         t0 = time.perf_counter()
         logits = model(tok[:, None], caches)
         tok = mx.argmax(logits[:, -1, :], axis=-1)
         mx.eval(tok)
         dec_samples.append(time.perf_counter() - t0)
-    dec_total = time.perf_counter() - t_all
+    dec_total = sum(dec_samples)
     if power is not None:
         h.power_info["during_e2e_decode"] = power.stop()
 
@@ -1357,16 +1389,13 @@ def main(argv=None) -> int:
         hosts = [raw[i * 64:(i + 1) * 64].rstrip(b"\0").decode(errors="replace") for i in range(h.size)]
 
     h.bench_sync()
-    h.bench_membw()
-    h.bench_matmul_peak()
-    h.bench_qmm()
-    h.bench_gather_qmm()
-    h.bench_sdpa()
-    h.bench_collectives()
-    h.bench_op_chain()
-    h.bench_segment_chain()
-    h.bench_qmm_e2e_shapes()
+    for bench in (h.bench_membw, h.bench_matmul_peak, h.bench_qmm, h.bench_gather_qmm, h.bench_sdpa,
+                  h.bench_collectives, h.bench_op_chain, h.bench_segment_chain, h.bench_qmm_e2e_shapes):
+        h.pace("before " + bench.__name__.removeprefix("bench_"))
+        bench()
+    h.pace("before e2e")
     h.bench_e2e()
+    h.pace("after e2e")
     h.barrier()
 
     elapsed = time.perf_counter() - t_start

@@ -156,7 +156,7 @@ def test_single_rank_e2e_tiny_model(tmp_path):
     plain_check(doc)
     schema_check(doc)
     e2e = {b["kind"]: b for b in doc["benchmarks"]}
-    assert set(e2e) == {"e2e_decode", "e2e_prefill"}
+    assert set(e2e) == {"e2e_decode", "e2e_prefill", "pace"}  # the "e2e" group includes the pace probe
     m = e2e["e2e_decode"]["model"]
     assert (m["layers"], m["hidden"], m["heads"], m["kv_heads"], m["ffn"], m["vocab"], m["bits"],
             m["group_size"], m["ranks"]) == (2, 256, 4, 2, 512, 1024, 4, 64, 1)
@@ -206,6 +206,9 @@ def test_two_ranks_ring_loopback(tmp_path):
     assert chains[True]["params"]["all_sum_bytes"] > 0 and chains[False]["params"]["all_sum_bytes"] == 0
     assert len(chains[True]["per_rank_median_s"]) == 2
     assert doc["launcher"] is None or "idle priority" in doc["launcher"]
+    # the pace probe runs between the cases and around the e2e run
+    ats = [b["params"]["at"] for b in by_kind["pace"]]
+    assert "before e2e" in ats and ats[-1] == "after e2e"
     dec = by_kind["e2e_decode"][0]
     assert dec["model"]["ranks"] == 2
     assert dec["model"]["prefill_logits"] == "last"

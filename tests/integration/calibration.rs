@@ -140,6 +140,37 @@ fn a_weak_prior_holds_a_barely_constrained_parameter_near_its_start() {
 }
 
 #[test]
+fn pace_probes_scale_microbenchmarks_to_the_machine_the_decode_saw() {
+    // Probes: 1 ms around a qmm, 2 ms during and after the decode (the machine slowed down).
+    let pace = |at: &str, s: f64| json!({"kind": "pace", "params": {"at": at}, "median_s": s, "per_rank_median_s": [s, s * 0.9]});
+    let file = json!({"schema_version": 1, "tool": "supernode-harness", "machine": {}, "mlx_version": "test", "backend": "ring",
+    "world_size": 2, "device": "cpu", "dtype": "float32", "benchmarks": [
+        pace("before qmm", 1e-3),
+        bench("qmm", json!({"M": 1, "K": 1024, "N": 1024, "bits": 4}), 0.0, 0.0, 5e-3),
+        pace("before e2e", 1e-3),
+        pace("e2e decode", 2e-3),
+        pace("after e2e", 2e-3),
+    ]});
+    let h: calibrate::HarnessFile = serde_json::from_value(file).unwrap();
+    let f = calibrate::pace_factors(&h);
+    assert_eq!(f[1], 2.0, "the qmm ran at half the decode's slowness: {f:?}");
+    // No probes: no correction.
+    let mut plain = h.clone();
+    plain.benchmarks.retain(|b| b.kind != "pace");
+    assert!(calibrate::pace_factors(&plain).iter().all(|x| *x == 1.0));
+}
+
+#[test]
+fn seeding_the_harness_host_leaves_the_published_setups_alone() {
+    // `validate` and `run` seed the harness host into every profile: that must not change what
+    // the profile says about the Macs (e.g. no in-context collective cost where none was fitted).
+    let p = Profile::default_profile();
+    let seeded = with_host_chip(&p);
+    assert_eq!(seeded.comm, p.comm);
+    assert_eq!(seeded.chips["m3-ultra"], p.chips["m3-ultra"]);
+}
+
+#[test]
 fn harness_files_are_checked() {
     let example = root().join("calibration/measurements/harness-quick-example.json");
     let h = calibrate::read_harness(&example).unwrap();
