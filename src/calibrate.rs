@@ -808,6 +808,17 @@ pub fn pace_factors(h: &HarnessFile) -> Vec<f64> {
         .collect()
 }
 
+/// How much slower (positive) or faster the machine ran during the e2e decode than on average
+/// around the microbenchmarks, in percent, from the pace probes; `None` without probes.
+pub fn pace_drift_percent(h: &HarnessFile) -> Option<f64> {
+    let f = pace_factors(h);
+    let fits: Vec<f64> = h.benchmarks.iter().zip(&f).filter(|(b, _)| harness_use(&b.kind) == HarnessUse::Fit).map(|(_, x)| *x).collect();
+    if fits.is_empty() || fits.iter().all(|x| *x == 1.0) {
+        return None;
+    }
+    Some((fits.iter().sum::<f64>() / fits.len() as f64 - 1.0) * 100.0)
+}
+
 /// Seed of the jitter stream when predicting a segment chain.
 const CHAIN_SEED: u64 = 7;
 
@@ -938,11 +949,9 @@ impl Dataset {
     /// Adds the microbenchmarks of a harness file (`use_` selects fit or validation targets).
     pub fn add_harness(&mut self, path: &std::path::Path, use_: HarnessUse) -> Result<(), SourceError> {
         let h = std::sync::Arc::new(read_harness(path)?);
-        let pace = pace_factors(&h);
         for (i, b) in h.benchmarks.iter().enumerate() {
             if harness_use(&b.kind) == use_ {
-                let factor = if use_ == HarnessUse::Fit { pace[i] } else { 1.0 };
-                self.targets.push(Target { id: harness_id(b, i), measured: harness_measured(b) * factor });
+                self.targets.push(Target { id: harness_id(b, i), measured: harness_measured(b) });
                 self.sources.push(TargetSource::Harness(h.clone(), i));
             } else if use_ == HarnessUse::Fit {
                 self.skipped.push((harness_id(b, i), format!("{} measurement: a machine fact or a validation target, not fitted", b.kind)));

@@ -265,6 +265,17 @@ fn validate(args: ValidateArgs) -> i32 {
     let report = crate::validate::report(selected.iter().map(|&i| row(i, predictions[i])).collect(), skipped);
     let mut out = serde_json::to_value(&report).expect("report serializes");
     let mut text = crate::validate::table(&report);
+    if let Some(drift) =
+        is_json.then(|| crate::calibrate::read_harness(&against).ok()).flatten().and_then(|h| crate::calibrate::pace_drift_percent(&h))
+    {
+        text.push_str(&format!(
+            "\npace probe: the machine ran {:.0}% {} during the e2e decode than around the microbenchmarks (a profile fitted to them \
+             carries that error)\n",
+            drift.abs(),
+            if drift >= 0.0 { "slower" } else { "faster" }
+        ));
+        out["pace_drift_percent"] = serde_json::json!(crate::estimate::round3(drift));
+    }
     if loo {
         if is_json {
             eprintln!("error: --loo refits the profile without each row; it needs a measurement CSV");

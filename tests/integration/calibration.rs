@@ -140,7 +140,7 @@ fn a_weak_prior_holds_a_barely_constrained_parameter_near_its_start() {
 }
 
 #[test]
-fn pace_probes_scale_microbenchmarks_to_the_machine_the_decode_saw() {
+fn pace_probes_measure_how_the_machine_drifted_between_microbenchmarks_and_decode() {
     // Probes: 1 ms around a qmm, 2 ms during and after the decode (the machine slowed down).
     let pace = |at: &str, s: f64| json!({"kind": "pace", "params": {"at": at}, "median_s": s, "per_rank_median_s": [s, s * 0.9]});
     let file = json!({"schema_version": 1, "tool": "supernode-harness", "machine": {}, "mlx_version": "test", "backend": "ring",
@@ -154,10 +154,12 @@ fn pace_probes_scale_microbenchmarks_to_the_machine_the_decode_saw() {
     let h: calibrate::HarnessFile = serde_json::from_value(file).unwrap();
     let f = calibrate::pace_factors(&h);
     assert_eq!(f[1], 2.0, "the qmm ran at half the decode's slowness: {f:?}");
+    assert_eq!(calibrate::pace_drift_percent(&h), Some(100.0));
     // No probes: no correction.
     let mut plain = h.clone();
     plain.benchmarks.retain(|b| b.kind != "pace");
     assert!(calibrate::pace_factors(&plain).iter().all(|x| *x == 1.0));
+    assert_eq!(calibrate::pace_drift_percent(&plain), None);
 }
 
 #[test]
