@@ -51,9 +51,14 @@ pub enum CalibrateError {
     Unconstrained(String),
     /// The data cannot separate parameters.
     #[error(
-        "the measurements cannot separate {0} (collinear: e.g. all sizes equal); add measurements at other sizes or fit fewer parameters"
+        "the measurements cannot separate {names} (collinear: e.g. all sizes equal); add measurements at other sizes or fit fewer parameters"
     )]
-    Collinear(String),
+    Collinear {
+        /// The parameters involved, for the message.
+        names: String,
+        /// The involved parameter listed last in the fit (dropped first when parameters were chosen automatically).
+        last: String,
+    },
     /// The prediction failed for some parameter values.
     #[error("prediction failed during the fit: {0}")]
     Prediction(String),
@@ -384,7 +389,8 @@ fn check_identifiable(j: &DMatrix<f64>, paths: &[String]) -> Result<(), Calibrat
         let mut involved: Vec<(f64, &String)> = row.iter().zip(paths).filter(|(c, _)| c.abs() > 0.2).map(|(c, p)| (c.abs(), p)).collect();
         involved.sort_by(|a, b| b.0.total_cmp(&a.0));
         let names: Vec<String> = involved.iter().map(|(_, p)| format!("`{p}`")).collect();
-        return Err(CalibrateError::Collinear(names.join(" and ")));
+        let last = paths.iter().rev().find(|p| involved.iter().any(|(_, q)| q == p)).cloned().unwrap_or_default();
+        return Err(CalibrateError::Collinear { names: names.join(" and "), last });
     }
     Ok(())
 }
@@ -1046,6 +1052,12 @@ pub fn calibrate(
             Err(CalibrateError::UnknownParam(p)) if !explicit => {
                 params.retain(|x| *x != p);
                 dropped.push(p);
+            }
+            // Parameters chosen automatically that the data cannot tell apart: keep the one
+            // listed first (efficiencies come before per-call costs) and leave the other as is.
+            Err(CalibrateError::Collinear { last, .. }) if !explicit && !last.is_empty() => {
+                params.retain(|x| *x != last);
+                dropped.push(last);
             }
             other => return other.map(|(prof, rep)| (prof, rep, dropped)),
         }

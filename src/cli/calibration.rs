@@ -110,7 +110,7 @@ fn run_calibrate(
     };
     fitted.fit = Some(report.clone());
     let text = format!(
-        "# Calibration profile written by `supernode calibrate` on {}.\n# Data: {}\n# Dropped (not constrained by the data): {}\n\n{}",
+        "# Calibration profile written by `supernode calibrate` on {}.\n# Data: {}\n# Dropped (not constrained or not separable by the data): {}\n\n{}",
         fitted.meta.date,
         fitted.meta.data,
         if dropped.is_empty() { "none".to_string() } else { dropped.join(", ") },
@@ -139,7 +139,7 @@ pub fn fit_table(r: &crate::profile::FitReport, dropped: &[String]) -> String {
         let _ = writeln!(s, "{:<55} {:>12.4} {:>12.4} {:>12}", p.name, p.initial, p.value, se);
     }
     if !dropped.is_empty() {
-        let _ = writeln!(s, "not constrained by the data (kept as is): {}", dropped.join(", "));
+        let _ = writeln!(s, "not constrained or not separable by the data (kept as is): {}", dropped.join(", "));
     }
     let _ = writeln!(s, "\n{:<40} {:>10}", "measurement", "residual");
     for x in &r.residuals {

@@ -92,6 +92,10 @@ fn degenerate_data_is_refused_with_a_clear_error() {
         .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot separate") && err.contains("bw_eff_dense"), "{err}");
+    // The same data with the parameters chosen automatically: the ones it cannot separate are
+    // kept as they are, with a note, instead of failing.
+    let out = bin().args(["calibrate", "-o"]).arg(tmp.path().join("auto.toml")).arg(&collinear).assert().success().get_output().clone();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not constrained or not separable by the data (kept as is)"));
 
     // Too few points for the parameters asked.
     let few = write(tmp.path(), "few.json", &synthetic_harness(&base, &[(1, 4096, 4096)]));
@@ -160,6 +164,16 @@ fn pace_probes_measure_how_the_machine_drifted_between_microbenchmarks_and_decod
     plain.benchmarks.retain(|b| b.kind != "pace");
     assert!(calibrate::pace_factors(&plain).iter().all(|x| *x == 1.0));
     assert_eq!(calibrate::pace_drift_percent(&plain), None);
+}
+
+#[test]
+fn validate_reports_the_pace_drift_of_a_harness_file() {
+    let example = root().join("calibration/measurements/harness-quick-example.json");
+    let out = bin().args(["validate", "--json", "--against"]).arg(&example).assert().success().get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["pace_drift_percent"].as_f64().is_some(), "{v}");
+    let text = bin().args(["validate", "--against"]).arg(&example).assert().success().get_output().stdout.clone();
+    assert!(String::from_utf8_lossy(&text).contains("pace probe: the machine ran"));
 }
 
 #[test]
