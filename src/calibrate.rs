@@ -247,6 +247,14 @@ pub fn fit_with(
 /// that only one or two measurements touch from wandering when one of them is left out.
 pub const PRIOR_WEIGHT: f64 = 0.1;
 
+/// Parses a prior weight from the command line: a finite number >= 0.
+pub fn parse_prior_weight(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
+        _ => Err(format!("must be a finite number >= 0, got `{s}`")),
+    }
+}
+
 /// [`fit_with`] plus a prior of `prior_weight` toward the starting values (0 = none).
 pub fn fit_with_prior(
     base: &Profile,
@@ -771,39 +779,39 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
     }
 }
 
-/// Slowest rank's median of a pace probe.
-fn pace_s(b: &HarnessBench) -> f64 {
+/// The slowest rank's median of a case every rank ran at once (rank 0's when only that is known).
+fn slowest_rank_median(b: &HarnessBench) -> f64 {
     b.per_rank_median_s.iter().copied().filter(|v| v.is_finite() && *v > 0.0).fold(b.median_s, f64::max)
 }
 
-/// Drift correction for every benchmark of a harness file: the ratio of the machine's pace during
-/// the end-to-end decode (the mean of the `pace` probes taken between its steps and right after
-/// it) to its pace around the benchmark (the mean of the nearest probes before and after it). A microbenchmark timed while the machine ran
-/// faster than during the e2e run is scaled up by that ratio, so the fit describes the machine the
-/// e2e run saw. 1 everywhere when the file has no probes (older files, `--only` subsets).
+/// Drift of a harness run, per benchmark: the ratio of the machine's pace during the end-to-end
+/// decode (the mean of the `pace` probes taken between its steps and right after it) to its pace
+/// around the benchmark (the mean of the nearest probes before and after it). 1 everywhere when
+/// the file has no probes (older files, `--only` subsets). Not applied to the fit: on this 2-core
+/// VM the probe itself is bimodal (1.1 or 1.7 ms) and scaling by it helped one closed-loop run and
+/// hurt two; `validate` reports the drift so that a user knows the run's noise floor.
 pub fn pace_factors(h: &HarnessFile) -> Vec<f64> {
     let n = h.benchmarks.len();
-    let probes: Vec<(usize, f64)> =
-        h.benchmarks.iter().enumerate().filter(|(_, b)| b.kind == "pace" && b.median_s > 0.0).map(|(i, b)| (i, pace_s(b))).collect();
-    // The decode window: the probes between decode steps and the one right after them.
-    let at_decode: Vec<f64> = h
+    // (index, slowest rank's probe time, taken in the decode window)
+    let probes: Vec<(usize, f64, bool)> = h
         .benchmarks
         .iter()
-        .filter(|b| {
-            b.kind == "pace"
-                && b.median_s > 0.0
-                && b.params.get("at").and_then(|v| v.as_str()).is_some_and(|a| a == "e2e decode" || a == "after e2e")
+        .enumerate()
+        .filter(|(_, b)| b.kind == "pace" && b.median_s > 0.0)
+        .map(|(i, b)| {
+            let at = b.params.get("at").and_then(|v| v.as_str()).unwrap_or("");
+            (i, slowest_rank_median(b), at == "e2e decode" || at == "after e2e")
         })
-        .map(pace_s)
         .collect();
-    if probes.is_empty() || at_decode.is_empty() {
+    let at_decode: Vec<f64> = probes.iter().filter(|p| p.2).map(|p| p.1).collect();
+    if at_decode.is_empty() {
         return vec![1.0; n];
     }
     let reference = at_decode.iter().sum::<f64>() / at_decode.len() as f64;
     (0..n)
         .map(|i| {
-            let before = probes.iter().rev().find(|(j, _)| *j < i).map(|p| p.1);
-            let after = probes.iter().find(|(j, _)| *j > i).map(|p| p.1);
+            let before = probes.iter().rev().find(|p| p.0 < i).map(|p| p.1);
+            let after = probes.iter().find(|p| p.0 > i).map(|p| p.1);
             let local = match (before, after) {
                 (Some(a), Some(b)) => (a + b) / 2.0,
                 (Some(a), None) | (None, Some(a)) => a,
@@ -837,9 +845,7 @@ const CHAIN_SEED: u64 = 7;
 pub fn harness_measured(b: &HarnessBench) -> f64 {
     match b.kind.as_str() {
         "e2e_decode" | "e2e_prefill" => b.tokens_per_s.unwrap_or(f64::NAN),
-        "qmm" | "gather_qmm" | "sdpa" | "op_chain" | "segment_chain" => {
-            b.per_rank_median_s.iter().copied().filter(|v| v.is_finite()).fold(b.median_s, f64::max)
-        }
+        "qmm" | "gather_qmm" | "sdpa" | "op_chain" | "segment_chain" => slowest_rank_median(b),
         _ => b.median_s,
     }
 }
@@ -1013,7 +1019,8 @@ impl Dataset {
 }
 
 /// Fits `params` (or the defaults for the data) and returns the fitted profile. With default
-/// parameters, those the data do not constrain are dropped (and listed).
+/// parameters, those the data do not constrain, and the later one of a pair the data cannot
+/// separate, are dropped (kept as they are, and listed).
 /// `prior_weight` is the weight of the prior toward the base values ([`PRIOR_WEIGHT`] by default).
 pub fn calibrate(
     data: &Dataset,

@@ -583,8 +583,9 @@ class Harness:
 
         Successive calls cycle through copies of the weights whose total is at least
         --qmm-working-set bytes, so that, as in a forward pass over a model, the weights come
-        from the shared cache or DRAM and not from the core's private cache (measured here:
-        a 0.3 MB matrix timed alone ran ~30% faster than inside the e2e model)."""
+        from the shared cache or DRAM and not from a private cache (a GPU's or a core's). On
+        this CPU-only VM it made no measurable difference (MLX's CPU qmm is compute-bound at
+        ~2.6 GFLOP/s either way)."""
         gs = 64
         wq, sc, bi = mx.quantize(w, group_size=gs, bits=bits)
         mx.eval(wq, sc, bi)
@@ -803,18 +804,17 @@ class Harness:
         """A fixed small kernel (the e2e MLP's gate projection, M=1) timed between the cases and
         during the e2e run, on every rank. A shared machine's speed drifts (measured here: the
         same 2-rank decode at 70 ms/token in one minute and 105-140 in the next, while the
-        kernels timed a minute earlier had not changed); `supernode calibrate` scales each
-        microbenchmark by the ratio of the pace during the e2e run to the pace around it."""
+        kernels timed a minute earlier had not changed); `supernode validate` reports the ratio
+        of the pace during the e2e decode to the pace around the microbenchmarks."""
         if "pace" not in self.only:
             return
+        cfg = DEFAULT_MODEL
         if self._pace_w is None:
-            cfg = DEFAULT_MODEL
             h, f, n = cfg["hidden_size"], cfg["intermediate_size"], max(1, self.size)
             w = (mx.random.normal((f // n, h)) * 0.02).astype(self.dtype)
             self._pace_w = mx.quantize(w, group_size=cfg["group_size"], bits=cfg["bits"])
             self._pace_x = mx.random.normal((1, h)).astype(self.dtype)
             mx.eval(self._pace_w, self._pace_x)
-        cfg = DEFAULT_MODEL
         fn = lambda: mx.quantized_matmul(self._pace_x, *self._pace_w, transpose=True,
                                          group_size=cfg["group_size"], bits=cfg["bits"])
         for _ in range(10):  # warm-up: right after another case the first calls run slow (measured 1.7 vs 1.1 ms)
@@ -852,9 +852,10 @@ class Harness:
         shapes (M=1, distinct weights per layer) -- an attention block (q, k, v, o projections)
         and an MLP block (gate, up, down) -- run for every layer, without and with an all_sum
         of the hidden state after each block, evaluated at once on every rank. Timed alone an
-        all_sum costs tens of microseconds; between kernels it costs more (measured here: ~2 ms
-        after a short attention block, ~0.4 ms after an MLP block), and this is what a
-        tensor-parallel forward pass pays."""
+        all_sum costs tens of microseconds; between kernels it costs more, and the difference
+        between the two chains is what the twin charges per collective in a forward pass.
+        Measured here the chain shows +1-10 ms for its 16 all_sums, less than the e2e model's
+        own all_sums cost (6-30 ms per token), so it is a lower bound."""
         if not self.wants("segment_chain") or self.group is None:
             return
         cfg = DEFAULT_MODEL

@@ -27,7 +27,7 @@ pub enum CalibrationCommand {
         params: Option<Vec<String>>,
         /// Weight of the prior toward the starting profile's values, per unit of log / logit
         /// (0 = plain least squares).
-        #[arg(long, default_value_t = calibrate::PRIOR_WEIGHT)]
+        #[arg(long, default_value_t = calibrate::PRIOR_WEIGHT, value_parser = calibrate::parse_prior_weight)]
         prior_weight: f64,
         /// Print the fit report as JSON.
         #[arg(long)]
@@ -39,10 +39,6 @@ pub enum CalibrationCommand {
 pub fn dispatch(c: CalibrationCommand) -> i32 {
     match c {
         CalibrationCommand::Calibrate { measurements, out, profile, params, prior_weight, json } => {
-            if !(prior_weight >= 0.0 && prior_weight.is_finite()) {
-                eprintln!("error: --prior-weight must be a finite number >= 0, got {prior_weight}");
-                return EXIT_INPUT;
-            }
             run_calibrate(&measurements, &out, profile, params, prior_weight, json)
         }
     }

@@ -75,7 +75,7 @@ pub enum Command {
         #[arg(long)]
         loo: bool,
         /// Prior weight of the leave-one-out refits (as `calibrate --prior-weight`).
-        #[arg(long, default_value_t = crate::calibrate::PRIOR_WEIGHT)]
+        #[arg(long, default_value_t = crate::calibrate::PRIOR_WEIGHT, value_parser = crate::calibrate::parse_prior_weight)]
         prior_weight: f64,
         /// Draw a predicted-vs-measured parity chart (PNG and SVG) into this directory.
         #[arg(long)]
@@ -265,9 +265,11 @@ fn validate(args: ValidateArgs) -> i32 {
     let report = crate::validate::report(selected.iter().map(|&i| row(i, predictions[i])).collect(), skipped);
     let mut out = serde_json::to_value(&report).expect("report serializes");
     let mut text = crate::validate::table(&report);
-    if let Some(drift) =
-        is_json.then(|| crate::calibrate::read_harness(&against).ok()).flatten().and_then(|h| crate::calibrate::pace_drift_percent(&h))
-    {
+    let harness = data.sources.iter().find_map(|s| match s {
+        crate::calibrate::TargetSource::Harness(h, _) => Some(h),
+        crate::calibrate::TargetSource::Row(_) => None,
+    });
+    if let Some(drift) = harness.and_then(|h| crate::calibrate::pace_drift_percent(h)) {
         text.push_str(&format!(
             "\npace probe: the machine ran {:.0}% {} during the e2e decode than around the microbenchmarks (a profile fitted to them \
              carries that error)\n",

@@ -118,6 +118,8 @@ fn degenerate_data_is_refused_with_a_clear_error() {
     let out =
         bin().args(["calibrate", "--prior-weight=-1", "-o"]).arg(tmp.path().join("p.toml")).arg(&p).assert().code(2).get_output().clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("--prior-weight"));
+    let out = bin().args(["validate", "--loo", "--prior-weight=nan", "--against"]).arg(&p).assert().code(2).get_output().clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--prior-weight"));
 }
 
 #[test]
