@@ -483,6 +483,17 @@ pub struct HarnessBench {
     /// End-to-end model configuration.
     #[serde(default)]
     pub model: Option<serde_json::Value>,
+    /// Each round's own statistics when the harness timed the case in several rounds (the
+    /// headline fields are the best round's).
+    #[serde(default)]
+    pub rounds: Vec<serde_json::Value>,
+}
+
+impl HarnessBench {
+    /// Tokens per second of every round of an end-to-end record (empty for a single round).
+    pub fn round_tokens_per_s(&self) -> Vec<f64> {
+        self.rounds.iter().filter_map(|r| r.get("tokens_per_s").and_then(|v| v.as_f64())).collect()
+    }
 }
 
 /// Errors reading measurement files.
@@ -984,6 +995,14 @@ impl Dataset {
                 TargetSource::Harness(h, i) => predict_harness(h, &h.benchmarks[*i], profile),
             })
             .collect()
+    }
+
+    /// The prior weight `calibrate` uses unless told otherwise: [`PRIOR_WEIGHT`] when the data
+    /// include published rows, whose parameters start from sourced values; 0 for harness files
+    /// alone, whose host parameters start from another chip's values (a seed, not a belief), so
+    /// a prior would only pull them toward the wrong machine.
+    pub fn default_prior_weight(&self) -> f64 {
+        if self.sources.iter().any(|s| matches!(s, TargetSource::Row(_))) { PRIOR_WEIGHT } else { 0.0 }
     }
 
     /// A copy without target `i`.

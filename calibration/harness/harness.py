@@ -379,13 +379,19 @@ class Harness:
         self.qmm_working_set = args.qmm_working_set
         self._pace_w = None
         self._pace_x = None
+        self._e2e = None
         self.results: list[dict] = []
+        self.round = 0  # which pass over the cases (--rounds); records are merged per case at the end
+        self.rounds = max(1, args.rounds)
         self.sync_overhead_s: float | None = None
         # timing budgets
         self.warmup = args.warmup if args.warmup is not None else (1 if self.quick else 3)
-        self.min_reps = args.repeats if args.repeats is not None else (3 if self.quick else 10)
+        # minimum samples per case and round (quick: 3 in one round, 2 per round with several)
+        self.min_reps = args.repeats if args.repeats is not None else (
+            (3 if self.rounds == 1 else 2) if self.quick else 10)
         self.max_reps = max(self.min_reps, 7 if self.quick else 50)
-        self.case_budget_s = 0.25 if self.quick else 2.0  # measured time per case
+        # measured time per case, split over the rounds
+        self.case_budget_s = (0.25 if self.quick else 2.0) / self.rounds
         self.inner_target_s = 0.002 if self.quick else 0.005  # per timed sample
         mx.random.seed(args.seed)
 
@@ -468,6 +474,7 @@ class Harness:
         if gather and self.group is not None:
             per_rank = self.gather_floats([entry["median_s"]])
             entry["per_rank_median_s"] = [rnd(r[0]) for r in per_rank]
+        entry["round"] = self.round
         self.results.append(entry)
         return entry
 
@@ -613,10 +620,15 @@ class Harness:
                 f"({e['bytes_per_s'] / 1e9:.2f} GB/s, {e['flops_per_s'] / 1e9:.2f} GFLOP/s)")
         del wq, sc, bi, ws
 
+    def e2e_prompt_tokens(self) -> int:
+        return self.args.prompt_tokens or (64 if self.quick else 512)
+
     def bench_qmm(self) -> None:
         if not self.wants("qmm"):
             return
-        Ms = self.args.qmm_m
+        # the large model shapes at M = 32 take ~0.4 s a call on a CPU; --quick times them at
+        # M = 1 and 8 only (the e2e shapes cover M = 32 and the prompt length)
+        Ms = self.args.qmm_m or ([1, 8] if self.quick else [1, 4, 8, 32])
         for N, K, label in self.qmm_shapes():
             w = (mx.random.normal((N, K)) * 0.02).astype(self.dtype)
             for bits in (4, 8):
@@ -631,7 +643,7 @@ class Harness:
         (measured here), and kernels timed next to the e2e run see the same machine."""
         if not self.wants("qmm"):
             return
-        Ms = self.args.qmm_m
+        Ms = self.args.qmm_m or [1, 32]
         cfg = DEFAULT_MODEL
         n = max(1, self.size)
         hd = cfg["hidden_size"] // cfg["num_attention_heads"]
@@ -646,7 +658,7 @@ class Harness:
             (cfg["vocab_size"], h, "e2e lm_head (replicated)"),
         ]
         # M = 1 (decode), 32 and the e2e prompt length (its prefill is one chunk of that many rows).
-        prompt = self.args.prompt_tokens or (128 if self.quick else 512)
+        prompt = self.e2e_prompt_tokens()
         e2e_ms = sorted({1, prompt} | ({32} if 32 in Ms else set()))
         for N, K, label in e2e_shapes:
             w = (mx.random.normal((N, K)) * 0.02).astype(self.dtype)
@@ -887,7 +899,7 @@ class Harness:
                         m = mx.distributed.all_sum(m, group=self.group)
                     y = mx.tanh(y + m)
                 return y
-            samples, _ = self.time_fn(chain, inner=1, reps=None if not self.quick else 21, agree=True)
+            samples, _ = self.time_fn(chain, inner=1, reps=None if not self.quick else max(5, 21 // self.rounds), agree=True)
             params = {"repeats": layers, "sync": sync, "M": 1, "bits": bits, "group_size": gs,
                       "blocks": [{"name": "attention projections", "shapes": attn_shapes, "elementwise": 6},
                                  {"name": "mlp", "shapes": mlp_shapes, "elementwise": 5}],
@@ -911,11 +923,12 @@ class Harness:
             cfg.update({k: v for k, v in user.items() if k in DEFAULT_MODEL})
             if "head_dim" not in user:
                 cfg["head_dim"] = cfg["hidden_size"] // cfg["num_attention_heads"]
-        prompt = self.args.prompt_tokens or (128 if self.quick else 512)
+        prompt = self.e2e_prompt_tokens()
         gen = self.args.gen_tokens or (32 if self.quick else 128)
-        prefill_reps = 2 if self.quick else 5
-        model_info = run_e2e(self, cfg, prompt, gen, prefill_reps)
-        return model_info
+        prefill_reps = 1 if self.quick else 2
+        if self._e2e is None:
+            self._e2e = E2E(self, cfg, prompt, gen, prefill_reps)
+        self._e2e.round()
 
     # -- power -------------------------------------------------------------------
     def power(self) -> dict:
@@ -1126,152 +1139,215 @@ def tree_nbytes(module: nn.Module) -> int:
     return sum(v.nbytes for _, v in tree_flatten(module.parameters()))
 
 
-def run_e2e(h: Harness, cfg: dict, prompt: int, gen: int, prefill_reps: int) -> dict:
-    N = h.size
-    heads, kv, hid, ffn, gs = (cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["hidden_size"],
-                               cfg["intermediate_size"], cfg["group_size"])
-    problems = []
-    if heads % N or kv % N:
-        problems.append(f"ranks ({N}) must divide heads ({heads}) and kv heads ({kv})")
-    if hid % N:
-        problems.append(f"ranks ({N}) must divide hidden ({hid})")
-    if (ffn // N) % gs or (heads * cfg['head_dim'] // N) % gs:
-        problems.append(f"per-rank input dims of o_proj/down_proj must be multiples of group size {gs}")
-    if problems:
-        raise SystemExit("e2e model config cannot be tensor-parallel split: " + "; ".join(problems))
+class E2E:
+    """The end-to-end validation target: a llama-like model with random weights, tensor parallel
+    across the ranks, built and warmed up once; each `round()` times a prefill and a greedy
+    decode and records them (one record per round; `merge_rounds` keeps every round)."""
 
-    log(f"e2e: building llama-like model L={cfg['num_hidden_layers']} h={hid} heads={heads}/{kv} ffn={ffn} "
-        f"vocab={cfg['vocab_size']} q{cfg['bits']}g{gs}, TP over {N} rank(s)")
-    mx.random.seed(h.args.seed)  # identical weights on every rank, like a real checkpoint
-    model = Model(cfg)
-    model.set_dtype(h.dtype)
-    nn.quantize(model, group_size=gs, bits=cfg["bits"])
-    mx.eval(model.parameters())
-    total_bytes = tree_nbytes(model)
-    if h.group is not None:
-        shard_model(model, h.group)
-    mx.eval(model.parameters())
-    clear_cache()
-    rank_bytes = tree_nbytes(model)
-    emb_bytes = tree_nbytes(model.embed_tokens)
-    read_bytes = rank_bytes - emb_bytes  # per forward: all weights but the embedding table (one row read)
-    model.eval()
+    def __init__(self, h: Harness, cfg: dict, prompt: int, gen: int, prefill_reps: int):
+        N = h.size
+        heads, kv, hid, ffn, gs = (cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["hidden_size"],
+                                   cfg["intermediate_size"], cfg["group_size"])
+        problems = []
+        if heads % N or kv % N:
+            problems.append(f"ranks ({N}) must divide heads ({heads}) and kv heads ({kv})")
+        if hid % N:
+            problems.append(f"ranks ({N}) must divide hidden ({hid})")
+        if (ffn // N) % gs or (heads * cfg['head_dim'] // N) % gs:
+            problems.append(f"per-rank input dims of o_proj/down_proj must be multiples of group size {gs}")
+        if problems:
+            raise SystemExit("e2e model config cannot be tensor-parallel split: " + "; ".join(problems))
+        self.h, self.cfg, self.prompt, self.gen, self.prefill_reps = h, cfg, prompt, gen, prefill_reps
 
-    def new_caches():
-        return [KVCache() for _ in range(cfg["num_hidden_layers"])]
+        log(f"e2e: building llama-like model L={cfg['num_hidden_layers']} h={hid} heads={heads}/{kv} ffn={ffn} "
+            f"vocab={cfg['vocab_size']} q{cfg['bits']}g{gs}, TP over {N} rank(s)")
+        mx.random.seed(h.args.seed)  # identical weights on every rank, like a real checkpoint
+        model = Model(cfg)
+        model.set_dtype(h.dtype)
+        nn.quantize(model, group_size=gs, bits=cfg["bits"])
+        mx.eval(model.parameters())
+        total_bytes = tree_nbytes(model)
+        if h.group is not None:
+            shard_model(model, h.group)
+        mx.eval(model.parameters())
+        clear_cache()
+        rank_bytes = tree_nbytes(model)
+        emb_bytes = tree_nbytes(model.embed_tokens)
+        self.read_bytes = rank_bytes - emb_bytes  # per forward: all weights but the embedding table (one row read)
+        model.eval()
+        self.model = model
 
-    rng = random.Random(h.args.seed)
-    prompt_toks = mx.array([[rng.randrange(cfg["vocab_size"]) for _ in range(prompt)]], dtype=mx.int32)
+        rng = random.Random(h.args.seed)
+        self.prompt_toks = mx.array([[rng.randrange(cfg["vocab_size"]) for _ in range(prompt)]], dtype=mx.int32)
 
-    # warm-up: a short prefill and a few decode steps (kernel compile, allocator)
-    caches = new_caches()
-    logits = model(prompt_toks[:, :min(16, prompt)], caches)
-    tok = mx.argmax(logits[:, -1, :], axis=-1)
-    mx.eval(tok)
-    for _ in range(3):
-        tok = mx.argmax(model(tok[:, None], caches)[:, -1, :], axis=-1)
+        # warm-up: a short prefill and a few decode steps (kernel compile, allocator)
+        caches = self.new_caches()
+        logits = model(self.prompt_toks[:, :min(16, prompt)], caches)
+        tok = mx.argmax(logits[:, -1, :], axis=-1)
         mx.eval(tok)
-    h.barrier()
-
-    power = None
-    want_power = h.rank == 0 and h.power_info.get("available")
-
-    # prefill (one chunk: exo prefills in 2048-token chunks)
-    pre_samples = []
-    for _ in range(prefill_reps):
-        caches = new_caches()
+        for _ in range(3):
+            tok = mx.argmax(model(tok[:, None], caches)[:, -1, :], axis=-1)
+            mx.eval(tok)
         h.barrier()
-        t0 = time.perf_counter()
-        logits = model(prompt_toks, caches)
-        tok = mx.argmax(logits[:, -1, :], axis=-1)
-        mx.eval(tok)
-        pre_samples.append(time.perf_counter() - t0)
-    log(f"  prefill {prompt} tokens: median {sorted(pre_samples)[len(pre_samples) // 2]:.3f} s")
 
-    # decode `gen` tokens greedily after the prompt, one eval per token
-    h.barrier()
-    if want_power:
-        power = PowerSampler()
-        power.start()
-    dec_samples = []
-    for i in range(gen):
-        if i and i % 4 == 0:
-            h.pace("e2e decode")  # between tokens, outside the timed steps
-        t0 = time.perf_counter()
-        logits = model(tok[:, None], caches)
-        tok = mx.argmax(logits[:, -1, :], axis=-1)
-        mx.eval(tok)
-        dec_samples.append(time.perf_counter() - t0)
-    dec_total = sum(dec_samples)
-    if power is not None:
-        h.power_info["during_e2e_decode"] = power.stop()
+        hd = cfg["head_dim"]
+        layers = cfg["num_hidden_layers"]
+        self.act_isz = mx.zeros((1,), dtype=h.dtype).itemsize
+        params_total = (layers * (hid * heads * hd * 2 + hid * kv * hd * 2 + 3 * hid * ffn)
+                        + 2 * cfg["vocab_size"] * hid)
+        self.model_cfg = {
+            "arch": cfg["arch"],
+            "layers": layers,
+            "hidden": hid,
+            "heads": heads,
+            "kv_heads": kv,
+            "head_dim": hd,
+            "ffn": ffn,
+            "vocab": cfg["vocab_size"],
+            "bits": cfg["bits"],
+            "group_size": gs,
+            "ranks": N,
+            "dtype": dtype_name(h.dtype),
+            "tie_word_embeddings": False,
+            "parallelism": "tensor" if N > 1 else "none",
+            "sharding": {
+                "column_split": ["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"],
+                "row_split_then_all_sum": ["o_proj", "down_proj"],
+                "replicated": ["embed_tokens", "lm_head", "norms"],
+                "kv_cache": "split by kv head",
+            },
+            "all_sums_per_forward": 2 * layers if N > 1 else 0,
+            "prefill_logits": "last",  # the LM head sees the last position only (Model.__call__ last_only)
+            "params_total": params_total,
+            "weight_bytes_total": total_bytes,
+            "weight_bytes_per_rank": rank_bytes,
+            "kv_bytes_per_token_per_rank": 2 * layers * (kv // N) * hd * self.act_isz,
+            "quantized_modules": "all Linear and the Embedding (mlx.nn.quantize)",
+            "weights": "random (seeded, identical on every rank before sharding)",
+            "weight_bytes_read_per_forward_per_rank": self.read_bytes,
+        }
+        # per rank: sharded layer matmuls / N, replicated lm_head on the last token,
+        # attention (QK^T and PV over the causal context) split by head
+        layer_params = params_total - 2 * cfg["vocab_size"] * hid
+        head_params = cfg["vocab_size"] * hid
+        attn_prefill = 4.0 * layers * heads * hd * (prompt * (prompt + 1) // 2)
+        self.flops_prefill = (2.0 * layer_params * prompt + attn_prefill) / N + 2.0 * head_params
+        ctx_mid = prompt + gen / 2.0
+        self.flops_decode = (2.0 * layer_params + 4.0 * layers * heads * hd * ctx_mid) / N + 2.0 * head_params
 
-    hd = cfg["head_dim"]
-    layers = cfg["num_hidden_layers"]
-    act_isz = mx.zeros((1,), dtype=h.dtype).itemsize
-    params_total = (layers * (hid * heads * hd * 2 + hid * kv * hd * 2 + 3 * hid * ffn)
-                    + 2 * cfg["vocab_size"] * hid)
-    model_cfg = {
-        "arch": cfg["arch"],
-        "layers": layers,
-        "hidden": hid,
-        "heads": heads,
-        "kv_heads": kv,
-        "head_dim": hd,
-        "ffn": ffn,
-        "vocab": cfg["vocab_size"],
-        "bits": cfg["bits"],
-        "group_size": gs,
-        "ranks": N,
-        "dtype": dtype_name(h.dtype),
-        "tie_word_embeddings": False,
-        "parallelism": "tensor" if N > 1 else "none",
-        "sharding": {
-            "column_split": ["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"],
-            "row_split_then_all_sum": ["o_proj", "down_proj"],
-            "replicated": ["embed_tokens", "lm_head", "norms"],
-            "kv_cache": "split by kv head",
-        },
-        "all_sums_per_forward": 2 * layers if N > 1 else 0,
-        "prefill_logits": "last",  # the LM head sees the last position only (Model.__call__ last_only)
-        "params_total": params_total,
-        "weight_bytes_total": total_bytes,
-        "weight_bytes_per_rank": rank_bytes,
-        "kv_bytes_per_token_per_rank": 2 * layers * (kv // N) * hd * act_isz,
-        "quantized_modules": "all Linear and the Embedding (mlx.nn.quantize)",
-        "weights": "random (seeded, identical on every rank before sharding)",
-    }
-    # prefill entry
-    # per rank: sharded layer matmuls / N, replicated lm_head on the last token,
-    # attention (QK^T and PV over the causal context) split by head
-    layer_params = params_total - 2 * cfg["vocab_size"] * hid
-    head_params = cfg["vocab_size"] * hid
-    attn_prefill = 4.0 * layers * heads * hd * (prompt * (prompt + 1) // 2)
-    flops_prefill = (2.0 * layer_params * prompt + attn_prefill) / N + 2.0 * head_params
-    ctx_mid = prompt + gen / 2.0
-    flops_decode = (2.0 * layer_params + 4.0 * layers * heads * hd * ctx_mid) / N + 2.0 * head_params
-    model_cfg["weight_bytes_read_per_forward_per_rank"] = read_bytes
-    e = h.record(
-        "e2e_prefill",
-        {"prompt_tokens": prompt, "chunk": prompt, "ranks": N,
-         "all_sum_bytes": prompt * hid * act_isz if N > 1 else 0},
-        read_bytes, flops_prefill, pre_samples,
-        extra={"tokens_per_s": rnd(prompt / percentile(sorted(pre_samples), 50)), "model": model_cfg},
-    )
-    log(f"  e2e prefill: {e['tokens_per_s']:.1f} tok/s")
-    e = h.record(
-        "e2e_decode",
-        {"prompt_tokens": prompt, "gen_tokens": gen, "context_start": prompt, "context_end": prompt + gen,
-         "ranks": N, "all_sum_bytes": hid * act_isz if N > 1 else 0},
-        read_bytes, flops_decode, dec_samples,
-        extra={"tokens_per_s": rnd(gen / dec_total),
-               "tokens_per_s_from_median": rnd(1.0 / percentile(sorted(dec_samples), 50)),
-               "model": model_cfg},
-    )
-    log(f"  e2e decode: {e['tokens_per_s']:.2f} tok/s (median {e['median_s'] * 1e3:.1f} ms/token)")
-    del model, caches
-    clear_cache()
-    return model_cfg
+    def new_caches(self):
+        return [KVCache() for _ in range(self.cfg["num_hidden_layers"])]
+
+    def round(self) -> None:
+        """Prefill (one chunk: exo prefills in 2048-token chunks) then decode `gen` tokens."""
+        h, model, prompt, gen, N = self.h, self.model, self.prompt, self.gen, self.h.size
+        hid = self.cfg["hidden_size"]
+        power = None
+        want_power = h.rank == 0 and h.power_info.get("available")
+
+        pre_samples = []
+        for _ in range(self.prefill_reps):
+            caches = self.new_caches()
+            h.barrier()
+            t0 = time.perf_counter()
+            logits = model(self.prompt_toks, caches)
+            tok = mx.argmax(logits[:, -1, :], axis=-1)
+            mx.eval(tok)
+            pre_samples.append(time.perf_counter() - t0)
+
+        # decode `gen` tokens greedily after the prompt, one eval per token
+        h.barrier()
+        if want_power:
+            power = PowerSampler()
+            power.start()
+        dec_samples = []
+        for i in range(gen):
+            if i and i % 4 == 0:
+                h.pace("e2e decode")  # between tokens, outside the timed steps
+            t0 = time.perf_counter()
+            logits = model(tok[:, None], caches)
+            tok = mx.argmax(logits[:, -1, :], axis=-1)
+            mx.eval(tok)
+            dec_samples.append(time.perf_counter() - t0)
+        if power is not None:
+            h.power_info["during_e2e_decode"] = power.stop()
+
+        e = h.record(
+            "e2e_prefill",
+            {"prompt_tokens": prompt, "chunk": prompt, "ranks": N,
+             "all_sum_bytes": prompt * hid * self.act_isz if N > 1 else 0},
+            self.read_bytes, self.flops_prefill, pre_samples,
+            extra={"tokens_per_s": rnd(prompt / percentile(sorted(pre_samples), 50)), "model": self.model_cfg},
+        )
+        log(f"  e2e prefill {prompt} tokens: {e['tokens_per_s']:.1f} tok/s (median {e['median_s']:.3f} s)")
+        # tokens/s from the median step: within a round, the typical step of the slowest rank
+        # (every step ends in all_sums), robust to a lone stall; the mean rate is kept beside it.
+        e = h.record(
+            "e2e_decode",
+            {"prompt_tokens": prompt, "gen_tokens": gen, "context_start": prompt, "context_end": prompt + gen,
+             "ranks": N, "all_sum_bytes": hid * self.act_isz if N > 1 else 0},
+            self.read_bytes, self.flops_decode, dec_samples,
+            extra={"tokens_per_s": rnd(1.0 / percentile(sorted(dec_samples), 50)),
+                   "tokens_per_s_mean": rnd(gen / sum(dec_samples)),
+                   "model": self.model_cfg},
+        )
+        log(f"  e2e decode: {e['tokens_per_s']:.2f} tok/s (median {e['median_s'] * 1e3:.1f} ms/token, "
+            f"mean rate {e['tokens_per_s_mean']:.2f} tok/s)")
+        del caches
+        clear_cache()
+
+
+def merge_rounds(results: list[dict]) -> list[dict]:
+    """One record per case from the records of every round (pace probes stay as taken).
+
+    A shared machine's speed changes for seconds to minutes at a time (measured on a 2-vCPU
+    VM: the same work took 68 ms of CPU time in one second and 100-110 ms in the next, with
+    nothing else runnable in the guest -- the host's other tenants). Every case, the e2e run
+    included, is therefore timed in several rounds spread over the run, and a case's headline
+    statistics are those of its best round: the round whose slowest rank was fastest (the
+    highest tokens/s for the e2e records). Microbenchmarks and the e2e target get the same
+    treatment, so a profile fitted to the first predicts the second at the same machine
+    speed. `rounds` keeps every round's own statistics and samples; `all_rounds` pools them."""
+    order: list = []
+    groups: dict = {}
+    for e in results:
+        if e["kind"] == "pace":
+            order.append(e)
+            continue
+        # the same case in every round; `inner` (calls per sample) is sized afresh each round
+        key = (e["kind"], json.dumps({k: v for k, v in e["params"].items() if k != "inner"}, sort_keys=True))
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(e)
+    out = []
+    for item in order:
+        if isinstance(item, dict):
+            out.append(item)
+            continue
+        es = groups[item]
+        if len(es) == 1:
+            out.append(es[0])
+            continue
+
+        def slowest(e):
+            if e["kind"] in ("e2e_decode", "e2e_prefill"):
+                return -e.get("tokens_per_s", 0.0)
+            meds = [m for m in e.get("per_rank_median_s") or [] if m == m] or [e["median_s"]]
+            return max(meds + [e["median_s"]])
+        best = min(es, key=slowest)
+        merged = {k: v for k, v in best.items()}
+        pooled = [v for e in es for v in e["samples_s"]]
+        merged["best_round"] = best["round"]
+        merged.pop("round", None)
+        merged["all_rounds"] = {k: v for k, v in stats(pooled).items() if k != "samples_s"}
+        if best["kind"] == "e2e_decode":
+            gen = best["params"]["gen_tokens"]
+            merged["all_rounds"]["tokens_per_s_mean"] = rnd(gen * len(es) / sum(pooled))
+        merged["rounds"] = [{k: v for k, v in e.items() if k not in ("kind", "params", "bytes", "flops", "model")}
+                            for e in es]
+        out.append(merged)
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -1351,8 +1427,8 @@ def main(argv=None) -> int:
                    help="dtype of collective payloads (exo sends bf16 activations)")
     p.add_argument("--max-coll-bytes", type=int, default=None,
                    help="largest collective message (default 256 MiB, 4 MiB with --quick)")
-    p.add_argument("--qmm-m", type=lambda v: [int(x) for x in v.split(",") if x], default=[1, 4, 8, 32],
-                   help="token counts M for the qmm cases (default 1,4,8,32)")
+    p.add_argument("--qmm-m", type=lambda v: [int(x) for x in v.split(",") if x], default=None,
+                   help="token counts M for the qmm cases (default 1,4,8,32; 1,8 with --quick)")
     p.add_argument("--qmm-working-set", type=int, default=64 << 20,
                    help="bytes of weight copies qmm cycles through (default 64 MiB: beyond a core's private cache)")
     p.add_argument("--membw-bytes", type=int, default=None, help="array size for membw (default 1 GiB / 256 MiB quick)")
@@ -1360,10 +1436,12 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=None, help="minimum timed samples per case (default 10, 3 quick)")
     p.add_argument("--model-config", type=str, default=None,
                    help="JSON (HF config.json style keys) overriding the e2e model config")
-    p.add_argument("--prompt-tokens", type=int, default=None, help="e2e prompt length (default 512, 128 quick)")
+    p.add_argument("--prompt-tokens", type=int, default=None, help="e2e prompt length (default 512, 64 quick)")
     p.add_argument("--gen-tokens", type=int, default=None, help="e2e generated tokens (default 128, 32 quick)")
     p.add_argument("--pin", choices=["auto", "on", "off"], default="auto",
                    help="pin each rank to its own CPUs (auto: Linux ring whose ranks are all on loopback)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="passes over all cases, spread over the run; each case reports its best round (default 3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--verbose", action="store_true", help="progress from every rank")
     args = p.parse_args(argv)
@@ -1391,14 +1469,20 @@ def main(argv=None) -> int:
         hosts = [raw[i * 64:(i + 1) * 64].rstrip(b"\0").decode(errors="replace") for i in range(h.size)]
 
     h.bench_sync()
-    for bench in (h.bench_membw, h.bench_matmul_peak, h.bench_qmm, h.bench_gather_qmm, h.bench_sdpa,
-                  h.bench_collectives, h.bench_op_chain, h.bench_segment_chain, h.bench_qmm_e2e_shapes):
-        h.pace("before " + bench.__name__.removeprefix("bench_"))
-        bench()
-    h.pace("before e2e")
-    h.bench_e2e()
-    h.pace("after e2e")
+    for r in range(h.rounds):
+        h.round = r
+        if h.rounds > 1:
+            log(f"round {r + 1} of {h.rounds}")
+        for bench in (h.bench_membw, h.bench_matmul_peak, h.bench_qmm, h.bench_gather_qmm, h.bench_sdpa,
+                      h.bench_collectives, h.bench_op_chain, h.bench_segment_chain, h.bench_qmm_e2e_shapes):
+            h.pace("before " + bench.__name__.removeprefix("bench_"))
+            bench()
+        h.pace("before e2e")
+        h.bench_e2e()
+        h.pace("after e2e")
     h.barrier()
+    h._e2e = None
+    results = merge_rounds(h.results)
 
     elapsed = time.perf_counter() - t_start
     if h.rank == 0:
@@ -1432,12 +1516,16 @@ def main(argv=None) -> int:
                 "max_repeats": h.max_reps,
                 "ranks": "every rank runs every case at the same time; samples are rank 0's, "
                          "per_rank_median_s has each rank's median",
+                "rounds": "every case runs once per round; a case's headline statistics are its best "
+                          "round's (slowest rank fastest; highest tokens/s for e2e), `rounds` has each "
+                          "round's and `all_rounds` the pooled statistics",
             },
-            "benchmarks": h.results,
+            "rounds": h.rounds,
+            "benchmarks": results,
         }
         out = args.out or default_out(mach["hostname"])
         write_atomic(out, sanitize(doc))
-        log(f"wrote {out} ({len(h.results)} benchmarks) in {elapsed:.1f} s")
+        log(f"wrote {out} ({len(results)} benchmarks, {h.rounds} round(s)) in {elapsed:.1f} s")
     return 0
 
 

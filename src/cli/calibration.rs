@@ -26,9 +26,10 @@ pub enum CalibrationCommand {
         #[arg(long, value_delimiter = ',')]
         params: Option<Vec<String>>,
         /// Weight of the prior toward the starting profile's values, per unit of log / logit
-        /// (0 = plain least squares).
-        #[arg(long, default_value_t = calibrate::PRIOR_WEIGHT, value_parser = calibrate::parse_prior_weight)]
-        prior_weight: f64,
+        /// (0 = plain least squares). Default: 0.1 when the data include published rows (the
+        /// starting values are sourced), 0 for harness files alone (theirs are only seeds).
+        #[arg(long, value_parser = calibrate::parse_prior_weight)]
+        prior_weight: Option<f64>,
         /// Print the fit report as JSON.
         #[arg(long)]
         json: bool,
@@ -63,7 +64,7 @@ fn run_calibrate(
     out: &std::path::Path,
     profile: Option<PathBuf>,
     params: Option<Vec<String>>,
-    prior_weight: f64,
+    prior_weight: Option<f64>,
     json: bool,
 ) -> i32 {
     let base = match load_profile(profile) {
@@ -81,6 +82,7 @@ fn run_calibrate(
         }
     };
     eprintln!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
+    let prior_weight = prior_weight.unwrap_or_else(|| data.default_prior_weight());
     let (mut fitted, report, dropped) = match calibrate::calibrate(&data, &base, params, prior_weight) {
         Ok(x) => x,
         Err(e) => {

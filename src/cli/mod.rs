@@ -269,6 +269,14 @@ fn validate(args: ValidateArgs) -> i32 {
         crate::calibrate::TargetSource::Harness(h, _) => Some(h),
         crate::calibrate::TargetSource::Row(_) => None,
     });
+    for b in harness.map(|h| h.benchmarks.as_slice()).unwrap_or_default() {
+        let per_round = b.round_tokens_per_s();
+        if b.kind.starts_with("e2e_") && per_round.len() > 1 {
+            let list: Vec<String> = per_round.iter().map(|v| format!("{v:.2}")).collect();
+            text.push_str(&format!("\n{} per round: {} tok/s (the best round is the measured value)", b.kind, list.join(", ")));
+            out["rounds_tokens_per_s"][b.kind.as_str()] = serde_json::json!(per_round);
+        }
+    }
     if let Some(drift) = harness.and_then(|h| crate::calibrate::pace_drift_percent(h)) {
         text.push_str(&format!(
             "\npace probe: the machine ran {:.0}% {} during the e2e decode than around the microbenchmarks (a profile fitted to them \

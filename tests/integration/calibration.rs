@@ -176,6 +176,23 @@ fn validate_reports_the_pace_drift_of_a_harness_file() {
     assert!(v["pace_drift_percent"].as_f64().is_some(), "{v}");
     let text = bin().args(["validate", "--against"]).arg(&example).assert().success().get_output().stdout.clone();
     assert!(String::from_utf8_lossy(&text).contains("pace probe: the machine ran"));
+    // The example was timed in three rounds; validate shows each round's e2e rate.
+    assert_eq!(v["rounds_tokens_per_s"]["e2e_decode"].as_array().map(|a| a.len()), Some(3), "{v}");
+    assert!(String::from_utf8_lossy(&text).contains("e2e_decode per round:"));
+}
+
+#[test]
+fn harness_fits_have_no_prior_by_default_published_rows_do() {
+    let example = root().join("calibration/measurements/harness-quick-example.json");
+    let mut d = Dataset::default();
+    d.add_harness(&example, HarnessUse::Fit).unwrap();
+    assert_eq!(d.default_prior_weight(), 0.0);
+    let h = calibrate::read_harness(&example).unwrap();
+    let dec = h.benchmarks.iter().find(|b| b.kind == "e2e_decode").unwrap();
+    let best = dec.round_tokens_per_s().into_iter().fold(0.0, f64::max);
+    assert_eq!(calibrate::harness_measured(dec), best, "the measured decode is the best round's");
+    d.add_csv(&crate::measurements_csv(), &Profile::default_profile()).unwrap();
+    assert_eq!(d.default_prior_weight(), calibrate::PRIOR_WEIGHT);
 }
 
 #[test]
