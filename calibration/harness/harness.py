@@ -910,8 +910,9 @@ class Harness:
         del weights
 
     # -- end to end --------------------------------------------------------------
-    def bench_e2e(self) -> None:
-        if not self.wants("e2e_decode", "e2e_prefill"):
+    def e2e_setup(self) -> None:
+        """Build the e2e model once, before the rounds."""
+        if not self.wants("e2e_decode", "e2e_prefill") or self._e2e is not None:
             return
         cfg = dict(DEFAULT_MODEL)
         if self.args.model_config:
@@ -924,11 +925,22 @@ class Harness:
             if "head_dim" not in user:
                 cfg["head_dim"] = cfg["hidden_size"] // cfg["num_attention_heads"]
         prompt = self.e2e_prompt_tokens()
-        gen = self.args.gen_tokens or (32 if self.quick else 128)
+        gen = self.args.gen_tokens or (16 if self.quick else 64)
         prefill_reps = 1 if self.quick else 2
+        self._e2e = E2E(self, cfg, prompt, gen, prefill_reps)
+
+    def bench_e2e(self) -> None:
+        """The round's prefill and a decode window."""
         if self._e2e is None:
-            self._e2e = E2E(self, cfg, prompt, gen, prefill_reps)
-        self._e2e.round()
+            return
+        self._e2e.prefill()
+        self._e2e.decode_window()
+
+    def e2e_window(self) -> None:
+        """An extra decode window between case groups (three per round with the one after the
+        prefill), so that the e2e decode is sampled across each round as the cases are."""
+        if self._e2e is not None and "e2e_decode" in self.only:
+            self._e2e.decode_window()
 
     # -- power -------------------------------------------------------------------
     def power(self) -> dict:
@@ -1141,8 +1153,9 @@ def tree_nbytes(module: nn.Module) -> int:
 
 class E2E:
     """The end-to-end validation target: a llama-like model with random weights, tensor parallel
-    across the ranks, built and warmed up once; each `round()` times a prefill and a greedy
-    decode and records them (one record per round; `merge_rounds` keeps every round)."""
+    across the ranks, built and warmed up once. `prefill()` times the prompt's prefill and
+    `decode_window()` a greedy decode from it; each call is one record, and `merge_rounds`
+    keeps every one and reports the best."""
 
     def __init__(self, h: Harness, cfg: dict, prompt: int, gen: int, prefill_reps: int):
         N = h.size
@@ -1158,6 +1171,8 @@ class E2E:
         if problems:
             raise SystemExit("e2e model config cannot be tensor-parallel split: " + "; ".join(problems))
         self.h, self.cfg, self.prompt, self.gen, self.prefill_reps = h, cfg, prompt, gen, prefill_reps
+        self.caches = None
+        self.first_tok = None
 
         log(f"e2e: building llama-like model L={cfg['num_hidden_layers']} h={hid} heads={heads}/{kv} ffn={ffn} "
             f"vocab={cfg['vocab_size']} q{cfg['bits']}g{gs}, TP over {N} rank(s)")
@@ -1238,13 +1253,11 @@ class E2E:
     def new_caches(self):
         return [KVCache() for _ in range(self.cfg["num_hidden_layers"])]
 
-    def round(self) -> None:
-        """Prefill (one chunk: exo prefills in 2048-token chunks) then decode `gen` tokens."""
-        h, model, prompt, gen, N = self.h, self.model, self.prompt, self.gen, self.h.size
+    def prefill(self) -> None:
+        """Time the prefill (one chunk: exo prefills in 2048-token chunks) and keep the filled
+        KV cache and the first generated token for the decode windows."""
+        h, model, prompt, N = self.h, self.model, self.prompt, self.h.size
         hid = self.cfg["hidden_size"]
-        power = None
-        want_power = h.rank == 0 and h.power_info.get("available")
-
         pre_samples = []
         for _ in range(self.prefill_reps):
             caches = self.new_caches()
@@ -1254,11 +1267,32 @@ class E2E:
             tok = mx.argmax(logits[:, -1, :], axis=-1)
             mx.eval(tok)
             pre_samples.append(time.perf_counter() - t0)
+        self.caches, self.first_tok = caches, tok
+        e = h.record(
+            "e2e_prefill",
+            {"prompt_tokens": prompt, "chunk": prompt, "ranks": N,
+             "all_sum_bytes": prompt * hid * self.act_isz if N > 1 else 0},
+            self.read_bytes, self.flops_prefill, pre_samples,
+            extra={"tokens_per_s": rnd(prompt / percentile(sorted(pre_samples), 50)), "model": self.model_cfg},
+        )
+        log(f"  e2e prefill {prompt} tokens: {e['tokens_per_s']:.1f} tok/s (median {e['median_s']:.3f} s)")
 
-        # decode `gen` tokens greedily after the prompt, one eval per token
+    def decode_window(self) -> None:
+        """Decode `gen` tokens greedily from the prefilled context, one eval per token. Every
+        window starts from the same context (the cache is rewound to the prompt), so the
+        windows are repeats of one case, spread over the run."""
+        h, model, prompt, gen, N = self.h, self.model, self.prompt, self.gen, self.h.size
+        if self.caches is None:
+            caches = self.new_caches()
+            self.first_tok = mx.argmax(model(self.prompt_toks, caches)[:, -1, :], axis=-1)
+            mx.eval(self.first_tok)
+            self.caches = caches
+        for c in self.caches:
+            c.offset = prompt
+        caches, tok = self.caches, self.first_tok
+        power = PowerSampler() if h.rank == 0 and h.power_info.get("available") else None
         h.barrier()
-        if want_power:
-            power = PowerSampler()
+        if power is not None:
             power.start()
         dec_samples = []
         for i in range(gen):
@@ -1271,21 +1305,12 @@ class E2E:
             dec_samples.append(time.perf_counter() - t0)
         if power is not None:
             h.power_info["during_e2e_decode"] = power.stop()
-
-        e = h.record(
-            "e2e_prefill",
-            {"prompt_tokens": prompt, "chunk": prompt, "ranks": N,
-             "all_sum_bytes": prompt * hid * self.act_isz if N > 1 else 0},
-            self.read_bytes, self.flops_prefill, pre_samples,
-            extra={"tokens_per_s": rnd(prompt / percentile(sorted(pre_samples), 50)), "model": self.model_cfg},
-        )
-        log(f"  e2e prefill {prompt} tokens: {e['tokens_per_s']:.1f} tok/s (median {e['median_s']:.3f} s)")
-        # tokens/s from the median step: within a round, the typical step of the slowest rank
-        # (every step ends in all_sums), robust to a lone stall; the mean rate is kept beside it.
+        # tokens/s from the median step: the typical step of the slowest rank (every step ends
+        # in all_sums), robust to a lone stall; the mean rate is kept beside it.
         e = h.record(
             "e2e_decode",
             {"prompt_tokens": prompt, "gen_tokens": gen, "context_start": prompt, "context_end": prompt + gen,
-             "ranks": N, "all_sum_bytes": hid * self.act_isz if N > 1 else 0},
+             "ranks": N, "all_sum_bytes": self.cfg["hidden_size"] * self.act_isz if N > 1 else 0},
             self.read_bytes, self.flops_decode, dec_samples,
             extra={"tokens_per_s": rnd(1.0 / percentile(sorted(dec_samples), 50)),
                    "tokens_per_s_mean": rnd(gen / sum(dec_samples)),
@@ -1293,8 +1318,6 @@ class E2E:
         )
         log(f"  e2e decode: {e['tokens_per_s']:.2f} tok/s (median {e['median_s'] * 1e3:.1f} ms/token, "
             f"mean rate {e['tokens_per_s_mean']:.2f} tok/s)")
-        del caches
-        clear_cache()
 
 
 def merge_rounds(results: list[dict]) -> list[dict]:
@@ -1437,7 +1460,7 @@ def main(argv=None) -> int:
     p.add_argument("--model-config", type=str, default=None,
                    help="JSON (HF config.json style keys) overriding the e2e model config")
     p.add_argument("--prompt-tokens", type=int, default=None, help="e2e prompt length (default 512, 64 quick)")
-    p.add_argument("--gen-tokens", type=int, default=None, help="e2e generated tokens (default 128, 32 quick)")
+    p.add_argument("--gen-tokens", type=int, default=None, help="e2e tokens per decode window (default 64, 16 quick; three windows per round)")
     p.add_argument("--pin", choices=["auto", "on", "off"], default="auto",
                    help="pin each rank to its own CPUs (auto: Linux ring whose ranks are all on loopback)")
     p.add_argument("--rounds", type=int, default=3,
@@ -1469,12 +1492,14 @@ def main(argv=None) -> int:
         hosts = [raw[i * 64:(i + 1) * 64].rstrip(b"\0").decode(errors="replace") for i in range(h.size)]
 
     h.bench_sync()
+    h.e2e_setup()
     for r in range(h.rounds):
         h.round = r
         if h.rounds > 1:
             log(f"round {r + 1} of {h.rounds}")
         for bench in (h.bench_membw, h.bench_matmul_peak, h.bench_qmm, h.bench_gather_qmm, h.bench_sdpa,
-                      h.bench_collectives, h.bench_op_chain, h.bench_segment_chain, h.bench_qmm_e2e_shapes):
+                      h.e2e_window, h.bench_collectives, h.bench_op_chain, h.bench_segment_chain,
+                      h.e2e_window, h.bench_qmm_e2e_shapes):
             h.pace("before " + bench.__name__.removeprefix("bench_"))
             bench()
         h.pace("before e2e")
@@ -1516,9 +1541,10 @@ def main(argv=None) -> int:
                 "max_repeats": h.max_reps,
                 "ranks": "every rank runs every case at the same time; samples are rank 0's, "
                          "per_rank_median_s has each rank's median",
-                "rounds": "every case runs once per round; a case's headline statistics are its best "
-                          "round's (slowest rank fastest; highest tokens/s for e2e), `rounds` has each "
-                          "round's and `all_rounds` the pooled statistics",
+                "rounds": "every case runs once per round (the e2e decode in three windows per round, "
+                          "from the same prefilled context); a case's headline statistics are its best "
+                          "repeat's (slowest rank fastest; highest tokens/s for e2e), `rounds` has each "
+                          "repeat's and `all_rounds` the pooled statistics",
             },
             "rounds": h.rounds,
             "benchmarks": results,

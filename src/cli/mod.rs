@@ -273,7 +273,7 @@ fn validate(args: ValidateArgs) -> i32 {
         let per_round = b.round_tokens_per_s();
         if b.kind.starts_with("e2e_") && per_round.len() > 1 {
             let list: Vec<String> = per_round.iter().map(|v| format!("{v:.2}")).collect();
-            text.push_str(&format!("\n{} per round: {} tok/s (the best round is the measured value)", b.kind, list.join(", ")));
+            text.push_str(&format!("\n{}, each repeat: {} tok/s (the best is the measured value)", b.kind, list.join(", ")));
             out["rounds_tokens_per_s"][b.kind.as_str()] = serde_json::json!(per_round);
         }
     }
