@@ -621,7 +621,7 @@ class Harness:
         del wq, sc, bi, ws
 
     def e2e_prompt_tokens(self) -> int:
-        return self.args.prompt_tokens or (64 if self.quick else 512)
+        return self.args.prompt_tokens or (32 if self.quick else 512)
 
     def bench_qmm(self) -> None:
         if not self.wants("qmm"):
@@ -929,17 +929,15 @@ class Harness:
         prefill_reps = 1 if self.quick else 2
         self._e2e = E2E(self, cfg, prompt, gen, prefill_reps)
 
-    def bench_e2e(self) -> None:
-        """The round's prefill and a decode window."""
+    def e2e_window(self) -> None:
+        """The e2e run, three times per round between case groups: a prefill and a decode window
+        from it, each its own record, so that the e2e target is sampled across the round as the
+        cases are."""
         if self._e2e is None:
             return
-        self._e2e.prefill()
-        self._e2e.decode_window()
-
-    def e2e_window(self) -> None:
-        """An extra decode window between case groups (three per round with the one after the
-        prefill), so that the e2e decode is sampled across each round as the cases are."""
-        if self._e2e is not None and "e2e_decode" in self.only:
+        if "e2e_prefill" in self.only:
+            self._e2e.prefill()
+        if "e2e_decode" in self.only:
             self._e2e.decode_window()
 
     # -- power -------------------------------------------------------------------
@@ -1459,7 +1457,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=None, help="minimum timed samples per case (default 10, 3 quick)")
     p.add_argument("--model-config", type=str, default=None,
                    help="JSON (HF config.json style keys) overriding the e2e model config")
-    p.add_argument("--prompt-tokens", type=int, default=None, help="e2e prompt length (default 512, 64 quick)")
+    p.add_argument("--prompt-tokens", type=int, default=None, help="e2e prompt length (default 512, 32 quick)")
     p.add_argument("--gen-tokens", type=int, default=None, help="e2e tokens per decode window (default 64, 16 quick; three windows per round)")
     p.add_argument("--pin", choices=["auto", "on", "off"], default="auto",
                    help="pin each rank to its own CPUs (auto: Linux ring whose ranks are all on loopback)")
@@ -1503,7 +1501,7 @@ def main(argv=None) -> int:
             h.pace("before " + bench.__name__.removeprefix("bench_"))
             bench()
         h.pace("before e2e")
-        h.bench_e2e()
+        h.e2e_window()
         h.pace("after e2e")
     h.barrier()
     h._e2e = None
@@ -1541,8 +1539,8 @@ def main(argv=None) -> int:
                 "max_repeats": h.max_reps,
                 "ranks": "every rank runs every case at the same time; samples are rank 0's, "
                          "per_rank_median_s has each rank's median",
-                "rounds": "every case runs once per round (the e2e decode in three windows per round, "
-                          "from the same prefilled context); a case's headline statistics are its best "
+                "rounds": "every case runs once per round (the e2e prefill and decode three times per "
+                          "round, between case groups); a case's headline statistics are its best "
                           "repeat's (slowest rank fastest; highest tokens/s for e2e), `rounds` has each "
                           "repeat's and `all_rounds` the pooled statistics",
             },

@@ -132,7 +132,7 @@ def test_single_rank_subset(tmp_path):
     # the LM head (last position only), at the e2e prompt length (its prefill chunk)
     assert len(qmm) == 3 * 2 + 6 + 5
     assert sum(1 for b in qmm if b["params"]["label"].startswith("e2e")) == 11
-    assert {b["params"]["M"] for b in qmm if b["params"]["label"].startswith("e2e")} == {1, 64}
+    assert {b["params"]["M"] for b in qmm if b["params"]["label"].startswith("e2e")} == {1, 32}
     # every case ran in both rounds and reports its best one; sync runs once, before the rounds
     assert doc["rounds"] == 2
     for b in qmm:
@@ -171,10 +171,10 @@ def test_single_rank_e2e_tiny_model(tmp_path):
     assert m["head_dim"] == 64
     assert len(e2e["e2e_decode"]["samples_s"]) == 4
     assert e2e["e2e_prefill"]["params"]["prompt_tokens"] == 16
-    # three rounds (the default) of three decode windows each: the decode reports its best
+    # three rounds (the default) of three prefills and decode windows each: the decode reports its best
     # window's median step
     dec = e2e["e2e_decode"]
-    assert doc["rounds"] == 3 and len(dec["rounds"]) == 9 and len(e2e["e2e_prefill"]["rounds"]) == 3
+    assert doc["rounds"] == 3 and len(dec["rounds"]) == 9 and len(e2e["e2e_prefill"]["rounds"]) == 9
     assert dec["tokens_per_s"] == max(r["tokens_per_s"] for r in dec["rounds"])
     assert math.isclose(dec["tokens_per_s"], 1.0 / dec["median_s"], rel_tol=1e-6)
     assert dec["all_rounds"]["tokens_per_s_mean"] > 0

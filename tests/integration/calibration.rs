@@ -176,9 +176,9 @@ fn validate_reports_the_pace_drift_of_a_harness_file() {
     assert!(v["pace_drift_percent"].as_f64().is_some(), "{v}");
     let text = bin().args(["validate", "--against"]).arg(&example).assert().success().get_output().stdout.clone();
     assert!(String::from_utf8_lossy(&text).contains("pace probe: the machine ran"));
-    // The example was timed in three rounds of three decode windows; validate shows each rate.
+    // The example ran the e2e prefill and decode three times in each of three rounds; validate shows each rate.
     assert_eq!(v["rounds_tokens_per_s"]["e2e_decode"].as_array().map(|a| a.len()), Some(9), "{v}");
-    assert_eq!(v["rounds_tokens_per_s"]["e2e_prefill"].as_array().map(|a| a.len()), Some(3), "{v}");
+    assert_eq!(v["rounds_tokens_per_s"]["e2e_prefill"].as_array().map(|a| a.len()), Some(9), "{v}");
     assert!(String::from_utf8_lossy(&text).contains("e2e_decode, each repeat:"));
 }
 
