@@ -545,7 +545,8 @@ class Harness:
             return
         target = 0.05 if self.quick else 0.5  # seconds for one call at the chosen size
         max_n = 4096 if self.quick else 8192
-        dtypes = [mx.float32, mx.float16, mx.bfloat16]
+        # --quick: the activation dtype only (the twin uses the fastest rate measured)
+        dtypes = [self.dtype] if self.quick else [mx.float32, mx.float16, mx.bfloat16]
         for dt in dtypes:
             n = 256
             while True:
@@ -865,9 +866,10 @@ class Harness:
         and an MLP block (gate, up, down) -- run for every layer, without and with an all_sum
         of the hidden state after each block, evaluated at once on every rank. Timed alone an
         all_sum costs tens of microseconds; between kernels it costs more, and the difference
-        between the two chains is what the twin charges per collective in a forward pass.
-        Measured here the chain shows +1-10 ms for its 16 all_sums, less than the e2e model's
-        own all_sums cost (6-30 ms per token), so it is a lower bound."""
+        between the two chains is what the twin charges per collective in a forward pass. The
+        two chains are timed in pairs, alternating sample by sample. Measured here (best of 3
+        rounds) the difference came to 2-17 ms for the 16 all_sums; replacing the e2e model's
+        own all_sums by the identity saved 0-16 ms per token in quiet minutes."""
         if not self.wants("segment_chain") or self.group is None:
             return
         cfg = DEFAULT_MODEL
@@ -886,26 +888,45 @@ class Harness:
         x = mx.random.normal((1, h)).astype(self.dtype)
         mx.eval(x)
         qmm = lambda y, w: mx.quantized_matmul(y, *w, transpose=True, group_size=gs, bits=bits)
+        def chain(sync):
+            y = x
+            for (wq, wk, wv, wo), (wg, wu, wd) in weights:
+                a = qmm(qmm(y, wq), wo) + qmm(y, wk).sum() + qmm(y, wv).sum()
+                if sync:
+                    a = mx.distributed.all_sum(a, group=self.group)
+                y = mx.tanh(y + a)
+                m = qmm(nn.silu(qmm(y, wg)) * qmm(y, wu), wd)
+                if sync:
+                    m = mx.distributed.all_sum(m, group=self.group)
+                y = mx.tanh(y + m)
+            return y
+        # Paired: the two chains alternate sample by sample, so that both see the same machine
+        # (their difference, the collectives' cost in context, is a few ms of a ~40 ms chain).
         for sync in (False, True):
-            def chain(sync=sync):
-                y = x
-                for (wq, wk, wv, wo), (wg, wu, wd) in weights:
-                    a = qmm(qmm(y, wq), wo) + qmm(y, wk).sum() + qmm(y, wv).sum()
-                    if sync:
-                        a = mx.distributed.all_sum(a, group=self.group)
-                    y = mx.tanh(y + a)
-                    m = qmm(nn.silu(qmm(y, wg)) * qmm(y, wu), wd)
-                    if sync:
-                        m = mx.distributed.all_sum(m, group=self.group)
-                    y = mx.tanh(y + m)
-                return y
-            samples, _ = self.time_fn(chain, inner=1, reps=None if not self.quick else max(5, 21 // self.rounds), agree=True)
+            for _ in range(max(1, self.warmup)):
+                mx.eval(chain(sync))
+        t0 = time.perf_counter()
+        mx.eval(chain(True))
+        one = time.perf_counter() - t0
+        if self.quick:
+            reps = max(5, 21 // self.rounds)
+        else:
+            reps = min(self.max_reps, max(self.min_reps, int(self.case_budget_s / (2 * one))))
+        reps = self.agree_int(reps)
+        self.barrier()
+        samples = {False: [], True: []}
+        for _ in range(reps):
+            for sync in (False, True):
+                t0 = time.perf_counter()
+                mx.eval(chain(sync))
+                samples[sync].append(time.perf_counter() - t0)
+        for sync in (False, True):
             params = {"repeats": layers, "sync": sync, "M": 1, "bits": bits, "group_size": gs,
                       "blocks": [{"name": "attention projections", "shapes": attn_shapes, "elementwise": 6},
                                  {"name": "mlp", "shapes": mlp_shapes, "elementwise": 5}],
-                      "all_sum_bytes": h * x.itemsize if sync else 0, "world_size": n}
+                      "all_sum_bytes": h * x.itemsize if sync else 0, "world_size": n, "paired": True}
             flops = 2.0 * layers * sum(a * b for a, b in attn_shapes + mlp_shapes)
-            e = self.record("segment_chain", params, 0, flops, samples)
+            e = self.record("segment_chain", params, 0, flops, samples[sync])
             log(f"segment_chain {layers} layers {'with' if sync else 'without'} all_sums: {e['median_s'] * 1e3:.2f} ms")
         del weights
 
@@ -1491,19 +1512,22 @@ def main(argv=None) -> int:
 
     h.bench_sync()
     h.e2e_setup()
+    spent: dict[str, float] = {}  # wall time per group, over all rounds
     for r in range(h.rounds):
         h.round = r
         if h.rounds > 1:
             log(f"round {r + 1} of {h.rounds}")
         for bench in (h.bench_membw, h.bench_matmul_peak, h.bench_qmm, h.bench_gather_qmm, h.bench_sdpa,
                       h.e2e_window, h.bench_collectives, h.bench_op_chain, h.bench_segment_chain,
-                      h.e2e_window, h.bench_qmm_e2e_shapes):
-            h.pace("before " + bench.__name__.removeprefix("bench_"))
+                      h.e2e_window, h.bench_qmm_e2e_shapes, h.e2e_window):
+            name = bench.__name__.removeprefix("bench_")
+            t0 = time.perf_counter()
+            h.pace("before " + ("e2e" if name == "e2e_window" else name))
             bench()
-        h.pace("before e2e")
-        h.e2e_window()
+            spent[name] = spent.get(name, 0.0) + time.perf_counter() - t0
         h.pace("after e2e")
     h.barrier()
+    log("wall time per group: " + ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()))
     h._e2e = None
     results = merge_rounds(h.results)
 
