@@ -487,12 +487,20 @@ pub struct HarnessBench {
     /// headline fields are the best round's).
     #[serde(default)]
     pub rounds: Vec<serde_json::Value>,
+    /// Statistics pooled over every round.
+    #[serde(default)]
+    pub all_rounds: Option<serde_json::Value>,
 }
 
 impl HarnessBench {
     /// Tokens per second of every round of an end-to-end record (empty for a single round).
     pub fn round_tokens_per_s(&self) -> Vec<f64> {
         self.rounds.iter().filter_map(|r| r.get("tokens_per_s").and_then(|v| v.as_f64())).collect()
+    }
+
+    /// The decode rate over every step of every round (what a user of the box saw on average).
+    pub fn mean_tokens_per_s_all_rounds(&self) -> Option<f64> {
+        self.all_rounds.as_ref()?.get("tokens_per_s_mean")?.as_f64()
     }
 }
 

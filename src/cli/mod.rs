@@ -275,14 +275,23 @@ fn validate(args: ValidateArgs) -> i32 {
             let list: Vec<String> = per_round.iter().map(|v| format!("{v:.2}")).collect();
             text.push_str(&format!("\n{}, each repeat: {} tok/s (the best is the measured value)", b.kind, list.join(", ")));
             out["rounds_tokens_per_s"][b.kind.as_str()] = serde_json::json!(per_round);
+            if let Some(mean) = b.mean_tokens_per_s_all_rounds() {
+                text.push_str(&format!("; over every step of every repeat: {mean:.2} tok/s"));
+                out["mean_tokens_per_s_all_rounds"][b.kind.as_str()] = serde_json::json!(mean);
+            }
         }
     }
     if let Some(drift) = harness.and_then(|h| crate::calibrate::pace_drift_percent(h)) {
+        let repeated = harness.is_some_and(|h| h.benchmarks.iter().any(|b| !b.rounds.is_empty()));
         text.push_str(&format!(
-            "\npace probe: the machine ran {:.0}% {} during the e2e decode than around the microbenchmarks (a profile fitted to them \
-             carries that error)\n",
+            "\npace probe: on average the machine ran {:.0}% {} during the e2e decode than around the microbenchmarks{}\n",
             drift.abs(),
-            if drift >= 0.0 { "slower" } else { "faster" }
+            if drift >= 0.0 { "slower" } else { "faster" },
+            if repeated {
+                " (every case and the e2e run report their best repeat, which compares them at the machine's undisturbed speed)"
+            } else {
+                " (a profile fitted to them carries that error)"
+            }
         ));
         out["pace_drift_percent"] = serde_json::json!(crate::estimate::round3(drift));
     }

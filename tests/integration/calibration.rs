@@ -175,11 +175,14 @@ fn validate_reports_the_pace_drift_of_a_harness_file() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["pace_drift_percent"].as_f64().is_some(), "{v}");
     let text = bin().args(["validate", "--against"]).arg(&example).assert().success().get_output().stdout.clone();
-    assert!(String::from_utf8_lossy(&text).contains("pace probe: the machine ran"));
+    assert!(String::from_utf8_lossy(&text).contains("pace probe: on average the machine ran"));
     // The example ran the e2e prefill and decode three times in each of three rounds; validate shows each rate.
     assert_eq!(v["rounds_tokens_per_s"]["e2e_decode"].as_array().map(|a| a.len()), Some(9), "{v}");
     assert_eq!(v["rounds_tokens_per_s"]["e2e_prefill"].as_array().map(|a| a.len()), Some(9), "{v}");
     assert!(String::from_utf8_lossy(&text).contains("e2e_decode, each repeat:"));
+    let mean = v["mean_tokens_per_s_all_rounds"]["e2e_decode"].as_f64().unwrap();
+    let best = v["rounds_tokens_per_s"]["e2e_decode"].as_array().unwrap().iter().filter_map(|x| x.as_f64()).fold(0.0, f64::max);
+    assert!(mean > 0.0 && mean <= best, "mean {mean} best {best}");
 }
 
 #[test]
