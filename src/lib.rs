@@ -11,6 +11,7 @@ pub mod cli;
 pub mod engine;
 pub mod estimate;
 pub mod hw;
+pub mod llama_bench;
 pub mod llm;
 pub mod planner;
 pub mod profile;

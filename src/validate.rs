@@ -135,10 +135,11 @@ fn first_word(s: &str) -> &str {
 pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(String, Vec<String>), String> {
     let mut assumptions = Vec::new();
     let n: usize = row.nodes.trim().parse().map_err(|_| format!("node count `{}` is not a number", row.nodes))?;
+    // A system is a family with a memory mix, or directly a catalog node (rows imported from a
+    // user's own benchmarks name the node they ran on).
     let prefix = match row.system.as_str() {
         "mac-studio-m3-ultra" => "m3-ultra-80c-",
-        "dell-pro-max-gb10" => "dell-pro-max-gb10",
-        "framework-desktop-ai-max-395" => "framework-desktop-ai-max-395",
+        other if crate::catalog::catalog().node(other).is_some() => other,
         other => return Err(format!("system `{other}` has no node preset")),
     };
     let nodes: Vec<String> = if prefix.ends_with('-') {
@@ -184,11 +185,15 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Str
     let fabric = if n > 1 { format!("fabric = \"{fabric_word}\"\ntopology = \"full-mesh\"\n") } else { String::new() };
     let (kind_prompt, generate) = match row.metric.as_str() {
         "decode_tokens_per_s" | "node_power_w" => {
-            let p: u64 = row.prompt_tokens.trim().parse().unwrap_or(0);
-            if p == 0 {
-                assumptions.push("prompt length not published: assumed 128".into());
+            match row.prompt_tokens.trim().parse::<u64>() {
+                // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
+                // context: 0).
+                Ok(p) => (p.max(1), 128),
+                Err(_) => {
+                    assumptions.push("prompt length not published: assumed 128".into());
+                    (128, 128)
+                }
             }
-            (p.max(128), 128)
         }
         "prefill_tokens_per_s" => {
             let p: u64 = row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length".to_string())?;

@@ -1,4 +1,4 @@
-//! Calibration commands: `calibrate`.
+//! Calibration commands: `calibrate`, `import`.
 
 use std::path::PathBuf;
 
@@ -34,6 +34,18 @@ pub enum CalibrationCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Turn llama-bench output (-o md, json, jsonl or csv) into measurement CSV rows for `validate` and `calibrate`.
+    Import {
+        /// llama-bench output files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The catalog node the benchmarks ran on (default: matched from the GPU name llama-bench records, when unique).
+        #[arg(long)]
+        node: Option<String>,
+        /// Write the rows here (CSV) instead of standard output.
+        #[arg(short = 'o', long = "out")]
+        out: Option<PathBuf>,
+    },
 }
 
 /// Runs a calibration command and returns the exit code.
@@ -42,7 +54,55 @@ pub fn dispatch(c: CalibrationCommand) -> i32 {
         CalibrationCommand::Calibrate { measurements, out, profile, params, prior_weight, json } => {
             run_calibrate(&measurements, &out, profile, params, prior_weight, json)
         }
+        CalibrationCommand::Import { files, node, out } => run_import(&files, node.as_deref(), out.as_deref()),
     }
+}
+
+fn run_import(files: &[PathBuf], node: Option<&str>, out: Option<&std::path::Path>) -> i32 {
+    use crate::llama_bench;
+    let mut rows = Vec::new();
+    let mut tests = 0;
+    for f in files {
+        let records = match llama_bench::read(f) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_INPUT;
+            }
+        };
+        tests += records.len();
+        let stem = f.file_stem().map_or_else(|| "bench".to_string(), |s| s.to_string_lossy().into_owned());
+        let (mut got, skipped) = match llama_bench::to_rows(&records, node, &stem, &f.display().to_string()) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("error: {}: {e}", f.display());
+                return EXIT_INPUT;
+            }
+        };
+        for s in &skipped {
+            eprintln!("skipped {}: {}", s.what, s.reason);
+        }
+        rows.append(&mut got);
+    }
+    if rows.is_empty() {
+        eprintln!("error: none of the {tests} llama-bench tests became a measurement row (reasons above)");
+        return EXIT_INPUT;
+    }
+    let text = llama_bench::rows_csv(&rows);
+    match out {
+        Some(path) => {
+            if let Err(e) = crate::report::write_atomic(path, text.as_bytes()) {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return EXIT_FAILURE;
+            }
+            eprintln!("import: {} rows from {tests} llama-bench tests written to {}", rows.len(), path.display());
+        }
+        None => {
+            print!("{text}");
+            eprintln!("import: {} rows from {tests} llama-bench tests", rows.len());
+        }
+    }
+    EXIT_OK
 }
 
 /// Loads measurement files into a data set: `.json` as harness output, anything else as CSV.

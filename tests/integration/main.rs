@@ -1,5 +1,6 @@
 //! One integration-test binary with topic modules.
 
+mod bench_import;
 mod calibration;
 mod charts;
 mod cli;

@@ -1,0 +1,124 @@
+//! llama-bench output imported as measurement rows: every format parses to the same rows, the
+//! node is matched or must be named, unusable tests are skipped with a reason, and the imported
+//! rows go straight into `validate`.
+
+use supernode::llama_bench;
+use supernode::validate::parse_csv;
+
+use crate::{bin, root};
+
+/// Runs the command, expects exit code 2 and returns its stderr.
+fn refused(cmd: &mut assert_cmd::Command) -> String {
+    let out = cmd.assert().code(2).get_output().clone();
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    root().join("tests/fixtures/llama-bench").join(name)
+}
+
+#[test]
+fn markdown_table_becomes_rows_with_reasons_for_the_rest() {
+    let out = bin().args(["import", "--node", "m3-ultra-80c-512gb"]).arg(fixture("m3-ultra.md")).assert().success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let rows = parse_csv(&stdout, "stdout").unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "m3-ultra-1-pp512",
+            "m3-ultra-2-pp4096",
+            "m3-ultra-3-tg128",
+            "m3-ultra-4-pp512",
+            "m3-ultra-5-tg128",
+            "m3-ultra-7-tg128-d4096",
+            "m3-ultra-8-pp512",
+            "m3-ultra-9-tg128"
+        ]
+    );
+    let tg70 = &rows[4];
+    assert_eq!(
+        (tg70.model.as_str(), tg70.quant.as_str(), tg70.metric.as_str(), tg70.value),
+        ("llama-3.3-70b", "q4_k_m", "decode_tokens_per_s", 14.41)
+    );
+    assert_eq!(
+        (tg70.system.as_str(), tg70.nodes.as_str(), tg70.engine.as_str(), tg70.prompt_tokens.as_str()),
+        ("m3-ultra-80c-512gb", "1", "llama-cpp", "0")
+    );
+    assert!(tg70.source.contains("build 0123abc (5000)"), "{}", tg70.source);
+    assert!(tg70.notes.contains("stddev 0.02"), "{}", tg70.notes);
+    assert_eq!(rows[5].prompt_tokens, "4096", "a decode at depth keeps its context");
+    assert!(rows[6].model.starts_with("deepseek"));
+    assert!(stderr.contains("pp512+tg128: a combined prompt+generation test"), "{stderr}");
+    assert!(stderr.contains("IQ4_XS - 4.25 bpw") && stderr.contains("no model preset"), "{stderr}");
+    assert!(stderr.contains("import: 8 rows from 10 llama-bench tests"), "{stderr}");
+}
+
+#[test]
+fn json_jsonl_and_csv_read_the_same_fields() {
+    let json = llama_bench::read(&fixture("gb10.json")).unwrap();
+    assert_eq!(json.len(), 1);
+    assert_eq!((json[0].n_gen, json[0].n_prompt, json[0].avg_ts, json[0].stddev_ts), (128, 0, 97.93, Some(0.08)));
+    assert_eq!(json[0].n_params, Some(3212749888.0));
+    let jsonl = llama_bench::read(&fixture("fw.jsonl")).unwrap();
+    assert_eq!(jsonl.len(), 2);
+    assert!(jsonl[0].gpu_info.as_deref().unwrap().contains("RYZEN AI MAX+ 395"));
+    let csv = llama_bench::read(&fixture("m3-ultra.csv")).unwrap();
+    assert_eq!(csv.len(), 2);
+    assert_eq!((csv[0].model_type.as_str(), csv[0].avg_ts, csv[0].backends.as_str()), ("llama 70B Q4_K - Medium", 14.41, "Metal,BLAS"));
+}
+
+#[test]
+fn the_node_is_matched_when_unique_and_asked_for_otherwise() {
+    // Framework: one preset has the Ryzen AI Max+ 395, so the GPU/CPU names decide.
+    let out = bin().arg("import").arg(fixture("fw.jsonl")).assert().success();
+    let rows = parse_csv(&String::from_utf8(out.get_output().stdout.clone()).unwrap(), "stdout").unwrap();
+    assert!(rows.iter().all(|r| r.system == "framework-desktop-ai-max-395"));
+    // GB10: two presets (Dell, DGX Spark) share the chip.
+    let e = refused(bin().arg("import").arg(fixture("gb10.json")));
+    assert!(e.contains("dell-pro-max-gb10") && e.contains("dgx-spark") && e.contains("--node"), "{e}");
+    // The markdown table names no GPU at all.
+    let e = refused(bin().arg("import").arg(fixture("m3-ultra.md")));
+    assert!(e.contains("pass --node"), "{e}");
+    let e = refused(bin().args(["import", "--node", "m3-ultra-80c-512"]).arg(fixture("m3-ultra.md")));
+    assert!(e.contains("did you mean `m3-ultra-80c-512gb`"), "{e}");
+}
+
+#[test]
+fn rpc_runs_are_skipped_and_bad_files_refused() {
+    let out = bin().args(["import", "--node", "m3-ultra-80c-512gb"]).arg(fixture("m3-ultra.csv")).assert().success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("RPC backend"), "{stderr}");
+    assert!(stderr.contains("import: 1 rows from 2"), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "a,b\n1,2\n").unwrap();
+    let e = refused(bin().arg("import").arg(&bad));
+    assert!(e.contains("not llama-bench output"), "{e}");
+    let md = dir.path().join("only-skipped.md");
+    std::fs::write(&md, "| model | test | t/s |\n| --- | --: | --: |\n| mamba 2B Q8_0 | tg128 | 50.0 ± 1.0 |\n").unwrap();
+    let e = refused(bin().args(["import", "--node", "m3-ultra-80c-512gb"]).arg(&md));
+    assert!(e.contains("none of the 1 llama-bench tests"), "{e}");
+}
+
+#[test]
+fn imported_rows_validate_like_the_published_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    bin().args(["import", "--node", "m3-ultra-80c-512gb", "-o"]).arg(&csv).arg(fixture("m3-ultra.md")).assert().success();
+    let out = bin().args(["validate", "--json", "--against"]).arg(&csv).assert().success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 8, "{v}");
+    // The same setups as the published b17 rows, so the same predictions (the published tg rows
+    // assume a 128-token prompt; llama-bench's tg128 starts from an empty context, within 1%).
+    let published =
+        bin().args(["validate", "--json", "--rows", "b17-llama33-70b-tg", "--against"]).arg(crate::measurements_csv()).assert().success();
+    let p: serde_json::Value = serde_json::from_slice(&published.get_output().stdout).unwrap();
+    let ours = rows.iter().find(|r| r["id"] == "m3-ultra-5-tg128").unwrap()["predicted"].as_f64().unwrap();
+    let theirs = p["rows"][0]["predicted"].as_f64().unwrap();
+    assert!((ours / theirs - 1.0).abs() < 0.01, "{ours} vs {theirs}");
+    let deep = rows.iter().find(|r| r["id"] == "m3-ultra-7-tg128-d4096").unwrap()["predicted"].as_f64().unwrap();
+    assert!(deep < ours, "decode after 4096 tokens of context is slower: {deep} vs {ours}");
+}
