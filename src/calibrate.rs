@@ -1077,6 +1077,13 @@ pub fn calibrate(
     let base = &base;
     let mut dropped = Vec::new();
     let predictor = |p: &Profile| data.predict(p);
+    if !explicit {
+        // Parameters no measurement depends on (another chip's, a fabric nobody used) are left
+        // out before counting points against parameters.
+        let (kept, idle) = moving_params(base, params, &predictor);
+        params = kept;
+        dropped.extend(idle);
+    }
     loop {
         match fit_with_prior(base, &params, &data.targets, &predictor, ROBUST_ROUNDS, prior_weight) {
             Err(CalibrateError::Unconstrained(p)) if !explicit => {
@@ -1096,6 +1103,30 @@ pub fn calibrate(
             other => return other.map(|(prof, rep)| (prof, rep, dropped)),
         }
     }
+}
+
+/// Splits `paths` into those that move some prediction of `predict` when nudged by one
+/// finite-difference step (in the fitted, log / logit space) and those that move none.
+fn moving_params(base: &Profile, paths: Vec<String>, predict: &Predictor<'_>) -> (Vec<String>, Vec<String>) {
+    let Ok(p0) = predict(base) else {
+        return (paths, Vec::new()); // the fit reports the failure
+    };
+    let (mut kept, mut idle) = (Vec::new(), Vec::new());
+    for path in paths {
+        let moves = match get_param(base, &path) {
+            Some(v) if v > 0.0 && v.is_finite() && !(is_fraction(&path) && v >= 1.0) => {
+                let nudged = from_free(&path, to_free(&path, v) + 10.0 * FD_STEP);
+                match set_params(base, std::slice::from_ref(&path), &[nudged]).ok().and_then(|p| predict(&p).ok()) {
+                    Some(p1) => p1.iter().zip(&p0).any(|(a, b)| (a / b - 1.0).abs() > 1e-9),
+                    None => true,
+                }
+            }
+            // Unknown or invalid starting values: the fit names the problem.
+            _ => true,
+        };
+        if moves { kept.push(path) } else { idle.push(path) }
+    }
+    (kept, idle)
 }
 
 /// Today's date (UTC) as YYYY-MM-DD, from the system clock.

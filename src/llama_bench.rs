@@ -61,6 +61,8 @@ pub struct BenchRecord {
     pub stddev_ts: Option<f64>,
     /// Build commit, when recorded.
     pub build: Option<String>,
+    /// Layers offloaded to the GPU (`-ngl`), when recorded.
+    pub n_gpu_layers: Option<u64>,
 }
 
 impl BenchRecord {
@@ -145,6 +147,7 @@ fn from_json(o: &Value) -> Result<BenchRecord, String> {
         avg_ts,
         stddev_ts: json_f64(o, "stddev_ts"),
         build: json_str(o, "build_commit"),
+        n_gpu_layers: json_f64(o, "n_gpu_layers").map(|x| x.max(0.0) as u64),
     })
 }
 
@@ -241,6 +244,7 @@ fn parse_markdown(text: &str) -> Result<Vec<BenchRecord>, String> {
             avg_ts,
             stddev_ts: sd,
             build: None,
+            n_gpu_layers: col("ngl").and_then(|x| x.parse().ok()),
         });
     }
     if out.is_empty() && header.is_none() {
@@ -358,6 +362,10 @@ pub fn to_rows(
             ));
             continue;
         }
+        if r.n_gpu_layers == Some(0) {
+            skipped.push(skip("CPU-only run (-ngl 0): the twin models inference on the GPU".into()));
+            continue;
+        }
         let (metric, prompt) = match (r.n_prompt, r.n_gen, r.n_depth) {
             (p, 0, 0) if p > 0 => ("prefill_tokens_per_s", p),
             (0, g, d) if g > 0 => ("decode_tokens_per_s", d),
@@ -459,6 +467,7 @@ mod tests {
                 avg_ts: 1.0,
                 stddev_ts: None,
                 build: None,
+                n_gpu_layers: None,
             };
             assert_eq!(r.test_name(), t);
         }

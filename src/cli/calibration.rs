@@ -62,6 +62,7 @@ fn run_import(files: &[PathBuf], node: Option<&str>, out: Option<&std::path::Pat
     use crate::llama_bench;
     let mut rows = Vec::new();
     let mut tests = 0;
+    let mut stems: Vec<String> = Vec::new();
     for f in files {
         let records = match llama_bench::read(f) {
             Ok(r) => r,
@@ -71,7 +72,11 @@ fn run_import(files: &[PathBuf], node: Option<&str>, out: Option<&std::path::Pat
             }
         };
         tests += records.len();
-        let stem = f.file_stem().map_or_else(|| "bench".to_string(), |s| s.to_string_lossy().into_owned());
+        // Row ids start with the file's stem; two files of the same name get -2, -3, ...
+        let base = f.file_stem().map_or_else(|| "bench".to_string(), |s| s.to_string_lossy().into_owned());
+        let same = stems.iter().filter(|s| **s == base).count();
+        stems.push(base.clone());
+        let stem = if same == 0 { base } else { format!("{base}-{}", same + 1) };
         let (mut got, skipped) = match llama_bench::to_rows(&records, node, &stem, &f.display().to_string()) {
             Ok(x) => x,
             Err(e) => {

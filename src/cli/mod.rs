@@ -281,10 +281,13 @@ fn validate(args: ValidateArgs) -> i32 {
             }
         }
     }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
     if let Some(drift) = harness.and_then(|h| crate::calibrate::pace_drift_percent(h)) {
         let repeated = harness.is_some_and(|h| h.benchmarks.iter().any(|b| !b.rounds.is_empty()));
         text.push_str(&format!(
-            "\npace probe: on average the machine ran {:.0}% {} during the e2e decode than around the microbenchmarks{}\n",
+            "pace probe: on average the machine ran {:.0}% {} during the e2e decode than around the microbenchmarks{}\n",
             drift.abs(),
             if drift >= 0.0 { "slower" } else { "faster" },
             if repeated {

@@ -96,6 +96,14 @@ fn rpc_runs_are_skipped_and_bad_files_refused() {
     std::fs::write(&bad, "a,b\n1,2\n").unwrap();
     let e = refused(bin().arg("import").arg(&bad));
     assert!(e.contains("not llama-bench output"), "{e}");
+    let cpu = dir.path().join("cpu.md");
+    std::fs::write(&cpu, "| model | params | backend | ngl | test | t/s |\n| --- | --: | --- | --: | --: | --: |\n| llama 3B Q4_K - Medium | 3.21 B | BLAS | 0 | tg128 | 30.0 ± 1.0 |\n| llama 3B Q4_K - Medium | 3.21 B | Metal | 99 | tg128 | 171.0 ± 1.0 |\n").unwrap();
+    let out = bin().args(["import", "--node", "m3-ultra-80c-512gb"]).arg(&cpu).arg(&cpu).assert().success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("CPU-only run (-ngl 0)"), "{stderr}");
+    let rows = parse_csv(&String::from_utf8(out.get_output().stdout.clone()).unwrap(), "stdout").unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["cpu-2-tg128", "cpu-2-2-tg128"], "the same file twice: distinct ids");
     let md = dir.path().join("only-skipped.md");
     std::fs::write(&md, "| model | test | t/s |\n| --- | --: | --: |\n| mamba 2B Q8_0 | tg128 | 50.0 ± 1.0 |\n").unwrap();
     let e = refused(bin().args(["import", "--node", "m3-ultra-80c-512gb"]).arg(&md));
@@ -119,6 +127,13 @@ fn imported_rows_validate_like_the_published_ones() {
     let ours = rows.iter().find(|r| r["id"] == "m3-ultra-5-tg128").unwrap()["predicted"].as_f64().unwrap();
     let theirs = p["rows"][0]["predicted"].as_f64().unwrap();
     assert!((ours / theirs - 1.0).abs() < 0.01, "{ours} vs {theirs}");
+    // A handful of rows on one chip: calibrate fits only the parameters they move.
+    let prof = dir.path().join("mine.toml");
+    let out = bin().args(["calibrate", "-o"]).arg(&prof).arg(&csv).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us") && text.contains("(kept as is): "), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("chips.gb10")), "a GB10 parameter is not fitted to M3 Ultra rows:\n{text}");
+    assert!(prof.exists());
     let deep = rows.iter().find(|r| r["id"] == "m3-ultra-7-tg128-d4096").unwrap()["predicted"].as_f64().unwrap();
     assert!(deep < ours, "decode after 4096 tokens of context is slower: {deep} vs {ours}");
 }
