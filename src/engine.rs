@@ -94,6 +94,11 @@ pub struct EngineOptions {
     /// whole chunk and slices afterwards) or only for the last one (llama.cpp outputs the last
     /// token's logits; the calibration harness's model slices before the head).
     pub prefill_logits_all: bool,
+    /// Whether a multi-token step of an MLA model expands the latent cache into per-head keys and
+    /// values (mlx-lm, see [`crate::llm::MlaExpanded`]) or keeps the absorbed form of decode
+    /// (llama.cpp's MLA graph, which turns MLA into multi-query attention over the latent for
+    /// every batch size).
+    pub mla_prefill_expanded: bool,
 }
 
 impl EngineOptions {
@@ -108,6 +113,7 @@ impl EngineOptions {
             prefill_chunk: if kind.runtime() == "mlx" { 2048 } else { 512 },
             activation_bytes: 2,
             prefill_logits_all: kind.runtime() == "mlx",
+            mla_prefill_expanded: kind.runtime() == "mlx",
         }
     }
 }
@@ -397,11 +403,16 @@ impl Plan {
         let bw = spec.mem_bw() * rt.bw_scale;
         let peak = spec.flops() * rt.compute_scale;
         let t = tokens as f64;
-        let launch = op.kernels as f64 * rt.kernel_launch_us * 1e3;
+        let expanded_mla = tokens > 1 && self.options.mla_prefill_expanded;
+        // The expanded MLA form adds two kernels: the rope-score matmul and its masking.
+        let extra_kernels = if expanded_mla && op.mla_expanded.is_some() { 2 } else { 0 };
+        let launch = (op.kernels + extra_kernels) as f64 * rt.kernel_launch_us * 1e3;
         let secs = match op.class {
             OpClass::Dense => {
                 let bytes = self.quant.bytes(OpClass::Dense, op.params) * shard;
-                let flops = 2.0 * op.params as f64 * shard * t;
+                // The expanded MLA form runs the latent up-projections over the whole cache.
+                let rows = if expanded_mla && op.expands_latent { (context + tokens) as f64 } else { t };
+                let flops = 2.0 * op.params as f64 * shard * rows;
                 (bytes / (bw * chip.bw_eff_dense)).max(flops / (peak * chip.compute_eff_dense))
             }
             OpClass::Expert => {
@@ -412,10 +423,17 @@ impl Plan {
             OpClass::Attention => {
                 let kv_share = if op.kv_sharded { shard } else { 1.0 };
                 let kv_tokens = op.effective_context(context + tokens) as f64;
-                let bytes = op.kv_bytes_per_ctx as f64 * kv_tokens * kv_share;
                 let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
-                let flops = op.attn_flops_per_ctx as f64 * shard * t * mean_ctx;
-                (bytes / (bw * chip.bw_eff_attention)).max(flops / (peak * chip.compute_eff_attention))
+                let (flops_per_ctx, score_bytes_per_ctx) = match op.mla_expanded {
+                    Some(x) if expanded_mla => (x.attn_flops_per_ctx, x.score_bytes_per_ctx),
+                    _ => (op.attn_flops_per_ctx, 0),
+                };
+                let bytes = op.kv_bytes_per_ctx as f64 * kv_tokens * kv_share;
+                let flops = flops_per_ctx as f64 * shard * t * mean_ctx;
+                // The rope-score mask streams through memory in its own kernels, before the
+                // attention kernel: plain array traffic, at the dense bandwidth efficiency.
+                let scores = score_bytes_per_ctx as f64 * shard * t * mean_ctx / (bw * chip.bw_eff_dense);
+                (bytes / (bw * chip.bw_eff_attention)).max(flops / (peak * chip.compute_eff_attention)) + scores
             }
             OpClass::Elementwise => op.kernels as f64 * t * self.model.hidden as f64 * 4.0 / bw,
             OpClass::AllSum => 0.0,

@@ -265,9 +265,17 @@ impl ModelSpec {
                 }
                 ops.push(Op::dense("kv_a_proj_with_mqa", h * (kv_lora_rank + qk_rope_head_dim), Placement::Replicated));
                 ops.push(Op::elementwise("kv_a_norm+rope", 3));
-                ops.push(Op::dense("kv_b_proj (absorbed)", kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim), Placement::Sharded));
+                let mut kv_b =
+                    Op::dense("kv_b_proj (absorbed)", kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim), Placement::Sharded);
+                kv_b.expands_latent = true;
+                ops.push(kv_b);
                 let flops = 2 * heads * (2 * kv_lora_rank + qk_rope_head_dim);
-                ops.push(Op::attention("sdpa (latent)", self.kv_bytes_per_token_layer(), false, flops, None));
+                let mut sdpa = Op::attention("sdpa (latent)", self.kv_bytes_per_token_layer(), false, flops, None);
+                sdpa.mla_expanded = Some(MlaExpanded {
+                    attn_flops_per_ctx: 2 * heads * (qk_nope_head_dim + v_head_dim + qk_rope_head_dim),
+                    score_bytes_per_ctx: 4 * 2 * heads,
+                });
+                ops.push(sdpa);
                 ops.push(Op::dense("o_proj", heads * v_head_dim * h, Placement::Sharded));
             }
         }
@@ -389,6 +397,28 @@ pub struct Op {
     pub window: Option<u64>,
     /// `(experts, active)` for routed experts.
     pub experts: Option<(u64, u64)>,
+    /// MLA only: the multi-token form of a runtime that expands the latent cache into per-head
+    /// keys and values instead of absorbing the up-projections (see [`MlaExpanded`]).
+    pub mla_expanded: Option<MlaExpanded>,
+    /// MLA only: this op's weights are the latent up-projections, which the expanded form applies
+    /// to every cached position of a multi-token step (FLOPs scale with the context, not the
+    /// step's tokens).
+    pub expands_latent: bool,
+}
+
+/// How an MLA attention runs a multi-token step in the expanded form. mlx-lm's DeepSeek V3 (also
+/// used for Kimi K2; mlx-lm 0.32.2 `deepseek_v3.py`) absorbs the up-projections into the query
+/// only for one-token steps (`L == 1`); for a prefill chunk it computes `k = embed_q(latent)` and
+/// `v = unembed_out(latent)` over the whole cache, runs the attention over 128-dim keys and values,
+/// and adds the rope scores as a separately materialised mask.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MlaExpanded {
+    /// Attention FLOPs per query token per context token: `2 x heads x (nope + v + rope)`.
+    pub attn_flops_per_ctx: u64,
+    /// Bytes per query token per context token of the rope-score mask (written by a matmul,
+    /// read and rewritten by the masking `where`, read by the attention kernel: 4 passes of 2
+    /// bytes per head), streamed by two extra kernels.
+    pub score_bytes_per_ctx: u64,
 }
 
 impl Op {
@@ -405,6 +435,8 @@ impl Op {
             attn_flops_per_ctx: 0,
             window: None,
             experts: None,
+            mla_expanded: None,
+            expands_latent: false,
         }
     }
 

@@ -119,6 +119,7 @@ struct RawEngine {
     allreduce: Option<Spanned<String>>,
     fast_sync: Option<Spanned<bool>>,
     prefill_chunk: Option<Spanned<i64>>,
+    mla_prefill: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -783,6 +784,22 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
         }
         if let Some(c) = &e.prefill_chunk {
             options.prefill_chunk = positive(src, c, "engine.prefill_chunk", 65536)?;
+        }
+        if let Some(m) = &e.mla_prefill {
+            options.mla_prefill_expanded = match m.get_ref().as_str() {
+                "expanded" => true,
+                "absorbed" => false,
+                other => {
+                    return Err(src.error(
+                        m.span(),
+                        format!("unknown MLA prefill form `{other}`"),
+                        Some(
+                            suggest(other, &["expanded", "absorbed"], "forms")
+                                + " (expanded = mlx-lm's prefill, absorbed = llama.cpp's, and every runtime's decode)",
+                        ),
+                    ));
+                }
+            };
         }
     }
 

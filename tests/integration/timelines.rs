@@ -147,3 +147,55 @@ fn prefill_logits_over_the_whole_chunk_cost_a_head_per_token() {
     // The head is 64 x 256 bf16: 2 x 16,384 flops per token; 63 tokens fewer.
     assert!(all > last, "{all} vs {last}");
 }
+
+#[test]
+fn mla_prefill_expands_the_latent_on_mlx_and_stays_absorbed_for_decode() {
+    let p = quiet_profile();
+    let c = catalog();
+    let model = &c.model("deepseek-v3.1").unwrap().1;
+    let nodes = vec![c.node("m3-ultra-80c-512gb").unwrap().clone()];
+    let mk = |kind| {
+        Plan::new(PlanInput {
+            nodes: &nodes,
+            fabric: c.fabric("none").unwrap(),
+            topology: Topology::None,
+            model,
+            quant: c.quant("mlx-4bit").unwrap(),
+            options: &EngineOptions::december_2025(kind, Parallelism::None),
+            wired_limit_fraction: Some(0.9),
+            context: 16,
+            profile: &p,
+        })
+        .unwrap()
+    };
+    let mut plan = mk(EngineKind::MlxLm);
+    assert!(plan.options.mla_prefill_expanded, "mlx-lm expands the latent for L > 1");
+    assert!(!mk(EngineKind::LlamaCpp).options.mla_prefill_expanded, "llama.cpp's MLA graph stays absorbed");
+    let ops = model.layer_ops(3);
+    let sdpa = ops.iter().find(|o| o.mla_expanded.is_some()).unwrap();
+    let kv_b = ops.iter().find(|o| o.expands_latent).unwrap();
+    let chip = &p.chips["m3-ultra"];
+    let (peak, bw, launch) = (26.0e12, 819.2e9, 10_000.0);
+    // A 2,048-token chunk after 6,144 cached tokens: mean context 7,168.
+    let (t, ctx) = (2048u64, 6144u64);
+    let pairs = 2048.0 * 7168.0;
+    // Expanded: 2 x 128 heads x (128 nope + 128 v + 64 rope) = 81,920 FLOPs per pair, plus the
+    // rope-score mask (8 bytes per head per pair) at the dense efficiency and two more kernels.
+    let expanded =
+        81_920.0 * pairs / (peak * chip.compute_eff_attention) * 1e9 + 1024.0 * pairs / (bw * chip.bw_eff_dense) * 1e9 + 3.0 * launch;
+    assert!((plan.op_ns(0, sdpa, t, ctx) / expanded - 1.0).abs() < 1e-9, "{} vs {expanded}", plan.op_ns(0, sdpa, t, ctx));
+    // The up-projections run over all 8,192 cached positions: 2 x 512 x 128 x 256 FLOPs each.
+    let kv_b_flops = 2.0 * 512.0 * 128.0 * 256.0 * 8192.0;
+    let kv_b_expected = (kv_b_flops / (peak * chip.compute_eff_dense))
+        .max(c.quant("mlx-4bit").unwrap().bytes(kv_b.class, kv_b.params) / (bw * chip.bw_eff_dense))
+        * 1e9
+        + launch;
+    assert!((plan.op_ns(0, kv_b, t, ctx) / kv_b_expected - 1.0).abs() < 1e-9);
+    let decode = plan.op_ns(0, sdpa, 1, ctx);
+    plan.options.mla_prefill_expanded = false;
+    // Absorbed: 2 x 128 x (2 x 512 + 64) = 278,528 FLOPs per pair, one kernel.
+    let absorbed = 278_528.0 * pairs / (peak * chip.compute_eff_attention) * 1e9 + launch;
+    assert!((plan.op_ns(0, sdpa, t, ctx) / absorbed - 1.0).abs() < 1e-9);
+    assert!(expanded < absorbed / 2.0, "the expanded form is the cheaper one in prefill");
+    assert_eq!(plan.op_ns(0, sdpa, 1, ctx), decode, "one-token steps are absorbed either way");
+}
