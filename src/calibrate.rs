@@ -692,6 +692,8 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
             options.activation_bytes = act;
             options.prefill_chunk = chunk.max(1);
             options.prefill_logits_all = logits_all;
+            // The harness times its prefill as one forward over the whole prompt.
+            options.prefill_last_token_alone = false;
             let nodes = vec![node.clone(); n];
             Plan::new(PlanInput {
                 nodes: &nodes,

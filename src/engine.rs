@@ -90,10 +90,17 @@ pub struct EngineOptions {
     pub prefill_chunk: u64,
     /// Bytes per activation element on the wire (bf16 on Metal: 2; fp32 on MLX's CPU backend: 4).
     pub activation_bytes: u64,
-    /// Whether a prefill chunk computes logits for every token (mlx-lm applies the LM head to the
-    /// whole chunk and slices afterwards) or only for the last one (llama.cpp outputs the last
-    /// token's logits; the calibration harness's model slices before the head).
+    /// Whether a prefill chunk computes logits for every token, or only for the last one. No
+    /// runtime modelled here does the former: llama.cpp outputs the last token's logits; mlx-lm's
+    /// `generate_step` evaluates only the KV caches after each chunk (`mx.eval([c.state for c in
+    /// prompt_cache])`, mlx-lm 0.32.2), so MLX's lazy graph never computes that chunk's logits;
+    /// the calibration harness's model slices before the head.
     pub prefill_logits_all: bool,
+    /// Whether the last prompt token runs as its own one-token step after the chunks (mlx-lm's
+    /// `generate_step` prefills `prompt - 1` tokens in chunks, then the last prompt token alone,
+    /// which yields the first generated token) or inside the last chunk (llama.cpp; the
+    /// harness's one-forward prefill).
+    pub prefill_last_token_alone: bool,
     /// Whether a multi-token step of an MLA model expands the latent cache into per-head keys and
     /// values (mlx-lm, see [`crate::llm::MlaExpanded`]) or keeps the absorbed form of decode
     /// (llama.cpp's MLA graph, which turns MLA into multi-query attention over the latent for
@@ -112,7 +119,8 @@ impl EngineOptions {
             fast_sync: None,
             prefill_chunk: if kind.runtime() == "mlx" { 2048 } else { 512 },
             activation_bytes: 2,
-            prefill_logits_all: kind.runtime() == "mlx",
+            prefill_logits_all: false,
+            prefill_last_token_alone: kind.runtime() == "mlx",
             mla_prefill_expanded: kind.runtime() == "mlx",
         }
     }

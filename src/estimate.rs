@@ -253,8 +253,10 @@ pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> 
     let chunk = plan.options.prefill_chunk.max(1);
     let mut cached: Option<Lowered> = None;
     let mut done = 0;
+    // mlx-lm chunks all but the last prompt token, then runs that token alone.
+    let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
     while done < prompt {
-        let t = chunk.min(prompt - done);
+        let t = if done < chunked { chunk.min(chunked - done) } else { prompt - done };
         if cached.as_ref().is_none_or(|c| c.tokens != t) {
             cached = Some(lower_step(plan, t));
         }

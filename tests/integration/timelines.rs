@@ -140,7 +140,8 @@ fn prefill_logits_over_the_whole_chunk_cost_a_head_per_token() {
         low.retime(plan, 0);
         execute(&low.graph, 0, &mut Jitter::none()).makespan
     };
-    assert!(plan.options.prefill_logits_all, "mlx-lm applies the head to the whole chunk");
+    assert!(!plan.options.prefill_logits_all, "mlx-lm never evaluates a prefill chunk's logits");
+    plan.options.prefill_logits_all = true;
     let all = time(&plan);
     plan.options.prefill_logits_all = false;
     let last = time(&plan);
@@ -198,4 +199,25 @@ fn mla_prefill_expands_the_latent_on_mlx_and_stays_absorbed_for_decode() {
     assert!((plan.op_ns(0, sdpa, t, ctx) / absorbed - 1.0).abs() < 1e-9);
     assert!(expanded < absorbed / 2.0, "the expanded form is the cheaper one in prefill");
     assert_eq!(plan.op_ns(0, sdpa, 1, ctx), decode, "one-token steps are absorbed either way");
+}
+
+#[test]
+fn mlx_prefills_all_but_the_last_prompt_token_in_chunks_then_that_token_alone() {
+    let p = quiet_profile();
+    let mut plan = plan(1, "none", &p);
+    plan.options.prefill_chunk = 32;
+    let step = |plan: &Plan, tokens: u64, ctx: u64| {
+        let mut low = lower_step(plan, tokens);
+        low.retime(plan, ctx);
+        execute(&low.graph, 0, &mut Jitter::none()).makespan
+    };
+    // 70 prompt tokens: chunks of 32, 32 and 5, then the 70th token alone.
+    let expected = step(&plan, 32, 0) + step(&plan, 32, 32) + step(&plan, 5, 64) + step(&plan, 1, 69);
+    assert!(plan.options.prefill_last_token_alone);
+    let run = supernode::estimate::simulate_generate(&plan, 70, 1, 1);
+    assert_eq!(run.prefill_ns, expected);
+    // llama.cpp's way: chunks over all 70 tokens.
+    plan.options.prefill_last_token_alone = false;
+    let expected = step(&plan, 32, 0) + step(&plan, 32, 32) + step(&plan, 6, 64);
+    assert_eq!(supernode::estimate::simulate_generate(&plan, 70, 1, 1).prefill_ns, expected);
 }
