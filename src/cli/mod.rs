@@ -336,6 +336,15 @@ fn validate(args: ValidateArgs) -> i32 {
     }
 }
 
+/// Advances a progress bar when dropped (whichever way a fold ends).
+struct Tick<'a>(&'a indicatif::ProgressBar);
+
+impl Drop for Tick<'_> {
+    fn drop(&mut self) {
+        self.0.inc(1);
+    }
+}
+
 /// Refits the default parameters without each selected row and predicts it. Rows run in
 /// parallel; each fit is single-threaded and results are collected in row order.
 fn leave_one_out(
@@ -346,9 +355,17 @@ fn leave_one_out(
     row: &(dyn Fn(usize, f64) -> crate::validate::ValidatedRow + Sync),
 ) -> (Vec<crate::validate::ValidatedRow>, Vec<crate::validate::SkippedRow>) {
     use rayon::prelude::*;
+    // Progress on stderr (indicatif hides it when stderr is not a terminal): a refit per row.
+    let pb = indicatif::ProgressBar::with_draw_target(Some(selected.len() as u64), indicatif::ProgressDrawTarget::stderr());
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} refits  ETA {eta}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
     let results: Vec<Result<crate::validate::ValidatedRow, crate::validate::SkippedRow>> = selected
         .par_iter()
         .map(|&i| {
+            let _tick = Tick(&pb);
             let skip = |reason: String| crate::validate::SkippedRow { id: data.targets[i].id.clone(), reason };
             let rest = data.without(i);
             let (fitted, _, _) = crate::calibrate::calibrate(&rest, profile, None, prior_weight)
@@ -362,6 +379,7 @@ fn leave_one_out(
             Ok(row(i, p[0]))
         })
         .collect();
+    pb.finish_and_clear();
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     for r in results {
