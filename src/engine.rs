@@ -106,6 +106,10 @@ pub struct EngineOptions {
     /// (llama.cpp's MLA graph, which turns MLA into multi-query attention over the latent for
     /// every batch size).
     pub mla_prefill_expanded: bool,
+    /// Whether an MLA model runs as plain multi-head attention over a per-head KV cache
+    /// (llama.cpp with a GGUF converted without MLA metadata, see [`crate::llm::MlaPerHead`])
+    /// instead of over the latent cache.
+    pub mla_per_head_cache: bool,
 }
 
 impl EngineOptions {
@@ -122,6 +126,7 @@ impl EngineOptions {
             prefill_logits_all: false,
             prefill_last_token_alone: kind.runtime() == "mlx",
             mla_prefill_expanded: kind.runtime() == "mlx",
+            mla_per_head_cache: false,
         }
     }
 }
@@ -317,9 +322,12 @@ impl Plan {
             if share.head && !m.tie_embeddings {
                 w += inp.quant.bytes(OpClass::Dense, m.hidden * m.vocab);
             }
-            let kv_share = if m.kv_heads() > 1 { share.shard } else { 1.0 };
+            // A per-head MLA cache is split by head like a GQA cache; the latent one is replicated.
+            let per_head = m.mla_per_head().filter(|_| inp.options.mla_per_head_cache);
+            let kv_share = if m.kv_heads() > 1 || per_head.is_some() { share.shard } else { 1.0 };
+            let kv_per_token_layer = per_head.map_or(m.kv_bytes_per_token_layer(), |x| x.kv_bytes_per_ctx);
             let kv: f64 = (share.first_layer..share.end_layer)
-                .map(|l| (m.kv_bytes_per_token_layer() * m.layer_window(l).map_or(inp.context, |win| win.min(inp.context))) as f64)
+                .map(|l| (kv_per_token_layer * m.layer_window(l).map_or(inp.context, |win| win.min(inp.context))) as f64)
                 .sum::<f64>()
                 * kv_share;
             let wired = inp.wired_limit_fraction.unwrap_or(node.wired_fraction);
@@ -411,7 +419,9 @@ impl Plan {
         let bw = spec.mem_bw() * rt.bw_scale;
         let peak = spec.flops() * rt.compute_scale;
         let t = tokens as f64;
-        let expanded_mla = tokens > 1 && self.options.mla_prefill_expanded;
+        let per_head = op.mla_per_head.filter(|_| self.options.mla_per_head_cache);
+        // A per-head cache is already expanded: the latent form's prefill choice does not apply.
+        let expanded_mla = tokens > 1 && self.options.mla_prefill_expanded && per_head.is_none();
         // The expanded MLA form adds two kernels: the rope-score matmul and its masking.
         let extra_kernels = if expanded_mla && op.mla_expanded.is_some() { 2 } else { 0 };
         let launch = (op.kernels + extra_kernels) as f64 * rt.kernel_launch_us * 1e3;
@@ -429,14 +439,15 @@ impl Plan {
                 (bytes / (bw * chip.bw_eff_expert)).max(flops / (peak * chip.compute_eff_expert))
             }
             OpClass::Attention => {
-                let kv_share = if op.kv_sharded { shard } else { 1.0 };
+                let kv_share = if op.kv_sharded || per_head.is_some() { shard } else { 1.0 };
                 let kv_tokens = op.effective_context(context + tokens) as f64;
                 let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
-                let (flops_per_ctx, score_bytes_per_ctx) = match op.mla_expanded {
-                    Some(x) if expanded_mla => (x.attn_flops_per_ctx, x.score_bytes_per_ctx),
-                    _ => (op.attn_flops_per_ctx, 0),
+                let (flops_per_ctx, score_bytes_per_ctx, kv_per_ctx) = match (per_head, op.mla_expanded) {
+                    (Some(p), _) => (p.attn_flops_per_ctx, 0, p.kv_bytes_per_ctx),
+                    (None, Some(x)) if expanded_mla => (x.attn_flops_per_ctx, x.score_bytes_per_ctx, op.kv_bytes_per_ctx),
+                    _ => (op.attn_flops_per_ctx, 0, op.kv_bytes_per_ctx),
                 };
-                let bytes = op.kv_bytes_per_ctx as f64 * kv_tokens * kv_share;
+                let bytes = kv_per_ctx as f64 * kv_tokens * kv_share;
                 let flops = flops_per_ctx as f64 * shard * t * mean_ctx;
                 // The rope-score mask streams through memory in its own kernels, before the
                 // attention kernel: plain array traffic, at the dense bandwidth efficiency.

@@ -228,6 +228,17 @@ impl ModelSpec {
         }
     }
 
+    /// The per-head (non-MLA) attention of an MLA model, `None` for other attentions.
+    pub fn mla_per_head(&self) -> Option<MlaPerHead> {
+        match self.attention {
+            Attention::Mla { heads, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, .. } => {
+                let dims = qk_nope_head_dim + qk_rope_head_dim + v_head_dim;
+                Some(MlaPerHead { kv_bytes_per_ctx: heads * dims * 2, attn_flops_per_ctx: 2 * heads * dims })
+            }
+            Attention::Gqa { .. } => None,
+        }
+    }
+
     /// Whether layer `i` uses a sliding window (gpt-oss alternates, starting with sliding).
     pub fn layer_window(&self, i: u64) -> Option<u64> {
         self.sliding_window.filter(|_| i % 2 == 0)
@@ -275,6 +286,7 @@ impl ModelSpec {
                     attn_flops_per_ctx: 2 * heads * (qk_nope_head_dim + v_head_dim + qk_rope_head_dim),
                     score_bytes_per_ctx: 4 * 2 * heads,
                 });
+                sdpa.mla_per_head = self.mla_per_head();
                 ops.push(sdpa);
                 ops.push(Op::dense("o_proj", heads * v_head_dim * h, Placement::Sharded));
             }
@@ -400,10 +412,25 @@ pub struct Op {
     /// MLA only: the multi-token form of a runtime that expands the latent cache into per-head
     /// keys and values instead of absorbing the up-projections (see [`MlaExpanded`]).
     pub mla_expanded: Option<MlaExpanded>,
+    /// MLA only: the attention of llama.cpp's path for GGUFs converted without MLA metadata (see
+    /// [`MlaPerHead`]).
+    pub mla_per_head: Option<MlaPerHead>,
     /// MLA only: this op's weights are the latent up-projections, which the expanded form applies
     /// to every cached position of a multi-token step (FLOPs scale with the context, not the
     /// step's tokens).
     pub expands_latent: bool,
+}
+
+/// MLA run as plain multi-head attention over a per-head cache: llama.cpp's `deepseek2` graph
+/// for a GGUF converted without MLA metadata (`hparams.is_mla()` false) up-projects each new
+/// token's latent into per-head keys (nope + rope) and values, caches those, and attends with
+/// every head over them in every step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MlaPerHead {
+    /// KV-cache bytes per token (bf16/f16): `heads x (nope + rope + v) x 2`.
+    pub kv_bytes_per_ctx: u64,
+    /// Attention FLOPs per query token per context token: `2 x heads x (nope + rope + v)`.
+    pub attn_flops_per_ctx: u64,
 }
 
 /// How an MLA attention runs a multi-token step in the expanded form. mlx-lm's DeepSeek V3 (also
@@ -436,6 +463,7 @@ impl Op {
             window: None,
             experts: None,
             mla_expanded: None,
+            mla_per_head: None,
             expands_latent: false,
         }
     }

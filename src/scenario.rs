@@ -120,6 +120,7 @@ struct RawEngine {
     fast_sync: Option<Spanned<bool>>,
     prefill_chunk: Option<Spanned<i64>>,
     mla_prefill: Option<Spanned<String>>,
+    mla_cache: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -796,6 +797,29 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
                         Some(
                             suggest(other, &["expanded", "absorbed"], "forms")
                                 + " (expanded = mlx-lm's prefill, absorbed = llama.cpp's, and every runtime's decode)",
+                        ),
+                    ));
+                }
+            };
+        }
+        if let Some(m) = &e.mla_cache {
+            options.mla_per_head_cache = match m.get_ref().as_str() {
+                "latent" => false,
+                "per-head" if kind.runtime() == "llama-cpp" => true,
+                "per-head" => {
+                    return Err(src.error(
+                        m.span(),
+                        format!("engine `{engine_name}` keeps the MLA latent cache; a per-head cache is llama.cpp's"),
+                        Some("remove `mla_cache`, or use a llama.cpp engine (llama-cpp, llama-cpp-rpc, ollama)".into()),
+                    ));
+                }
+                other => {
+                    return Err(src.error(
+                        m.span(),
+                        format!("unknown MLA cache `{other}`"),
+                        Some(
+                            suggest(other, &["latent", "per-head"], "caches")
+                                + " (per-head = llama.cpp with a GGUF converted without MLA metadata)",
                         ),
                     ));
                 }

@@ -99,6 +99,23 @@ fn set_overrides_any_key() {
     let out = bin().arg("run").arg(&f).args(["--no-write", "--set", "engine.mla_prefill=expandd"]).assert().code(2).get_output().clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown MLA prefill form `expandd`") && err.contains("did you mean `expanded`"), "{err}");
+    // A per-head MLA cache is llama.cpp's (old GGUFs); exo keeps the latent one.
+    let out = bin().arg("run").arg(&f).args(["--no-write", "--set", "engine.mla_cache=per-head"]).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("keeps the MLA latent cache") && err.contains("use a llama.cpp engine"), "{err}");
+    let llama = scenario("geerling-1x-m3-ultra-deepseek-v3.1-llama-cpp.toml");
+    let run = |sets: &[&str]| -> serde_json::Value {
+        let mut c = bin();
+        c.arg("run").arg(&llama).args(["--json", "--no-write", "--set", "workload.prompt_tokens=4096"]);
+        for s in sets {
+            c.args(["--set", s]);
+        }
+        serde_json::from_slice(&c.assert().success().get_output().stdout).unwrap()
+    };
+    let (latent, per_head) = (run(&[]), run(&["engine.mla_cache=per-head"]));
+    let mem = |v: &serde_json::Value| v["max_memory_per_node_gb"].as_f64().or_else(|| v["memory_per_node_gb"][0].as_f64()).unwrap();
+    assert!(mem(&per_head) > mem(&latent) + 15.0, "a 4096-token per-head cache is ~20 GB");
+    assert!(per_head["decode_tokens_per_s"].as_f64().unwrap() < latent["decode_tokens_per_s"].as_f64().unwrap());
 }
 
 #[test]

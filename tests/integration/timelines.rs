@@ -221,3 +221,45 @@ fn mlx_prefills_all_but_the_last_prompt_token_in_chunks_then_that_token_alone() 
     let expected = step(&plan, 32, 0) + step(&plan, 32, 32) + step(&plan, 6, 64);
     assert_eq!(supernode::estimate::simulate_generate(&plan, 70, 1, 1).prefill_ns, expected);
 }
+
+#[test]
+fn llama_cpp_per_head_mla_cache_is_plain_multi_head_attention() {
+    // llama.cpp with a GGUF converted without MLA metadata caches per-head K (nope + rope) and V.
+    let p = quiet_profile();
+    let c = catalog();
+    let model = &c.model("deepseek-r1").unwrap().1;
+    let nodes = vec![c.node("m3-ultra-80c-512gb").unwrap().clone()];
+    let mut options = EngineOptions::december_2025(EngineKind::LlamaCpp, Parallelism::None);
+    let plan_at = |options: &EngineOptions, context: u64| {
+        Plan::new(PlanInput {
+            nodes: &nodes,
+            fabric: c.fabric("none").unwrap(),
+            topology: Topology::None,
+            model,
+            quant: c.quant("q4_k_m").unwrap(),
+            options,
+            wired_limit_fraction: Some(0.9),
+            context,
+            profile: &p,
+        })
+        .unwrap()
+    };
+    let latent = plan_at(&options, 4096);
+    options.mla_per_head_cache = true;
+    let per_head = plan_at(&options, 4096);
+    // 61 layers x 128 heads x (128 + 64 + 128) x 2 bytes = 4,997,120 bytes per token, vs the
+    // latent 61 x 576 x 2 = 70,272.
+    assert!((per_head.memory[0].kv_cache_gb - 4_997_120.0 * 4096.0 / 1e9).abs() < 1e-9, "{}", per_head.memory[0].kv_cache_gb);
+    assert!((latent.memory[0].kv_cache_gb - 70_272.0 * 4096.0 / 1e9).abs() < 1e-9);
+    let sdpa = model.layer_ops(3).into_iter().find(|o| o.mla_per_head.is_some()).unwrap();
+    let chip = &p.chips["m3-ultra"];
+    let launch = chip.runtimes["llama-cpp"].kernel_launch_us * 1e3;
+    // Decode at 4,095 cached tokens reads 4,096 x 81,920 bytes at the attention efficiency.
+    let decode = 81_920.0 * 4096.0 / (819.2e9 * chip.bw_eff_attention) * 1e9 + launch;
+    assert!((per_head.op_ns(0, &sdpa, 1, 4095) / decode - 1.0).abs() < 1e-9);
+    // A 512-token chunk from an empty cache: 81,920 FLOPs per pair over a mean context of 256.
+    let flops = 81_920.0 * 512.0 * 256.0;
+    let bytes = 81_920.0 * 512.0;
+    let prefill = (flops / (26.0e12 * chip.compute_eff_attention)).max(bytes / (819.2e9 * chip.bw_eff_attention)) * 1e9 + launch;
+    assert!((per_head.op_ns(0, &sdpa, 512, 0) / prefill - 1.0).abs() < 1e-9);
+}
