@@ -115,10 +115,21 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
     let mut d = Dataset::default();
     for f in files {
         let is_json = f.extension().is_some_and(|e| e == "json");
-        if is_json {
-            d.add_harness(f, harness_use).map_err(|e| e.to_string())?;
+        let added = if is_json {
+            d.add_harness(f, harness_use).map_err(|e| e.to_string())
         } else {
-            d.add_csv(f, profile).map_err(|e| e.to_string())?;
+            d.add_csv(f, profile).map_err(|e| e.to_string())
+        };
+        if let Err(e) = added {
+            // llama-bench output is a measurement too, but it needs the node it ran on first.
+            if crate::llama_bench::read(f).is_ok() {
+                return Err(format!(
+                    "{} is llama-bench output: turn it into measurement rows first, e.g. `supernode import {} --node m3-ultra-80c-512gb -o rows.csv` (`supernode catalog nodes` lists the nodes)",
+                    f.display(),
+                    f.display()
+                ));
+            }
+            return Err(e);
         }
     }
     Ok(d)

@@ -111,6 +111,16 @@ fn rpc_runs_are_skipped_and_bad_files_refused() {
 }
 
 #[test]
+fn validate_and_calibrate_point_raw_llama_bench_files_to_import() {
+    for f in ["gb10.json", "m3-ultra.md", "m3-ultra.csv", "fw.jsonl"] {
+        let e = refused(bin().args(["validate", "--against"]).arg(fixture(f)));
+        assert!(e.contains("is llama-bench output") && e.contains("supernode import"), "{f}: {e}");
+    }
+    let e = refused(bin().args(["calibrate", "-o", "/dev/null"]).arg(fixture("m3-ultra.csv")));
+    assert!(e.contains("is llama-bench output"), "{e}");
+}
+
+#[test]
 fn imported_rows_validate_like_the_published_ones() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("rows.csv");
