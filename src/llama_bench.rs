@@ -61,7 +61,7 @@ pub struct BenchRecord {
     pub stddev_ts: Option<f64>,
     /// Build commit, when recorded.
     pub build: Option<String>,
-    /// Layers offloaded to the GPU (`-ngl`), when recorded.
+    /// Layers offloaded to the GPU (`-ngl`; negative, "all", reads as `u64::MAX`), when recorded.
     pub n_gpu_layers: Option<u64>,
 }
 
@@ -147,7 +147,8 @@ fn from_json(o: &Value) -> Result<BenchRecord, String> {
         avg_ts,
         stddev_ts: json_f64(o, "stddev_ts"),
         build: json_str(o, "build_commit"),
-        n_gpu_layers: json_f64(o, "n_gpu_layers").map(|x| x.max(0.0) as u64),
+        // Negative means "all layers" in llama.cpp's newer defaults.
+        n_gpu_layers: json_f64(o, "n_gpu_layers").map(|x| if x < 0.0 { u64::MAX } else { x as u64 }),
     })
 }
 
@@ -244,7 +245,7 @@ fn parse_markdown(text: &str) -> Result<Vec<BenchRecord>, String> {
             avg_ts,
             stddev_ts: sd,
             build: None,
-            n_gpu_layers: col("ngl").and_then(|x| x.parse().ok()),
+            n_gpu_layers: col("ngl").and_then(|x| x.parse::<i64>().ok()).map(|x| u64::try_from(x).unwrap_or(u64::MAX)),
         });
     }
     if out.is_empty() && header.is_none() {
@@ -488,6 +489,18 @@ mod tests {
         assert!(model_for("mamba 2B Q8_0", Some(2e9), cat).unwrap_err().contains("architecture `mamba`"));
         assert_eq!(quant_for("llama 70B Q4_K - Medium").unwrap(), "q4_k_m");
         assert!(quant_for("llama 70B IQ4_XS - 4.25 bpw").unwrap_err().contains("IQ4_XS"));
+    }
+
+    #[test]
+    fn negative_gpu_layers_mean_all_and_zero_means_cpu_only() {
+        let text = |ngl: i64| {
+            format!(r#"[{{"model_type":"llama 3B Q4_K - Medium","model_n_params":3.2e9,"n_gpu_layers":{ngl},"n_gen":128,"avg_ts":100}}]"#)
+        };
+        let (rows, skipped) = to_rows(&parse(&text(-1)).unwrap(), Some("m3-ultra-80c-512gb"), "t", "t").unwrap();
+        assert_eq!((rows.len(), skipped.len()), (1, 0));
+        let (rows, skipped) = to_rows(&parse(&text(0)).unwrap(), Some("m3-ultra-80c-512gb"), "t", "t").unwrap();
+        assert_eq!(rows.len(), 0);
+        assert!(skipped[0].reason.contains("CPU-only"));
     }
 
     #[test]
