@@ -346,6 +346,22 @@ pub fn table(r: &Report) -> String {
         let _ = writeln!(s, "{:<24} {:<22} {:>10.2} {:>10.2} {:>7.1}%", row.id, row.metric, row.measured, row.predicted, row.error_percent);
     }
     let _ = writeln!(s, "\nMAPE over {} rows: {:.1}%   (decode rows: {:.1}%)", r.rows.len(), r.mape_percent, r.decode_mape_percent);
+    // What the data did not say and the scenario had to assume, once per distinct assumption.
+    let mut assumed: Vec<(&str, Vec<&str>)> = Vec::new();
+    for row in &r.rows {
+        for a in &row.assumptions {
+            match assumed.iter_mut().find(|(x, _)| x == a) {
+                Some((_, ids)) => ids.push(&row.id),
+                None => assumed.push((a, vec![&row.id])),
+            }
+        }
+    }
+    if !assumed.is_empty() {
+        let _ = writeln!(s, "\nassumed where the data are silent:");
+        for (a, ids) in &assumed {
+            let _ = writeln!(s, "  {a}: {}", ids.join(", "));
+        }
+    }
     if !r.skipped.is_empty() {
         let _ = writeln!(s, "\nskipped {} rows:", r.skipped.len());
         for k in &r.skipped {

@@ -239,6 +239,21 @@ fn validate_reports_json_and_enforces_max_mape() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["mape_percent"].as_f64().unwrap() > 0.0);
     assert_eq!(v["rows"].as_array().unwrap().len(), 12);
+    // The text lists every assumption once, with the rows that needed it.
+    let out = bin()
+        .args(["validate", "--rows", "g-qwen3-llama", "--against"])
+        .arg(crate::measurements_csv())
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("assumed where the data are silent:")
+            && text
+                .contains("assumed q8_0 (bit class of the exo runs of the same model): g-qwen3-llama-1, g-qwen3-llama-2, g-qwen3-llama-4"),
+        "{text}"
+    );
     bin().args(["validate", "--max-mape", "0.01", "--against"]).arg(crate::measurements_csv()).assert().code(3);
     let tmp = tempfile::tempdir().unwrap();
     bin().args(["validate", "--rows", "g-", "--plot"]).arg(tmp.path()).arg("--against").arg(crate::measurements_csv()).assert().success();
