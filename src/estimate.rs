@@ -226,6 +226,17 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
     Ok(out)
 }
 
+/// Traces the scenario's generate run as [`estimate`] simulates it (same plan, seed and jitter
+/// stream): every prefill chunk and the first `max_decode_steps` decode steps.
+pub fn trace(s: &Scenario, profile: &Profile, max_decode_steps: u64) -> Result<(Plan, Trace), EstimateError> {
+    let context = s.workload.prompt_tokens + s.workload.generate_tokens;
+    let plan = Plan::for_scenario(s, context, profile)?;
+    let mut tr = Trace { max_decode_steps, events: Vec::new() };
+    let steps = s.workload.generate_tokens.min(max_decode_steps);
+    simulate_generate_traced(&plan, s.workload.prompt_tokens, steps, s.seed, Some(&mut tr));
+    Ok((plan, tr))
+}
+
 /// Timing of a generate run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GenerateRun {
@@ -245,14 +256,69 @@ pub struct GenerateRun {
     pub decode_bytes_sent: u64,
 }
 
+/// One task of a traced run: what ran where, and when.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceEvent {
+    /// Resource name (`node0.gpu`, `node1.cpu`, `link 0->1`, ...).
+    pub resource: String,
+    /// Node the resource belongs to (for links: the sender).
+    pub node: u32,
+    /// Task label (`compute`, `gpu->cpu`, `send`, `host`, ...).
+    pub label: &'static str,
+    /// `prefill` or `decode`.
+    pub phase: &'static str,
+    /// Step index within its phase (chunk number, or decode step).
+    pub step: u64,
+    /// Start, ns from the start of the run.
+    pub start: Time,
+    /// End, ns.
+    pub end: Time,
+}
+
+/// A recorder of the tasks a run executes (every prefill chunk, the first `max_decode_steps`
+/// decode steps); zero-length tasks and join points are left out.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// Decode steps to record.
+    pub max_decode_steps: u64,
+    /// The tasks, in execution-graph order per step.
+    pub events: Vec<TraceEvent>,
+}
+
+impl Trace {
+    fn record(&mut self, graph: &crate::sim::TaskGraph, tl: &crate::sim::Timeline, phase: &'static str, step: u64) {
+        for (task, t) in graph.tasks.iter().zip(&tl.timings) {
+            let res = &graph.resources[task.resource.0 as usize];
+            if res.kind == ResourceKind::Virtual || t.end == t.start {
+                continue;
+            }
+            self.events.push(TraceEvent {
+                resource: res.name.clone(),
+                node: res.node,
+                label: task.label,
+                phase,
+                step,
+                start: t.start,
+                end: t.end,
+            });
+        }
+    }
+}
+
 /// Simulates prefill (in chunks) and `generate` decode steps; one ChaCha stream per run.
 pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> GenerateRun {
+    simulate_generate_traced(plan, prompt, generate, seed, None)
+}
+
+/// [`simulate_generate`], recording the executed tasks into `trace` when given.
+pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u64, mut trace: Option<&mut Trace>) -> GenerateRun {
     let mut jitter = Jitter::new(seed, plan.jitter_cv);
     let mut now: Time = 0;
     let mut events = 0;
     let chunk = plan.options.prefill_chunk.max(1);
     let mut cached: Option<Lowered> = None;
     let mut done = 0;
+    let mut chunks = 0;
     // mlx-lm chunks all but the last prompt token, then runs that token alone.
     let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
     while done < prompt {
@@ -263,6 +329,10 @@ pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> 
         let low = cached.as_mut().expect("just built");
         low.retime(plan, done);
         let tl = execute(&low.graph, now, &mut jitter);
+        if let Some(tr) = trace.as_deref_mut() {
+            tr.record(&low.graph, &tl, "prefill", chunks);
+        }
+        chunks += 1;
         events += tl.events;
         now = tl.makespan;
         done += t;
@@ -277,6 +347,9 @@ pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> 
     for g in 0..generate {
         low.retime(plan, prompt + g);
         let tl = execute(&low.graph, now, &mut jitter);
+        if let Some(tr) = trace.as_deref_mut().filter(|tr| g < tr.max_decode_steps) {
+            tr.record(&low.graph, &tl, "decode", g);
+        }
         events += tl.events;
         steps.push(tl.makespan - now);
         now = tl.makespan;

@@ -84,6 +84,51 @@ pub fn to_json(e: &Estimate) -> String {
     serde_json::to_string_pretty(e).expect("estimate serializes")
 }
 
+/// A traced run in the Chrome trace-event format that Perfetto (ui.perfetto.dev) and
+/// chrome://tracing open: one process per node, one thread per resource (GPU stream, CPU, each
+/// link direction), one complete event per task, timestamps in microseconds.
+pub fn trace_json(plan: &crate::engine::Plan, trace: &crate::estimate::Trace) -> String {
+    use serde_json::json;
+    let mut threads: Vec<(u32, &str)> = Vec::new();
+    for e in &trace.events {
+        if !threads.iter().any(|(n, r)| *n == e.node && *r == e.resource) {
+            threads.push((e.node, &e.resource));
+        }
+    }
+    let tid = |node: u32, res: &str| threads.iter().position(|(n, r)| *n == node && *r == res).unwrap_or(0);
+    let mut events = Vec::with_capacity(trace.events.len() + plan.n() + threads.len());
+    for (i, node) in plan.nodes.iter().enumerate() {
+        events.push(json!({"ph": "M", "name": "process_name", "pid": i, "tid": 0, "args": {"name": format!("node{i} {}", node.id)}}));
+        events.push(json!({"ph": "M", "name": "process_sort_index", "pid": i, "tid": 0, "args": {"sort_index": i}}));
+    }
+    for (k, (node, res)) in threads.iter().enumerate() {
+        events.push(json!({"ph": "M", "name": "thread_name", "pid": node, "tid": k, "args": {"name": res}}));
+    }
+    for e in &trace.events {
+        events.push(json!({
+            "ph": "X",
+            "name": e.label,
+            "cat": e.phase,
+            "pid": e.node,
+            "tid": tid(e.node, &e.resource),
+            "ts": e.start as f64 / 1e3,
+            "dur": (e.end - e.start) as f64 / 1e3,
+            "args": {"phase": e.phase, "step": e.step},
+        }));
+    }
+    let doc = json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "metadata": {
+            "tool": "supernode",
+            "model": plan.model.id,
+            "quant": plan.quant.id,
+            "decode_steps_traced": trace.max_decode_steps,
+        },
+    });
+    serde_json::to_string(&doc).expect("trace serializes")
+}
+
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, then rename.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));

@@ -53,6 +53,12 @@ pub enum Command {
         /// Do not write result files.
         #[arg(long)]
         no_write: bool,
+        /// Also write a Perfetto / chrome://tracing trace of the run (every prefill chunk and the first decode steps) to this file.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// Decode steps the trace records.
+        #[arg(long, default_value_t = 4, requires = "trace")]
+        trace_steps: u64,
     },
     /// Predict every row of a measurement CSV and report the error of each.
     Validate {
@@ -108,7 +114,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         }
     };
     match cli.command {
-        Command::Run { file, json, set, profile, out, no_write } => run(file, json, &set, profile, out, no_write),
+        Command::Run { file, json, set, profile, out, no_write, trace, trace_steps } => {
+            run(RunArgs { file, json, set, profile, out, no_write, trace: trace.map(|t| (t, trace_steps)) })
+        }
         Command::Capacity(c) => capacity::dispatch(c),
         Command::Calibration(c) => calibration::dispatch(c),
         Command::Validate { against, profile, json, rows, max_mape, loo, prior_weight, plot } => {
@@ -142,7 +150,21 @@ fn json_error(message: &str) {
     println!("{}", serde_json::json!({"fits": false, "error": message}));
 }
 
-fn run(file: PathBuf, json: bool, set: &[String], profile: Option<PathBuf>, out: PathBuf, no_write: bool) -> i32 {
+/// Arguments of `run`.
+struct RunArgs {
+    file: PathBuf,
+    json: bool,
+    set: Vec<String>,
+    profile: Option<PathBuf>,
+    out: PathBuf,
+    no_write: bool,
+    /// Trace file and decode steps to record.
+    trace: Option<(PathBuf, u64)>,
+}
+
+fn run(args: RunArgs) -> i32 {
+    let RunArgs { file, json, set, profile, out, no_write, trace } = args;
+    let set = set.as_slice();
     let profile = match load_profile(profile) {
         Ok(p) => p,
         Err(e) => {
@@ -182,6 +204,22 @@ fn run(file: PathBuf, json: bool, set: &[String], profile: Option<PathBuf>, out:
             return EXIT_INPUT;
         }
     };
+    if let Some((path, steps)) = &trace {
+        if sc.workload.kind != crate::scenario::WorkloadKind::Generate {
+            eprintln!("error: --trace records generate workloads (prefill and decode steps), not HPL");
+            return EXIT_INPUT;
+        }
+        let written = crate::estimate::trace(&sc, &profile, *steps).map_err(|e| e.to_string()).and_then(|(plan, tr)| {
+            report::write_atomic(path, report::trace_json(&plan, &tr).as_bytes()).map_err(|e| e.to_string()).map(|_| tr)
+        });
+        match written {
+            Ok(tr) => eprintln!("trace: {} tasks written to {} (open in ui.perfetto.dev)", tr.events.len(), path.display()),
+            Err(e) => {
+                eprintln!("error: cannot write the trace {}: {e}", path.display());
+                return EXIT_FAILURE;
+            }
+        }
+    }
     let body = report::to_json(&est);
     if !no_write {
         let path = out.join(format!("{}.json", report::slug(&est.name)));

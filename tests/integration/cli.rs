@@ -165,3 +165,53 @@ fn every_shipped_scenario_runs() {
         }
     }
 }
+
+#[test]
+fn trace_is_a_perfetto_file_of_the_same_run() {
+    let f = scenario("geerling-2x-m3-ultra-qwen3-235b-a22b-exo-rdma.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let out = bin()
+        .arg("run")
+        .arg(&f)
+        .args(["--json", "--no-write", "--trace-steps", "3", "--trace"])
+        .arg(&path)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let est: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = events.iter().filter(|e| e["name"] == "process_name").map(|e| e["args"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["node0 m3-ultra-80c-512gb", "node1 m3-ultra-80c-512gb"]);
+    let tasks: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    // Every resource runs one task at a time (FIFO), and every task takes time.
+    let mut by: std::collections::BTreeMap<(u64, u64), Vec<(f64, f64)>> = Default::default();
+    for e in &tasks {
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        assert!(dur > 0.0);
+        by.entry((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap())).or_default().push((ts, ts + dur));
+    }
+    for spans in by.values_mut() {
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(spans.windows(2).all(|w| w[1].0 >= w[0].1 - 1e-6), "overlapping tasks on one resource");
+    }
+    // The traced prefill ends at the estimate's time to first token; three decode steps follow.
+    let prefill_end =
+        tasks.iter().filter(|e| e["cat"] == "prefill").map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()).fold(0.0, f64::max);
+    assert!((prefill_end - est["ttft_s"].as_f64().unwrap() * 1e6).abs() < 1.0, "{prefill_end} vs {}", est["ttft_s"]);
+    let steps: std::collections::BTreeSet<u64> =
+        tasks.iter().filter(|e| e["cat"] == "decode").map(|e| e["args"]["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps.into_iter().collect::<Vec<_>>(), [0, 1, 2]);
+    // Same scenario, same seed: the same file.
+    let again = dir.path().join("t2.json");
+    bin().arg("run").arg(&f).args(["--no-write", "--trace-steps", "3", "--trace"]).arg(&again).assert().success();
+    assert_eq!(text, std::fs::read_to_string(&again).unwrap());
+    // HPL has no prefill or decode to trace.
+    let hpl = scenario("m3-ultra-hpl-2x.toml");
+    let out =
+        bin().arg("run").arg(&hpl).args(["--no-write", "--trace"]).arg(dir.path().join("h.json")).assert().code(2).get_output().clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace records generate workloads"));
+}
