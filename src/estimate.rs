@@ -273,6 +273,8 @@ pub struct TraceEvent {
     pub start: Time,
     /// End, ns.
     pub end: Time,
+    /// For a GPU task: the operations it runs, comma-separated.
+    pub ops: Option<String>,
 }
 
 /// A recorder of the tasks a run executes (every prefill chunk, the first `max_decode_steps`
@@ -286,8 +288,14 @@ pub struct Trace {
 }
 
 impl Trace {
-    fn record(&mut self, graph: &crate::sim::TaskGraph, tl: &crate::sim::Timeline, phase: &'static str, step: u64) {
-        for (task, t) in graph.tasks.iter().zip(&tl.timings) {
+    fn record(&mut self, low: &Lowered, tl: &crate::sim::Timeline, phase: &'static str, step: u64) {
+        let graph = &low.graph;
+        let mut ops: Vec<Option<String>> = vec![None; graph.tasks.len()];
+        for &(task, seg) in &low.gpu_tasks {
+            let names: Vec<&str> = low.segments[seg].ops.iter().map(|o| o.name).collect();
+            ops[task.0 as usize] = Some(names.join(", "));
+        }
+        for ((task, t), ops) in graph.tasks.iter().zip(&tl.timings).zip(ops) {
             let res = &graph.resources[task.resource.0 as usize];
             if res.kind == ResourceKind::Virtual || t.end == t.start {
                 continue;
@@ -300,6 +308,7 @@ impl Trace {
                 step,
                 start: t.start,
                 end: t.end,
+                ops,
             });
         }
     }
@@ -330,7 +339,7 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         low.retime(plan, done);
         let tl = execute(&low.graph, now, &mut jitter);
         if let Some(tr) = trace.as_deref_mut() {
-            tr.record(&low.graph, &tl, "prefill", chunks);
+            tr.record(low, &tl, "prefill", chunks);
         }
         chunks += 1;
         events += tl.events;
@@ -348,7 +357,7 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         low.retime(plan, prompt + g);
         let tl = execute(&low.graph, now, &mut jitter);
         if let Some(tr) = trace.as_deref_mut().filter(|tr| g < tr.max_decode_steps) {
-            tr.record(&low.graph, &tl, "decode", g);
+            tr.record(&low, &tl, "decode", g);
         }
         events += tl.events;
         steps.push(tl.makespan - now);

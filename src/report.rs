@@ -113,7 +113,10 @@ pub fn trace_json(plan: &crate::engine::Plan, trace: &crate::estimate::Trace) ->
             "tid": tid(e.node, &e.resource),
             "ts": e.start as f64 / 1e3,
             "dur": (e.end - e.start) as f64 / 1e3,
-            "args": {"phase": e.phase, "step": e.step},
+            "args": match &e.ops {
+                Some(ops) => json!({"phase": e.phase, "step": e.step, "ops": ops}),
+                None => json!({"phase": e.phase, "step": e.step}),
+            },
         }));
     }
     let doc = json!({

@@ -205,6 +205,9 @@ fn trace_is_a_perfetto_file_of_the_same_run() {
     let steps: std::collections::BTreeSet<u64> =
         tasks.iter().filter(|e| e["cat"] == "decode").map(|e| e["args"]["step"].as_u64().unwrap()).collect();
     assert_eq!(steps.into_iter().collect::<Vec<_>>(), [0, 1, 2]);
+    // GPU tasks name the operations they run.
+    let first = tasks.iter().find(|e| e["name"] == "compute").unwrap();
+    assert!(first["args"]["ops"].as_str().unwrap().contains("o_proj"), "{first}");
     // Same scenario, same seed: the same file.
     let again = dir.path().join("t2.json");
     bin().arg("run").arg(&f).args(["--no-write", "--trace-steps", "3", "--trace"]).arg(&again).assert().success();
