@@ -357,6 +357,19 @@ fn suggest(word: &str, candidates: &[&str], what: &str) -> String {
     }
 }
 
+/// The value a string key names among `choices`; else an error at the key with the known
+/// names (`what` = singular and plural) and a did-you-mean.
+fn one_of<T: Copy>(src: &Source, v: &Spanned<String>, choices: &[(&str, T)], what: (&str, &str), hint: &str) -> Result<T, ScenarioError> {
+    let word = v.get_ref().as_str();
+    match choices.iter().find(|(name, _)| *name == word) {
+        Some((_, x)) => Ok(*x),
+        None => {
+            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+            Err(src.error(v.span(), format!("unknown {} `{word}`", what.0), Some(suggest(word, &names, what.1) + hint)))
+        }
+    }
+}
+
 fn positive(src: &Source, v: &Spanned<i64>, key: &str, max: i64) -> Result<u64, ScenarioError> {
     let x = *v.get_ref();
     if x < 1 || x > max {
@@ -764,21 +777,17 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
             options.jaccl_frame_bytes = positive(src, f, "engine.jaccl_frame_kib", 512)? * 1024;
         }
         if let Some(a) = &e.allreduce {
-            options.allreduce = match a.get_ref().as_str() {
-                "fully-connected" => AllReduceAlgo::FullyConnected,
-                "rs-ag" => AllReduceAlgo::ReduceScatterAllGather,
-                "ring" => AllReduceAlgo::Ring,
-                other => {
-                    return Err(src.error(
-                        a.span(),
-                        format!("unknown all-reduce algorithm `{other}`"),
-                        Some(
-                            suggest(other, &["fully-connected", "rs-ag", "ring"], "algorithms")
-                                + " (fully-connected = Dec 2025; rs-ag = mlx PR 3901 above 32 KiB)",
-                        ),
-                    ));
-                }
-            };
+            options.allreduce = one_of(
+                src,
+                a,
+                &[
+                    ("fully-connected", AllReduceAlgo::FullyConnected),
+                    ("rs-ag", AllReduceAlgo::ReduceScatterAllGather),
+                    ("ring", AllReduceAlgo::Ring),
+                ],
+                ("all-reduce algorithm", "algorithms"),
+                " (fully-connected = Dec 2025; rs-ag = mlx PR 3901 above 32 KiB)",
+            )?;
         }
         if let Some(f) = &e.fast_sync {
             options.fast_sync = Some(*f.get_ref());
@@ -787,43 +796,30 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
             options.prefill_chunk = positive(src, c, "engine.prefill_chunk", 65536)?;
         }
         if let Some(m) = &e.mla_prefill {
-            options.mla_prefill_expanded = match m.get_ref().as_str() {
-                "expanded" => true,
-                "absorbed" => false,
-                other => {
-                    return Err(src.error(
-                        m.span(),
-                        format!("unknown MLA prefill form `{other}`"),
-                        Some(
-                            suggest(other, &["expanded", "absorbed"], "forms")
-                                + " (expanded = mlx-lm's prefill, absorbed = llama.cpp's, and every runtime's decode)",
-                        ),
-                    ));
-                }
-            };
+            options.mla_prefill_expanded = one_of(
+                src,
+                m,
+                &[("expanded", true), ("absorbed", false)],
+                ("MLA prefill form", "forms"),
+                " (expanded = mlx-lm's prefill, absorbed = llama.cpp's, and every runtime's decode)",
+            )?;
         }
         if let Some(m) = &e.mla_cache {
-            options.mla_per_head_cache = match m.get_ref().as_str() {
-                "latent" => false,
-                "per-head" if kind.runtime() == "llama-cpp" => true,
-                "per-head" => {
-                    return Err(src.error(
-                        m.span(),
-                        format!("engine `{engine_name}` keeps the MLA latent cache; a per-head cache is llama.cpp's"),
-                        Some("remove `mla_cache`, or use a llama.cpp engine (llama-cpp, llama-cpp-rpc, ollama)".into()),
-                    ));
-                }
-                other => {
-                    return Err(src.error(
-                        m.span(),
-                        format!("unknown MLA cache `{other}`"),
-                        Some(
-                            suggest(other, &["latent", "per-head"], "caches")
-                                + " (per-head = llama.cpp with a GGUF converted without MLA metadata)",
-                        ),
-                    ));
-                }
-            };
+            let per_head = one_of(
+                src,
+                m,
+                &[("latent", false), ("per-head", true)],
+                ("MLA cache", "caches"),
+                " (per-head = llama.cpp with a GGUF converted without MLA metadata)",
+            )?;
+            if per_head && kind.runtime() != "llama-cpp" {
+                return Err(src.error(
+                    m.span(),
+                    format!("engine `{engine_name}` keeps the MLA latent cache; a per-head cache is llama.cpp's"),
+                    Some("remove `mla_cache`, or use a llama.cpp engine (llama-cpp, llama-cpp-rpc, ollama)".into()),
+                ));
+            }
+            options.mla_per_head_cache = per_head;
         }
     }
 

@@ -149,26 +149,30 @@ fn prefill_logits_over_the_whole_chunk_cost_a_head_per_token() {
     assert!(all > last, "{all} vs {last}");
 }
 
+/// One 512 GB M3 Ultra running a catalog model (wired limit raised to 90%).
+fn one_m3_ultra(p: &Profile, model: &str, quant: &str, options: &EngineOptions, context: u64) -> Plan {
+    let c = catalog();
+    let nodes = vec![c.node("m3-ultra-80c-512gb").unwrap().clone()];
+    Plan::new(PlanInput {
+        nodes: &nodes,
+        fabric: c.fabric("none").unwrap(),
+        topology: Topology::None,
+        model: &c.model(model).unwrap().1,
+        quant: c.quant(quant).unwrap(),
+        options,
+        wired_limit_fraction: Some(0.9),
+        context,
+        profile: p,
+    })
+    .unwrap()
+}
+
 #[test]
 fn mla_prefill_expands_the_latent_on_mlx_and_stays_absorbed_for_decode() {
     let p = quiet_profile();
     let c = catalog();
     let model = &c.model("deepseek-v3.1").unwrap().1;
-    let nodes = vec![c.node("m3-ultra-80c-512gb").unwrap().clone()];
-    let mk = |kind| {
-        Plan::new(PlanInput {
-            nodes: &nodes,
-            fabric: c.fabric("none").unwrap(),
-            topology: Topology::None,
-            model,
-            quant: c.quant("mlx-4bit").unwrap(),
-            options: &EngineOptions::december_2025(kind, Parallelism::None),
-            wired_limit_fraction: Some(0.9),
-            context: 16,
-            profile: &p,
-        })
-        .unwrap()
-    };
+    let mk = |kind| one_m3_ultra(&p, "deepseek-v3.1", "mlx-4bit", &EngineOptions::december_2025(kind, Parallelism::None), 16);
     let mut plan = mk(EngineKind::MlxLm);
     assert!(plan.options.mla_prefill_expanded, "mlx-lm expands the latent for L > 1");
     assert!(!mk(EngineKind::LlamaCpp).options.mla_prefill_expanded, "llama.cpp's MLA graph stays absorbed");
@@ -226,24 +230,9 @@ fn mlx_prefills_all_but_the_last_prompt_token_in_chunks_then_that_token_alone() 
 fn llama_cpp_per_head_mla_cache_is_plain_multi_head_attention() {
     // llama.cpp with a GGUF converted without MLA metadata caches per-head K (nope + rope) and V.
     let p = quiet_profile();
-    let c = catalog();
-    let model = &c.model("deepseek-r1").unwrap().1;
-    let nodes = vec![c.node("m3-ultra-80c-512gb").unwrap().clone()];
+    let model = &catalog().model("deepseek-r1").unwrap().1;
     let mut options = EngineOptions::december_2025(EngineKind::LlamaCpp, Parallelism::None);
-    let plan_at = |options: &EngineOptions, context: u64| {
-        Plan::new(PlanInput {
-            nodes: &nodes,
-            fabric: c.fabric("none").unwrap(),
-            topology: Topology::None,
-            model,
-            quant: c.quant("q4_k_m").unwrap(),
-            options,
-            wired_limit_fraction: Some(0.9),
-            context,
-            profile: &p,
-        })
-        .unwrap()
-    };
+    let plan_at = |options: &EngineOptions, context: u64| one_m3_ultra(&p, "deepseek-r1", "q4_k_m", options, context);
     let latent = plan_at(&options, 4096);
     options.mla_per_head_cache = true;
     let per_head = plan_at(&options, 4096);
