@@ -92,6 +92,9 @@ pub struct Estimate {
     pub cluster_power_w: f64,
     /// Per-node wall power during decode, W.
     pub node_power_w: Vec<f64>,
+    /// Per node, the share of decode time its GPU computes; the rest it waits on GPU<->CPU
+    /// crossings, collectives and transfers, %.
+    pub decode_gpu_busy_percent: Vec<f64>,
     /// Energy per generated token, J.
     pub energy_j_per_token: f64,
     /// Memory used per node, GB.
@@ -179,6 +182,7 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
         tpot_ms: Percentiles { p50: 0.0, p99: 0.0, mean: 0.0 },
         cluster_power_w: 0.0,
         node_power_w: vec![],
+        decode_gpu_busy_percent: vec![],
         energy_j_per_token: 0.0,
         memory_per_node_gb: memory.iter().map(|m| m.total_gb).collect(),
         memory,
@@ -210,6 +214,7 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
     for (i, node) in plan.nodes.iter().enumerate() {
         let chip = &plan.chips[i];
         let gpu_util = (run.decode_busy_gpu[i] as f64 / run.decode_ns as f64).min(1.0);
+        out.decode_gpu_busy_percent.push(round3(gpu_util * 100.0));
         let cpu_util = (run.decode_busy_cpu[i] as f64 / run.decode_ns as f64).min(1.0);
         let p = node.idle_w + chip.gpu_dynamic_w * gpu_util + chip.cpu_core_w * cpu_util;
         node_power.push(round3(p.min(node.max_w)));

@@ -37,6 +37,12 @@ pub fn run_table(e: &Estimate) -> String {
     row(&mut s, "prefill", format!("{:.1} tok/s ({} prompt tokens)", e.prefill_tokens_per_s, e.prompt_tokens));
     row(&mut s, "time to first token", format!("{:.3} s", e.ttft_s));
     row(&mut s, "TPOT p50 / p99", format!("{:.2} / {:.2} ms", e.tpot_ms.p50, e.tpot_ms.p99));
+    if !e.decode_gpu_busy_percent.is_empty() {
+        let per: Vec<String> = e.decode_gpu_busy_percent.iter().map(|p| format!("{p:.0}")).collect();
+        let waits = e.decode_gpu_busy_percent.iter().any(|p| *p < 99.5);
+        let note = if waits { "  (the rest waits on syncs, collectives and transfers)" } else { "" };
+        row(&mut s, "GPU busy in decode", format!("{}%{note}", per.join(", ")));
+    }
     row(
         &mut s,
         "cluster power",

@@ -63,6 +63,10 @@ fn json_has_the_contract_keys() {
     assert!(v["tpot_ms"]["p50"].as_f64().unwrap() > 0.0 && v["tpot_ms"]["p99"].as_f64().unwrap() >= v["tpot_ms"]["p50"].as_f64().unwrap());
     assert_eq!(v["node_power_w"].as_array().unwrap().len(), 4);
     assert_eq!(v["memory_per_node_gb"].as_array().unwrap().len(), 4);
+    // Tensor parallel over RDMA: every GPU waits on its all_sums part of each step.
+    let busy: Vec<f64> = v["decode_gpu_busy_percent"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert_eq!(busy.len(), 4);
+    assert!(busy.iter().all(|b| *b > 10.0 && *b < 100.0), "{busy:?}");
     // 2 x 11,699 + 2 x 8,099 + 6 cables x 70.
     assert_eq!(v["cost_usd"].as_f64().unwrap(), 2.0 * 11699.0 + 2.0 * 8099.0 + 6.0 * 70.0);
 }
