@@ -480,6 +480,10 @@ pub struct HarnessBench {
     /// End-to-end tokens per second.
     #[serde(default)]
     pub tokens_per_s: Option<f64>,
+    /// e2e decode: median host time per step spent building the step's graph in Python before
+    /// evaluating it (serial with the step in the harness's synchronous loop).
+    #[serde(default)]
+    pub host_build_s: Option<f64>,
     /// End-to-end model configuration.
     #[serde(default)]
     pub model: Option<serde_json::Value>,
@@ -786,8 +790,15 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
             // The harness's model applies the LM head to the last position only; files that
             // say otherwise (`"prefill_logits": "all"`) are honoured.
             let logits_all = cfg.get("prefill_logits").and_then(|v| v.as_str()) == Some("all");
-            let plan = make_plan(n, &model, &quant, chunk, logits_all)?;
+            let mut plan = make_plan(n, &model, &quant, chunk, logits_all)?;
             if b.kind == "e2e_decode" {
+                // The harness builds each step's graph in Python, then evaluates it: measured
+                // host time, serial with the step (0 in files that predate the measurement).
+                if let Some(build) = b.host_build_s.filter(|x| x.is_finite() && *x > 0.0) {
+                    for rt in &mut plan.runtimes {
+                        rt.host_per_step_us = build * 1e6;
+                    }
+                }
                 let gen_tokens = p("gen_tokens").max(1.0) as u64;
                 let run = crate::estimate::simulate_generate(&plan, prompt.max(1), gen_tokens, 1);
                 Ok(gen_tokens as f64 / (run.decode_ns as f64 / 1e9))

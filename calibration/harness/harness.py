@@ -1313,15 +1313,18 @@ class E2E:
         h.barrier()
         if power is not None:
             power.start()
-        dec_samples = []
+        dec_samples, build_samples = [], []
         for i in range(gen):
             if i and i % 4 == 0:
                 h.pace("e2e decode")  # between tokens, outside the timed steps
             t0 = time.perf_counter()
             logits = model(tok[:, None], caches)
             tok = mx.argmax(logits[:, -1, :], axis=-1)
+            # MLX is lazy: up to here Python only built the step's graph; nothing ran yet.
+            t_built = time.perf_counter()
             mx.eval(tok)
             dec_samples.append(time.perf_counter() - t0)
+            build_samples.append(t_built - t0)
         if power is not None:
             h.power_info["during_e2e_decode"] = power.stop()
         # tokens/s from the median step: the typical step of the slowest rank (every step ends
@@ -1333,6 +1336,10 @@ class E2E:
             self.read_bytes, self.flops_decode, dec_samples,
             extra={"tokens_per_s": rnd(1.0 / percentile(sorted(dec_samples), 50)),
                    "tokens_per_s_mean": rnd(gen / sum(dec_samples)),
+                   # host time per step building the graph in Python, before the eval: part of
+                   # every timed step here (one synchronous eval per token; mlx-lm overlaps it
+                   # with the previous step through async_eval)
+                   "host_build_s": rnd(percentile(sorted(build_samples), 50)),
                    "model": self.model_cfg},
         )
         log(f"  e2e decode: {e['tokens_per_s']:.2f} tok/s (median {e['median_s'] * 1e3:.1f} ms/token, "

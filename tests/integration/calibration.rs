@@ -200,6 +200,21 @@ fn harness_fits_have_no_prior_by_default_published_rows_do() {
 }
 
 #[test]
+fn the_harness_decode_pays_its_measured_graph_build_time_per_step() {
+    let example = root().join("calibration/measurements/harness-quick-example.json");
+    let h = calibrate::read_harness(&example).unwrap();
+    let mut profile = with_host_chip(&Profile::default_profile());
+    profile.misc.jitter_cv = 0.0;
+    let mut dec = h.benchmarks.iter().find(|b| b.kind == "e2e_decode").unwrap().clone();
+    dec.host_build_s = None;
+    let without = calibrate::predict_harness(&h, &dec, &profile).unwrap();
+    dec.host_build_s = Some(0.002);
+    let with = calibrate::predict_harness(&h, &dec, &profile).unwrap();
+    // Seconds per token grow by exactly the 2 ms of Python graph building per step.
+    assert!(((1.0 / with - 1.0 / without) - 0.002).abs() < 1e-9, "{without} -> {with}");
+}
+
+#[test]
 fn seeding_the_harness_host_leaves_the_published_setups_alone() {
     // `validate` and `run` seed the harness host into every profile: that must not change what
     // the profile says about the Macs (e.g. no in-context collective cost where none was fitted).
