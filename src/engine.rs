@@ -490,8 +490,8 @@ pub struct Lowered {
     pub tokens: u64,
     /// Bytes the engine put on links (for conservation checks).
     pub bytes_sent: u64,
-    /// Per segment: the context-independent part of its time (ns) and its attention ops, whose
-    /// time grows with the context. Filled on the first [`Lowered::retime`].
+    /// Per segment: the context-independent part of its time (ns) and the ops whose time grows
+    /// with the context. Filled on the first [`Lowered::retime`].
     seg_parts: Vec<(f64, Vec<Op>)>,
 }
 
@@ -499,29 +499,29 @@ impl Lowered {
     /// Sets GPU task durations for a step of `tokens` tokens at `context` tokens of history.
     pub fn retime(&mut self, plan: &Plan, context: u64) {
         if self.seg_parts.is_empty() {
-            // Only attention depends on the context: sum everything else once.
+            // Only some ops depend on the context (Op::depends_on_context): sum the rest once.
             self.seg_parts = self
                 .segments
                 .iter()
                 .map(|s| {
                     let mut fixed = 0.0;
-                    let mut attn = Vec::new();
+                    let mut by_context = Vec::new();
                     for op in &s.ops {
-                        if op.class == OpClass::Attention {
-                            attn.push(op.clone());
+                        if op.depends_on_context() {
+                            by_context.push(op.clone());
                         } else {
                             let toks = if op.name == "lm_head" && !s.logits_all_tokens { 1 } else { self.tokens };
                             fixed += plan.op_ns(s.node, op, toks, 0);
                         }
                     }
-                    (fixed, attn)
+                    (fixed, by_context)
                 })
                 .collect();
         }
         for &(task, seg) in &self.gpu_tasks {
-            let (fixed, attn) = &self.seg_parts[seg];
+            let (fixed, by_context) = &self.seg_parts[seg];
             let node = self.segments[seg].node;
-            let ns = attn.iter().fold(*fixed, |acc, op| acc + plan.op_ns(node, op, self.tokens, context));
+            let ns = by_context.iter().fold(*fixed, |acc, op| acc + plan.op_ns(node, op, self.tokens, context));
             // Clamp to ~11 days so sums of durations can never overflow.
             self.graph.tasks[task.0 as usize].duration = ns.round().clamp(0.0, 1e15) as Time;
         }

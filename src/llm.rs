@@ -522,6 +522,12 @@ impl Op {
         }
     }
 
+    /// Whether the op's cost depends on the cached context: attention, and the MLA latent
+    /// up-projections (which the expanded prefill form runs over the whole cache).
+    pub fn depends_on_context(&self) -> bool {
+        self.class == OpClass::Attention || self.expands_latent
+    }
+
     /// Context length this op attends over at position `ctx`.
     pub fn effective_context(&self, ctx: u64) -> u64 {
         self.window.map_or(ctx, |w| w.min(ctx))

@@ -97,9 +97,11 @@ fn set_overrides_any_key() {
         "512 KiB frames: one JACCL round per all_sum"
     );
     // exo prefills MLA models in mlx-lm's expanded form; the absorbed form is slower at long context.
-    let absorbed = get(&["workload.prompt_tokens=32768", "engine.mla_prefill=\"absorbed\""]);
-    assert!(absorbed["ttft_s"].as_f64().unwrap() > 1.2 * long["ttft_s"].as_f64().unwrap());
-    assert_eq!(absorbed["decode_tokens_per_s"], long["decode_tokens_per_s"], "decode is absorbed either way");
+    // At 64K tokens: 908 s absorbed vs 682 s expanded.
+    let expanded = get(&["workload.prompt_tokens=65536"]);
+    let absorbed = get(&["workload.prompt_tokens=65536", "engine.mla_prefill=\"absorbed\""]);
+    assert!(absorbed["ttft_s"].as_f64().unwrap() > 1.25 * expanded["ttft_s"].as_f64().unwrap());
+    assert_eq!(absorbed["decode_tokens_per_s"], expanded["decode_tokens_per_s"], "decode is absorbed either way");
     let out = bin().arg("run").arg(&f).args(["--no-write", "--set", "engine.mla_prefill=expandd"]).assert().code(2).get_output().clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown MLA prefill form `expandd`") && err.contains("did you mean `expanded`"), "{err}");

@@ -252,3 +252,28 @@ fn llama_cpp_per_head_mla_cache_is_plain_multi_head_attention() {
     let prefill = (flops / (26.0e12 * chip.compute_eff_attention)).max(bytes / (819.2e9 * chip.bw_eff_attention)) * 1e9 + launch;
     assert!((per_head.op_ns(0, &sdpa, 512, 0) / prefill - 1.0).abs() < 1e-9);
 }
+
+#[test]
+fn a_prefill_step_retimed_at_a_longer_context_pays_every_context_dependent_op() {
+    // mlx-lm's expanded MLA prefill: the attention and the latent up-projections both grow with
+    // the cached context; retiming a lowered step must recompute both.
+    let p = quiet_profile();
+    let plan = one_m3_ultra(&p, "deepseek-v3.1", "mlx-4bit", &EngineOptions::december_2025(EngineKind::MlxLm, Parallelism::None), 16);
+    let model = &plan.model;
+    let ops = model.layer_ops(3);
+    let grows: Vec<&supernode::llm::Op> =
+        ops.iter().filter(|o| o.class == supernode::llm::OpClass::Attention || o.expands_latent).collect();
+    assert_eq!(grows.len(), 2);
+    let (t, ctx) = (64u64, 4096u64);
+    let per_layer: f64 = grows.iter().map(|o| plan.op_ns(0, o, t, ctx) - plan.op_ns(0, o, t, 0)).sum();
+    let mut low = lower_step(&plan, t);
+    let makespan = |low: &mut supernode::engine::Lowered, ctx: u64| {
+        low.retime(&plan, ctx);
+        execute(&low.graph, 0, &mut Jitter::none()).makespan as f64
+    };
+    let short = makespan(&mut low, 0);
+    let long = makespan(&mut low, ctx);
+    let expected = per_layer * model.layers as f64;
+    // Task durations are whole nanoseconds: allow one per task.
+    assert!((long - short - expected).abs() <= low.graph.tasks.len() as f64, "{} vs {expected}", long - short);
+}
