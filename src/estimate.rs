@@ -139,8 +139,7 @@ pub fn hardware_cost(s: &Scenario) -> f64 {
 
 /// Runs the whole estimate for a scenario.
 pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateError> {
-    let context = s.workload.prompt_tokens + s.workload.generate_tokens;
-    let plan = Plan::for_scenario(s, context, profile)?;
+    let plan = generate_plan(s, profile)?;
     let cables = s.topology.cables(s.nodes.len());
     let cost_usd = hardware_cost(s);
     let envelope = envelope(s, profile);
@@ -231,11 +230,15 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
     Ok(out)
 }
 
+/// The plan of a scenario whose KV cache holds the whole prompt and generation.
+fn generate_plan(s: &Scenario, profile: &Profile) -> Result<Plan, PlanError> {
+    Plan::for_scenario(s, s.workload.prompt_tokens + s.workload.generate_tokens, profile)
+}
+
 /// Traces the scenario's generate run as [`estimate`] simulates it (same plan, seed and jitter
 /// stream): every prefill chunk and the first `max_decode_steps` decode steps.
 pub fn trace(s: &Scenario, profile: &Profile, max_decode_steps: u64) -> Result<(Plan, Trace), EstimateError> {
-    let context = s.workload.prompt_tokens + s.workload.generate_tokens;
-    let plan = Plan::for_scenario(s, context, profile)?;
+    let plan = generate_plan(s, profile)?;
     let mut tr = Trace { max_decode_steps, events: Vec::new() };
     let steps = s.workload.generate_tokens.min(max_decode_steps);
     simulate_generate_traced(&plan, s.workload.prompt_tokens, steps, s.seed, Some(&mut tr));
