@@ -10,6 +10,7 @@ mod fidelity;
 mod invariants;
 mod planner;
 mod proptests;
+mod snapshots;
 mod sweep;
 mod timelines;
 
