@@ -9,10 +9,10 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use supernode::capacity::sweep::{self, RunOptions, Shard, Sweep};
 use supernode::estimate::estimate;
 use supernode::profile::Profile;
 use supernode::scenario::Source;
-use supernode::sweep::{self, RunOptions, Shard, Sweep};
 
 /// 48 DeepSeek V3.1 decode points (128 + 128 tokens): 1, 2, 4 M3 Ultra nodes, exo tensor over
 /// RDMA and llama.cpp RPC over TCP, 8 seeds.

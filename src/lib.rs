@@ -3,20 +3,31 @@
 //!
 //! Data flows one way: scenario file -> [`scenario::Scenario`] -> [`engine::Plan`] -> task
 //! graphs per forward step -> [`sim`] timelines -> [`estimate::Estimate`] -> [`report`].
+//!
+//! The modules, from the bottom layer up (a module imports only from layers below it; the
+//! `layers` integration test checks this): [`util`]; [`sim`], [`hw`], [`llm`]; [`catalog`],
+//! [`profile`]; [`engine`]; [`scenario`]; [`estimate`]; [`calibrate`]; [`capacity`]; [`report`];
+//! [`cli`]. ARCHITECTURE.md describes each one's job and what it must not know.
+
+pub mod util;
+
+pub mod hw;
+pub mod llm;
+pub mod sim;
+
+pub mod catalog;
+pub mod profile;
+
+pub mod engine;
+
+pub mod scenario;
+
+pub mod estimate;
 
 pub mod calibrate;
-pub mod catalog;
-pub mod charts;
-pub mod cli;
-pub mod engine;
-pub mod estimate;
-pub mod hw;
-pub mod llama_bench;
-pub mod llm;
-pub mod planner;
-pub mod profile;
+
+pub mod capacity;
+
 pub mod report;
-pub mod scenario;
-pub mod sim;
-pub mod sweep;
-pub mod validate;
+
+pub mod cli;

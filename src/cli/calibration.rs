@@ -59,7 +59,7 @@ pub fn dispatch(c: CalibrationCommand) -> i32 {
 }
 
 fn run_import(files: &[PathBuf], node: Option<&str>, out: Option<&std::path::Path>) -> i32 {
-    use crate::llama_bench;
+    use crate::calibrate::llama_bench;
     let mut rows = Vec::new();
     let mut tests = 0;
     let mut stems: Vec<String> = Vec::new();
@@ -96,7 +96,7 @@ fn run_import(files: &[PathBuf], node: Option<&str>, out: Option<&std::path::Pat
     let text = llama_bench::rows_csv(&rows);
     match out {
         Some(path) => {
-            if let Err(e) = crate::report::write_atomic(path, text.as_bytes()) {
+            if let Err(e) = crate::util::write_atomic(path, text.as_bytes()) {
                 eprintln!("error: cannot write {}: {e}", path.display());
                 return EXIT_FAILURE;
             }
@@ -122,7 +122,7 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
         };
         if let Err(e) = added {
             // llama-bench output is a measurement too, but it needs the node it ran on first.
-            if crate::llama_bench::read(f).is_ok() {
+            if crate::calibrate::llama_bench::read(f).is_ok() {
                 return Err(format!(
                     "{} is llama-bench output: turn it into measurement rows first, e.g. `supernode import {} --node m3-ultra-80c-512gb -o rows.csv` (`supernode catalog nodes` lists the nodes)",
                     f.display(),
@@ -177,7 +177,7 @@ fn run_calibrate(
             prior_weight
         ),
         data: data.files.join(", "),
-        date: calibrate::today(),
+        date: crate::util::today(),
         calibrated_node_counts: counts,
         calibrated_chips: chips,
         calibrated_max_context: ctx,
@@ -190,7 +190,7 @@ fn run_calibrate(
         if dropped.is_empty() { "none".to_string() } else { dropped.join(", ") },
         toml::to_string(&fitted).expect("profile serializes")
     );
-    if let Err(e) = crate::report::write_atomic(out, text.as_bytes()) {
+    if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
         eprintln!("error: cannot write {}: {e}", out.display());
         return EXIT_FAILURE;
     }

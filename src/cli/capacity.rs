@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 
 use super::{EXIT_FAILURE, EXIT_INPUT, EXIT_OK, load_profile, print_diagnostic};
-use crate::charts::{self, ChartError};
-use crate::planner::{self, Objective, PlanRequest};
-use crate::report::slug;
-use crate::sweep::{self, Manifest, RunOptions, Sweep, SweepError};
+use crate::capacity::planner::{self, Objective, PlanRequest};
+use crate::capacity::sweep::{self, Manifest, RunOptions, Sweep, SweepError};
+use crate::report::charts::{self, ChartError};
+use crate::util::slug;
 
 /// Prints a line on stdout; a closed pipe (`| head`) is not an error worth a panic.
 macro_rules! say {

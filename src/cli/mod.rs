@@ -210,7 +210,7 @@ fn run(args: RunArgs) -> i32 {
             return EXIT_INPUT;
         }
         let written = crate::estimate::trace(&sc, &profile, *steps).map_err(|e| e.to_string()).and_then(|(plan, tr)| {
-            report::write_atomic(path, report::trace_json(&plan, &tr).as_bytes()).map_err(|e| e.to_string()).map(|_| tr)
+            crate::util::write_atomic(path, report::trace_json(&plan, &tr).as_bytes()).map_err(|e| e.to_string()).map(|_| tr)
         });
         match written {
             Ok(tr) => eprintln!("trace: {} tasks written to {} (open in ui.perfetto.dev)", tr.events.len(), path.display()),
@@ -222,8 +222,8 @@ fn run(args: RunArgs) -> i32 {
     }
     let body = report::to_json(&est);
     if !no_write {
-        let path = out.join(format!("{}.json", report::slug(&est.name)));
-        if let Err(e) = report::write_atomic(&path, format!("{body}\n").as_bytes()) {
+        let path = out.join(format!("{}.json", crate::util::slug(&est.name)));
+        if let Err(e) = crate::util::write_atomic(&path, format!("{body}\n").as_bytes()) {
             eprintln!("error: cannot write {}: {e}", path.display());
             return EXIT_FAILURE;
         }
@@ -281,28 +281,28 @@ fn validate(args: ValidateArgs) -> i32 {
             return EXIT_FAILURE;
         }
     };
-    let row = |i: usize, predicted: f64| -> crate::validate::ValidatedRow {
+    let row = |i: usize, predicted: f64| -> crate::calibrate::validate::ValidatedRow {
         match &data.sources[i] {
-            crate::calibrate::TargetSource::Row(p) => crate::validate::validated(p, predicted),
-            crate::calibrate::TargetSource::Harness(h, k) => crate::validate::ValidatedRow {
+            crate::calibrate::TargetSource::Row(p) => crate::calibrate::validate::validated(p, predicted),
+            crate::calibrate::TargetSource::Harness(h, k) => crate::calibrate::validate::ValidatedRow {
                 id: data.targets[i].id.clone(),
                 metric: if h.benchmarks[*k].kind == "e2e_decode" { "decode_tokens_per_s".into() } else { "prefill_tokens_per_s".into() },
                 measured: data.targets[i].measured,
-                predicted: crate::estimate::round3(predicted),
-                error_percent: crate::estimate::round3((predicted - data.targets[i].measured) / data.targets[i].measured * 100.0),
+                predicted: crate::util::round3(predicted),
+                error_percent: crate::util::round3((predicted - data.targets[i].measured) / data.targets[i].measured * 100.0),
                 assumptions: vec![],
             },
         }
     };
-    let skipped: Vec<crate::validate::SkippedRow> = data
+    let skipped: Vec<crate::calibrate::validate::SkippedRow> = data
         .skipped
         .iter()
         .filter(|(id, _)| keep(id))
-        .map(|(id, reason)| crate::validate::SkippedRow { id: id.clone(), reason: reason.clone() })
+        .map(|(id, reason)| crate::calibrate::validate::SkippedRow { id: id.clone(), reason: reason.clone() })
         .collect();
-    let report = crate::validate::report(selected.iter().map(|&i| row(i, predictions[i])).collect(), skipped);
+    let report = crate::calibrate::validate::report(selected.iter().map(|&i| row(i, predictions[i])).collect(), skipped);
     let mut out = serde_json::to_value(&report).expect("report serializes");
-    let mut text = crate::validate::table(&report);
+    let mut text = crate::calibrate::validate::table(&report);
     let harness = data.sources.iter().find_map(|s| match s {
         crate::calibrate::TargetSource::Harness(h, _) => Some(h),
         crate::calibrate::TargetSource::Row(_) => None,
@@ -334,7 +334,7 @@ fn validate(args: ValidateArgs) -> i32 {
                 " (a profile fitted to them carries that error)"
             }
         ));
-        out["pace_drift_percent"] = serde_json::json!(crate::estimate::round3(drift));
+        out["pace_drift_percent"] = serde_json::json!(crate::util::round3(drift));
     }
     if loo {
         if is_json {
@@ -343,19 +343,19 @@ fn validate(args: ValidateArgs) -> i32 {
         }
         eprintln!("validate --loo: refitting without each of {} rows...", selected.len());
         let (loo_rows, loo_skipped) = leave_one_out(&data, &profile, &selected, prior_weight, &row);
-        let loo_report = crate::validate::report(loo_rows, loo_skipped);
+        let loo_report = crate::calibrate::validate::report(loo_rows, loo_skipped);
         text.push_str("\nleave-one-out (each row predicted by a profile fitted without it):\n");
         // The assumptions were listed under the first table.
         let mut bare = loo_report.clone();
         bare.rows.iter_mut().for_each(|r| r.assumptions.clear());
-        text.push_str(&crate::validate::table(&bare));
+        text.push_str(&crate::calibrate::validate::table(&bare));
         out["loo"] = serde_json::to_value(&loo_report).expect("serializes");
     }
     if let Some(dir) = plot {
         let points: Vec<(String, f64, f64)> = report.rows.iter().map(|r| (r.id.clone(), r.measured, r.predicted)).collect();
         let stem = dir.join("parity");
         if let Err(e) = std::fs::create_dir_all(&dir).map_err(|e| e.to_string()).and_then(|_| {
-            crate::charts::parity_chart(&stem, &format!("supernode: predicted vs measured ({})", against.display()), &points)
+            crate::report::charts::parity_chart(&stem, &format!("supernode: predicted vs measured ({})", against.display()), &points)
                 .map_err(|e| e.to_string())
         }) {
             eprintln!("error: cannot draw the parity chart: {e}");
@@ -393,8 +393,8 @@ fn leave_one_out(
     profile: &crate::profile::Profile,
     selected: &[usize],
     prior_weight: f64,
-    row: &(dyn Fn(usize, f64) -> crate::validate::ValidatedRow + Sync),
-) -> (Vec<crate::validate::ValidatedRow>, Vec<crate::validate::SkippedRow>) {
+    row: &(dyn Fn(usize, f64) -> crate::calibrate::validate::ValidatedRow + Sync),
+) -> (Vec<crate::calibrate::validate::ValidatedRow>, Vec<crate::calibrate::validate::SkippedRow>) {
     use rayon::prelude::*;
     // Progress on stderr (indicatif hides it when stderr is not a terminal): a refit per row.
     let pb = indicatif::ProgressBar::with_draw_target(Some(selected.len() as u64), indicatif::ProgressDrawTarget::stderr());
@@ -403,11 +403,11 @@ fn leave_one_out(
             .expect("valid template")
             .progress_chars("=> "),
     );
-    let results: Vec<Result<crate::validate::ValidatedRow, crate::validate::SkippedRow>> = selected
+    let results: Vec<Result<crate::calibrate::validate::ValidatedRow, crate::calibrate::validate::SkippedRow>> = selected
         .par_iter()
         .map(|&i| {
             let _tick = Tick(&pb);
-            let skip = |reason: String| crate::validate::SkippedRow { id: data.targets[i].id.clone(), reason };
+            let skip = |reason: String| crate::calibrate::validate::SkippedRow { id: data.targets[i].id.clone(), reason };
             let rest = data.without(i);
             let (fitted, _, _) = crate::calibrate::calibrate(&rest, profile, None, prior_weight)
                 .map_err(|e| skip(format!("refit without it failed: {e}")))?;

@@ -2,8 +2,8 @@
 //! node is matched or must be named, unusable tests are skipped with a reason, and the imported
 //! rows go straight into `validate`.
 
-use supernode::llama_bench;
-use supernode::validate::parse_csv;
+use supernode::calibrate::llama_bench;
+use supernode::calibrate::validate::parse_csv;
 
 use crate::{bin, root};
 

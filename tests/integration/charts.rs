@@ -19,7 +19,7 @@ fn parity_chart_renders_text_in_png_and_svg() {
         ("zero".to_string(), 0.0, 1.0),
     ];
     let a = t.path().join("parity-a");
-    supernode::charts::parity_chart(&a, "Decode tokens/s: measured vs predicted", &points).unwrap();
+    supernode::report::charts::parity_chart(&a, "Decode tokens/s: measured vs predicted", &points).unwrap();
     let svg = std::fs::read_to_string(t.path().join("parity-a.svg")).unwrap();
     for needle in ["Decode tokens/s: measured vs predicted", "measured", "predicted", "g-dsv31-exo-4", "within ±15%"] {
         assert!(svg.contains(needle), "SVG lacks `{needle}`");
@@ -29,10 +29,10 @@ fn parity_chart_renders_text_in_png_and_svg() {
     assert!(png.len() > 20_000, "PNG of {} bytes looks empty", png.len());
     // Text is rasterized: the same chart with another title is a different image.
     let b = t.path().join("parity-b");
-    supernode::charts::parity_chart(&b, "Another title", &points).unwrap();
+    supernode::report::charts::parity_chart(&b, "Another title", &points).unwrap();
     assert_ne!(std::fs::read(t.path().join("parity-b.png")).unwrap(), png);
     // Nothing to draw is an error, not a panic.
-    assert!(supernode::charts::parity_chart(&b, "x", &[("a".into(), 0.0, 0.0)]).is_err());
+    assert!(supernode::report::charts::parity_chart(&b, "x", &[("a".into(), 0.0, 0.0)]).is_err());
 }
 
 #[test]

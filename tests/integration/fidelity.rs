@@ -1,7 +1,7 @@
 //! The twin against published measurements.
 
+use supernode::calibrate::validate::{read_csv, validate};
 use supernode::profile::Profile;
-use supernode::validate::{read_csv, validate};
 
 #[test]
 fn geerling_rows_within_15_percent_with_the_right_shape() {

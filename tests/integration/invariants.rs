@@ -10,7 +10,7 @@ fn plan_for(file: &str, sets: &[&str]) -> supernode::engine::Plan {
     let sets: Vec<String> = sets.iter().map(|x| x.to_string()).collect();
     let s = scenario::load(&crate::scenario(file), &sets).unwrap();
     let p = Profile::default_profile();
-    supernode::engine::Plan::for_scenario(&s, 256, &p).unwrap()
+    s.plan(256, &p).unwrap()
 }
 
 fn check(file: &str, tokens: u64) {

@@ -9,6 +9,7 @@ use crate::hw::Topology;
 use crate::profile::Profile;
 use crate::scenario::{Scenario, WorkloadKind};
 use crate::sim::{Jitter, ResourceKind, Time, execute};
+use crate::util::{round3, round6};
 
 /// Latency percentiles, milliseconds.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -232,7 +233,7 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
 
 /// The plan of a scenario whose KV cache holds the whole prompt and generation.
 fn generate_plan(s: &Scenario, profile: &Profile) -> Result<Plan, PlanError> {
-    Plan::for_scenario(s, s.workload.prompt_tokens + s.workload.generate_tokens, profile)
+    s.plan(s.workload.prompt_tokens + s.workload.generate_tokens, profile)
 }
 
 /// Traces the scenario's generate run as [`estimate`] simulates it (same plan, seed and jitter
@@ -441,14 +442,4 @@ fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
         status: if reasons.is_empty() { "inside".into() } else { "extrapolation".into() },
         reasons,
     }
-}
-
-/// Rounds to 3 decimals (stable JSON).
-pub fn round3(x: f64) -> f64 {
-    (x * 1e3).round() / 1e3
-}
-
-/// Rounds to 6 decimals (stable JSON).
-pub fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }

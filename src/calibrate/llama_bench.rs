@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::calibrate::validate::MeasurementRow;
 use crate::catalog::{Catalog, catalog};
-use crate::validate::MeasurementRow;
 
 /// Errors reading llama-bench output.
 #[derive(Debug, thiserror::Error)]
@@ -346,7 +346,7 @@ pub fn to_rows(
     let cat = catalog();
     if let Some(n) = node {
         if cat.node(n).is_none() {
-            let hint = crate::catalog::did_you_mean(n, &cat.node_ids()).map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
+            let hint = crate::util::did_you_mean(n, &cat.node_ids()).map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
             return Err(BenchError::Node(format!("unknown node `{n}`{hint}; `supernode catalog nodes` lists them")));
         }
     }

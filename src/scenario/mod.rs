@@ -11,10 +11,12 @@ use miette::{NamedSource, SourceSpan};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::catalog::{catalog, did_you_mean};
-use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism};
+use crate::catalog::catalog;
+use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism, Plan, PlanError, PlanInput};
 use crate::hw::{FabricSpec, NodeSpec, Topology, Transport};
 use crate::llm::{ModelSpec, QuantSpec};
+use crate::profile::Profile;
+use crate::util::did_you_mean;
 
 /// A scenario error located in the source text.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -231,6 +233,21 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// The engine plan of this scenario when its KV cache must hold `context` tokens.
+    pub fn plan(&self, context: u64, profile: &Profile) -> Result<Plan, PlanError> {
+        Plan::new(PlanInput {
+            nodes: &self.nodes,
+            fabric: &self.fabric,
+            topology: self.topology,
+            model: &self.model,
+            quant: &self.quant,
+            options: &self.engine,
+            wired_limit_fraction: self.wired_limit_fraction,
+            context,
+            profile,
+        })
+    }
+
     /// An error located at a key span.
     pub fn error_at(&self, span: &Range<usize>, message: impl Into<String>, help: Option<String>) -> ScenarioError {
         self.source.error(span.clone(), message, help)
@@ -812,7 +829,7 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
                 ("MLA cache", "caches"),
                 " (per-head = llama.cpp with a GGUF converted without MLA metadata)",
             )?;
-            if per_head && kind.runtime() != "llama-cpp" {
+            if per_head && kind.runtime() != crate::engine::Runtime::LlamaCpp {
                 return Err(src.error(
                     m.span(),
                     format!("engine `{engine_name}` keeps the MLA latent cache; a per-head cache is llama.cpp's"),

@@ -31,10 +31,10 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
-use crate::catalog::did_you_mean;
 use crate::estimate::{Estimate, EstimateError, estimate};
 use crate::profile::Profile;
 use crate::scenario::{self, Scenario, ScenarioError, Source};
+use crate::util::did_you_mean;
 
 /// Format tag of sweep output directories.
 pub const FORMAT: &str = "supernode-sweep-1";
@@ -740,7 +740,7 @@ impl Manifest {
     fn write(&self, dir: &Path) -> Result<(), SweepError> {
         let p = dir.join(MANIFEST);
         let body = serde_json::to_string_pretty(self).expect("manifest serializes") + "\n";
-        crate::report::write_atomic(&p, body.as_bytes()).map_err(|e| io_err("write", &p, e))
+        crate::util::write_atomic(&p, body.as_bytes()).map_err(|e| io_err("write", &p, e))
     }
 }
 
@@ -1079,7 +1079,7 @@ pub fn write_csv(dir: &Path, axes: &[String]) -> Result<PathBuf, SweepError> {
         }
         match &row.estimate {
             Some(e) => {
-                let tpj = if e.energy_j_per_token > 0.0 { crate::estimate::round6(1.0 / e.energy_j_per_token) } else { 0.0 };
+                let tpj = if e.energy_j_per_token > 0.0 { crate::util::round6(1.0 / e.energy_j_per_token) } else { 0.0 };
                 let max_mem = e.memory_per_node_gb.iter().copied().fold(0.0, f64::max);
                 for x in [
                     e.decode_tokens_per_s,

@@ -10,6 +10,10 @@ use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt};
 use nalgebra::{DMatrix, DVector, Dyn, Owned};
 
 use crate::profile::Profile;
+use crate::util::{round_to, sig};
+
+pub mod llama_bench;
+pub mod validate;
 pub use crate::profile::{FitReport, FittedParam, Residual};
 
 /// Errors that stop a fit.
@@ -348,7 +352,7 @@ pub fn fit_with_prior(
         .map(|(k, p)| FittedParam { name: p.clone(), initial: initial[k], value: sig(values[k]), std_error: std_errors[k].map(sig) })
         .collect();
     let residuals: Vec<Residual> =
-        targets.iter().zip(r.iter()).map(|(t, e)| Residual { id: t.id.clone(), error_percent: round(e * 100.0, 3) }).collect();
+        targets.iter().zip(r.iter()).map(|(t, e)| Residual { id: t.id.clone(), error_percent: round_to(e * 100.0, 3) }).collect();
     let mape = residuals.iter().map(|x| x.error_percent.abs()).sum::<f64>() / m as f64;
     let evaluations = prob.evaluations.get();
     Ok((
@@ -356,8 +360,8 @@ pub fn fit_with_prior(
         FitReport {
             params,
             residuals,
-            rms_percent: round((rss / m as f64).sqrt() * 100.0, 3),
-            mape_percent: round(mape, 3),
+            rms_percent: round_to((rss / m as f64).sqrt() * 100.0, 3),
+            mape_percent: round_to(mape, 3),
             dof,
             evaluations,
             termination: format!("{:?}", report.termination),
@@ -401,20 +405,6 @@ fn check_identifiable(j: &DMatrix<f64>, paths: &[String]) -> Result<(), Calibrat
         return Err(CalibrateError::Collinear { names: names.join(" and "), last });
     }
     Ok(())
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
-}
-
-/// Rounds to 6 significant digits (stable profile files).
-pub fn sig(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    let d = 5 - x.abs().log10().floor() as i32;
-    round(x, d)
 }
 
 #[cfg(test)]
@@ -957,7 +947,7 @@ pub fn published_params() -> Vec<String> {
 #[derive(Clone, Debug)]
 pub enum TargetSource {
     /// A published row (a scenario through the run estimator).
-    Row(Box<crate::validate::Prepared>),
+    Row(Box<crate::calibrate::validate::Prepared>),
     /// A harness measurement (file, index into its benchmarks).
     Harness(std::sync::Arc<HarnessFile>, usize),
 }
@@ -978,9 +968,9 @@ pub struct Dataset {
 impl Dataset {
     /// Adds a measurement CSV (the format of shared/data/measurements.csv).
     pub fn add_csv(&mut self, path: &std::path::Path, profile: &Profile) -> Result<(), SourceError> {
-        let rows = crate::validate::read_csv(path)
+        let rows = crate::calibrate::validate::read_csv(path)
             .map_err(|e| SourceError::Format { path: path.display().to_string(), message: e.to_string() })?;
-        let (prepared, skipped) = crate::validate::prepare(&rows, profile);
+        let (prepared, skipped) = crate::calibrate::validate::prepare(&rows, profile);
         for p in prepared {
             self.targets.push(Target { id: p.row.id.clone(), measured: p.row.value });
             self.sources.push(TargetSource::Row(Box::new(p)));
@@ -1012,7 +1002,7 @@ impl Dataset {
         self.sources
             .par_iter()
             .map(|s| match s {
-                TargetSource::Row(p) => crate::validate::predict(p, profile),
+                TargetSource::Row(p) => crate::calibrate::validate::predict(p, profile),
                 TargetSource::Harness(h, i) => predict_harness(h, &h.benchmarks[*i], profile),
             })
             .collect()
@@ -1140,20 +1130,4 @@ fn moving_params(base: &Profile, paths: Vec<String>, predict: &Predictor<'_>) ->
         if moves { kept.push(path) } else { idle.push(path) }
     }
     (kept, idle)
-}
-
-/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
-pub fn today() -> String {
-    let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() / 86400).unwrap_or(0) as i64;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
 }

@@ -1,8 +1,6 @@
 //! Rendering: the run table, JSON, atomic result files, the catalog listing.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
 
 use crate::catalog::Catalog;
 use crate::estimate::Estimate;
@@ -138,32 +136,6 @@ pub fn trace_json(plan: &crate::engine::Plan, trace: &crate::estimate::Trace) ->
     serde_json::to_string(&doc).expect("trace serializes")
 }
 
-/// Writes `contents` to `path` atomically: a temporary file in the same directory, then rename.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp: PathBuf = dir.join(format!(".{}.tmp{}", path.file_name().and_then(|s| s.to_str()).unwrap_or("out"), std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
-}
-
-/// A file-name-safe slug.
-pub fn slug(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() || c == '.' {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
-
 /// The catalog as a human listing.
 pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
     let mut s = String::new();
@@ -244,3 +216,4 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
     }
     s
 }
+pub mod charts;

@@ -7,9 +7,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::estimate::{estimate, round3};
+use crate::estimate::estimate;
 use crate::profile::Profile;
 use crate::scenario::{self, Source};
+use crate::util::round3;
 
 /// One row of a measurement CSV.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

@@ -12,9 +12,9 @@ use plotters::coord::ranged1d::{IntoSegmentedCoord, SegmentValue};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::capacity::sweep::{self, EstimateRow, Manifest, PointInfo, Row, value_label};
 use crate::catalog::catalog;
-use crate::report::slug;
-use crate::sweep::{self, EstimateRow, Manifest, PointInfo, Row, value_label};
+use crate::util::slug;
 
 /// Chart kinds a sweep can draw, for `supernode plot DIR --chart NAME`.
 pub const CHARTS: &[(&str, &str)] = &[

@@ -11,11 +11,12 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde_json::json;
 
-use crate::catalog::{catalog, did_you_mean};
+use crate::catalog::catalog;
 use crate::estimate::{Estimate, EstimateError, estimate};
 use crate::hw::{Topology, cabling};
 use crate::profile::Profile;
 use crate::scenario::{self, Source};
+use crate::util::did_you_mean;
 
 /// What to optimize. With a target rate: minimize hardware cost (then power); otherwise
 /// maximize decode tokens/s. Budget and power caps are constraints in both cases.

@@ -8,10 +8,10 @@ use serde::Deserialize;
 use crate::hw::{FabricSpec, NodeSpec};
 use crate::llm::{ModelSpec, QuantSpec};
 
-const NODES: &str = include_str!("catalog/nodes.toml");
-const FABRICS: &str = include_str!("catalog/fabrics.toml");
-const MODELS: &str = include_str!("catalog/models.toml");
-const QUANTS: &str = include_str!("catalog/quants.toml");
+const NODES: &str = include_str!("nodes.toml");
+const FABRICS: &str = include_str!("fabrics.toml");
+const MODELS: &str = include_str!("models.toml");
+const QUANTS: &str = include_str!("quants.toml");
 
 /// A model preset: its config (Hugging Face keys) plus display data.
 #[derive(Clone, Debug, Deserialize)]
@@ -134,30 +134,11 @@ impl Catalog {
     }
 }
 
-/// The closest candidate to `word` by edit distance, if reasonably close.
-pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    let best = candidates.iter().map(|c| (edit_distance(word, c), *c)).min()?;
-    (best.0 <= (word.len().max(3) / 2).max(3)).then_some(best.1)
-}
-
-/// Levenshtein distance.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::llm::OpClass;
+    use crate::util::did_you_mean;
 
     #[test]
     fn embedded_catalog_parses_and_sizes_match_facts() {

@@ -1,0 +1,112 @@
+//! Lowering one forward step onto the cluster, per runtime: the single-node and exo tensor
+//! parallel path (segments split at the all_sum points), exo's pipeline, and the microbenchmark
+//! shapes the calibration harness times. llama.cpp RPC lives in [`super::llama_rpc`].
+
+use crate::llm::{Op, OpClass};
+use crate::sim::TaskId;
+
+use super::llama_rpc::lower_rpc;
+use super::lowered::Lowered;
+use super::network::Builder;
+use super::options::{EngineKind, Parallelism};
+use super::plan::{Plan, us_to_ns};
+
+/// Lowers one forward step of `tokens` tokens (1 for decode, a chunk for prefill) onto the
+/// cluster. Durations of GPU tasks are filled by [`Lowered::retime`].
+pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
+    let mut b = Builder::new(plan);
+    let n = plan.n();
+    let model = &plan.model;
+    let logits_all = plan.options.prefill_logits_all;
+    let act_bytes = tokens * model.hidden * plan.options.activation_bytes;
+    let host_ns = |i: usize| us_to_ns(plan.runtimes[i].host_per_step_us);
+    match plan.options.parallelism {
+        Parallelism::None | Parallelism::Tensor => {
+            // Segments split at the all_sum points; one GPU task per node per segment.
+            let mut prev: Vec<Option<TaskId>> = vec![None; n];
+            // Ops after a layer's last all_sum run in the same GPU task as the next layer's
+            // first ops (or the head): one task per node per all_sum interval.
+            let mut seg_ops: Vec<Op> = Vec::new();
+            for l in 0..model.layers {
+                for op in model.layer_ops(l) {
+                    if op.class == OpClass::AllSum {
+                        let ready: Vec<TaskId> = (0..n)
+                            .map(|i| {
+                                let deps: Vec<TaskId> = prev[i].into_iter().collect();
+                                b.gpu(i, seg_ops.clone(), logits_all, &deps)
+                            })
+                            .collect();
+                        seg_ops.clear();
+                        let done = b.all_sum(&ready, act_bytes);
+                        prev = done.into_iter().map(Some).collect();
+                    } else {
+                        seg_ops.push(op);
+                    }
+                }
+            }
+            seg_ops.extend(model.head_ops());
+            for (i, p) in prev.iter_mut().enumerate() {
+                let deps: Vec<TaskId> = p.iter().copied().collect();
+                let head = b.gpu(i, seg_ops.clone(), logits_all, &deps);
+                *p = Some(b.cpu(i, host_ns(i), "host", &[head]));
+            }
+        }
+        Parallelism::Pipeline if plan.options.kind == EngineKind::LlamaCppRpc => lower_rpc(&mut b, tokens),
+        Parallelism::Pipeline => {
+            // exo pipeline: stage r computes its layers, hands the hidden state to r+1; the last
+            // stage's output is all-gathered so every rank has it.
+            let mut prev: Option<TaskId> = None;
+            let mut outputs = Vec::with_capacity(n);
+            for i in 0..n {
+                let share = plan.shares[i].clone();
+                let mut ops: Vec<Op> =
+                    (share.first_layer..share.end_layer).flat_map(|l| model.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
+                if share.head {
+                    ops.extend(model.head_ops());
+                }
+                let deps: Vec<TaskId> = prev.into_iter().collect();
+                let done = b.gpu(i, ops, logits_all, &deps);
+                outputs.push(done);
+                if i + 1 < n {
+                    let s = b.cpu(i, plan.sync_ns(i), "gpu->cpu", &[done]);
+                    let x = b.send(i, i + 1, act_bytes, &[s]);
+                    prev = Some(b.g.compute(b.net.gpu[i + 1], plan.sync_ns(i + 1), "cpu->gpu", &[x]));
+                }
+            }
+            let last = *outputs.last().expect("at least one stage");
+            let ready: Vec<TaskId> = (0..n).map(|i| if i + 1 == n { last } else { b.g.join(&[outputs[i], last]) }).collect();
+            let gathered = b.all_gather(&ready, act_bytes);
+            for (i, g) in gathered.into_iter().enumerate() {
+                b.cpu(i, host_ns(i), "host", &[g]);
+            }
+        }
+    }
+    b.finish(tokens)
+}
+
+/// Lowers a single all_sum of `bytes` per rank, as a collective microbenchmark runs it (GPU
+/// input ready at time 0 on every rank).
+pub fn lower_all_sum(plan: &Plan, bytes: u64) -> Lowered {
+    let mut b = Builder::new(plan);
+    b.in_context = false;
+    let ready: Vec<TaskId> = (0..plan.n()).map(|_| b.g.join(&[])).collect();
+    b.all_sum(&ready, bytes);
+    b.finish(1)
+}
+
+/// The harness's "collective in context" microbenchmark: `blocks` (each a list of ops for one
+/// token) run in order `repeats` times on every node, each block followed, when
+/// `all_sum_bytes > 0`, by an all_sum of that many bytes, where every rank waits for the slowest.
+/// Durations are filled by [`Lowered::retime`].
+pub fn lower_segment_chain(plan: &Plan, blocks: &[Vec<Op>], repeats: usize, all_sum_bytes: u64) -> Lowered {
+    let mut b = Builder::new(plan);
+    let n = plan.n();
+    let mut ready: Vec<TaskId> = (0..n).map(|_| b.g.join(&[])).collect();
+    for _ in 0..repeats {
+        for ops in blocks {
+            let done: Vec<TaskId> = (0..n).map(|i| b.gpu(i, ops.clone(), false, &[ready[i]])).collect();
+            ready = if all_sum_bytes > 0 { b.all_sum(&done, all_sum_bytes) } else { done };
+        }
+    }
+    b.finish(1)
+}

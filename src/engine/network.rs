@@ -1,0 +1,260 @@
+//! The network and the collectives: the cluster's resources in a task graph, routes over the
+//! topology, point-to-point sends and the all-reduce / all-gather algorithms of each backend.
+
+use crate::hw::{Topology, Transport};
+use crate::llm::Op;
+use crate::sim::{ResourceId, ResourceKind, TaskGraph, TaskId, Time};
+
+use super::lowered::{Lowered, Segment};
+use super::options::AllReduceAlgo;
+use super::plan::{Plan, us_to_ns};
+
+/// Resources of the cluster in a graph.
+pub(super) struct Net {
+    pub(super) gpu: Vec<ResourceId>,
+    pub(super) cpu: Vec<ResourceId>,
+    /// `links[a * n + b]`: the a->b direction (mesh, ring neighbours); for a switch the uplink
+    /// of `a` is stored at `links[a * n + a]`.
+    pub(super) links: Vec<Option<ResourceId>>,
+    pub(super) n: usize,
+    pub(super) topology: Topology,
+}
+
+impl Net {
+    pub(super) fn new(g: &mut TaskGraph, plan: &Plan) -> Net {
+        let n = plan.n();
+        let gpu = (0..n).map(|i| g.add_resource(format!("node{i}.gpu"), ResourceKind::Gpu, i as u32)).collect();
+        let cpu = (0..n).map(|i| g.add_resource(format!("node{i}.cpu"), ResourceKind::Cpu, i as u32)).collect();
+        let mut links = vec![None; n * n];
+        match plan.topology {
+            Topology::FullMesh => {
+                for a in 0..n {
+                    for b in 0..n {
+                        if a != b {
+                            links[a * n + b] = Some(g.add_resource(format!("link {a}->{b}"), ResourceKind::Link, a as u32));
+                        }
+                    }
+                }
+            }
+            Topology::Ring => {
+                for a in 0..n {
+                    for b in [(a + 1) % n, (a + n - 1) % n] {
+                        if a != b && links[a * n + b].is_none() {
+                            links[a * n + b] = Some(g.add_resource(format!("link {a}->{b}"), ResourceKind::Link, a as u32));
+                        }
+                    }
+                }
+            }
+            Topology::Switch => {
+                for a in 0..n {
+                    links[a * n + a] = Some(g.add_resource(format!("uplink {a}"), ResourceKind::Link, a as u32));
+                }
+            }
+            Topology::None => {}
+        }
+        Net { gpu, cpu, links, n, topology: plan.topology }
+    }
+
+    /// Link resources a message from `a` to `b` crosses, in order.
+    pub(super) fn route(&self, a: usize, b: usize) -> Vec<ResourceId> {
+        let n = self.n;
+        match self.topology {
+            Topology::FullMesh => vec![self.links[a * n + b].expect("mesh link")],
+            // Switched fabrics: the sender's uplink carries the message (incast at the
+            // receiver is not modelled).
+            Topology::Switch => vec![self.links[a * n + a].expect("uplink")],
+            Topology::Ring => {
+                let fwd = (b + n - a) % n;
+                let step = if fwd <= n - fwd { 1 } else { n - 1 };
+                let mut out = Vec::new();
+                let mut cur = a;
+                while cur != b {
+                    let next = (cur + step) % n;
+                    out.push(self.links[cur * n + next].expect("ring link"));
+                    cur = next;
+                }
+                out
+            }
+            Topology::None => Vec::new(),
+        }
+    }
+}
+
+/// Builds graph pieces for one step.
+pub(super) struct Builder<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) g: TaskGraph,
+    pub(super) net: Net,
+    pub(super) gpu_tasks: Vec<(TaskId, usize)>,
+    pub(super) segments: Vec<Segment>,
+    pub(super) bytes_sent: u64,
+    /// Collectives sit between kernels (a forward pass) rather than alone (a microbenchmark).
+    pub(super) in_context: bool,
+}
+
+impl<'a> Builder<'a> {
+    pub(super) fn new(plan: &'a Plan) -> Self {
+        let mut g = TaskGraph::new();
+        let net = Net::new(&mut g, plan);
+        Builder { plan, g, net, gpu_tasks: Vec::new(), segments: Vec::new(), bytes_sent: 0, in_context: true }
+    }
+
+    pub(super) fn gpu(&mut self, node: usize, ops: Vec<Op>, logits_all_tokens: bool, deps: &[TaskId]) -> TaskId {
+        let seg = self.segments.len();
+        self.segments.push(Segment { node, ops, logits_all_tokens });
+        let t = self.g.compute(self.net.gpu[node], 0, "compute", deps);
+        self.gpu_tasks.push((t, seg));
+        t
+    }
+
+    pub(super) fn cpu(&mut self, node: usize, ns: Time, label: &'static str, deps: &[TaskId]) -> TaskId {
+        self.g.compute(self.net.cpu[node], ns, label, deps)
+    }
+
+    /// Duration of one message of `bytes` on one hop.
+    pub(super) fn hop_ns(&self, bytes: u64) -> Time {
+        let f = &self.plan.fabric;
+        let c = &self.plan.comm;
+        let wire = bytes as f64 / f.bytes_per_ns();
+        let ns = match f.transport {
+            Transport::Rdma => {
+                let frame = if f.backend == "jaccl" { self.plan.options.jaccl_frame_bytes } else { 1 << 20 };
+                let frames = bytes.div_ceil(frame).max(1);
+                let rounds = frames.div_ceil(c.jaccl_window.max(1) as u64);
+                rounds as f64 * (f.latency_ns() + c.jaccl_round_us * 1e3) + wire
+            }
+            Transport::Tcp => f.latency_ns() + c.tcp_message_us * 1e3 + wire,
+            Transport::None => 0.0,
+        };
+        ns.round() as Time
+    }
+
+    /// A message from `a` to `b`; returns the task at which it has arrived.
+    pub(super) fn send(&mut self, a: usize, b: usize, bytes: u64, deps: &[TaskId]) -> TaskId {
+        let route = self.net.route(a, b);
+        let d = self.hop_ns(bytes);
+        let mut last = None;
+        // Multi-hop routes (rings) are store-and-forward at message level.
+        for link in route {
+            let dep: Vec<TaskId> = match last {
+                Some(t) => vec![t],
+                None => deps.to_vec(),
+            };
+            last = Some(self.g.transfer(link, d, bytes, &dep));
+            self.bytes_sent += bytes;
+        }
+        last.unwrap_or_else(|| self.g.join(deps))
+    }
+
+    // Ranks are indices into several per-rank arrays at once; index loops read best here.
+    #[allow(clippy::needless_range_loop)]
+    /// An all_sum of `bytes` per rank across all nodes. `ready[i]` is when rank i's GPU has its
+    /// input; returns when each rank's GPU has the sum.
+    pub(super) fn all_sum(&mut self, ready: &[TaskId], bytes: u64) -> Vec<TaskId> {
+        let n = self.net.n;
+        if n == 1 {
+            return ready.to_vec();
+        }
+        let c = self.plan.comm.clone();
+        let context_ns = if self.in_context { us_to_ns(c.collective_in_context_us) } else { 0 };
+        let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i) + context_ns, "gpu->cpu", &[ready[i]])).collect();
+        let algo = if self.plan.fabric.backend != "jaccl" || self.plan.topology == Topology::Ring {
+            AllReduceAlgo::Ring
+        } else if self.plan.options.allreduce == AllReduceAlgo::ReduceScatterAllGather && bytes <= 32 * 1024 {
+            AllReduceAlgo::FullyConnected
+        } else {
+            self.plan.options.allreduce
+        };
+        let reduce_ns = |b: u64| (b as f64 / c.cpu_reduce_gbs).round() as Time;
+        let peer_ns = us_to_ns(c.jaccl_peer_us);
+        let reduced: Vec<TaskId> = match algo {
+            AllReduceAlgo::FullyConnected => {
+                let arrivals = self.exchange(&synced, bytes, peer_ns);
+                (0..n).map(|i| self.cpu(i, reduce_ns(bytes * (n as u64 - 1)), "reduce", &arrivals[i])).collect()
+            }
+            AllReduceAlgo::ReduceScatterAllGather => {
+                let chunk = bytes.div_ceil(n as u64);
+                let arrivals = self.exchange(&synced, chunk, peer_ns);
+                let rs: Vec<TaskId> = (0..n).map(|i| self.cpu(i, reduce_ns(chunk * (n as u64 - 1)), "reduce", &arrivals[i])).collect();
+                let arrivals = self.exchange(&rs, chunk, peer_ns);
+                (0..n).map(|i| self.g.join(&arrivals[i])).collect()
+            }
+            AllReduceAlgo::Ring => {
+                let chunk = bytes.div_ceil(n as u64);
+                let mut have: Vec<TaskId> = synced.clone();
+                // A rank's sends leave in order on its link (one socket / queue pair).
+                let mut last_send: Vec<Option<TaskId>> = vec![None; n];
+                for step in 0..2 * (n - 1) {
+                    let mut next = have.clone();
+                    for i in 0..n {
+                        let j = (i + 1) % n;
+                        let deps: Vec<TaskId> = std::iter::once(have[i]).chain(last_send[i]).collect();
+                        let x = self.send(i, j, chunk, &deps);
+                        last_send[i] = Some(x);
+                        next[j] =
+                            if step < n - 1 { self.cpu(j, reduce_ns(chunk), "reduce", &[x, have[j]]) } else { self.g.join(&[x, have[j]]) };
+                    }
+                    have = next;
+                }
+                have
+            }
+        };
+        (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.sync_ns(i), "cpu->gpu", &[reduced[i]])).collect()
+    }
+
+    /// Every rank sends `bytes` to every peer once `ready[rank]` is done; posts run one after
+    /// another on the sender's CPU. Returns, per rank, what it must wait for before reducing:
+    /// the arrivals from its peers and its own last post (the same thread posts, then reduces).
+    pub(super) fn exchange(&mut self, ready: &[TaskId], bytes: u64, post_ns: Time) -> Vec<Vec<TaskId>> {
+        let n = self.net.n;
+        let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
+        let mut last_post = Vec::with_capacity(n);
+        for (i, &r) in ready.iter().enumerate() {
+            let mut posted = r;
+            for k in 1..n {
+                let j = (i + k) % n;
+                posted = self.cpu(i, post_ns, "post", &[posted]);
+                arrivals[j].push(self.send(i, j, bytes, &[posted]));
+            }
+            last_post.push(posted);
+        }
+        for (a, p) in arrivals.iter_mut().zip(last_post) {
+            a.push(p);
+        }
+        arrivals
+    }
+
+    /// An all_gather of `bytes` per rank (ring, N-1 steps).
+    pub(super) fn all_gather(&mut self, ready: &[TaskId], bytes: u64) -> Vec<TaskId> {
+        let n = self.net.n;
+        if n == 1 {
+            return ready.to_vec();
+        }
+        let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i), "gpu->cpu", &[ready[i]])).collect();
+        let mut have = synced;
+        let mut last_send: Vec<Option<TaskId>> = vec![None; n];
+        for _ in 0..n - 1 {
+            let mut next = have.clone();
+            for i in 0..n {
+                let j = (i + 1) % n;
+                let deps: Vec<TaskId> = std::iter::once(have[i]).chain(last_send[i]).collect();
+                let x = self.send(i, j, bytes, &deps);
+                last_send[i] = Some(x);
+                next[j] = self.g.join(&[x, have[j]]);
+            }
+            have = next;
+        }
+        (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.sync_ns(i), "cpu->gpu", &[have[i]])).collect()
+    }
+
+    pub(super) fn finish(self, tokens: u64) -> Lowered {
+        Lowered {
+            graph: self.g,
+            gpu_tasks: self.gpu_tasks,
+            segments: self.segments,
+            tokens,
+            bytes_sent: self.bytes_sent,
+            seg_parts: Vec::new(),
+        }
+    }
+}

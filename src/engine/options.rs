@@ -1,0 +1,145 @@
+//! Engine options: the runtime, the split and the options that changed between software
+//! versions. A leaf: the scenario layer fills these in, the lowering reads them.
+
+/// The inference runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// exo 1.0 (MLX; tensor or pipeline parallel over JACCL or the TCP ring).
+    Exo,
+    /// mlx-lm on one node.
+    MlxLm,
+    /// llama.cpp (or ollama) on one node.
+    LlamaCpp,
+    /// llama.cpp with `rpc-server` on the other nodes.
+    LlamaCppRpc,
+}
+
+impl EngineKind {
+    /// Scenario id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Exo => "exo",
+            Self::MlxLm => "mlx-lm",
+            Self::LlamaCpp => "llama-cpp",
+            Self::LlamaCppRpc => "llama-cpp-rpc",
+        }
+    }
+
+    /// Runtime family: which kernels run and which calibration parameters apply.
+    pub fn runtime(self) -> Runtime {
+        match self {
+            Self::Exo | Self::MlxLm => Runtime::Mlx,
+            Self::LlamaCpp | Self::LlamaCppRpc => Runtime::LlamaCpp,
+        }
+    }
+}
+
+/// The kernel library an engine runs: the key of a chip's runtime parameters in a profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Runtime {
+    /// MLX (exo, mlx-lm): MLX formats.
+    Mlx,
+    /// llama.cpp (llama-cpp, llama-cpp-rpc, ollama): GGUF formats.
+    LlamaCpp,
+}
+
+impl Runtime {
+    /// Profile key (`[chips.<chip>.runtimes.<id>]`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Mlx => "mlx",
+            Self::LlamaCpp => "llama-cpp",
+        }
+    }
+}
+
+/// How the model is split across nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Parallelism {
+    /// Every rank holds a slice of every layer; all_sum after o_proj and the FFN.
+    Tensor,
+    /// Contiguous layer ranges per node.
+    Pipeline,
+    /// One node.
+    None,
+}
+
+impl Parallelism {
+    /// Scenario id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Tensor => "tensor",
+            Self::Pipeline => "pipeline",
+            Self::None => "none",
+        }
+    }
+}
+
+/// The all-reduce algorithm of the collective backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AllReduceAlgo {
+    /// JACCL as shipped in December 2025: every rank sends its whole tensor to every peer.
+    FullyConnected,
+    /// mlx PR 3901 (2026-07): fully connected up to 32 KiB, reduce-scatter + all-gather above.
+    ReduceScatterAllGather,
+    /// Ring: reduce-scatter then all-gather over neighbours, 2(N-1) steps of M/N bytes.
+    Ring,
+}
+
+/// Engine options that changed between software versions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineOptions {
+    /// Runtime.
+    pub kind: EngineKind,
+    /// Split.
+    pub parallelism: Parallelism,
+    /// JACCL RDMA frame size: 4 KiB on macOS 26.2, up to 512 KiB from 26.3.
+    pub jaccl_frame_bytes: u64,
+    /// All-reduce algorithm over a JACCL mesh.
+    pub allreduce: AllReduceAlgo,
+    /// `MLX_METAL_FAST_SYNCH`; `None` = what exo does (on for JACCL with 2+ nodes).
+    pub fast_sync: Option<bool>,
+    /// Prefill chunk in tokens (exo/mlx-lm 2,048; llama.cpp ubatch 512).
+    pub prefill_chunk: u64,
+    /// Bytes per activation element on the wire (bf16 on Metal: 2; fp32 on MLX's CPU backend: 4).
+    pub activation_bytes: u64,
+    /// Whether a prefill chunk computes logits for every token, or only for the last one. No
+    /// runtime modelled here does the former: llama.cpp outputs the last token's logits; mlx-lm's
+    /// `generate_step` evaluates only the KV caches after each chunk (`mx.eval([c.state for c in
+    /// prompt_cache])`, mlx-lm 0.32.2), so MLX's lazy graph never computes that chunk's logits;
+    /// the calibration harness's model slices before the head.
+    pub prefill_logits_all: bool,
+    /// Whether the last prompt token runs as its own one-token step after the chunks (mlx-lm's
+    /// `generate_step` prefills `prompt - 1` tokens in chunks, then the last prompt token alone,
+    /// which yields the first generated token) or inside the last chunk (llama.cpp; the
+    /// harness's one-forward prefill).
+    pub prefill_last_token_alone: bool,
+    /// Whether a multi-token step of an MLA model expands the latent cache into per-head keys and
+    /// values (mlx-lm, see [`crate::llm::MlaExpanded`]) or keeps the absorbed form of decode
+    /// (llama.cpp's MLA graph, which turns MLA into multi-query attention over the latent for
+    /// every batch size).
+    pub mla_prefill_expanded: bool,
+    /// Whether an MLA model runs as plain multi-head attention over a per-head KV cache
+    /// (llama.cpp with a GGUF converted without MLA metadata, see [`crate::llm::MlaPerHead`])
+    /// instead of over the latent cache.
+    pub mla_per_head_cache: bool,
+}
+
+impl EngineOptions {
+    /// What shipped in December 2025 (macOS 26.2, exo 1.0, llama.cpp defaults).
+    pub fn december_2025(kind: EngineKind, parallelism: Parallelism) -> Self {
+        EngineOptions {
+            kind,
+            parallelism,
+            jaccl_frame_bytes: 4096,
+            allreduce: AllReduceAlgo::FullyConnected,
+            fast_sync: None,
+            prefill_chunk: if kind.runtime() == Runtime::Mlx { 2048 } else { 512 },
+            activation_bytes: 2,
+            prefill_logits_all: false,
+            prefill_last_token_alone: kind.runtime() == Runtime::Mlx,
+            mla_prefill_expanded: kind.runtime() == Runtime::Mlx,
+            mla_per_head_cache: false,
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! The plan: a scenario resolved against the catalog and a profile (memory per node, layer
+//! shares, per-chip parameters) and the cost model that times one operation on one node.
+
+use crate::hw::{FabricSpec, NodeSpec, Topology};
+use crate::llm::{ModelSpec, Op, OpClass, Placement, QuantSpec};
+use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
+use crate::sim::Time;
+
+use super::options::{EngineOptions, Parallelism};
+
+/// Errors when a scenario cannot be lowered onto its cluster.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum PlanError {
+    /// The model does not fit in the nodes' usable memory.
+    #[error("{model} ({quant}) does not fit: {detail}")]
+    DoesNotFit {
+        /// Model id.
+        model: String,
+        /// Quantization id.
+        quant: String,
+        /// Which node is short and by how much.
+        detail: String,
+        /// Suggested fix.
+        fix: String,
+    },
+    /// No calibration parameters for a node's chip and runtime.
+    #[error("no calibration parameters for chip `{chip}` with runtime `{runtime}` in profile `{profile}`")]
+    Uncalibrated {
+        /// Chip.
+        chip: String,
+        /// Runtime.
+        runtime: String,
+        /// Profile name.
+        profile: String,
+    },
+    /// A pipeline with more stages than layers.
+    #[error("{nodes} pipeline stages for {layers} layers")]
+    TooManyStages {
+        /// Nodes.
+        nodes: usize,
+        /// Layers.
+        layers: u64,
+    },
+}
+
+impl PlanError {
+    /// How to fix it.
+    pub fn fix(&self) -> String {
+        match self {
+            PlanError::DoesNotFit { fix, .. } => fix.clone(),
+            PlanError::Uncalibrated { .. } => "run `supernode calibrate` for this chip, or pass --profile with parameters for it".into(),
+            PlanError::TooManyStages { .. } => "use fewer nodes".into(),
+        }
+    }
+}
+
+/// Memory use of one node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryBreakdown {
+    /// Weights, GB.
+    pub weights_gb: f64,
+    /// KV cache at the scenario's full context, GB.
+    pub kv_cache_gb: f64,
+    /// Runtime overhead, GB.
+    pub overhead_gb: f64,
+    /// Sum, GB.
+    pub total_gb: f64,
+    /// Wired-memory limit, GB.
+    pub limit_gb: f64,
+}
+
+/// What one node holds and computes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Share {
+    /// First layer (inclusive).
+    pub first_layer: u64,
+    /// Last layer (exclusive).
+    pub end_layer: u64,
+    /// Fraction of sharded weights held (1/N under tensor parallelism, else 1).
+    pub shard: f64,
+    /// Holds the input embedding.
+    pub embedding: bool,
+    /// Computes the LM head.
+    pub head: bool,
+}
+
+/// A scenario resolved against the catalog and a profile: everything needed to build graphs.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Nodes.
+    pub nodes: Vec<NodeSpec>,
+    /// Fabric.
+    pub fabric: FabricSpec,
+    /// Cabling.
+    pub topology: Topology,
+    /// Model.
+    pub model: ModelSpec,
+    /// Quantization.
+    pub quant: QuantSpec,
+    /// Engine options.
+    pub options: EngineOptions,
+    /// Per-node chip parameters.
+    pub chips: Vec<ChipParams>,
+    /// Per-node runtime parameters.
+    pub runtimes: Vec<RuntimeParams>,
+    /// Communication parameters.
+    pub comm: CommParams,
+    /// Per-node shares.
+    pub shares: Vec<Share>,
+    /// Per-node memory.
+    pub memory: Vec<MemoryBreakdown>,
+    /// Jitter coefficient of variation.
+    pub jitter_cv: f64,
+}
+
+/// Inputs of [`Plan::new`].
+pub struct PlanInput<'a> {
+    /// Nodes.
+    pub nodes: &'a [NodeSpec],
+    /// Fabric.
+    pub fabric: &'a FabricSpec,
+    /// Topology.
+    pub topology: Topology,
+    /// Model.
+    pub model: &'a ModelSpec,
+    /// Quantization.
+    pub quant: &'a QuantSpec,
+    /// Engine options.
+    pub options: &'a EngineOptions,
+    /// Wired-memory fraction override.
+    pub wired_limit_fraction: Option<f64>,
+    /// Context the KV cache must hold (prompt + generated).
+    pub context: u64,
+    /// Calibration profile.
+    pub profile: &'a Profile,
+}
+
+impl Plan {
+    /// Resolves parameters, places layers and checks memory fit.
+    pub fn new(inp: PlanInput<'_>) -> Result<Plan, PlanError> {
+        let n = inp.nodes.len();
+        let runtime = inp.options.kind.runtime().id();
+        let mut chips = Vec::with_capacity(n);
+        let mut runtimes = Vec::with_capacity(n);
+        for node in inp.nodes {
+            let chip = inp.profile.chip(&node.chip).ok_or_else(|| PlanError::Uncalibrated {
+                chip: node.chip.clone(),
+                runtime: runtime.into(),
+                profile: inp.profile.meta.name.clone(),
+            })?;
+            let rt = chip.runtimes.get(runtime).ok_or_else(|| PlanError::Uncalibrated {
+                chip: node.chip.clone(),
+                runtime: runtime.into(),
+                profile: inp.profile.meta.name.clone(),
+            })?;
+            chips.push(chip.clone());
+            runtimes.push(rt.clone());
+        }
+        let layers = inp.model.layers;
+        let shares: Vec<Share> = match inp.options.parallelism {
+            Parallelism::Tensor => {
+                (0..n).map(|_| Share { first_layer: 0, end_layer: layers, shard: 1.0 / n as f64, embedding: true, head: true }).collect()
+            }
+            Parallelism::None => vec![Share { first_layer: 0, end_layer: layers, shard: 1.0, embedding: true, head: true }],
+            Parallelism::Pipeline => {
+                if n as u64 > layers {
+                    return Err(PlanError::TooManyStages { nodes: n, layers });
+                }
+                // Layer ranges in proportion to each node's memory (exo: available RAM;
+                // llama.cpp `-sm layer`: device memory). Cumulative rounding keeps the total exact.
+                let total: f64 = inp.nodes.iter().map(|x| x.memory_gb).sum();
+                let mut cum = 0.0;
+                let mut prev = 0u64;
+                let mut out = Vec::with_capacity(n);
+                for (i, node) in inp.nodes.iter().enumerate() {
+                    cum += node.memory_gb;
+                    let mut end = if i + 1 == n { layers } else { ((layers as f64) * cum / total).round() as u64 };
+                    end = end.max(prev + 1).min(layers - (n - 1 - i) as u64);
+                    out.push(Share { first_layer: prev, end_layer: end, shard: 1.0, embedding: i == 0, head: i + 1 == n });
+                    prev = end;
+                }
+                out
+            }
+        };
+        let mut memory = Vec::with_capacity(n);
+        let overhead = inp.profile.misc.runtime_overhead_gb;
+        for (i, (node, share)) in inp.nodes.iter().zip(&shares).enumerate() {
+            let m = inp.model;
+            let mut w = 0.0;
+            for l in share.first_layer..share.end_layer {
+                for op in m.layer_ops(l) {
+                    let frac = if op.placement == Placement::Sharded { share.shard } else { 1.0 };
+                    w += inp.quant.bytes(op.class, op.total_params()) * frac;
+                }
+            }
+            if share.embedding {
+                w += inp.quant.bytes(OpClass::Dense, m.embedding_params());
+            }
+            if share.head && !m.tie_embeddings {
+                w += inp.quant.bytes(OpClass::Dense, m.hidden * m.vocab);
+            }
+            // A per-head MLA cache is split by head like a GQA cache; the latent one is replicated.
+            let per_head = m.mla_per_head().filter(|_| inp.options.mla_per_head_cache);
+            let kv_share = if m.kv_heads() > 1 || per_head.is_some() { share.shard } else { 1.0 };
+            let kv_per_token_layer = per_head.map_or(m.kv_bytes_per_token_layer(), |x| x.kv_bytes_per_ctx);
+            let kv: f64 = (share.first_layer..share.end_layer)
+                .map(|l| (kv_per_token_layer * m.layer_window(l).map_or(inp.context, |win| win.min(inp.context))) as f64)
+                .sum::<f64>()
+                * kv_share;
+            let wired = inp.wired_limit_fraction.unwrap_or(node.wired_fraction);
+            let limit = node.usable_bytes(wired) / 1e9;
+            let total = w / 1e9 + kv / 1e9 + overhead;
+            memory.push(MemoryBreakdown {
+                weights_gb: w / 1e9,
+                kv_cache_gb: kv / 1e9,
+                overhead_gb: overhead,
+                total_gb: total,
+                limit_gb: limit,
+            });
+            let _ = i;
+        }
+        if let Some((i, mem)) = memory.iter().enumerate().find(|(_, m)| m.total_gb > m.limit_gb) {
+            let need: f64 = memory.iter().map(|m| m.total_gb).sum();
+            return Err(PlanError::DoesNotFit {
+                model: inp.model.id.clone(),
+                quant: inp.quant.id.clone(),
+                detail: format!(
+                    "node {i} ({}) needs {:.1} GB (weights {:.1} + KV cache {:.1} + runtime {:.1}) but its wired-memory limit is {:.1} GB ({:.0}% of {} GB); the cluster needs {:.0} GB in all",
+                    inp.nodes[i].id,
+                    mem.total_gb,
+                    mem.weights_gb,
+                    mem.kv_cache_gb,
+                    mem.overhead_gb,
+                    mem.limit_gb,
+                    100.0 * mem.limit_gb / inp.nodes[i].memory_gb,
+                    inp.nodes[i].memory_gb,
+                    need
+                ),
+                fix: "add nodes or bigger nodes, use a smaller quantization, shorten the context, or raise the wired limit (cluster.wired_limit_fraction, i.e. sysctl iogpu.wired_limit_mb)".into(),
+            });
+        }
+        Ok(Plan {
+            nodes: inp.nodes.to_vec(),
+            fabric: inp.fabric.clone(),
+            topology: inp.topology,
+            model: inp.model.clone(),
+            quant: inp.quant.clone(),
+            options: inp.options.clone(),
+            chips,
+            runtimes,
+            comm: inp.profile.comm.clone(),
+            shares,
+            memory,
+            jitter_cv: inp.profile.misc.jitter_cv,
+        })
+    }
+
+    /// Number of nodes.
+    pub fn n(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the GPU<->CPU crossing uses the fast path.
+    pub fn fast_sync(&self) -> bool {
+        self.options.fast_sync.unwrap_or(self.fabric.backend == "jaccl" && self.n() > 1)
+    }
+
+    /// Cost of one GPU<->CPU crossing on a node, ns.
+    pub fn sync_ns(&self, node: usize) -> Time {
+        let us =
+            if self.nodes[node].os != "macos" || self.fast_sync() { self.comm.gpu_sync_fast_us } else { self.comm.gpu_sync_default_us };
+        us_to_ns(us)
+    }
+
+    /// Time for one operation on one node, ns (before jitter).
+    pub fn op_ns(&self, node: usize, op: &Op, tokens: u64, context: u64) -> f64 {
+        let spec = &self.nodes[node];
+        let chip = &self.chips[node];
+        let rt = &self.runtimes[node];
+        let shard = if op.placement == Placement::Sharded { self.shares[node].shard } else { 1.0 };
+        let bw = spec.mem_bw() * rt.bw_scale;
+        let peak = spec.flops() * rt.compute_scale;
+        let t = tokens as f64;
+        let per_head = op.mla_per_head.filter(|_| self.options.mla_per_head_cache);
+        // A per-head cache is already expanded: the latent form's prefill choice does not apply.
+        let expanded_mla = tokens > 1 && self.options.mla_prefill_expanded && per_head.is_none();
+        // The expanded MLA form adds two kernels: the rope-score matmul and its masking.
+        let extra_kernels = if expanded_mla && op.mla_expanded.is_some() { 2 } else { 0 };
+        let launch = (op.kernels + extra_kernels) as f64 * rt.kernel_launch_us * 1e3;
+        let secs = match op.class {
+            OpClass::Dense => {
+                let bytes = self.quant.bytes(OpClass::Dense, op.params) * shard;
+                // The expanded MLA form runs the latent up-projections over the whole cache.
+                let rows = if expanded_mla && op.expands_latent { (context + tokens) as f64 } else { t };
+                let flops = 2.0 * op.params as f64 * shard * rows;
+                (bytes / (bw * chip.bw_eff_dense)).max(flops / (peak * chip.compute_eff_dense))
+            }
+            OpClass::Expert => {
+                let bytes = self.quant.bytes(OpClass::Expert, op.params) * op.experts_touched(tokens) * shard;
+                let flops = 2.0 * op.active_params() as f64 * shard * t;
+                (bytes / (bw * chip.bw_eff_expert)).max(flops / (peak * chip.compute_eff_expert))
+            }
+            OpClass::Attention => {
+                let kv_share = if op.kv_sharded || per_head.is_some() { shard } else { 1.0 };
+                let kv_tokens = op.effective_context(context + tokens) as f64;
+                let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
+                let (flops_per_ctx, score_bytes_per_ctx, kv_per_ctx) = match (per_head, op.mla_expanded) {
+                    (Some(p), _) => (p.attn_flops_per_ctx, 0, p.kv_bytes_per_ctx),
+                    (None, Some(x)) if expanded_mla => (x.attn_flops_per_ctx, x.score_bytes_per_ctx, op.kv_bytes_per_ctx),
+                    _ => (op.attn_flops_per_ctx, 0, op.kv_bytes_per_ctx),
+                };
+                let bytes = kv_per_ctx as f64 * kv_tokens * kv_share;
+                let flops = flops_per_ctx as f64 * shard * t * mean_ctx;
+                // The rope-score mask streams through memory in its own kernels, before the
+                // attention kernel: plain array traffic, at the dense bandwidth efficiency.
+                let scores = score_bytes_per_ctx as f64 * shard * t * mean_ctx / (bw * chip.bw_eff_dense);
+                (bytes / (bw * chip.bw_eff_attention)).max(flops / (peak * chip.compute_eff_attention)) + scores
+            }
+            OpClass::Elementwise => op.kernels as f64 * t * self.model.hidden as f64 * 4.0 / bw,
+            OpClass::AllSum => 0.0,
+        };
+        secs * 1e9 + launch
+    }
+}
+
+/// Microseconds (a profile value) to integer nanoseconds, never negative.
+pub(super) fn us_to_ns(us: f64) -> Time {
+    (us * 1e3).round().max(0.0) as Time
+}
