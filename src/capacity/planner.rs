@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::catalog::catalog;
 use crate::estimate::{Estimate, EstimateError, estimate};
-use crate::hw::{Topology, cabling};
+use crate::hw::{PortKind, Topology, cabling};
 use crate::profile::Profile;
 use crate::scenario::{self, Source};
 use crate::util::did_you_mean;
@@ -288,7 +288,7 @@ pub fn candidates(req: &PlanRequest) -> Result<Vec<Candidate>, String> {
                 for t in &f.topologies {
                     for (e, p) in [("exo", "tensor"), ("exo", "pipeline"), ("llama-cpp-rpc", "pipeline")] {
                         if allowed_engine(e) {
-                            configs.push((Some((f.id.clone(), t.clone())), e, p));
+                            configs.push((Some((f.id.clone(), t.id().to_string())), e, p));
                         }
                     }
                 }
@@ -485,13 +485,13 @@ impl Plan {
         let Some(topo) = Topology::parse(&e.topology) else { return (vec![], 0) };
         let n = e.nodes.len();
         let fabric = catalog().fabric(&e.fabric);
-        let port_kind = fabric.map_or("port", |f| match f.port.as_str() {
-            "thunderbolt" if f.min_tb_generation >= 5 => "Thunderbolt 5 port",
-            "thunderbolt" => "Thunderbolt/USB4 port",
-            "qsfp" => "QSFP port",
-            "ethernet" => "Ethernet port",
-            "wireless" => "Wi-Fi",
-            _ => "port",
+        let port_kind = fabric.map_or("port", |f| match f.port {
+            PortKind::Thunderbolt if f.min_tb_generation >= 5 => "Thunderbolt 5 port",
+            PortKind::Thunderbolt => "Thunderbolt/USB4 port",
+            PortKind::Qsfp => "QSFP port",
+            PortKind::Ethernet => "Ethernet port",
+            PortKind::Wireless => "Wi-Fi",
+            PortKind::None => "port",
         });
         let plan = cabling(topo, n);
         let mut lines = Vec::new();

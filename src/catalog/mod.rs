@@ -36,7 +36,7 @@ pub struct ModelPreset {
 #[serde(deny_unknown_fields)]
 struct RawQuant {
     id: String,
-    family: String,
+    family: crate::llm::QuantFamily,
     bits: f64,
     expert_bits: Option<f64>,
     source: String,

@@ -9,6 +9,7 @@
 //! - [`network`]: cluster resources, routes, sends and collectives.
 //! - [`lower`]: single-node, exo tensor and exo pipeline lowering; microbenchmark shapes.
 //! - [`llama_rpc`]: llama.cpp RPC lowering.
+//! - [`split`]: which splits each runtime can run on how many nodes.
 
 pub mod llama_rpc;
 pub mod lower;
@@ -16,8 +17,10 @@ pub mod lowered;
 pub mod network;
 pub mod options;
 pub mod plan;
+pub mod split;
 
 pub use lower::{lower_all_sum, lower_segment_chain, lower_step};
 pub use lowered::{Lowered, Segment};
 pub use options::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism, Runtime};
 pub use plan::{MemoryBreakdown, Plan, PlanError, PlanInput, Share};
+pub use split::SplitError;

@@ -1,7 +1,7 @@
 //! The network and the collectives: the cluster's resources in a task graph, routes over the
 //! topology, point-to-point sends and the all-reduce / all-gather algorithms of each backend.
 
-use crate::hw::{Topology, Transport};
+use crate::hw::{Backend, Topology, Transport};
 use crate::llm::Op;
 use crate::sim::{ResourceId, ResourceKind, TaskGraph, TaskId, Time};
 
@@ -118,7 +118,7 @@ impl<'a> Builder<'a> {
         let wire = bytes as f64 / f.bytes_per_ns();
         let ns = match f.transport {
             Transport::Rdma => {
-                let frame = if f.backend == "jaccl" { self.plan.options.jaccl_frame_bytes } else { 1 << 20 };
+                let frame = if f.backend == Backend::Jaccl { self.plan.options.jaccl_frame_bytes } else { 1 << 20 };
                 let frames = bytes.div_ceil(frame).max(1);
                 let rounds = frames.div_ceil(c.jaccl_window.max(1) as u64);
                 rounds as f64 * (f.latency_ns() + c.jaccl_round_us * 1e3) + wire
@@ -158,7 +158,7 @@ impl<'a> Builder<'a> {
         let c = self.plan.comm.clone();
         let context_ns = if self.in_context { us_to_ns(c.collective_in_context_us) } else { 0 };
         let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i) + context_ns, "gpu->cpu", &[ready[i]])).collect();
-        let algo = if self.plan.fabric.backend != "jaccl" || self.plan.topology == Topology::Ring {
+        let algo = if self.plan.fabric.backend != Backend::Jaccl || self.plan.topology == Topology::Ring {
             AllReduceAlgo::Ring
         } else if self.plan.options.allreduce == AllReduceAlgo::ReduceScatterAllGather && bytes <= 32 * 1024 {
             AllReduceAlgo::FullyConnected

@@ -15,6 +15,20 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
+    /// Every engine name a scenario may use (`ollama` runs llama.cpp).
+    pub const NAMES: [&'static str; 5] = ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama"];
+
+    /// The engine a scenario name selects.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "exo" => Some(Self::Exo),
+            "mlx-lm" => Some(Self::MlxLm),
+            "llama-cpp" | "ollama" => Some(Self::LlamaCpp),
+            "llama-cpp-rpc" => Some(Self::LlamaCppRpc),
+            _ => None,
+        }
+    }
+
     /// Scenario id.
     pub fn id(self) -> &'static str {
         match self {
@@ -44,6 +58,14 @@ pub enum Runtime {
 }
 
 impl Runtime {
+    /// The quantization file family this runtime loads.
+    pub fn format(self) -> crate::llm::QuantFamily {
+        match self {
+            Self::Mlx => crate::llm::QuantFamily::Mlx,
+            Self::LlamaCpp => crate::llm::QuantFamily::Gguf,
+        }
+    }
+
     /// Profile key (`[chips.<chip>.runtimes.<id>]`).
     pub fn id(self) -> &'static str {
         match self {
@@ -65,6 +87,19 @@ pub enum Parallelism {
 }
 
 impl Parallelism {
+    /// Every split name a scenario may use.
+    pub const NAMES: [&'static str; 3] = ["tensor", "pipeline", "none"];
+
+    /// The split a scenario name selects.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "tensor" => Some(Self::Tensor),
+            "pipeline" => Some(Self::Pipeline),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+
     /// Scenario id.
     pub fn id(self) -> &'static str {
         match self {
@@ -126,6 +161,11 @@ pub struct EngineOptions {
 }
 
 impl EngineOptions {
+    /// The JACCL RDMA frame size on a macOS version: 4 KiB up to 26.2, 512 KiB from 26.3.
+    pub fn jaccl_frame_bytes_on_macos(major: u32, minor: u32) -> u64 {
+        if (major, minor) >= (26, 3) { 512 * 1024 } else { 4096 }
+    }
+
     /// What shipped in December 2025 (macOS 26.2, exo 1.0, llama.cpp defaults).
     pub fn december_2025(kind: EngineKind, parallelism: Parallelism) -> Self {
         EngineOptions {

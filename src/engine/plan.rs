@@ -1,7 +1,7 @@
 //! The plan: a scenario resolved against the catalog and a profile (memory per node, layer
 //! shares, per-chip parameters) and the cost model that times one operation on one node.
 
-use crate::hw::{FabricSpec, NodeSpec, Topology};
+use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
 use crate::llm::{ModelSpec, Op, OpClass, Placement, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 use crate::sim::Time;
@@ -262,13 +262,13 @@ impl Plan {
 
     /// Whether the GPU<->CPU crossing uses the fast path.
     pub fn fast_sync(&self) -> bool {
-        self.options.fast_sync.unwrap_or(self.fabric.backend == "jaccl" && self.n() > 1)
+        self.options.fast_sync.unwrap_or(self.fabric.backend == Backend::Jaccl && self.n() > 1)
     }
 
     /// Cost of one GPU<->CPU crossing on a node, ns.
     pub fn sync_ns(&self, node: usize) -> Time {
         let us =
-            if self.nodes[node].os != "macos" || self.fast_sync() { self.comm.gpu_sync_fast_us } else { self.comm.gpu_sync_default_us };
+            if self.nodes[node].os != Os::Macos || self.fast_sync() { self.comm.gpu_sync_fast_us } else { self.comm.gpu_sync_default_us };
         us_to_ns(us)
     }
 

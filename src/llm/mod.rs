@@ -534,13 +534,41 @@ impl Op {
     }
 }
 
+/// The file-format family of a quantization: which runtimes can load it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuantFamily {
+    /// MLX safetensors (exo, mlx-lm).
+    Mlx,
+    /// GGUF (llama.cpp, ollama).
+    Gguf,
+    /// Either (e.g. bf16, mxfp4).
+    Any,
+}
+
+impl QuantFamily {
+    /// Catalog id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Mlx => "mlx",
+            Self::Gguf => "gguf",
+            Self::Any => "any",
+        }
+    }
+
+    /// Whether a runtime that loads `format` can load this family.
+    pub fn loads_on(self, format: QuantFamily) -> bool {
+        self == QuantFamily::Any || self == format
+    }
+}
+
 /// A quantization format.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuantSpec {
     /// Id, e.g. `mlx-4bit`.
     pub id: String,
-    /// `mlx`, `gguf` or `any`: which runtimes load it.
-    pub family: String,
+    /// Which runtimes load it.
+    pub family: QuantFamily,
     /// Stored bits per weight (with scales and biases).
     pub bits: f64,
     /// Bits per weight of routed experts, if different.

@@ -169,7 +169,7 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
                 format!("{:?}", f.transport).to_lowercase(),
                 f.latency_us,
                 f.bandwidth_gbs,
-                f.topologies.join(","),
+                f.topologies.iter().map(|t| t.id()).collect::<Vec<_>>().join(","),
                 f.name
             );
             for (k, v) in &f.sources {
@@ -207,7 +207,7 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
                 s,
                 "  {:<11} {:>6} {:>6.2} {:>7}  {}",
                 q.id,
-                q.family,
+                q.family.id(),
                 q.bits,
                 q.expert_bits.map_or("-".into(), |b| format!("{b:.2}")),
                 q.source

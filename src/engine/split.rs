@@ -1,0 +1,109 @@
+//! Which splits a runtime can run: single-node engines, llama.cpp RPC's layer split, and the
+//! divisibility rules of a tensor-parallel split (exo shards heads and hidden across ranks).
+
+use crate::llm::ModelSpec;
+
+use super::options::{EngineKind, Parallelism};
+
+/// Why a runtime cannot split a model as asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SplitError {
+    /// A single-node engine asked for tensor or pipeline parallelism.
+    #[error("engine `{engine}` runs on one node and has no {} parallelism", parallelism.id())]
+    SingleNodeEngine {
+        /// Engine name as written.
+        engine: String,
+        /// The split asked for.
+        parallelism: Parallelism,
+    },
+    /// llama.cpp RPC asked for a tensor split.
+    #[error("llama.cpp RPC splits layers (pipeline), not tensors")]
+    RpcSplitsLayers,
+    /// No split on a cluster of several nodes.
+    #[error("engine `{engine}` with parallelism none runs on one node, but the cluster has {nodes}")]
+    NoSplitOnCluster {
+        /// Engine name as written.
+        engine: String,
+        /// Nodes in the cluster.
+        nodes: usize,
+    },
+    /// The node count does not divide the heads, KV heads and hidden size.
+    #[error(
+        "tensor parallel over {nodes} nodes is illegal for `{model}`: {nodes} must divide the {kv_heads} KV heads, the {heads} heads and hidden {hidden}"
+    )]
+    IllegalTensorSplit {
+        /// Model id.
+        model: String,
+        /// Nodes in the cluster.
+        nodes: usize,
+        /// KV heads.
+        kv_heads: u64,
+        /// Attention heads.
+        heads: u64,
+        /// Hidden size.
+        hidden: u64,
+        /// Node counts up to 16 that would be legal.
+        legal: Vec<u64>,
+    },
+}
+
+impl SplitError {
+    /// How to fix it.
+    pub fn fix(&self) -> String {
+        match self {
+            Self::SingleNodeEngine { .. } => "use engine exo (tensor/pipeline) or llama-cpp-rpc (pipeline)".into(),
+            Self::RpcSplitsLayers => "use parallelism = \"pipeline\" or engine exo".into(),
+            Self::NoSplitOnCluster { .. } => "use count = 1, or engine exo / llama-cpp-rpc".into(),
+            Self::IllegalTensorSplit { legal, .. } => {
+                let ok: Vec<String> = legal.iter().map(u64::to_string).collect();
+                format!("use a node count in {{{}}}, or parallelism = \"pipeline\"", ok.join(", "))
+            }
+        }
+    }
+}
+
+/// The split an engine uses on `nodes` nodes when the scenario names none.
+pub fn default_parallelism(kind: EngineKind, nodes: usize) -> Parallelism {
+    match kind {
+        EngineKind::Exo if nodes > 1 => Parallelism::Tensor,
+        EngineKind::LlamaCppRpc if nodes > 1 => Parallelism::Pipeline,
+        _ => Parallelism::None,
+    }
+}
+
+/// Checks that engine `kind` (named `engine` in the file) can run `parallelism` on `nodes` nodes.
+pub fn check_split(engine: &str, kind: EngineKind, parallelism: Parallelism, nodes: usize) -> Result<(), SplitError> {
+    match (kind, parallelism) {
+        (EngineKind::MlxLm | EngineKind::LlamaCpp, Parallelism::Tensor | Parallelism::Pipeline) => {
+            return Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism });
+        }
+        (EngineKind::LlamaCppRpc, Parallelism::Tensor) => return Err(SplitError::RpcSplitsLayers),
+        _ => {}
+    }
+    if nodes > 1 && parallelism == Parallelism::None {
+        return Err(SplitError::NoSplitOnCluster { engine: engine.to_string(), nodes });
+    }
+    Ok(())
+}
+
+/// Whether `nodes` ranks can shard `model` tensor-parallel: the count must divide the hidden
+/// size, the heads and the KV heads (unless there is one shared KV head, as in MLA's latent).
+pub fn tensor_split_is_legal(model: &ModelSpec, nodes: u64) -> bool {
+    let kvh = model.kv_heads();
+    model.hidden % nodes == 0 && model.heads() % nodes == 0 && (kvh == 1 || kvh % nodes == 0)
+}
+
+/// Checks a tensor-parallel split of `model` over `nodes` nodes.
+pub fn check_tensor_split(model: &ModelSpec, nodes: usize) -> Result<(), SplitError> {
+    if nodes <= 1 || tensor_split_is_legal(model, nodes as u64) {
+        return Ok(());
+    }
+    Err(SplitError::IllegalTensorSplit {
+        model: model.id.clone(),
+        nodes,
+        kv_heads: model.kv_heads(),
+        heads: model.heads(),
+        hidden: model.hidden,
+        legal: (1..=16u64).filter(|k| tensor_split_is_legal(model, *k)).collect(),
+    })
+}

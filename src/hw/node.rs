@@ -1,0 +1,82 @@
+//! Node presets: memory, bandwidth, compute, ports, power.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The operating system a node runs (decides e.g. the GPU<->CPU sync path).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    /// macOS (Metal, JACCL over Thunderbolt).
+    Macos,
+    /// Linux (CUDA, ROCm/Vulkan, or CPU).
+    Linux,
+}
+
+/// A machine preset.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    /// Preset id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Chip family; calibration profiles are keyed by it.
+    pub chip: String,
+    /// Operating system.
+    pub os: Os,
+    /// GPU cores (CUDA cores for GB10, CUs for Radeon).
+    pub gpu_cores: u32,
+    /// CPU cores.
+    pub cpu_cores: u32,
+    /// Unified memory, GB.
+    pub memory_gb: f64,
+    /// Peak memory bandwidth, GB/s.
+    pub mem_bw_gbs: f64,
+    /// Peak FP16 GPU throughput, TFLOPS.
+    pub fp16_tflops: f64,
+    /// Price, USD.
+    pub price_usd: f64,
+    /// Idle wall power, W.
+    pub idle_w: f64,
+    /// Maximum wall power, W.
+    pub max_w: f64,
+    /// Ports usable for RDMA (Thunderbolt 5 on Macs, QSFP on GB10).
+    pub rdma_ports: u32,
+    /// Thunderbolt/USB4 ports.
+    pub tb_ports: u32,
+    /// QSFP ports (ConnectX-7 on GB10 machines).
+    #[serde(default)]
+    pub qsfp_ports: u32,
+    /// Thunderbolt generation of those ports (0: none).
+    pub tb_generation: u32,
+    /// Built-in Ethernet, Gb/s.
+    pub ethernet_gbps: f64,
+    /// Fraction of memory the GPU may wire (macOS recommended working set).
+    pub wired_fraction: f64,
+    /// Measured single-node CPU HPL, Gflops.
+    pub hpl_cpu_gflops: f64,
+    /// Wall power during HPL, W.
+    pub hpl_w: f64,
+    /// Source of each figure.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+}
+
+impl NodeSpec {
+    /// Memory the GPU may use, in bytes, for a wired fraction.
+    pub fn usable_bytes(&self, wired_fraction: f64) -> f64 {
+        self.memory_gb * 1e9 * wired_fraction
+    }
+
+    /// Peak memory bandwidth in bytes per second.
+    pub fn mem_bw(&self) -> f64 {
+        self.mem_bw_gbs * 1e9
+    }
+
+    /// Peak FP16 in FLOP/s.
+    pub fn flops(&self) -> f64 {
+        self.fp16_tflops * 1e12
+    }
+}

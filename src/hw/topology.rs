@@ -1,0 +1,114 @@
+//! Topologies: full mesh, ring, switch; ports per node, cables, hops, the cabling plan.
+
+use serde::Deserialize;
+
+/// How the nodes are cabled.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Topology {
+    /// Every pair has a direct cable (N-1 ports per node, N(N-1)/2 cables).
+    FullMesh,
+    /// Each node cabled to its two neighbours (2 ports per node, N cables).
+    Ring,
+    /// Every node cabled to a switch (1 port per node).
+    Switch,
+    /// A single node.
+    None,
+}
+
+impl Topology {
+    /// Parses a topology id.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "full-mesh" => Some(Self::FullMesh),
+            "ring" => Some(Self::Ring),
+            "switch" => Some(Self::Switch),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+
+    /// The id used in scenario files.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::FullMesh => "full-mesh",
+            Self::Ring => "ring",
+            Self::Switch => "switch",
+            Self::None => "none",
+        }
+    }
+
+    /// Ports each node needs for `n` nodes.
+    pub fn ports_per_node(self, n: usize) -> usize {
+        match (self, n) {
+            (_, 0 | 1) | (Self::None, _) => 0,
+            (Self::FullMesh, n) => n - 1,
+            (Self::Ring, 2) => 1,
+            (Self::Ring, _) => 2,
+            (Self::Switch, _) => 1,
+        }
+    }
+
+    /// Cables for `n` nodes.
+    pub fn cables(self, n: usize) -> usize {
+        match (self, n) {
+            (_, 0 | 1) | (Self::None, _) => 0,
+            (Self::FullMesh, n) => n * (n - 1) / 2,
+            (Self::Ring, 2) => 1,
+            (Self::Ring, n) => n,
+            (Self::Switch, n) => n,
+        }
+    }
+
+    /// Number of link hops from `a` to `b` (shortest way).
+    pub fn hops(self, n: usize, a: usize, b: usize) -> usize {
+        if a == b {
+            return 0;
+        }
+        match self {
+            Self::FullMesh => 1,
+            Self::Switch => 2,
+            Self::Ring => {
+                let d = a.abs_diff(b);
+                d.min(n - d)
+            }
+            Self::None => 0,
+        }
+    }
+}
+
+/// The cabling plan: which port of which node connects to which.
+pub fn cabling(topology: Topology, n: usize) -> Vec<(usize, usize, usize, usize)> {
+    // (node a, port on a, node b, port on b); for a switch, b == n means "the switch".
+    let mut next_port = vec![0usize; n + 1];
+    let mut out = Vec::new();
+    let mut connect = |a: usize, b: usize, out: &mut Vec<_>| {
+        let pa = next_port[a];
+        next_port[a] += 1;
+        let pb = next_port[b];
+        next_port[b] += 1;
+        out.push((a, pa, b, pb));
+    };
+    match topology {
+        Topology::FullMesh => {
+            for a in 0..n {
+                for b in a + 1..n {
+                    connect(a, b, &mut out);
+                }
+            }
+        }
+        Topology::Ring if n == 2 => connect(0, 1, &mut out),
+        Topology::Ring if n > 2 => {
+            for a in 0..n {
+                connect(a.min((a + 1) % n), a.max((a + 1) % n), &mut out);
+            }
+        }
+        Topology::Switch if n > 1 => {
+            for a in 0..n {
+                connect(a, n, &mut out);
+            }
+        }
+        _ => {}
+    }
+    out
+}

@@ -1,0 +1,553 @@
+//! Validation of a raw scenario into a typed [`Scenario`], one section at a time. The rules
+//! themselves live with the physics (cabling in [`crate::hw::cabling`], splits in
+//! [`crate::engine::split`]); this file locates their errors in the file and says how to fix them.
+
+// Errors carry the source text for rendering; they are the cold path, so their size is fine.
+#![allow(clippy::result_large_err)]
+
+use std::ops::Range;
+use std::path::Path;
+
+use toml::Spanned;
+
+use crate::catalog::{Catalog, catalog};
+use crate::engine::split::{SplitError, check_split, check_tensor_split, default_parallelism};
+use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism};
+use crate::hw::cabling::{CablingError, check_cluster, check_node};
+use crate::hw::{Backend, FabricSpec, NodeSpec, Topology, Transport};
+use crate::llm::{ModelSpec, QuantFamily, QuantSpec};
+
+use super::raw::{RawCluster, RawCost, RawEngine, RawModel, RawScenario, RawWorkload};
+use super::source::{ScenarioError, Source, one_of, positive, suggest, toml_error};
+use super::{CostConfig, Scenario, Spans, Workload, WorkloadKind};
+
+/// Most nodes a scenario may name.
+const MAX_NODES: usize = 64;
+
+/// Parses and validates scenario text.
+pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
+    let raw: RawScenario = toml::from_str(&source.text).map_err(|e| toml_error(&source, &e))?;
+    let cat = catalog();
+    let src = &source;
+    let mut spans = Spans::default();
+
+    let cluster_span = raw.cluster.span();
+    let cluster = raw.cluster.into_inner();
+    let node_ids = node_ids(src, &cluster, cluster_span.clone(), &mut spans)?;
+    let nodes = lookup_nodes(src, cat, &node_ids)?;
+    let n = nodes.len();
+    let fabric = fabric(src, cat, &cluster, cluster_span, n, &mut spans)?;
+    let topology = topology(src, &cluster, &fabric, n, &mut spans)?;
+    check_cabling(src, &nodes, &node_ids, &fabric, topology, &spans)?;
+    let wired_limit_fraction = wired_limit(src, &cluster)?;
+
+    let model_span = raw.model.span();
+    let rm = raw.model.into_inner();
+    let (model, default_quant) = model(src, cat, &rm, model_span.clone(), &mut spans)?;
+
+    let (engine_name, engine_span, re) = match raw.engine {
+        Some(e) => {
+            let e = e.into_inner();
+            (e.name.get_ref().clone(), e.name.span(), Some(e))
+        }
+        None => ((if n > 1 { "exo" } else { "mlx-lm" }).to_string(), model_span, None),
+    };
+    let kind = EngineKind::parse(&engine_name).ok_or_else(|| {
+        src.error(
+            engine_span.clone(),
+            format!("unknown engine `{engine_name}`"),
+            Some(suggest(&engine_name, &EngineKind::NAMES, "engines")),
+        )
+    })?;
+    let parallelism = parallelism(src, re.as_ref(), kind, engine_span, n, &mut spans)?;
+    check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
+    let quant = quant(src, cat, &rm, &default_quant, kind, &engine_name, &mut spans)?;
+    if parallelism == Parallelism::Tensor {
+        check_tensor_split(&model, n).map_err(|e| split_error(src, &spans, e))?;
+    }
+    let mut options = EngineOptions::december_2025(kind, parallelism);
+    if let Some(e) = &re {
+        engine_options(src, e, &fabric, &engine_name, &mut options)?;
+    }
+
+    let workload = match raw.workload {
+        Some(w) => {
+            spans.workload = w.span();
+            workload(src, &w.into_inner())?
+        }
+        None => Workload::default(),
+    };
+    let cost = match raw.cost {
+        Some(c) => cost(src, &c.into_inner())?,
+        None => CostConfig::default(),
+    };
+    let seed = match &raw.seed {
+        Some(s) if *s.get_ref() < 0 => return Err(src.error(s.span(), "`seed` must be non-negative", None)),
+        Some(s) => *s.get_ref() as u64,
+        None => 1,
+    };
+    let name = raw.name.map(|n| n.into_inner()).unwrap_or_else(|| {
+        Path::new(&source.path).file_stem().map_or_else(|| "scenario".to_string(), |s| s.to_string_lossy().into_owned())
+    });
+    Ok(Scenario {
+        name,
+        seed,
+        nodes,
+        fabric,
+        topology,
+        wired_limit_fraction,
+        model,
+        quant,
+        engine: options,
+        workload,
+        cost,
+        sweep: raw.sweep,
+        source,
+        spans,
+    })
+}
+
+/// The node preset ids of `[cluster]`, one per node (`nodes = [...]`, or `node` x `count`).
+fn node_ids(
+    src: &Source,
+    cluster: &RawCluster,
+    cluster_span: Range<usize>,
+    spans: &mut Spans,
+) -> Result<Vec<Spanned<String>>, ScenarioError> {
+    let ids: Vec<Spanned<String>> = match (&cluster.nodes, &cluster.node, &cluster.count) {
+        (Some(list), None, None) => {
+            spans.cluster_nodes = list.span();
+            if list.get_ref().is_empty() {
+                return Err(src.error(list.span(), "`cluster.nodes` is empty", Some("list at least one node preset".into())));
+            }
+            list.get_ref().clone()
+        }
+        (None, Some(node), count) => {
+            let n = match count {
+                Some(c) => positive(src, c, "cluster.count", MAX_NODES as i64)?,
+                None => 1,
+            };
+            spans.cluster_nodes = count.as_ref().map_or(node.span(), |c| c.span());
+            (0..n).map(|_| node.clone()).collect()
+        }
+        (Some(list), _, _) => {
+            return Err(src.error(
+                list.span(),
+                "`cluster.nodes` and `cluster.node`/`count` are both set",
+                Some("use either nodes = [...] or node = \"...\" with count = N".into()),
+            ));
+        }
+        (None, None, Some(c)) => {
+            return Err(src.error(
+                c.span(),
+                "`cluster.count` needs `cluster.node`",
+                Some("add node = \"m3-ultra-80c-512gb\" (or another preset)".into()),
+            ));
+        }
+        (None, None, None) => {
+            return Err(src.error(
+                cluster_span,
+                "`[cluster]` names no nodes",
+                Some("add nodes = [\"...\"] or node = \"...\" with count = N".into()),
+            ));
+        }
+    };
+    if ids.len() > MAX_NODES {
+        return Err(src.error(spans.cluster_nodes.clone(), format!("{} nodes is more than the 64 supported", ids.len()), None));
+    }
+    Ok(ids)
+}
+
+/// The node presets the ids name.
+fn lookup_nodes(src: &Source, cat: &Catalog, ids: &[Spanned<String>]) -> Result<Vec<NodeSpec>, ScenarioError> {
+    ids.iter()
+        .map(|id| {
+            cat.node(id.get_ref()).cloned().ok_or_else(|| {
+                src.error(id.span(), format!("unknown node `{}`", id.get_ref()), Some(suggest(id.get_ref(), &cat.node_ids(), "nodes")))
+            })
+        })
+        .collect()
+}
+
+/// The fabric preset (`none` for a single node when the file names none).
+fn fabric(
+    src: &Source,
+    cat: &Catalog,
+    cluster: &RawCluster,
+    cluster_span: Range<usize>,
+    n: usize,
+    spans: &mut Spans,
+) -> Result<FabricSpec, ScenarioError> {
+    let fabric = match &cluster.fabric {
+        Some(f) => {
+            spans.fabric = f.span();
+            cat.fabric(f.get_ref()).cloned().ok_or_else(|| {
+                src.error(f.span(), format!("unknown fabric `{}`", f.get_ref()), Some(suggest(f.get_ref(), &cat.fabric_ids(), "fabrics")))
+            })?
+        }
+        None if n == 1 => {
+            spans.fabric = cluster_span;
+            cat.fabric("none").expect("fabric `none` exists").clone()
+        }
+        None => {
+            return Err(src.error(
+                cluster_span,
+                format!("{n} nodes need a `cluster.fabric`"),
+                Some(format!("add fabric = \"tb5-rdma\" (known fabrics: {})", cat.fabric_ids().join(", "))),
+            ));
+        }
+    };
+    if n > 1 && fabric.transport == Transport::None {
+        return Err(src.error(
+            spans.fabric.clone(),
+            format!("fabric `none` cannot join {n} nodes"),
+            Some("pick a network fabric such as tb5-rdma or eth-10g".into()),
+        ));
+    }
+    Ok(fabric)
+}
+
+/// The topology: as written (if the fabric can be cabled so), else the fabric's first.
+fn topology(src: &Source, cluster: &RawCluster, fabric: &FabricSpec, n: usize, spans: &mut Spans) -> Result<Topology, ScenarioError> {
+    let Some(t) = &cluster.topology else {
+        spans.topology = spans.fabric.clone();
+        return Ok(if n == 1 { Topology::None } else { fabric.topologies.first().copied().unwrap_or(Topology::Switch) });
+    };
+    spans.topology = t.span();
+    let topo = Topology::parse(t.get_ref()).ok_or_else(|| {
+        src.error(
+            t.span(),
+            format!("unknown topology `{}`", t.get_ref()),
+            Some(suggest(t.get_ref(), &["full-mesh", "ring", "switch"], "topologies")),
+        )
+    })?;
+    if n > 1 && !fabric.topologies.contains(&topo) {
+        let offered: Vec<&str> = fabric.topologies.iter().map(|x| x.id()).collect();
+        return Err(src.error(
+            t.span(),
+            format!("fabric `{}` cannot be cabled as `{}`", fabric.id, topo.id()),
+            Some(format!("use one of: {}", offered.join(", "))),
+        ));
+    }
+    Ok(if n == 1 { Topology::None } else { topo })
+}
+
+/// Ports, Thunderbolt generations and mesh size, located at the node or the cluster keys.
+fn check_cabling(
+    src: &Source,
+    nodes: &[NodeSpec],
+    ids: &[Spanned<String>],
+    fabric: &FabricSpec,
+    topology: Topology,
+    spans: &Spans,
+) -> Result<(), ScenarioError> {
+    let n = nodes.len();
+    if n <= 1 {
+        return Ok(());
+    }
+    let located = |e: CablingError, node_span: Range<usize>| {
+        let span = match e {
+            CablingError::TooFewPorts { .. } => {
+                spans.topology.start.min(spans.cluster_nodes.start)..spans.topology.end.max(spans.cluster_nodes.start + 1)
+            }
+            CablingError::MeshTooLarge { .. } => spans.cluster_nodes.clone(),
+            _ => node_span,
+        };
+        src.error(span, e.to_string(), Some(e.fix()))
+    };
+    for (node, id) in nodes.iter().zip(ids) {
+        check_node(node, fabric, topology, n).map_err(|e| located(e, id.span()))?;
+    }
+    check_cluster(fabric, topology, n).map_err(|e| located(e, spans.cluster_nodes.clone()))
+}
+
+/// `cluster.wired_limit_fraction`, if set, in 0.1..=1.0.
+fn wired_limit(src: &Source, cluster: &RawCluster) -> Result<Option<f64>, ScenarioError> {
+    let Some(w) = &cluster.wired_limit_fraction else { return Ok(None) };
+    let x = *w.get_ref();
+    if !(0.1..=1.0).contains(&x) {
+        return Err(src.error(
+            w.span(),
+            format!("`cluster.wired_limit_fraction` = {x} is out of range"),
+            Some("use a fraction from 0.1 to 1.0 (macOS default ~0.75)".into()),
+        ));
+    }
+    Ok(Some(x))
+}
+
+/// The model (a preset or an imported `config.json`) and its default quantization id.
+fn model(
+    src: &Source,
+    cat: &Catalog,
+    rm: &RawModel,
+    model_span: Range<usize>,
+    spans: &mut Spans,
+) -> Result<(ModelSpec, String), ScenarioError> {
+    match (&rm.name, &rm.hf_config) {
+        (Some(name), None) => {
+            spans.model = name.span();
+            let (preset, spec) = cat.model(name.get_ref()).ok_or_else(|| {
+                src.error(
+                    name.span(),
+                    format!("unknown model `{}`", name.get_ref()),
+                    Some(suggest(name.get_ref(), &cat.model_ids(), "models") + "; or use hf_config = \"path/to/config.json\""),
+                )
+            })?;
+            Ok((spec.clone(), preset.default_quant.clone()))
+        }
+        (None, Some(path)) => {
+            spans.model = path.span();
+            Ok((hf_model(src, path)?, "bf16".to_string()))
+        }
+        (Some(name), Some(_)) => Err(src.error(name.span(), "`model.name` and `model.hf_config` are both set", Some("keep one".into()))),
+        (None, None) => Err(src.error(
+            model_span,
+            "`[model]` needs `name` (a preset) or `hf_config` (a config.json path)",
+            Some(format!("known models: {}", cat.model_ids().join(", "))),
+        )),
+    }
+}
+
+/// A model imported from a Hugging Face `config.json` (path relative to the scenario file).
+fn hf_model(src: &Source, path: &Spanned<String>) -> Result<ModelSpec, ScenarioError> {
+    let p = src.dir.join(path.get_ref());
+    let text = std::fs::read_to_string(&p).map_err(|e| {
+        src.error(
+            path.span(),
+            format!("cannot read `{}`: {e}", p.display()),
+            Some("hf_config paths are relative to the scenario file".into()),
+        )
+    })?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| src.error(path.span(), format!("`{}` is not valid JSON: {e}", p.display()), None))?;
+    let stem = Path::new(path.get_ref())
+        .parent()
+        .and_then(|d| d.file_name())
+        .map_or_else(|| path.get_ref().clone(), |s| s.to_string_lossy().into_owned());
+    ModelSpec::from_hf_config(&stem, &stem, &json).map_err(|e| {
+        src.error(
+            path.span(),
+            format!("cannot import `{}`: {e}", p.display()),
+            Some("supported architectures: llama, qwen3_moe, deepseek_v3, kimi_k2, gpt_oss".into()),
+        )
+    })
+}
+
+/// `engine.parallelism`, or the engine's default for the node count.
+fn parallelism(
+    src: &Source,
+    re: Option<&RawEngine>,
+    kind: EngineKind,
+    engine_span: Range<usize>,
+    n: usize,
+    spans: &mut Spans,
+) -> Result<Parallelism, ScenarioError> {
+    spans.parallelism = engine_span;
+    let Some(p) = re.and_then(|e| e.parallelism.as_ref()) else { return Ok(default_parallelism(kind, n)) };
+    spans.parallelism = p.span();
+    Parallelism::parse(p.get_ref()).ok_or_else(|| {
+        src.error(p.span(), format!("unknown parallelism `{}`", p.get_ref()), Some(suggest(p.get_ref(), &Parallelism::NAMES, "values")))
+    })
+}
+
+/// A split error located at the key that chose it.
+fn split_error(src: &Source, spans: &Spans, e: SplitError) -> ScenarioError {
+    let span = match e {
+        SplitError::SingleNodeEngine { .. } | SplitError::RpcSplitsLayers => spans.parallelism.clone(),
+        SplitError::NoSplitOnCluster { .. } | SplitError::IllegalTensorSplit { .. } => spans.cluster_nodes.clone(),
+    };
+    src.error(span, e.to_string(), Some(e.fix()))
+}
+
+/// `model.quant`, or the model's default in a format the engine loads; checked against the engine.
+fn quant(
+    src: &Source,
+    cat: &Catalog,
+    rm: &RawModel,
+    default_quant: &str,
+    kind: EngineKind,
+    engine_name: &str,
+    spans: &mut Spans,
+) -> Result<QuantSpec, ScenarioError> {
+    let format = kind.runtime().format();
+    let quant = match &rm.quant {
+        Some(q) => {
+            spans.quant = q.span();
+            cat.quant(q.get_ref()).cloned().ok_or_else(|| {
+                src.error(
+                    q.span(),
+                    format!("unknown quantization `{}`", q.get_ref()),
+                    Some(suggest(q.get_ref(), &cat.quant_ids(), "quantizations")),
+                )
+            })?
+        }
+        None => {
+            spans.quant = spans.model.clone();
+            let preset = cat.quant(default_quant).expect("default quant exists");
+            if preset.family.loads_on(format) {
+                preset.clone()
+            } else {
+                cat.quant(if format == QuantFamily::Mlx { "mlx-4bit" } else { "q4_k_m" }).expect("quant exists").clone()
+            }
+        }
+    };
+    if !quant.family.loads_on(format) {
+        let fix = if format == QuantFamily::Gguf {
+            "llama.cpp loads GGUF: use q4_k_m, q8_0, q2_k, ud-q4_k_xl, mxfp4 or bf16"
+        } else {
+            "MLX loads MLX formats: use mlx-4bit, mlx-6bit, mlx-8bit, int4-g32, mxfp4 or bf16"
+        };
+        return Err(src.error(
+            spans.quant.clone(),
+            format!("quantization `{}` is a {} format; engine `{engine_name}` cannot load it", quant.id, quant.family.id()),
+            Some(fix.into()),
+        ));
+    }
+    Ok(quant)
+}
+
+/// The `[engine]` options beyond name and split.
+fn engine_options(
+    src: &Source,
+    e: &RawEngine,
+    fabric: &FabricSpec,
+    engine_name: &str,
+    options: &mut EngineOptions,
+) -> Result<(), ScenarioError> {
+    if let Some(m) = &e.macos {
+        options.jaccl_frame_bytes = macos_frame_bytes(src, m, fabric)?;
+    }
+    if let Some(f) = &e.jaccl_frame_kib {
+        options.jaccl_frame_bytes = positive(src, f, "engine.jaccl_frame_kib", 512)? * 1024;
+    }
+    if let Some(a) = &e.allreduce {
+        options.allreduce = one_of(
+            src,
+            a,
+            &[
+                ("fully-connected", AllReduceAlgo::FullyConnected),
+                ("rs-ag", AllReduceAlgo::ReduceScatterAllGather),
+                ("ring", AllReduceAlgo::Ring),
+            ],
+            ("all-reduce algorithm", "algorithms"),
+            " (fully-connected = Dec 2025; rs-ag = mlx PR 3901 above 32 KiB)",
+        )?;
+    }
+    if let Some(f) = &e.fast_sync {
+        options.fast_sync = Some(*f.get_ref());
+    }
+    if let Some(c) = &e.prefill_chunk {
+        options.prefill_chunk = positive(src, c, "engine.prefill_chunk", 65536)?;
+    }
+    if let Some(m) = &e.mla_prefill {
+        options.mla_prefill_expanded = one_of(
+            src,
+            m,
+            &[("expanded", true), ("absorbed", false)],
+            ("MLA prefill form", "forms"),
+            " (expanded = mlx-lm's prefill, absorbed = llama.cpp's, and every runtime's decode)",
+        )?;
+    }
+    if let Some(m) = &e.mla_cache {
+        let per_head = one_of(
+            src,
+            m,
+            &[("latent", false), ("per-head", true)],
+            ("MLA cache", "caches"),
+            " (per-head = llama.cpp with a GGUF converted without MLA metadata)",
+        )?;
+        if per_head && options.kind.runtime() != crate::engine::Runtime::LlamaCpp {
+            return Err(src.error(
+                m.span(),
+                format!("engine `{engine_name}` keeps the MLA latent cache; a per-head cache is llama.cpp's"),
+                Some("remove `mla_cache`, or use a llama.cpp engine (llama-cpp, llama-cpp-rpc, ollama)".into()),
+            ));
+        }
+        options.mla_per_head_cache = per_head;
+    }
+    Ok(())
+}
+
+/// The JACCL frame size of an `engine.macos` version (RDMA needs 26.2+; 26.3 raised the frame).
+fn macos_frame_bytes(src: &Source, m: &Spanned<String>, fabric: &FabricSpec) -> Result<u64, ScenarioError> {
+    let v = m.get_ref();
+    let parsed: Option<(u32, u32)> =
+        v.split_once('.').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?))).or_else(|| v.parse().ok().map(|a| (a, 0)));
+    match parsed {
+        Some((maj, min)) if maj >= 26 => {
+            if (maj, min) < (26, 2) && fabric.backend == Backend::Jaccl {
+                return Err(src.error(
+                    m.span(),
+                    format!("RDMA over Thunderbolt needs macOS 26.2 or later, not {v}"),
+                    Some("set macos = \"26.2\" or use tb5-tcp".into()),
+                ));
+            }
+            Ok(EngineOptions::jaccl_frame_bytes_on_macos(maj, min))
+        }
+        Some((maj, min)) => Ok(EngineOptions::jaccl_frame_bytes_on_macos(maj, min)),
+        None => Err(src.error(m.span(), format!("`engine.macos` = \"{v}\" is not a version"), Some("write e.g. macos = \"26.2\"".into()))),
+    }
+}
+
+/// The `[workload]` table.
+fn workload(src: &Source, w: &RawWorkload) -> Result<Workload, ScenarioError> {
+    let mut workload = Workload::default();
+    if let Some(k) = &w.kind {
+        workload.kind = match k.get_ref().as_str() {
+            "generate" => WorkloadKind::Generate,
+            "hpl" => WorkloadKind::Hpl,
+            "serve" => {
+                return Err(src.error(
+                    k.span(),
+                    "workload kind `serve` (arrivals and batching) is not implemented yet",
+                    Some("use kind = \"generate\"".into()),
+                ));
+            }
+            other => {
+                return Err(src.error(
+                    k.span(),
+                    format!("unknown workload kind `{other}`"),
+                    Some(suggest(other, &["generate", "hpl"], "kinds")),
+                ));
+            }
+        };
+    }
+    if let Some(p) = &w.prompt_tokens {
+        workload.prompt_tokens = positive(src, p, "workload.prompt_tokens", 1 << 20)?;
+    }
+    if let Some(g) = &w.generate_tokens {
+        workload.generate_tokens = positive(src, g, "workload.generate_tokens", 1 << 20)?;
+    }
+    if let Some(h) = &w.hpl_n {
+        workload.hpl_n = positive(src, h, "workload.hpl_n", 10_000_000)?;
+    }
+    Ok(workload)
+}
+
+/// The `[cost]` table.
+fn cost(src: &Source, c: &RawCost) -> Result<CostConfig, ScenarioError> {
+    let mut cost = CostConfig::default();
+    if let Some(a) = &c.amortization_years {
+        let x = *a.get_ref();
+        if !(x > 0.0 && x <= 50.0) {
+            return Err(src.error(
+                a.span(),
+                format!("`cost.amortization_years` = {x} is out of range"),
+                Some("use a number of years in (0, 50]".into()),
+            ));
+        }
+        cost.amortization_years = x;
+    }
+    if let Some(e) = &c.electricity_usd_per_kwh {
+        let x = *e.get_ref();
+        if !(0.0..=10.0).contains(&x) || x.is_nan() {
+            return Err(src.error(
+                e.span(),
+                format!("`cost.electricity_usd_per_kwh` = {x} is out of range"),
+                Some("use a price from 0 to 10 USD/kWh".into()),
+            ));
+        }
+        cost.electricity_usd_per_kwh = x;
+    }
+    Ok(cost)
+}

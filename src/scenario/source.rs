@@ -1,0 +1,120 @@
+//! Where a scenario came from and how its errors point at file:line:column with a fix.
+
+// Errors carry the source text for rendering; they are the cold path, so their size is fine.
+#![allow(clippy::result_large_err)]
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+use miette::{NamedSource, SourceSpan};
+use toml::Spanned;
+
+use crate::util::did_you_mean;
+
+/// A scenario error located in the source text.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{path}:{line}:{col}: {message}")]
+pub struct ScenarioError {
+    /// File name as given.
+    pub path: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    #[help]
+    pub help: Option<String>,
+    #[source_code]
+    src: NamedSource<String>,
+    #[label("here")]
+    span: SourceSpan,
+}
+
+/// The text of a scenario and where it came from.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// Path as given on the command line (or a label).
+    pub path: String,
+    /// Directory relative paths in the file resolve against.
+    pub dir: PathBuf,
+    /// The TOML text (after `--set` overrides, if any).
+    pub text: String,
+}
+
+impl Source {
+    /// Builds an error at a byte range of this source.
+    pub fn error(&self, span: Range<usize>, message: impl Into<String>, help: Option<String>) -> ScenarioError {
+        let start = span.start.min(self.text.len());
+        let (line, col) = line_col(&self.text, start);
+        ScenarioError {
+            path: self.path.clone(),
+            line,
+            col,
+            message: message.into(),
+            help,
+            src: NamedSource::new(self.path.clone(), self.text.clone()),
+            span: (start, span.end.saturating_sub(start).max(1).min(self.text.len().saturating_sub(start).max(1))).into(),
+        }
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// A TOML syntax or shape error, located, with a hint for the common kinds.
+pub(super) fn toml_error(source: &Source, e: &toml::de::Error) -> ScenarioError {
+    let span = e.span().unwrap_or(0..0);
+    let msg = e.message().trim().to_string();
+    let help = if msg.contains("unknown field") {
+        Some("remove the key or fix its spelling; see DESIGN.md \"Contracts\" for the scenario keys".to_string())
+    } else if msg.contains("invalid type") {
+        Some("check the value's type: numbers unquoted, names in quotes".to_string())
+    } else if msg.contains("missing field") {
+        Some("add the missing key".to_string())
+    } else {
+        None
+    };
+    source.error(span, msg, help)
+}
+
+/// "did you mean" plus the known names.
+pub(super) fn suggest(word: &str, candidates: &[&str], what: &str) -> String {
+    match did_you_mean(word, candidates) {
+        Some(s) => format!("did you mean `{s}`? known {what}: {}", candidates.join(", ")),
+        None => format!("known {what}: {}", candidates.join(", ")),
+    }
+}
+
+/// The value a string key names among `choices`; else an error at the key with the known
+/// names (`what` = singular and plural) and a did-you-mean.
+pub(super) fn one_of<T: Copy>(
+    src: &Source,
+    v: &Spanned<String>,
+    choices: &[(&str, T)],
+    what: (&str, &str),
+    hint: &str,
+) -> Result<T, ScenarioError> {
+    let word = v.get_ref().as_str();
+    match choices.iter().find(|(name, _)| *name == word) {
+        Some((_, x)) => Ok(*x),
+        None => {
+            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+            Err(src.error(v.span(), format!("unknown {} `{word}`", what.0), Some(suggest(word, &names, what.1) + hint)))
+        }
+    }
+}
+
+/// An integer key in 1..=max.
+pub(super) fn positive(src: &Source, v: &Spanned<i64>, key: &str, max: i64) -> Result<u64, ScenarioError> {
+    let x = *v.get_ref();
+    if x < 1 || x > max {
+        return Err(src.error(v.span(), format!("`{key}` = {x} is out of range"), Some(format!("use a value from 1 to {max}"))));
+    }
+    Ok(x as u64)
+}
