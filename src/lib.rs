@@ -9,6 +9,8 @@
 //! [`profile`]; [`engine`]; [`scenario`]; [`estimate`]; [`calibrate`]; [`capacity`]; [`report`];
 //! [`cli`]. ARCHITECTURE.md describes each one's job and what it must not know.
 
+#![warn(missing_docs)]
+
 pub mod util;
 
 pub mod hw;

@@ -8,6 +8,7 @@ mod determinism;
 mod errors;
 mod fidelity;
 mod invariants;
+mod layers;
 mod planner;
 mod proptests;
 mod snapshots;

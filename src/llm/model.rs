@@ -1,0 +1,236 @@
+//! Model shapes: attention flavour, MoE, the per-layer operations a forward step runs, KV
+//! cache and parameter counts.
+
+use super::ops::{MlaExpanded, MlaPerHead, Op, OpClass, Placement};
+use super::quant::QuantSpec;
+
+/// Attention flavour of a model.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attention {
+    /// Grouped-query attention (MHA when `kv_heads == heads`).
+    Gqa {
+        /// Query heads.
+        heads: u64,
+        /// Key/value heads.
+        kv_heads: u64,
+        /// Dimension per head.
+        head_dim: u64,
+    },
+    /// DeepSeek multi-head latent attention with a compressed (latent) KV cache.
+    Mla {
+        /// Query heads.
+        heads: u64,
+        /// Rank of the query down-projection.
+        q_lora_rank: u64,
+        /// Rank of the latent KV.
+        kv_lora_rank: u64,
+        /// Non-rotary query/key dimension per head.
+        qk_nope_head_dim: u64,
+        /// Rotary dimension (shared key part).
+        qk_rope_head_dim: u64,
+        /// Value dimension per head.
+        v_head_dim: u64,
+    },
+}
+
+/// Feed-forward configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Moe {
+    /// Routed experts per MoE layer.
+    pub experts: u64,
+    /// Experts selected per token.
+    pub active: u64,
+    /// Always-on shared experts.
+    pub shared: u64,
+    /// Intermediate size of one expert.
+    pub expert_ffn: u64,
+    /// The first `first_k_dense` layers use a dense FFN of `dense_ffn`.
+    pub first_k_dense: u64,
+    /// Intermediate size of the dense FFN layers.
+    pub dense_ffn: u64,
+}
+
+/// A transformer, as far as the twin needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelSpec {
+    /// Preset id or the config path it came from.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Hugging Face `model_type`.
+    pub arch: String,
+    /// Decoder layers.
+    pub layers: u64,
+    /// Hidden size.
+    pub hidden: u64,
+    /// Vocabulary size.
+    pub vocab: u64,
+    /// Attention configuration.
+    pub attention: Attention,
+    /// Dense FFN intermediate size (when `moe` is `None`).
+    pub ffn: u64,
+    /// Mixture of experts, if any.
+    pub moe: Option<Moe>,
+    /// Sliding-window size on alternating layers (gpt-oss), if any.
+    pub sliding_window: Option<u64>,
+    /// Input embeddings shared with the LM head.
+    pub tie_embeddings: bool,
+}
+
+impl ModelSpec {
+    /// Query heads.
+    pub fn heads(&self) -> u64 {
+        match self.attention {
+            Attention::Gqa { heads, .. } | Attention::Mla { heads, .. } => heads,
+        }
+    }
+
+    /// KV heads (MLA: the latent cache is one shared "head").
+    pub fn kv_heads(&self) -> u64 {
+        match self.attention {
+            Attention::Gqa { kv_heads, .. } => kv_heads,
+            Attention::Mla { .. } => 1,
+        }
+    }
+
+    /// KV-cache bytes per token per full-attention layer (bf16 cache).
+    pub fn kv_bytes_per_token_layer(&self) -> u64 {
+        match self.attention {
+            Attention::Gqa { kv_heads, head_dim, .. } => 2 * kv_heads * head_dim * 2,
+            Attention::Mla { kv_lora_rank, qk_rope_head_dim, .. } => (kv_lora_rank + qk_rope_head_dim) * 2,
+        }
+    }
+
+    /// The per-head (non-MLA) attention of an MLA model, `None` for other attentions.
+    pub fn mla_per_head(&self) -> Option<MlaPerHead> {
+        match self.attention {
+            Attention::Mla { heads, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, .. } => {
+                let dims = qk_nope_head_dim + qk_rope_head_dim + v_head_dim;
+                Some(MlaPerHead { kv_bytes_per_ctx: heads * dims * 2, attn_flops_per_ctx: 2 * heads * dims })
+            }
+            Attention::Gqa { .. } => None,
+        }
+    }
+
+    /// Whether layer `i` uses a sliding window (gpt-oss alternates, starting with sliding).
+    pub fn layer_window(&self, i: u64) -> Option<u64> {
+        self.sliding_window.filter(|_| i % 2 == 0)
+    }
+
+    /// KV-cache bytes for the whole model at `context` tokens.
+    pub fn kv_bytes(&self, context: u64) -> u64 {
+        (0..self.layers).map(|i| self.kv_bytes_per_token_layer() * self.layer_window(i).map_or(context, |w| w.min(context))).sum()
+    }
+
+    /// The per-layer operations, in execution order, with the all_sum points tensor parallelism
+    /// needs.
+    pub fn layer_ops(&self, layer: u64) -> Vec<Op> {
+        let h = self.hidden;
+        let mut ops = Vec::with_capacity(16);
+        ops.push(Op::elementwise("attn_norm", 1));
+        match self.attention {
+            Attention::Gqa { heads, kv_heads, head_dim } => {
+                ops.push(Op::dense("q_proj", h * heads * head_dim, Placement::Sharded));
+                ops.push(Op::dense("k_proj", h * kv_heads * head_dim, Placement::Sharded));
+                ops.push(Op::dense("v_proj", h * kv_heads * head_dim, Placement::Sharded));
+                let qk_norm = if self.arch.starts_with("qwen3") { 2 } else { 0 };
+                ops.push(Op::elementwise("rope+norms", 2 + qk_norm));
+                ops.push(Op::attention("sdpa", self.kv_bytes_per_token_layer(), true, 4 * heads * head_dim, self.layer_window(layer)));
+                ops.push(Op::dense("o_proj", heads * head_dim * h, Placement::Sharded));
+            }
+            Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim } => {
+                let qk = qk_nope_head_dim + qk_rope_head_dim;
+                if q_lora_rank > 0 {
+                    ops.push(Op::dense("q_a_proj", h * q_lora_rank, Placement::Replicated));
+                    ops.push(Op::elementwise("q_a_norm", 1));
+                    ops.push(Op::dense("q_b_proj", q_lora_rank * heads * qk, Placement::Sharded));
+                } else {
+                    ops.push(Op::dense("q_proj", h * heads * qk, Placement::Sharded));
+                }
+                ops.push(Op::dense("kv_a_proj_with_mqa", h * (kv_lora_rank + qk_rope_head_dim), Placement::Replicated));
+                ops.push(Op::elementwise("kv_a_norm+rope", 3));
+                let mut kv_b =
+                    Op::dense("kv_b_proj (absorbed)", kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim), Placement::Sharded);
+                kv_b.expands_latent = true;
+                ops.push(kv_b);
+                let flops = 2 * heads * (2 * kv_lora_rank + qk_rope_head_dim);
+                let mut sdpa = Op::attention("sdpa (latent)", self.kv_bytes_per_token_layer(), false, flops, None);
+                sdpa.mla_expanded = Some(MlaExpanded {
+                    attn_flops_per_ctx: 2 * heads * (qk_nope_head_dim + v_head_dim + qk_rope_head_dim),
+                    score_bytes_per_ctx: 4 * 2 * heads,
+                });
+                sdpa.mla_per_head = self.mla_per_head();
+                ops.push(sdpa);
+                ops.push(Op::dense("o_proj", heads * v_head_dim * h, Placement::Sharded));
+            }
+        }
+        ops.push(Op::all_sum());
+        ops.push(Op::elementwise("residual+ffn_norm", 2));
+        match &self.moe {
+            Some(m) if layer >= m.first_k_dense => {
+                ops.push(Op::dense("router", h * m.experts, Placement::Replicated));
+                let routing_kernels = if self.arch.starts_with("deepseek") || self.arch == "kimi_k2" { 6 } else { 3 };
+                ops.push(Op::elementwise("routing", routing_kernels));
+                ops.push(Op::experts("experts (gather_qmm x3)", 3 * h * m.expert_ffn, 3, m.experts, m.active));
+                ops.push(Op::elementwise("act+combine", 3));
+                if m.shared > 0 {
+                    ops.push(Op::dense("shared_expert", 3 * h * m.expert_ffn * m.shared, Placement::Sharded));
+                    ops.push(Op::elementwise("shared act", 2));
+                }
+            }
+            Some(m) => {
+                ops.push(Op::dense("mlp gate+up+down", 3 * h * m.dense_ffn, Placement::Sharded));
+                ops.push(Op::elementwise("act", 1));
+                // gate, up and down are three matmul kernels.
+                if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
+                    op.kernels = 3;
+                }
+            }
+            None => {
+                ops.push(Op::dense("mlp gate+up+down", 3 * h * self.ffn, Placement::Sharded));
+                if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
+                    op.kernels = 3;
+                }
+                ops.push(Op::elementwise("act", 1));
+            }
+        }
+        ops.push(Op::all_sum());
+        ops.push(Op::elementwise("residual", 1));
+        ops
+    }
+
+    /// Operations after the last layer: final norm, LM head, sampling.
+    pub fn head_ops(&self) -> Vec<Op> {
+        vec![
+            Op::elementwise("final_norm", 1),
+            Op::dense("lm_head", self.hidden * self.vocab, Placement::Replicated),
+            Op::elementwise("sample", 2),
+        ]
+    }
+
+    /// Parameters of the input embedding table.
+    pub fn embedding_params(&self) -> u64 {
+        self.hidden * self.vocab
+    }
+
+    /// Total parameters (embeddings, all layers, LM head unless tied).
+    pub fn total_params(&self) -> u64 {
+        let layers: u64 = (0..self.layers).map(|l| self.layer_ops(l).iter().map(Op::total_params).sum::<u64>()).sum();
+        let head = if self.tie_embeddings { 0 } else { self.hidden * self.vocab };
+        self.embedding_params() + layers + head
+    }
+
+    /// Parameters read per decoded token (active experts only, no embedding table).
+    pub fn active_params(&self) -> u64 {
+        let layers: u64 = (0..self.layers).map(|l| self.layer_ops(l).iter().map(|o| o.active_params()).sum::<u64>()).sum();
+        layers + self.hidden * self.vocab
+    }
+
+    /// Stored bytes of all weights under `quant`.
+    pub fn weight_bytes(&self, quant: &QuantSpec) -> f64 {
+        let layers: f64 =
+            (0..self.layers).map(|l| self.layer_ops(l).iter().map(|o| quant.bytes(o.class, o.total_params())).sum::<f64>()).sum();
+        let head = if self.tie_embeddings { 0.0 } else { quant.bytes(OpClass::Dense, self.hidden * self.vocab) };
+        quant.bytes(OpClass::Dense, self.embedding_params()) + layers + head
+    }
+}

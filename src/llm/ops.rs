@@ -1,0 +1,174 @@
+//! Operations: one kernel-level step of a layer, with its weights, FLOPs, KV traffic and how it
+//! shards under tensor parallelism.
+
+/// What kind of kernel an operation is; each class has its own calibrated efficiency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpClass {
+    /// Quantized matrix-vector / matrix-matrix on a dense weight.
+    Dense,
+    /// MoE gather kernels over routed experts.
+    Expert,
+    /// Attention over the KV cache.
+    Attention,
+    /// Norms, rope, activations, residual adds, routing: launch cost only.
+    Elementwise,
+    /// A tensor-parallel all_sum point (no compute).
+    AllSum,
+}
+
+/// Where an operation's weights live under tensor parallelism.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Split 1/N across ranks.
+    Sharded,
+    /// A full copy on every rank.
+    Replicated,
+}
+
+/// One operation of a layer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Op {
+    /// Name for traces.
+    pub name: &'static str,
+    /// Kernel class.
+    pub class: OpClass,
+    /// Weight parameters (for `Expert`: per expert).
+    pub params: u64,
+    /// Kernel launches.
+    pub kernels: u32,
+    /// Tensor-parallel placement.
+    pub placement: Placement,
+    /// KV-cache bytes read per token of context (attention only).
+    pub kv_bytes_per_ctx: u64,
+    /// Whether the KV cache is split across ranks (GQA by KV head) or replicated (MLA latent).
+    pub kv_sharded: bool,
+    /// Attention FLOPs per query token per context token.
+    pub attn_flops_per_ctx: u64,
+    /// Sliding window, if the layer has one.
+    pub window: Option<u64>,
+    /// `(experts, active)` for routed experts.
+    pub experts: Option<(u64, u64)>,
+    /// MLA only: the multi-token form of a runtime that expands the latent cache into per-head
+    /// keys and values instead of absorbing the up-projections (see [`MlaExpanded`]).
+    pub mla_expanded: Option<MlaExpanded>,
+    /// MLA only: the attention of llama.cpp's path for GGUFs converted without MLA metadata (see
+    /// [`MlaPerHead`]).
+    pub mla_per_head: Option<MlaPerHead>,
+    /// MLA only: this op's weights are the latent up-projections, which the expanded form applies
+    /// to every cached position of a multi-token step (FLOPs scale with the context, not the
+    /// step's tokens).
+    pub expands_latent: bool,
+}
+
+/// MLA run as plain multi-head attention over a per-head cache: llama.cpp's `deepseek2` graph
+/// for a GGUF converted without MLA metadata (`hparams.is_mla()` false) up-projects each new
+/// token's latent into per-head keys (nope + rope) and values, caches those, and attends with
+/// every head over them in every step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MlaPerHead {
+    /// KV-cache bytes per token (bf16/f16): `heads x (nope + rope + v) x 2`.
+    pub kv_bytes_per_ctx: u64,
+    /// Attention FLOPs per query token per context token: `2 x heads x (nope + rope + v)`.
+    pub attn_flops_per_ctx: u64,
+}
+
+/// How an MLA attention runs a multi-token step in the expanded form. mlx-lm's DeepSeek V3 (also
+/// used for Kimi K2; mlx-lm 0.32.2 `deepseek_v3.py`) absorbs the up-projections into the query
+/// only for one-token steps (`L == 1`); for a prefill chunk it computes `k = embed_q(latent)` and
+/// `v = unembed_out(latent)` over the whole cache, runs the attention over 128-dim keys and values,
+/// and adds the rope scores as a separately materialised mask.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MlaExpanded {
+    /// Attention FLOPs per query token per context token: `2 x heads x (nope + v + rope)`.
+    pub attn_flops_per_ctx: u64,
+    /// Bytes per query token per context token of the rope-score mask (written by a matmul,
+    /// read and rewritten by the masking `where`, read by the attention kernel: 4 passes of 2
+    /// bytes per head), streamed by two extra kernels.
+    pub score_bytes_per_ctx: u64,
+}
+
+impl Op {
+    /// An op with no weights, KV cache or experts: the fields every constructor starts from.
+    fn base(name: &'static str, class: OpClass, kernels: u32, placement: Placement) -> Self {
+        Op {
+            name,
+            class,
+            params: 0,
+            kernels,
+            placement,
+            kv_bytes_per_ctx: 0,
+            kv_sharded: false,
+            attn_flops_per_ctx: 0,
+            window: None,
+            experts: None,
+            mla_expanded: None,
+            mla_per_head: None,
+            expands_latent: false,
+        }
+    }
+
+    /// A dense weight op.
+    pub fn dense(name: &'static str, params: u64, placement: Placement) -> Self {
+        Op { params, ..Op::base(name, OpClass::Dense, 1, placement) }
+    }
+
+    /// An elementwise op (launch cost only).
+    pub fn elementwise(name: &'static str, kernels: u32) -> Self {
+        Op::base(name, OpClass::Elementwise, kernels, Placement::Replicated)
+    }
+
+    /// Attention over the KV cache (heads sharded under tensor parallelism; the cache itself
+    /// split by KV head when `kv_sharded`, replicated otherwise).
+    pub fn attention(name: &'static str, kv_bytes_per_ctx: u64, kv_sharded: bool, attn_flops_per_ctx: u64, window: Option<u64>) -> Self {
+        Op { kv_bytes_per_ctx, kv_sharded, attn_flops_per_ctx, window, ..Op::base(name, OpClass::Attention, 1, Placement::Sharded) }
+    }
+
+    /// Routed experts: `params_per_expert` weights per expert, `active` of `experts` selected
+    /// per token, `kernels` gather kernels.
+    pub fn experts(name: &'static str, params_per_expert: u64, kernels: u32, experts: u64, active: u64) -> Self {
+        Op { params: params_per_expert, experts: Some((experts, active)), ..Op::base(name, OpClass::Expert, kernels, Placement::Sharded) }
+    }
+
+    pub(super) fn all_sum() -> Self {
+        Op::base("all_sum", OpClass::AllSum, 0, Placement::Replicated)
+    }
+
+    /// All parameters stored for this op.
+    pub fn total_params(&self) -> u64 {
+        match self.experts {
+            Some((e, _)) => self.params * e,
+            None => self.params,
+        }
+    }
+
+    /// Parameters read when one token passes through.
+    pub fn active_params(&self) -> u64 {
+        match self.experts {
+            Some((_, k)) => self.params * k,
+            None => self.params,
+        }
+    }
+
+    /// Distinct experts touched by a batch of `tokens` tokens (expected value under uniform
+    /// routing): `E (1 - (1 - k/E)^T)`.
+    pub fn experts_touched(&self, tokens: u64) -> f64 {
+        match self.experts {
+            Some((e, k)) => {
+                let (e, k) = (e as f64, k as f64);
+                e * (1.0 - (1.0 - k / e).powf(tokens as f64))
+            }
+            None => 1.0,
+        }
+    }
+
+    /// Whether the op's cost depends on the cached context: attention, and the MLA latent
+    /// up-projections (which the expanded prefill form runs over the whole cache).
+    pub fn depends_on_context(&self) -> bool {
+        self.class == OpClass::Attention || self.expands_latent
+    }
+
+    /// Context length this op attends over at position `ctx`.
+    pub fn effective_context(&self, ctx: u64) -> u64 {
+        self.window.map_or(ctx, |w| w.min(ctx))
+    }
+}
