@@ -120,6 +120,63 @@ mod fast_path {
         }
     }
 
+    /// Random graphs in which every task also waits for the previous task on its resource: each
+    /// resource then serves its tasks in task order, so the fast path must accept every one of
+    /// them (a test that cannot pass by declining) and match the event queue exactly.
+    fn chained(spec: &[(u8, u16, Vec<u16>)], resources: u8) -> TaskGraph {
+        let n_res = resources.max(1) as usize;
+        let mut last_on: Vec<Option<u16>> = vec![None; n_res];
+        let spec: Vec<(u8, u16, Vec<u16>)> = spec
+            .iter()
+            .enumerate()
+            .map(|(i, (r, d, deps))| {
+                let r_idx = *r as usize % n_res;
+                let mut deps = deps.clone();
+                deps.extend(last_on[r_idx]);
+                last_on[r_idx] = Some(i as u16);
+                (r_idx as u8, *d, deps)
+            })
+            .collect();
+        graph(&spec, resources)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn fast_path_accepts_resource_ordered_graphs_and_equals_event_queue(
+            spec in proptest::collection::vec((0u8..4, 0u16..50, proptest::collection::vec(0u16..40, 0..3)), 1..40),
+            resources in 1u8..5,
+        ) {
+            let g = chained(&spec, resources);
+            let d: Vec<u64> = g.tasks.iter().map(|t| t.duration).collect();
+            let des = execute_events(&g, 7, &d);
+            let fast = execute_longest_path(&g, 7, &d);
+            prop_assert!(fast.is_some(), "a resource-ordered graph must take the fast path");
+            let fast = fast.unwrap();
+            prop_assert_eq!(fast.timings, des.timings);
+            prop_assert_eq!(fast.busy, des.busy);
+            prop_assert_eq!(fast.makespan, des.makespan);
+        }
+    }
+
+    /// Two tasks on one resource where the second is ready first: the fast path must decline
+    /// (its task-order premise fails), and the event queue runs the second one first.
+    #[test]
+    fn fast_path_declines_out_of_order_graphs() {
+        // t0: 10 ns on r0; t1: 5 ns on r1; t2: 1 ns on r0 after t1 (ready at 5); t3: 1 ns on r0
+        // after nothing. In task order t3 would queue behind t2 on r0, but it is ready at 0.
+        let spec = vec![(0u8, 10u16, vec![]), (1, 5, vec![]), (0, 1, vec![1]), (0, 1, vec![])];
+        let g = graph(&spec, 2);
+        let d: Vec<u64> = g.tasks.iter().map(|t| t.duration).collect();
+        assert!(execute_longest_path(&g, 0, &d).is_none());
+        let des = execute_events(&g, 0, &d);
+        // FIFO by readiness on r0: t0 [0,10), t3 ready at 0 queues behind it [10,11), t2 ready at 5 [11,12).
+        assert_eq!((des.timings[0].start, des.timings[0].end), (0, 10));
+        assert_eq!((des.timings[3].start, des.timings[3].end), (10, 11));
+        assert_eq!((des.timings[2].start, des.timings[2].end), (11, 12));
+        assert_eq!(des.makespan, 12);
+    }
+
     #[test]
     fn engine_decode_graphs_take_the_fast_path_and_agree() {
         for (file, sets) in [
