@@ -45,7 +45,10 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let json = args.json.json;
     let profile = args.profile.load().map_err(|e| e.with_json(json))?;
     let sc = scenario::load(&args.file, &args.set).map_err(|e| CliError::scenario(e).with_json(json))?;
+    tracing::debug!("run: `{}` with profile `{}`", sc.name, profile.meta.name);
+    let t0 = std::time::Instant::now();
     let est = estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e).with_json(json))?;
+    tracing::debug!("run: estimated in {:.3} s", t0.elapsed().as_secs_f64());
     if let Some(path) = &args.trace {
         write_trace(&sc, &profile, path, args.trace_steps)?;
     }

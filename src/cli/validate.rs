@@ -46,8 +46,7 @@ struct Output {
 /// Predicts the selected rows, prints the report; exit 3 when the MAPE is above `--max-mape`.
 pub fn validate(args: ValidateArgs) -> Result<(), CliError> {
     let profile = crate::calibrate::with_host_chip(&args.profile.load()?);
-    let data = calibration::load_dataset(std::slice::from_ref(&args.against), &profile, HarnessUse::Validate)
-        .map_err(CliError::input)?;
+    let data = calibration::load_dataset(std::slice::from_ref(&args.against), &profile, HarnessUse::Validate).map_err(CliError::input)?;
     if args.loo && args.against.extension().is_some_and(|e| e == "json") {
         return Err(CliError::input("--loo refits the profile without each row; it needs a measurement CSV"));
     }
@@ -185,8 +184,8 @@ fn leave_one_out(data: &Dataset, profile: &Profile, selected: &[usize], prior_we
             let _tick = Tick(&pb);
             let skip = |reason: String| SkippedRow { id: data.targets[i].id.clone(), reason };
             let rest = data.without(i);
-            let (fitted, _, _) =
-                crate::calibrate::calibrate(&rest, profile, None, prior_weight).map_err(|e| skip(format!("refit without it failed: {e}")))?;
+            let (fitted, _, _) = crate::calibrate::calibrate(&rest, profile, None, prior_weight)
+                .map_err(|e| skip(format!("refit without it failed: {e}")))?;
             let one = Dataset { targets: vec![data.targets[i].clone()], sources: vec![data.sources[i].clone()], ..Default::default() };
             let p = one.predict(&fitted).map_err(skip)?;
             Ok(validated_row(data, i, p[0]))
