@@ -27,7 +27,7 @@ pub struct CalibrateArgs {
     /// Output profile (TOML).
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: PathBuf,
-    // --profile: the starting profile; the fitted one keeps its other values.
+    /// `--profile` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub profile: ProfileArg,
     /// Parameters to fit, comma-separated dotted paths (default: those the data constrain).
@@ -38,7 +38,7 @@ pub struct CalibrateArgs {
     /// starting values are sourced), 0 for harness files alone (theirs are only seeds).
     #[arg(long, value_parser = calibrate::parse_prior_weight)]
     pub prior_weight: Option<f64>,
-    // --json: the fit report as JSON (the profile is written either way).
+    /// `--json` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub json: JsonArg,
 }

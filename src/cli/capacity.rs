@@ -39,8 +39,10 @@ pub enum CapacityCommand {
 pub struct SweepArgs {
     /// Scenario file with a [sweep] table.
     pub file: PathBuf,
+    /// `--out` and `--no-charts` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub out: SweepOutArgs,
+    /// `--jobs` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub jobs: JobsArg,
     /// Run one deterministic slice: points with index % N == I.
@@ -52,6 +54,7 @@ pub struct SweepArgs {
     /// Keep the points already in DIR/results.jsonl and run the rest.
     #[arg(long)]
     pub resume: bool,
+    /// `--profile` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub profile: ProfileArg,
 }
@@ -62,6 +65,7 @@ pub struct MergeArgs {
     /// Shard output directories.
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
+    /// `--out` and `--no-charts` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub out: SweepOutArgs,
 }
@@ -115,10 +119,13 @@ pub struct PlanArgs {
     /// List every candidate with the reason it lost.
     #[arg(long)]
     pub all: bool,
+    /// `--json` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub json: JsonArg,
+    /// `--jobs` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub jobs: JobsArg,
+    /// `--profile` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub profile: ProfileArg,
 }

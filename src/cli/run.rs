@@ -18,11 +18,13 @@ use crate::scenario::{self, Scenario, WorkloadKind};
 pub struct RunArgs {
     /// Scenario file (TOML).
     pub file: PathBuf,
+    /// `--json` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub json: JsonArg,
     /// Override any key, e.g. --set workload.prompt_tokens=32768 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// `--profile` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub profile: ProfileArg,
     /// Directory for result files.

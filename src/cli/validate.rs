@@ -16,8 +16,10 @@ pub struct ValidateArgs {
     /// Measurement CSV (the format of shared/data/measurements.csv) or harness JSON.
     #[arg(long, value_name = "FILE")]
     pub against: PathBuf,
+    /// `--profile` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub profile: ProfileArg,
+    /// `--json` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub json: JsonArg,
     /// Only rows whose id starts with this prefix (repeatable).
