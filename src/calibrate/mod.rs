@@ -150,25 +150,19 @@ impl Problem<'_> {
         let p = match set_params(self.base, self.paths, &values) {
             Ok(p) => p,
             Err(e) => {
-                if std::env::var_os("SUPERNODE_DEBUG_FIT").is_some() {
-                    eprintln!("fit: cannot set {values:?}: {e}");
-                }
+                tracing::debug!("fit: cannot set {values:?}: {e}");
                 return None;
             }
         };
         let pred = match (self.predict)(&p) {
             Ok(v) => v,
             Err(e) => {
-                if std::env::var_os("SUPERNODE_DEBUG_FIT").is_some() {
-                    eprintln!("fit: prediction failed at {values:?}: {e}");
-                }
+                tracing::debug!("fit: prediction failed at {values:?}: {e}");
                 return None;
             }
         };
         if pred.len() != self.targets.len() || pred.iter().any(|v| !v.is_finite()) {
-            if std::env::var_os("SUPERNODE_DEBUG_FIT").is_some() {
-                eprintln!("fit: non-finite prediction at {values:?}: {pred:?}");
-            }
+            tracing::debug!("fit: non-finite prediction at {values:?}: {pred:?}");
             return None;
         }
         let data = pred.iter().zip(self.targets).zip(&self.weights).map(|((p, t), w)| (p - t.measured) / t.measured * w.sqrt());

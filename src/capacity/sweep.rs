@@ -987,31 +987,24 @@ pub fn for_each_row(dir: &Path, mut f: impl FnMut(Row) -> Result<(), SweepError>
     Ok(())
 }
 
-/// A file written in full under a temporary name, then renamed into place.
+/// A file written in full under a temporary name, then renamed into place ([`crate::util::AtomicFile`]).
 struct AtomicWriter {
-    tmp: PathBuf,
     path: PathBuf,
-    w: BufWriter<File>,
+    f: crate::util::AtomicFile,
 }
 
 impl AtomicWriter {
     fn create(path: &Path) -> Result<Self, SweepError> {
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| io_err("create", dir, e))?;
-        let name = path.file_name().and_then(|s| s.to_str()).unwrap_or("out");
-        let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-        let f = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
-        Ok(AtomicWriter { tmp, path: path.to_path_buf(), w: BufWriter::with_capacity(1 << 16, f) })
+        let f = crate::util::AtomicFile::create(path).map_err(|e| io_err("create", path, e))?;
+        Ok(AtomicWriter { path: path.to_path_buf(), f })
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), SweepError> {
-        self.w.write_all(bytes).map_err(|e| io_err("write", &self.tmp, e))
+        self.f.write_all(bytes).map_err(|e| io_err("write", &self.path, e))
     }
 
     fn commit(self) -> Result<(), SweepError> {
-        let f = self.w.into_inner().map_err(|e| io_err("write", &self.tmp, e.into_error()))?;
-        f.sync_all().map_err(|e| io_err("sync", &self.tmp, e))?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| io_err("rename", &self.path, e))
+        self.f.commit().map_err(|e| io_err("write", &self.path, e))
     }
 }
 

@@ -1,105 +1,96 @@
 //! Calibration commands: `calibrate`, `import`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 
-use super::{EXIT_FAILURE, EXIT_INPUT, EXIT_OK, load_profile};
-use crate::calibrate::{self, Dataset, HarnessUse};
+use super::CliError;
+use super::args::{JsonArg, ProfileArg};
+use crate::calibrate::{self, Dataset, HarnessUse, llama_bench};
 use crate::profile::Profile;
 
 /// Calibration subcommands.
 #[derive(Debug, Subcommand)]
 pub enum CalibrationCommand {
     /// Fit the twin's parameters to measurements (harness JSON and/or measurement CSV) and write a profile.
-    Calibrate {
-        /// Measurement files: harness JSON (microbenchmarks) and/or CSV in the format of shared/data/measurements.csv.
-        #[arg(required = true)]
-        measurements: Vec<PathBuf>,
-        /// Output profile (TOML).
-        #[arg(short = 'o', long = "out")]
-        out: PathBuf,
-        /// Starting profile (default: the embedded profile).
-        #[arg(long)]
-        profile: Option<PathBuf>,
-        /// Parameters to fit, comma-separated dotted paths (default: those the data constrain).
-        #[arg(long, value_delimiter = ',')]
-        params: Option<Vec<String>>,
-        /// Weight of the prior toward the starting profile's values, per unit of log / logit
-        /// (0 = plain least squares). Default: 0.1 when the data include published rows (the
-        /// starting values are sourced), 0 for harness files alone (theirs are only seeds).
-        #[arg(long, value_parser = calibrate::parse_prior_weight)]
-        prior_weight: Option<f64>,
-        /// Print the fit report as JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    Calibrate(CalibrateArgs),
     /// Turn llama-bench output (-o md, json, jsonl or csv) into measurement CSV rows for `validate` and `calibrate`.
-    Import {
-        /// llama-bench output files.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        /// The catalog node the benchmarks ran on (default: matched from the GPU name llama-bench records, when unique).
-        #[arg(long)]
-        node: Option<String>,
-        /// Write the rows here (CSV) instead of standard output.
-        #[arg(short = 'o', long = "out")]
-        out: Option<PathBuf>,
-    },
+    Import(ImportArgs),
 }
 
-/// Runs a calibration command and returns the exit code.
-pub fn dispatch(c: CalibrationCommand) -> i32 {
+/// Arguments of `calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Measurement files: harness JSON (microbenchmarks) and/or CSV in the format of shared/data/measurements.csv.
+    #[arg(required = true)]
+    pub measurements: Vec<PathBuf>,
+    /// Output profile (TOML).
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: PathBuf,
+    /// `--profile` (clap reads the help from the flattened type).
+    #[command(flatten)]
+    pub profile: ProfileArg,
+    /// Parameters to fit, comma-separated dotted paths (default: those the data constrain).
+    #[arg(long, value_delimiter = ',')]
+    pub params: Option<Vec<String>>,
+    /// Weight of the prior toward the starting profile's values, per unit of log / logit
+    /// (0 = plain least squares). Default: 0.1 when the data include published rows (the
+    /// starting values are sourced), 0 for harness files alone (theirs are only seeds).
+    #[arg(long, value_parser = calibrate::parse_prior_weight)]
+    pub prior_weight: Option<f64>,
+    /// `--json` (clap reads the help from the flattened type).
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// Arguments of `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// llama-bench output files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The catalog node the benchmarks ran on (default: matched from the GPU name llama-bench records, when unique).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Write the rows here (CSV) instead of standard output.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// Runs a calibration command.
+pub fn dispatch(c: CalibrationCommand) -> Result<(), CliError> {
     match c {
-        CalibrationCommand::Calibrate { measurements, out, profile, params, prior_weight, json } => {
-            run_calibrate(&measurements, &out, profile, params, prior_weight, json)
-        }
-        CalibrationCommand::Import { files, node, out } => run_import(&files, node.as_deref(), out.as_deref()),
+        CalibrationCommand::Calibrate(a) => run_calibrate(&a),
+        CalibrationCommand::Import(a) => run_import(&a),
     }
 }
 
-fn run_import(files: &[PathBuf], node: Option<&str>, out: Option<&std::path::Path>) -> i32 {
-    use crate::calibrate::llama_bench;
+fn run_import(a: &ImportArgs) -> Result<(), CliError> {
     let mut rows = Vec::new();
     let mut tests = 0;
     let mut stems: Vec<String> = Vec::new();
-    for f in files {
-        let records = match llama_bench::read(f) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_INPUT;
-            }
-        };
+    for f in &a.files {
+        let records = llama_bench::read(f).map_err(|e| CliError::input(e.to_string()))?;
         tests += records.len();
         // Row ids start with the file's stem; two files of the same name get -2, -3, ...
         let base = f.file_stem().map_or_else(|| "bench".to_string(), |s| s.to_string_lossy().into_owned());
         let same = stems.iter().filter(|s| **s == base).count();
         stems.push(base.clone());
         let stem = if same == 0 { base } else { format!("{base}-{}", same + 1) };
-        let (mut got, skipped) = match llama_bench::to_rows(&records, node, &stem, &f.display().to_string()) {
-            Ok(x) => x,
-            Err(e) => {
-                eprintln!("error: {}: {e}", f.display());
-                return EXIT_INPUT;
-            }
-        };
+        let (mut got, skipped) = llama_bench::to_rows(&records, a.node.as_deref(), &stem, &f.display().to_string())
+            .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
         for s in &skipped {
             eprintln!("skipped {}: {}", s.what, s.reason);
         }
         rows.append(&mut got);
     }
     if rows.is_empty() {
-        eprintln!("error: none of the {tests} llama-bench tests became a measurement row (reasons above)");
-        return EXIT_INPUT;
+        return Err(CliError::input(format!("none of the {tests} llama-bench tests became a measurement row (reasons above)")));
     }
     let text = llama_bench::rows_csv(&rows);
-    match out {
+    match &a.out {
         Some(path) => {
-            if let Err(e) = crate::util::write_atomic(path, text.as_bytes()) {
-                eprintln!("error: cannot write {}: {e}", path.display());
-                return EXIT_FAILURE;
-            }
+            write_file(path, text.as_bytes())?;
             eprintln!("import: {} rows from {tests} llama-bench tests written to {}", rows.len(), path.display());
         }
         None => {
@@ -107,7 +98,12 @@ fn run_import(files: &[PathBuf], node: Option<&str>, out: Option<&std::path::Pat
             eprintln!("import: {} rows from {tests} llama-bench tests", rows.len());
         }
     }
-    EXIT_OK
+    Ok(())
+}
+
+/// Writes a file atomically; failing is an I/O error naming it.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    crate::util::write_atomic(path, bytes).map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Loads measurement files into a data set: `.json` as harness output, anything else as CSV.
@@ -122,7 +118,7 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
         };
         if let Err(e) = added {
             // llama-bench output is a measurement too, but it needs the node it ran on first.
-            if crate::calibrate::llama_bench::read(f).is_ok() {
+            if llama_bench::read(f).is_ok() {
                 return Err(format!(
                     "{} is llama-bench output: turn it into measurement rows first, e.g. `supernode import {} --node m3-ultra-80c-512gb -o rows.csv` (`supernode catalog nodes` lists the nodes)",
                     f.display(),
@@ -135,39 +131,15 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
     Ok(d)
 }
 
-fn run_calibrate(
-    files: &[PathBuf],
-    out: &std::path::Path,
-    profile: Option<PathBuf>,
-    params: Option<Vec<String>>,
-    prior_weight: Option<f64>,
-    json: bool,
-) -> i32 {
-    let base = match load_profile(profile) {
-        Ok(p) => calibrate::with_host_chip(&p),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_INPUT;
-        }
-    };
-    let data = match load_dataset(files, &base, HarnessUse::Fit) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_INPUT;
-        }
-    };
+fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
+    let base = calibrate::with_host_chip(&a.profile.load()?);
+    let data = load_dataset(&a.measurements, &base, HarnessUse::Fit).map_err(CliError::input)?;
     eprintln!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
-    let prior_weight = prior_weight.unwrap_or_else(|| data.default_prior_weight());
-    let (mut fitted, report, dropped) = match calibrate::calibrate(&data, &base, params, prior_weight) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_INPUT;
-        }
-    };
+    let prior_weight = a.prior_weight.unwrap_or_else(|| data.default_prior_weight());
+    let (mut fitted, report, dropped) =
+        calibrate::calibrate(&data, &base, a.params.clone(), prior_weight).map_err(|e| CliError::input(e.to_string()))?;
     let (counts, ctx, chips) = data.envelope();
-    let name = out.file_stem().map_or_else(|| "fitted".to_string(), |s| s.to_string_lossy().into_owned());
+    let name = a.out.file_stem().map_or_else(|| "fitted".to_string(), |s| s.to_string_lossy().into_owned());
     fitted.meta = crate::profile::ProfileMeta {
         name,
         method: format!(
@@ -190,17 +162,14 @@ fn run_calibrate(
         if dropped.is_empty() { "none".to_string() } else { dropped.join(", ") },
         toml::to_string(&fitted).expect("profile serializes")
     );
-    if let Err(e) = crate::util::write_atomic(out, text.as_bytes()) {
-        eprintln!("error: cannot write {}: {e}", out.display());
-        return EXIT_FAILURE;
-    }
-    if json {
+    write_file(&a.out, text.as_bytes())?;
+    if a.json.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serializes"));
     } else {
         print!("{}", fit_table(&report, &dropped));
-        println!("profile written to {}", out.display());
+        println!("profile written to {}", a.out.display());
     }
-    EXIT_OK
+    Ok(())
 }
 
 /// The fit report as text.

@@ -286,12 +286,12 @@ pub fn execute_longest_path(graph: &TaskGraph, start: Time, durations: &[Time]) 
         }
         let r = graph.tasks[t].resource.0 as usize;
         if ready < last_end[r] && graph.resources[r].kind != ResourceKind::Virtual {
-            if std::env::var_os("SUPERNODE_DEBUG_FASTPATH").is_some() {
-                eprintln!(
-                    "fast path: task {t} ({}) on {} ready at {ready} before {}",
-                    graph.tasks[t].label, graph.resources[r].name, last_end[r]
-                );
-            }
+            tracing::debug!(
+                "fast path: task {t} ({}) on {} ready at {ready} before {}",
+                graph.tasks[t].label,
+                graph.resources[r].name,
+                last_end[r]
+            );
             return None;
         }
         let end = ready + duration;

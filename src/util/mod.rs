@@ -1,20 +1,70 @@
 //! Small helpers every layer may use: atomic file writes, file-name slugs, did-you-mean
 //! suggestions, stable rounding, dates. Nothing here knows about clusters or models.
 
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// Writes `contents` to `path` atomically: a temporary file in the same directory, then rename.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp: PathBuf = dir.join(format!(".{}.tmp{}", path.file_name().and_then(|s| s.to_str()).unwrap_or("out"), std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
+/// A file written in full under a unique temporary name beside its destination, then moved into
+/// place: readers see the old content or the new one, never a part. Concurrent writers of the
+/// same path (threads or processes) each get their own temporary file; the last to commit wins.
+#[derive(Debug)]
+pub struct AtomicFile {
+    path: PathBuf,
+    dir: PathBuf,
+    w: BufWriter<tempfile::NamedTempFile>,
+}
+
+impl AtomicFile {
+    /// Creates the parent directories and a temporary file in the destination's directory.
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        std::fs::create_dir_all(&dir)?;
+        let name = path.file_name().map_or_else(|| "out".into(), |s| s.to_string_lossy());
+        let prefix = format!(".{name}.");
+        let mut b = tempfile::Builder::new();
+        b.prefix(&prefix).suffix(".tmp");
+        // The umask applies as to any new file (a bare temporary file would be owner-only).
+        #[cfg(unix)]
+        b.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let tmp = b.tempfile_in(&dir)?;
+        Ok(AtomicFile { path: path.to_path_buf(), dir, w: BufWriter::with_capacity(1 << 16, tmp) })
     }
-    std::fs::rename(&tmp, path)
+
+    /// Flushes and syncs the temporary file, renames it over the destination and syncs the
+    /// directory, so the new name survives a crash. Dropped without `commit`, the temporary file
+    /// is removed and the destination is untouched.
+    pub fn commit(self) -> std::io::Result<()> {
+        let tmp = self.w.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&self.path).map_err(|e| e.error)?;
+        sync_dir(&self.dir)
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.w.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// Makes a directory's entries (a rename into it) durable.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// Writes `contents` to `path` atomically (see [`AtomicFile`]).
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let mut f = AtomicFile::create(path)?;
+    f.write_all(contents)?;
+    f.commit()
 }
 
 /// A file-name-safe slug.
@@ -30,24 +80,11 @@ pub fn slug(name: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
-/// The closest candidate to `word` by edit distance, if reasonably close.
+/// The closest candidate to `word` by Levenshtein distance, if reasonably close (ties go to the
+/// alphabetically first candidate).
 pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    let best = candidates.iter().map(|c| (edit_distance(word, c), *c)).min()?;
+    let best = candidates.iter().map(|c| (strsim::levenshtein(word, c), *c)).min()?;
     (best.0 <= (word.len().max(3) / 2).max(3)).then_some(best.1)
-}
-
-/// Levenshtein distance.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// Rounds to 3 decimals (stable JSON).
@@ -77,16 +114,78 @@ pub fn sig(x: f64) -> f64 {
 
 /// Today's date (UTC) as YYYY-MM-DD, from the system clock.
 pub fn today() -> String {
-    let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() / 86400).unwrap_or(0) as i64;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    jiff::Timestamp::now().strftime("%Y-%m-%d").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrent_atomic_writes_leave_one_whole_file_and_no_temporaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("out.json");
+        let bodies: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'a' + i; 256 * 1024]).collect();
+        for _ in 0..4 {
+            std::thread::scope(|s| {
+                for b in &bodies {
+                    let path = &path;
+                    s.spawn(move || write_atomic(path, b).unwrap());
+                }
+            });
+            let got = std::fs::read(&path).unwrap();
+            assert!(bodies.contains(&got), "a torn or mixed file of {} bytes", got.len());
+        }
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["out.json"], "temporary files left behind");
+    }
+
+    #[test]
+    fn a_dropped_atomic_file_leaves_the_destination_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keep.txt");
+        write_atomic(&path, b"old").unwrap();
+        let mut f = AtomicFile::create(&path).unwrap();
+        f.write_all(b"new, never committed").unwrap();
+        drop(f);
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn atomic_files_are_not_owner_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.txt");
+        write_atomic(&path, b"x").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !umask(), "{mode:o}");
+    }
+
+    /// The process umask, read from /proc (Linux) or assumed 022.
+    #[cfg(unix)]
+    fn umask() -> u32 {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:").map(|v| u32::from_str_radix(v.trim(), 8).ok())).flatten())
+            .unwrap_or(0o022)
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(did_you_mean("expandd", &["absorbed", "expanded"]), Some("expanded"));
+        assert_eq!(did_you_mean("zzzzzzzzzzzzzz", &["absorbed", "expanded"]), None);
+        assert_eq!(did_you_mean("ab", &[]), None);
+        // Ties go to the first in alphabetical order, whatever the candidates' order.
+        assert_eq!(did_you_mean("ab", &["ad", "ac"]), Some("ac"));
+    }
+
+    #[test]
+    fn today_is_an_iso_date() {
+        let t = today();
+        assert_eq!(t.len(), 10, "{t}");
+        assert!(t.chars().enumerate().all(|(i, c)| if i == 4 || i == 7 { c == '-' } else { c.is_ascii_digit() }), "{t}");
+        assert!(t.as_str() >= "2025-01-01", "{t}");
+    }
 }

@@ -119,8 +119,11 @@ fn set_overrides_any_key() {
         serde_json::from_slice(&c.assert().success().get_output().stdout).unwrap()
     };
     let (latent, per_head) = (run(&[]), run(&["engine.mla_cache=per-head"]));
-    let mem = |v: &serde_json::Value| v["max_memory_per_node_gb"].as_f64().or_else(|| v["memory_per_node_gb"][0].as_f64()).unwrap();
+    // One node: its memory and the KV cache's share of it.
+    let mem = |v: &serde_json::Value| v["memory_per_node_gb"][0].as_f64().unwrap();
+    let kv = |v: &serde_json::Value| v["memory"][0]["kv_cache_gb"].as_f64().unwrap();
     assert!(mem(&per_head) > mem(&latent) + 15.0, "a 4096-token per-head cache is ~20 GB");
+    assert!((mem(&per_head) - mem(&latent) - (kv(&per_head) - kv(&latent))).abs() < 0.01, "only the cache grows");
     assert!(per_head["decode_tokens_per_s"].as_f64().unwrap() < latent["decode_tokens_per_s"].as_f64().unwrap());
 }
 
@@ -223,4 +226,95 @@ fn trace_is_a_perfetto_file_of_the_same_run() {
     let out =
         bin().arg("run").arg(&hpl).args(["--no-write", "--trace"]).arg(dir.path().join("h.json")).assert().code(2).get_output().clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("--trace records generate workloads"));
+}
+
+#[test]
+fn verbose_logs_go_to_stderr_and_leave_stdout_alone() {
+    let f = scenario("geerling-2x-m3-ultra-qwen3-235b-a22b-exo-rdma.toml");
+    let go = |flags: &[&str], rust_log: Option<&str>| {
+        let mut c = bin();
+        c.arg("run").arg(&f).args(["--json", "--no-write"]).args(flags).env_remove("RUST_LOG");
+        if let Some(e) = rust_log {
+            c.env("RUST_LOG", e);
+        }
+        let o = c.assert().success().get_output().clone();
+        (o.stdout, String::from_utf8(o.stderr).unwrap())
+    };
+    let (quiet, err) = go(&[], None);
+    assert_eq!(err, "", "no debug output unless asked");
+    let debug_line = "DEBUG supernode::cli::run: run: `Qwen3";
+    for (flags, rust_log) in
+        [(&["-v"][..], None), (&["-vv"], None), (&[], Some("supernode=debug")), (&["-v"], Some("supernode::cli=debug"))]
+    {
+        let (out, err) = go(flags, rust_log);
+        assert_eq!(out, quiet, "{flags:?} {rust_log:?}: stdout unchanged");
+        assert!(err.contains(debug_line), "{flags:?} {rust_log:?}: {err}");
+    }
+    // RUST_LOG chooses over -v: another module's events only.
+    let (_, err) = go(&["-v"], Some("supernode::calibrate=debug"));
+    assert!(!err.contains("supernode::cli"), "{err}");
+}
+
+/// A profile that does not exist: exit 2 and a message naming it, for every command that takes one.
+#[test]
+fn bad_profile_is_an_input_error_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-profile.toml");
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "this is = = not toml").unwrap();
+    let run = scenario("geerling-1x-m3-ultra-qwen3-235b-a22b-exo.toml");
+    let csv = crate::measurements_csv();
+    let sweep = scenario("sweep-geerling.toml");
+    let commands: Vec<Vec<std::ffi::OsString>> = vec![
+        vec!["run".into(), run.clone().into(), "--no-write".into()],
+        vec!["validate".into(), "--against".into(), csv.clone().into()],
+        vec!["calibrate".into(), csv.into(), "-o".into(), dir.path().join("p.toml").into()],
+        vec!["sweep".into(), sweep.into(), "--no-charts".into(), "--out".into(), dir.path().join("sw").into()],
+        vec!["plan".into(), "--model".into(), "qwen3-235b-a22b".into(), "--budget-usd".into(), "20000".into()],
+    ];
+    for args in &commands {
+        for (profile, needle) in [(&missing, "cannot read profile"), (&broken, "broken.toml")] {
+            let out = bin().args(args).arg("--profile").arg(profile).assert().code(2).get_output().clone();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.starts_with("error: ") && err.contains(needle), "{args:?}: {err}");
+            assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout without --json");
+        }
+    }
+    assert!(!dir.path().join("p.toml").exists() && !dir.path().join("sw").exists(), "nothing written");
+    // With --json, `run` prints the error object on stdout as well.
+    let out = bin().arg("run").arg(&run).args(["--json", "--no-write", "--profile"]).arg(&missing).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["fits"], false);
+    let msg = v["error"].as_str().unwrap();
+    assert!(msg.contains("cannot read profile") && msg.contains("no-such-profile.toml"), "{msg}");
+}
+
+#[test]
+fn unwritable_output_is_an_io_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let f = scenario("geerling-1x-m3-ultra-qwen3-235b-a22b-exo.toml");
+    // --out below a regular file cannot be created: exit 1, the path named, no table.
+    let out = bin().arg("run").arg(&f).arg("--out").arg(file.join("sub")).assert().code(1).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: cannot write ") && err.contains("a-file"), "{err}");
+    assert!(out.stdout.is_empty());
+    let out = bin().arg("run").arg(&f).args(["--no-write", "--trace"]).arg(file.join("t.json")).assert().code(1).get_output().clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error: cannot write the trace"));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary files left");
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    bin().args(["run"]).assert().code(2);
+    bin().args(["sweep", "x.toml", "--jobs", "0"]).assert().code(2);
+    let out = bin().arg("--help").assert().success().get_output().clone();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("Exit codes: 0 ok, 1") && help.contains("3 `validate --max-mape` exceeded") && help.contains("RUST_LOG"),
+        "{help}"
+    );
+    let out = bin().args(["catalog", "gpus"]).assert().code(2).get_output().clone();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "error: unknown catalog section `gpus` (use nodes, fabrics, models or quants)\n");
 }

@@ -69,5 +69,14 @@ fn bad_set_override() {
 
 #[test]
 fn missing_file() {
-    bin().args(["run", "no/such/file.toml"]).assert().code(2);
+    let out = bin().args(["run", "no/such/file.toml"]).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no/such/file.toml") && err.contains("cannot read scenario file") && err.contains("check the path"), "{err}");
+    assert!(out.stdout.is_empty());
+    let out = bin().args(["run", "--json", "no/such/file.toml"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json on stdout");
+    assert_eq!(v.as_object().unwrap().len(), 2, "{v}");
+    assert_eq!(v["fits"], false);
+    let msg = v["error"].as_str().unwrap();
+    assert!(msg.starts_with("no/such/file.toml:1:1: cannot read scenario file") && msg.ends_with("(help: check the path)"), "{msg}");
 }

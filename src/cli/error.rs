@@ -1,0 +1,150 @@
+//! The CLI's one error type: what the user is told and which exit code the process returns.
+//! Handlers return `Result<(), CliError>`; `main_with_args` prints it in one place.
+
+use crate::capacity::sweep::SweepError;
+use crate::report::charts::ChartError;
+use crate::scenario::ScenarioError;
+
+/// Exit code of a successful command.
+pub const EXIT_OK: i32 = 0;
+
+/// Why a command failed, as the process exit code (README lists them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    /// 1: an internal or I/O failure (a file cannot be written, a prediction failed).
+    Failure = 1,
+    /// 2: bad input (scenario, arguments, measurement files) or a scenario that cannot run.
+    Input = 2,
+    /// 3: `validate --max-mape`: the error is above the bound.
+    OverBound = 3,
+}
+
+impl ExitKind {
+    /// The process exit code.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+/// What stderr says about a failure.
+#[derive(Debug)]
+enum Message {
+    /// `error: TEXT`.
+    Error(String),
+    /// A located diagnostic (file:line:column, the source line, the fix) rendered by miette;
+    /// `summary` is its one-line form for `--json`.
+    Diagnostic { report: miette::Report, summary: String },
+    /// A line printed as it is: the command's output already told the story.
+    Note(String),
+    /// Nothing: the command's output already says why.
+    Silent,
+}
+
+/// A failed command: its exit code, its message, and whether stdout owes a JSON error object.
+#[derive(Debug)]
+pub struct CliError {
+    kind: ExitKind,
+    message: Message,
+    json: bool,
+}
+
+impl CliError {
+    /// Bad input (exit 2), printed as `error: MESSAGE`.
+    pub fn input(message: impl Into<String>) -> Self {
+        Self::new(ExitKind::Input, Message::Error(message.into()))
+    }
+
+    /// An internal or I/O failure (exit 1), printed as `error: MESSAGE`.
+    pub fn failure(message: impl Into<String>) -> Self {
+        Self::new(ExitKind::Failure, Message::Error(message.into()))
+    }
+
+    /// A failure whose line is printed as it is, without `error:`.
+    pub fn note(kind: ExitKind, line: impl Into<String>) -> Self {
+        Self::new(kind, Message::Note(line.into()))
+    }
+
+    /// A failure the command's output already explained: only the exit code.
+    pub fn silent(kind: ExitKind) -> Self {
+        Self::new(kind, Message::Silent)
+    }
+
+    /// A scenario error located at file:line:column (exit 2), rendered with its source line.
+    pub fn scenario(e: ScenarioError) -> Self {
+        let summary = format!("{e}{}", e.help.as_ref().map(|h| format!(" (help: {h})")).unwrap_or_default());
+        Self::new(ExitKind::Input, Message::Diagnostic { report: miette::Report::new(e), summary })
+    }
+
+    /// With `json`, the error is also printed on stdout as `{"fits": false, "error": ...}`.
+    pub fn with_json(mut self, json: bool) -> Self {
+        self.json = json;
+        self
+    }
+
+    /// The exit code's kind.
+    pub fn kind(&self) -> ExitKind {
+        self.kind
+    }
+
+    /// The one-line message (`None` when silent).
+    pub fn summary(&self) -> Option<&str> {
+        match &self.message {
+            Message::Error(s) | Message::Note(s) | Message::Diagnostic { summary: s, .. } => Some(s),
+            Message::Silent => None,
+        }
+    }
+
+    /// Prints the error (stderr; the JSON object on stdout when asked) and returns the exit code.
+    pub fn report(self) -> i32 {
+        if self.json {
+            if let Some(s) = self.summary() {
+                println!("{}", serde_json::json!({"fits": false, "error": s}));
+            }
+        }
+        match self.message {
+            Message::Error(s) => eprintln!("error: {s}"),
+            Message::Diagnostic { report, .. } => eprintln!("{report:?}"),
+            Message::Note(s) => eprintln!("{s}"),
+            Message::Silent => {}
+        }
+        self.kind.code()
+    }
+
+    fn new(kind: ExitKind, message: Message) -> Self {
+        CliError { kind, message, json: false }
+    }
+}
+
+impl From<SweepError> for CliError {
+    fn from(e: SweepError) -> Self {
+        match e {
+            SweepError::Scenario(e) => CliError::scenario(*e),
+            SweepError::Input(m) => CliError::input(m),
+            SweepError::Io(m) => CliError::failure(m),
+        }
+    }
+}
+
+impl From<ChartError> for CliError {
+    fn from(e: ChartError) -> Self {
+        match e {
+            ChartError::Input(m) => CliError::input(m),
+            ChartError::Draw(m) => CliError::failure(m),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_the_documented_ones() {
+        assert_eq!(CliError::failure("x").kind().code(), 1);
+        assert_eq!(CliError::input("x").kind().code(), 2);
+        assert_eq!(CliError::note(ExitKind::OverBound, "x").kind().code(), 3);
+        assert_eq!(CliError::from(SweepError::Io("disk full".into())).kind(), ExitKind::Failure);
+        assert_eq!(CliError::from(ChartError::Input("no rows".into())).kind(), ExitKind::Input);
+        assert_eq!(CliError::silent(ExitKind::Input).summary(), None);
+    }
+}
