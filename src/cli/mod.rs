@@ -146,8 +146,8 @@ fn print_diagnostic(d: miette::Report) {
     eprintln!("{d:?}");
 }
 
-fn json_error(message: &str) {
-    println!("{}", serde_json::json!({"fits": false, "error": message}));
+fn json_error(kind: Option<crate::scenario::ErrorKind>, message: &str) {
+    println!("{}", report::error_json(kind, message));
 }
 
 /// Arguments of `run`.
@@ -170,7 +170,7 @@ fn run(args: RunArgs) -> i32 {
         Err(e) => {
             eprintln!("error: {e}");
             if json {
-                json_error(&e);
+                json_error(None, &e);
             }
             return EXIT_INPUT;
         }
@@ -179,9 +179,10 @@ fn run(args: RunArgs) -> i32 {
         Ok(s) => s,
         Err(e) => {
             let msg = format!("{e}{}", e.help.as_ref().map(|h| format!(" (help: {h})")).unwrap_or_default());
+            let kind = e.kind;
             print_diagnostic(miette::Report::new(e));
             if json {
-                json_error(&msg);
+                json_error(Some(kind), &msg);
             }
             return EXIT_INPUT;
         }
@@ -199,7 +200,7 @@ fn run(args: RunArgs) -> i32 {
             let msg = format!("{e} (help: {})", pe.fix());
             print_diagnostic(miette::Report::new(e));
             if json {
-                json_error(&msg);
+                json_error(Some(err.kind()), &msg);
             }
             return EXIT_INPUT;
         }
