@@ -23,6 +23,60 @@ pub struct MergeSummary {
 /// Joins the outputs of all shards of one sweep into `out` (sorted by point index), refusing
 /// shards of different sweeps, overlapping or missing shards, and incomplete shards.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, SweepError> {
+    let shards = check_shards(dirs, out)?;
+    let n = shards[0].1.shards;
+    let total = shards[0].1.points_total;
+    let mut readers = Vec::with_capacity(shards.len());
+    for (d, _) in &shards {
+        let p = d.join(RESULTS_JSONL);
+        let f = File::open(&p).map_err(|e| SweepError::Input(format!("cannot open {}: {e}", p.display())))?;
+        readers.push((p, BufReader::new(f)));
+    }
+    std::fs::create_dir_all(out).map_err(|e| io_err("create", out, e))?;
+    let mut w = AtomicWriter::create(&out.join(RESULTS_JSONL))?;
+    let mut fits = 0;
+    let mut buf = Vec::new();
+    for k in 0..total {
+        let (p, r) = &mut readers[(k % n) as usize];
+        buf.clear();
+        let got = r.read_until(b'\n', &mut buf).map_err(|e| io_err("read", p, e))?;
+        if got == 0 || buf.last() != Some(&b'\n') {
+            return Err(SweepError::Input(format!(
+                "{} ends before point {k} (torn or truncated); rerun that shard with --resume",
+                p.display()
+            )));
+        }
+        match serde_json::from_slice::<IndexOnly>(&buf) {
+            Ok(l) if l.index == k => fits += u64::from(l.fits),
+            Ok(l) => {
+                return Err(SweepError::Input(format!(
+                    "{}: expected point {k}, found point {} (not a shard of this sweep)",
+                    p.display(),
+                    l.index
+                )));
+            }
+            Err(e) => return Err(SweepError::Input(format!("{}: point {k} is not a result line: {e}", p.display()))),
+        }
+        w.write(&buf)?;
+    }
+    for (p, r) in &mut readers {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf).map_err(|e| io_err("read", p, e))? > 0 {
+            return Err(SweepError::Input(format!("{} has more lines than its shard's points", p.display())));
+        }
+    }
+    w.commit()?;
+    let m0 = &shards[0].1;
+    let manifest =
+        Manifest { shard: 0, shards: 1, points_in_shard: total, points_done: total, complete: true, merged_from: n, ..m0.clone() };
+    manifest.write(out)?;
+    write_csv(out, &manifest.axes)?;
+    Ok(MergeSummary { points: total, fits, manifest })
+}
+
+/// The shards' manifests, sorted by shard: one sweep, one shard count, every shard once and
+/// complete, none of them the output directory.
+fn check_shards(dirs: &[PathBuf], out: &Path) -> Result<Vec<(PathBuf, Manifest)>, SweepError> {
     if dirs.is_empty() {
         return Err(SweepError::Input("merge needs at least one shard directory".into()));
     }
@@ -78,7 +132,6 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, SweepError> {
         shards.push((d.clone(), m));
     }
     let n = shards[0].1.shards;
-    let total = shards[0].1.points_total;
     let missing: Vec<String> = (0..n).filter(|i| !shards.iter().any(|(_, m)| m.shard == *i)).map(|i| format!("{i}/{n}")).collect();
     if !missing.is_empty() {
         return Err(SweepError::Input(format!(
@@ -88,50 +141,5 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, SweepError> {
         )));
     }
     shards.sort_by_key(|(_, m)| m.shard);
-    let mut readers = Vec::with_capacity(shards.len());
-    for (d, _) in &shards {
-        let p = d.join(RESULTS_JSONL);
-        let f = File::open(&p).map_err(|e| SweepError::Input(format!("cannot open {}: {e}", p.display())))?;
-        readers.push((p, BufReader::new(f)));
-    }
-    std::fs::create_dir_all(out).map_err(|e| io_err("create", out, e))?;
-    let mut w = AtomicWriter::create(&out.join(RESULTS_JSONL))?;
-    let mut fits = 0;
-    let mut buf = Vec::new();
-    for k in 0..total {
-        let (p, r) = &mut readers[(k % n) as usize];
-        buf.clear();
-        let got = r.read_until(b'\n', &mut buf).map_err(|e| io_err("read", p, e))?;
-        if got == 0 || buf.last() != Some(&b'\n') {
-            return Err(SweepError::Input(format!(
-                "{} ends before point {k} (torn or truncated); rerun that shard with --resume",
-                p.display()
-            )));
-        }
-        match serde_json::from_slice::<IndexOnly>(&buf) {
-            Ok(l) if l.index == k => fits += u64::from(l.fits),
-            Ok(l) => {
-                return Err(SweepError::Input(format!(
-                    "{}: expected point {k}, found point {} (not a shard of this sweep)",
-                    p.display(),
-                    l.index
-                )));
-            }
-            Err(e) => return Err(SweepError::Input(format!("{}: point {k} is not a result line: {e}", p.display()))),
-        }
-        w.write(&buf)?;
-    }
-    for (p, r) in &mut readers {
-        buf.clear();
-        if r.read_until(b'\n', &mut buf).map_err(|e| io_err("read", p, e))? > 0 {
-            return Err(SweepError::Input(format!("{} has more lines than its shard's points", p.display())));
-        }
-    }
-    w.commit()?;
-    let m0 = &shards[0].1;
-    let manifest =
-        Manifest { shard: 0, shards: 1, points_in_shard: total, points_done: total, complete: true, merged_from: n, ..m0.clone() };
-    manifest.write(out)?;
-    write_csv(out, &manifest.axes)?;
-    Ok(MergeSummary { points: total, fits, manifest })
+    Ok(shards)
 }

@@ -81,20 +81,22 @@ pub(super) fn lines(
     };
     let mut out: Vec<Line2> = Vec::new();
     let put = |line: &mut Line2, xv: u64, i: usize| line.points.entry(xv).or_default().push(i);
+    // Row `i` at `xv` on the line of its key (a new line if there is none yet).
+    let put_own = |out: &mut Vec<Line2>, key: &Vec<Option<String>>, xv: u64, i: usize| match out.iter_mut().find(|l| l.key == *key) {
+        Some(l) => put(l, xv, i),
+        None => {
+            let mut l = Line2 { key: key.clone(), points: BTreeMap::new(), shown: vec![] };
+            put(&mut l, xv, i);
+            out.push(l);
+        }
+    };
     let keys: Vec<Vec<Option<String>>> = rows.iter().map(|r| key_of(r)).collect();
     for (i, r) in rows.iter().enumerate() {
         if !r.fits || keys[i].iter().any(Option::is_none) {
             continue;
         }
         let xv = x(r.info().expect("fitted rows have info"));
-        match out.iter_mut().find(|l| l.key == keys[i]) {
-            Some(l) => put(l, xv, i),
-            None => {
-                let mut l = Line2 { key: keys[i].clone(), points: BTreeMap::new(), shown: vec![] };
-                put(&mut l, xv, i);
-                out.push(l);
-            }
-        }
+        put_own(&mut out, &keys[i], xv, i);
     }
     for (i, r) in rows.iter().enumerate() {
         if !r.fits || keys[i].iter().all(Option::is_some) {
@@ -108,14 +110,7 @@ pub(super) fn lines(
             joined = true;
         }
         if !joined {
-            match out.iter_mut().find(|l| l.key == keys[i]) {
-                Some(l) => put(l, xv, i),
-                None => {
-                    let mut l = Line2 { key: keys[i].clone(), points: BTreeMap::new(), shown: vec![] };
-                    put(&mut l, xv, i);
-                    out.push(l);
-                }
-            }
+            put_own(&mut out, &keys[i], xv, i);
         }
     }
     // A position is worth showing when two lines differ there.

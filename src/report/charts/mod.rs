@@ -23,7 +23,7 @@ pub mod sweep_figures;
 pub use figure::{fmt_num, init_fonts};
 pub use parity::parity_chart;
 
-use figure::{Body, Figure, render};
+use figure::render;
 use labels::model_name;
 use lines::{by_model, cluster_text, workload_text};
 use sweep_figures::{equal_budget, memory_fit, node_chart, ttft};
@@ -206,6 +206,24 @@ pub fn read_chart_rows(dir: &Path) -> Result<Vec<ChartRow>, ChartError> {
     Ok(rows)
 }
 
+/// The per-model charts over node counts: kind, what they show, their panels (y axis, metric)
+/// and a footnote.
+const NODE_CHARTS: [(&str, &str, &[(&str, Metric)], Option<&str>); 3] = [
+    ("scaling", "decode tokens/s", &[("decode tokens/s", Metric::DecodeTokensPerS)], None),
+    (
+        "power",
+        "cluster power and energy efficiency",
+        &[("cluster power during decode (W)", Metric::ClusterPowerW), ("tokens per joule (tok/J)", Metric::TokensPerJoule)],
+        None,
+    ),
+    (
+        "cost",
+        "cost",
+        &[("hardware USD per decode token/s", Metric::UsdPerTokenPerS), ("USD per million tokens", Metric::UsdPerMtok)],
+        Some("USD per million tokens: hardware amortized over the scenario's years plus electricity, at 100% duty."),
+    ),
+];
+
 /// Draws the charts of a set of rows into `dir/charts/`.
 pub fn draw_rows(dir: &Path, manifest: &Manifest, rows: &[ChartRow], only: Option<&str>) -> Result<Vec<PathBuf>, ChartError> {
     let want = |k: &str| only.is_none_or(|o| o == k);
@@ -229,47 +247,11 @@ pub fn draw_rows(dir: &Path, manifest: &Manifest, rows: &[ChartRow], only: Optio
         let ms = slug(&model);
         if let Some(nc) = node_chart(&group, axes) {
             let sub = format!("{} · {} · sweep {name}", cluster_text(&group), workload_text(&group));
-            if want("scaling") {
-                let fig = Figure {
-                    title: format!("{mname}: decode tokens/s vs nodes (predicted)"),
-                    subtitle: sub.clone(),
-                    body: Body::Panels(vec![nc.panel("decode tokens/s", Metric::DecodeTokensPerS)]),
-                    legend: nc.legend(),
-                    footnotes: nc.footnotes(axes, None),
-                    size: (1200, 800),
-                };
-                files.extend(render(&out.join(format!("scaling-{ms}")), &fig)?);
-            }
-            if want("power") {
-                let fig = Figure {
-                    title: format!("{mname}: cluster power and energy efficiency vs nodes (predicted)"),
-                    subtitle: sub.clone(),
-                    body: Body::Panels(vec![
-                        nc.panel("cluster power during decode (W)", Metric::ClusterPowerW),
-                        nc.panel("tokens per joule (tok/J)", Metric::TokensPerJoule),
-                    ]),
-                    legend: nc.legend(),
-                    footnotes: nc.footnotes(axes, None),
-                    size: (1600, 800),
-                };
-                files.extend(render(&out.join(format!("power-{ms}")), &fig)?);
-            }
-            if want("cost") {
-                let fig = Figure {
-                    title: format!("{mname}: cost vs nodes (predicted)"),
-                    subtitle: sub.clone(),
-                    body: Body::Panels(vec![
-                        nc.panel("hardware USD per decode token/s", Metric::UsdPerTokenPerS),
-                        nc.panel("USD per million tokens", Metric::UsdPerMtok),
-                    ]),
-                    legend: nc.legend(),
-                    footnotes: nc.footnotes(
-                        axes,
-                        Some("USD per million tokens: hardware amortized over the scenario's years plus electricity, at 100% duty.".into()),
-                    ),
-                    size: (1600, 800),
-                };
-                files.extend(render(&out.join(format!("cost-{ms}")), &fig)?);
+            for (kind, what, panels, note) in NODE_CHARTS {
+                if want(kind) {
+                    let fig = nc.figure(format!("{mname}: {what} vs nodes (predicted)"), sub.clone(), panels, axes, note);
+                    files.extend(render(&out.join(format!("{kind}-{ms}")), &fig)?);
+                }
             }
         }
         if want("ttft") {

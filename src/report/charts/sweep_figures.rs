@@ -48,6 +48,18 @@ impl NodeChart<'_> {
         Panel { x_desc: "nodes".into(), y_desc: y_desc.into(), x_scale: Scale::Nodes, y_scale: Scale::Linear, y_from_zero: true, series }
     }
 
+    /// A figure of one panel per (y axis, metric), with the legend and footnotes of the lines.
+    pub(super) fn figure(&self, title: String, subtitle: String, panels: &[(&str, Metric)], axes: &[String], note: Option<&str>) -> Figure {
+        Figure {
+            title,
+            subtitle,
+            body: Body::Panels(panels.iter().map(|(desc, m)| self.panel(desc, *m)).collect()),
+            legend: self.legend(),
+            footnotes: self.footnotes(axes, note.map(str::to_string)),
+            size: (if panels.len() > 1 { 1600 } else { 1200 }, 800),
+        }
+    }
+
     pub(super) fn legend(&self) -> Vec<(String, RGBColor, Swatch)> {
         self.lines.iter().enumerate().map(|(k, l)| (l.label(), PALETTE[k % PALETTE.len()], Swatch::Line)).collect()
     }
