@@ -206,9 +206,12 @@ pub fn read_chart_rows(dir: &Path) -> Result<Vec<ChartRow>, ChartError> {
     Ok(rows)
 }
 
+/// A chart over node counts: kind, what it shows, its panels (y axis, metric), a footnote.
+type NodeChartKind = (&'static str, &'static str, &'static [(&'static str, Metric)], Option<&'static str>);
+
 /// The per-model charts over node counts: kind, what they show, their panels (y axis, metric)
 /// and a footnote.
-const NODE_CHARTS: [(&str, &str, &[(&str, Metric)], Option<&str>); 3] = [
+const NODE_CHARTS: [NodeChartKind; 3] = [
     ("scaling", "decode tokens/s", &[("decode tokens/s", Metric::DecodeTokensPerS)], None),
     (
         "power",
