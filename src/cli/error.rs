@@ -3,7 +3,7 @@
 
 use crate::capacity::sweep::SweepError;
 use crate::report::charts::ChartError;
-use crate::scenario::ScenarioError;
+use crate::scenario::{ErrorKind, ScenarioError};
 
 /// Exit code of a successful command.
 pub const EXIT_OK: i32 = 0;
@@ -46,6 +46,8 @@ pub struct CliError {
     kind: ExitKind,
     message: Message,
     json: bool,
+    /// What kind of error, for the JSON object's `kind` (scenario errors know theirs).
+    error_kind: Option<ErrorKind>,
 }
 
 impl CliError {
@@ -72,7 +74,8 @@ impl CliError {
     /// A scenario error located at file:line:column (exit 2), rendered with its source line.
     pub fn scenario(e: ScenarioError) -> Self {
         let summary = format!("{e}{}", e.help.as_ref().map(|h| format!(" (help: {h})")).unwrap_or_default());
-        Self::new(ExitKind::Input, Message::Diagnostic { report: miette::Report::new(e), summary })
+        let error_kind = Some(e.kind);
+        CliError { error_kind, ..Self::new(ExitKind::Input, Message::Diagnostic { report: miette::Report::new(e), summary }) }
     }
 
     /// With `json`, the error is also printed on stdout as `{"fits": false, "error": ...}`.
@@ -98,7 +101,7 @@ impl CliError {
     pub fn report(self) -> i32 {
         if self.json {
             if let Some(s) = self.summary() {
-                println!("{}", serde_json::json!({"fits": false, "error": s}));
+                println!("{}", crate::report::error_json(self.error_kind, s));
             }
         }
         match self.message {
@@ -111,7 +114,7 @@ impl CliError {
     }
 
     fn new(kind: ExitKind, message: Message) -> Self {
-        CliError { kind, message, json: false }
+        CliError { kind, message, json: false, error_kind: None }
     }
 }
 

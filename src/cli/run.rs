@@ -72,7 +72,7 @@ fn estimate_error(sc: &Scenario, err: EstimateError) -> CliError {
         PlanError::DoesNotFit { .. } => &sc.spans.model,
         PlanError::Uncalibrated { .. } | PlanError::TooManyStages { .. } => &sc.spans.cluster_nodes,
     };
-    CliError::scenario(sc.error_at(span, err.to_string(), Some(pe.fix())))
+    CliError::scenario(sc.error_at(span, err.to_string(), Some(pe.fix())).with_kind(err.kind()))
 }
 
 /// Writes the Perfetto trace of a generate workload's run.

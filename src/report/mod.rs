@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use crate::catalog::Catalog;
 use crate::estimate::Estimate;
+use crate::scenario::ErrorKind;
 
 /// The short human table for `supernode run`.
 pub fn run_table(e: &Estimate) -> String {
@@ -24,7 +25,8 @@ pub fn run_table(e: &Estimate) -> String {
     let row = |s: &mut String, k: &str, v: String| {
         let _ = writeln!(s, "  {k:<22} {v}");
     };
-    row(&mut s, "fits", if e.fits { "yes".into() } else { "no".into() });
+    // An estimate exists only for a scenario that fits (see `estimate::Fits`).
+    row(&mut s, "fits", "yes".into());
     if let Some(g) = e.hpl_gflops {
         row(&mut s, "HPL", format!("{g:.1} Gflops"));
         row(&mut s, "cluster power", format!("{:.1} W", e.cluster_power_w));
@@ -86,6 +88,16 @@ fn summarize_nodes(nodes: &[String]) -> String {
 /// Pretty JSON of an estimate (deterministic key order, fixed rounding).
 pub fn to_json(e: &Estimate) -> String {
     serde_json::to_string_pretty(e).expect("estimate serializes")
+}
+
+/// The JSON a scenario that cannot run prints (DESIGN.md "Contracts"): `fits` false, the
+/// `error` text, and its `kind` when it is a scenario or estimate error.
+pub fn error_json(kind: Option<ErrorKind>, message: &str) -> String {
+    let mut v = serde_json::json!({"fits": false, "error": message});
+    if let Some(k) = kind {
+        v["kind"] = serde_json::json!(k);
+    }
+    v.to_string()
 }
 
 /// A traced run in the Chrome trace-event format that Perfetto (ui.perfetto.dev) and

@@ -13,14 +13,16 @@ use crate::hw::{FabricSpec, NodeSpec, Topology};
 use crate::llm::{ModelSpec, QuantSpec};
 use crate::profile::Profile;
 
+pub mod builder;
 pub mod overrides;
 pub mod raw;
 pub mod resolve;
 pub mod source;
 
+pub use builder::ScenarioBuilder;
 pub use overrides::{apply_overrides, parse_value, set_dotted};
 pub use resolve::parse;
-pub use source::{ScenarioError, Source};
+pub use source::{ErrorKind, ScenarioError, Source};
 
 /// What the workload is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

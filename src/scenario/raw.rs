@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawScenario {
     pub(super) name: Option<Spanned<String>>,
@@ -20,7 +20,7 @@ pub(super) struct RawScenario {
     pub(super) sweep: Option<toml::Table>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCluster {
     pub(super) nodes: Option<Spanned<Vec<Spanned<String>>>>,
@@ -31,7 +31,7 @@ pub(super) struct RawCluster {
     pub(super) wired_limit_fraction: Option<Spanned<f64>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawModel {
     pub(super) name: Option<Spanned<String>>,
@@ -39,7 +39,7 @@ pub(super) struct RawModel {
     pub(super) quant: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawEngine {
     pub(super) name: Spanned<String>,
@@ -53,7 +53,7 @@ pub(super) struct RawEngine {
     pub(super) mla_cache: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWorkload {
     pub(super) kind: Option<Spanned<String>>,
@@ -62,7 +62,7 @@ pub(super) struct RawWorkload {
     pub(super) hpl_n: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCost {
     pub(super) amortization_years: Option<Spanned<f64>>,

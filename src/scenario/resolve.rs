@@ -18,7 +18,7 @@ use crate::hw::{Backend, FabricSpec, NodeSpec, Topology, Transport};
 use crate::llm::{ModelSpec, QuantFamily, QuantSpec};
 
 use super::raw::{RawCluster, RawCost, RawEngine, RawModel, RawScenario, RawWorkload};
-use super::source::{ScenarioError, Source, one_of, positive, suggest, toml_error};
+use super::source::{ErrorKind, ScenarioError, Source, one_of, positive, suggest, toml_error};
 use super::{CostConfig, Scenario, Spans, Workload, WorkloadKind};
 
 /// Most nodes a scenario may name.
@@ -27,6 +27,12 @@ const MAX_NODES: usize = 64;
 /// Parses and validates scenario text.
 pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
     let raw: RawScenario = toml::from_str(&source.text).map_err(|e| toml_error(&source, &e))?;
+    resolve(raw, source)
+}
+
+/// Validates a raw scenario (parsed from `source`, or built in code by
+/// [`super::builder::ScenarioBuilder`]); errors locate at the raw spans in `source`.
+pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, ScenarioError> {
     let cat = catalog();
     let src = &source;
     let mut spans = Spans::default();
@@ -58,6 +64,7 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
             format!("unknown engine `{engine_name}`"),
             Some(suggest(&engine_name, &EngineKind::NAMES, "engines")),
         )
+        .with_kind(ErrorKind::UnknownPreset)
     })?;
     let parallelism = parallelism(src, re.as_ref(), kind, engine_span, n, &mut spans)?;
     check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
@@ -82,7 +89,7 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
         None => CostConfig::default(),
     };
     let seed = match &raw.seed {
-        Some(s) if *s.get_ref() < 0 => return Err(src.error(s.span(), "`seed` must be non-negative", None)),
+        Some(s) if *s.get_ref() < 0 => return Err(src.error(s.span(), "`seed` must be non-negative", None).with_kind(ErrorKind::BadValue)),
         Some(s) => *s.get_ref() as u64,
         None => 1,
     };
@@ -118,7 +125,9 @@ fn node_ids(
         (Some(list), None, None) => {
             spans.cluster_nodes = list.span();
             if list.get_ref().is_empty() {
-                return Err(src.error(list.span(), "`cluster.nodes` is empty", Some("list at least one node preset".into())));
+                return Err(src
+                    .error(list.span(), "`cluster.nodes` is empty", Some("list at least one node preset".into()))
+                    .with_kind(ErrorKind::BadValue));
             }
             list.get_ref().clone()
         }
@@ -153,7 +162,9 @@ fn node_ids(
         }
     };
     if ids.len() > MAX_NODES {
-        return Err(src.error(spans.cluster_nodes.clone(), format!("{} nodes is more than the 64 supported", ids.len()), None));
+        return Err(src
+            .error(spans.cluster_nodes.clone(), format!("{} nodes is more than the 64 supported", ids.len()), None)
+            .with_kind(ErrorKind::BadValue));
     }
     Ok(ids)
 }
@@ -164,6 +175,7 @@ fn lookup_nodes(src: &Source, cat: &Catalog, ids: &[Spanned<String>]) -> Result<
         .map(|id| {
             cat.node(id.get_ref()).cloned().ok_or_else(|| {
                 src.error(id.span(), format!("unknown node `{}`", id.get_ref()), Some(suggest(id.get_ref(), &cat.node_ids(), "nodes")))
+                    .with_kind(ErrorKind::UnknownPreset)
             })
         })
         .collect()
@@ -183,6 +195,7 @@ fn fabric(
             spans.fabric = f.span();
             cat.fabric(f.get_ref()).cloned().ok_or_else(|| {
                 src.error(f.span(), format!("unknown fabric `{}`", f.get_ref()), Some(suggest(f.get_ref(), &cat.fabric_ids(), "fabrics")))
+                    .with_kind(ErrorKind::UnknownPreset)
             })?
         }
         None if n == 1 => {
@@ -220,14 +233,17 @@ fn topology(src: &Source, cluster: &RawCluster, fabric: &FabricSpec, n: usize, s
             format!("unknown topology `{}`", t.get_ref()),
             Some(suggest(t.get_ref(), &["full-mesh", "ring", "switch"], "topologies")),
         )
+        .with_kind(ErrorKind::UnknownPreset)
     })?;
     if n > 1 && !fabric.topologies.contains(&topo) {
         let offered: Vec<&str> = fabric.topologies.iter().map(|x| x.id()).collect();
-        return Err(src.error(
-            t.span(),
-            format!("fabric `{}` cannot be cabled as `{}`", fabric.id, topo.id()),
-            Some(format!("use one of: {}", offered.join(", "))),
-        ));
+        return Err(src
+            .error(
+                t.span(),
+                format!("fabric `{}` cannot be cabled as `{}`", fabric.id, topo.id()),
+                Some(format!("use one of: {}", offered.join(", "))),
+            )
+            .with_kind(ErrorKind::Topology));
     }
     Ok(if n == 1 { Topology::None } else { topo })
 }
@@ -253,7 +269,7 @@ fn check_cabling(
             CablingError::MeshTooLarge { .. } => spans.cluster_nodes.clone(),
             _ => node_span,
         };
-        src.error(span, e.to_string(), Some(e.fix()))
+        src.error(span, e.to_string(), Some(e.fix())).with_kind(ErrorKind::from(&e))
     };
     for (node, id) in nodes.iter().zip(ids) {
         check_node(node, fabric, topology, n).map_err(|e| located(e, id.span()))?;
@@ -266,11 +282,13 @@ fn wired_limit(src: &Source, cluster: &RawCluster) -> Result<Option<f64>, Scenar
     let Some(w) = &cluster.wired_limit_fraction else { return Ok(None) };
     let x = *w.get_ref();
     if !(0.1..=1.0).contains(&x) {
-        return Err(src.error(
-            w.span(),
-            format!("`cluster.wired_limit_fraction` = {x} is out of range"),
-            Some("use a fraction from 0.1 to 1.0 (macOS default ~0.75)".into()),
-        ));
+        return Err(src
+            .error(
+                w.span(),
+                format!("`cluster.wired_limit_fraction` = {x} is out of range"),
+                Some("use a fraction from 0.1 to 1.0 (macOS default ~0.75)".into()),
+            )
+            .with_kind(ErrorKind::BadValue));
     }
     Ok(Some(x))
 }
@@ -292,6 +310,7 @@ fn model(
                     format!("unknown model `{}`", name.get_ref()),
                     Some(suggest(name.get_ref(), &cat.model_ids(), "models") + "; or use hf_config = \"path/to/config.json\""),
                 )
+                .with_kind(ErrorKind::UnknownPreset)
             })?;
             Ok((spec.clone(), preset.default_quant.clone()))
         }
@@ -347,6 +366,7 @@ fn parallelism(
     spans.parallelism = p.span();
     Parallelism::parse(p.get_ref()).ok_or_else(|| {
         src.error(p.span(), format!("unknown parallelism `{}`", p.get_ref()), Some(suggest(p.get_ref(), &Parallelism::NAMES, "values")))
+            .with_kind(ErrorKind::UnknownPreset)
     })
 }
 
@@ -356,7 +376,7 @@ fn split_error(src: &Source, spans: &Spans, e: SplitError) -> ScenarioError {
         SplitError::SingleNodeEngine { .. } | SplitError::RpcSplitsLayers => spans.parallelism.clone(),
         SplitError::NoSplitOnCluster { .. } | SplitError::IllegalTensorSplit { .. } => spans.cluster_nodes.clone(),
     };
-    src.error(span, e.to_string(), Some(e.fix()))
+    src.error(span, e.to_string(), Some(e.fix())).with_kind(ErrorKind::from(&e))
 }
 
 /// `model.quant`, or the model's default in a format the engine loads; checked against the engine.
@@ -379,6 +399,7 @@ fn quant(
                     format!("unknown quantization `{}`", q.get_ref()),
                     Some(suggest(q.get_ref(), &cat.quant_ids(), "quantizations")),
                 )
+                .with_kind(ErrorKind::UnknownPreset)
             })?
         }
         None => {
@@ -397,11 +418,13 @@ fn quant(
         } else {
             "MLX loads MLX formats: use mlx-4bit, mlx-6bit, mlx-8bit, int4-g32, mxfp4 or bf16"
         };
-        return Err(src.error(
-            spans.quant.clone(),
-            format!("quantization `{}` is a {} format; engine `{engine_name}` cannot load it", quant.id, quant.family.id()),
-            Some(fix.into()),
-        ));
+        return Err(src
+            .error(
+                spans.quant.clone(),
+                format!("quantization `{}` is a {} format; engine `{engine_name}` cannot load it", quant.id, quant.family.id()),
+                Some(fix.into()),
+            )
+            .with_kind(ErrorKind::QuantFormat));
     }
     Ok(quant)
 }
@@ -485,7 +508,9 @@ fn macos_frame_bytes(src: &Source, m: &Spanned<String>, fabric: &FabricSpec) -> 
             Ok(EngineOptions::jaccl_frame_bytes_on_macos(maj, min))
         }
         Some((maj, min)) => Ok(EngineOptions::jaccl_frame_bytes_on_macos(maj, min)),
-        None => Err(src.error(m.span(), format!("`engine.macos` = \"{v}\" is not a version"), Some("write e.g. macos = \"26.2\"".into()))),
+        None => Err(src
+            .error(m.span(), format!("`engine.macos` = \"{v}\" is not a version"), Some("write e.g. macos = \"26.2\"".into()))
+            .with_kind(ErrorKind::BadValue)),
     }
 }
 
@@ -504,11 +529,9 @@ fn workload(src: &Source, w: &RawWorkload) -> Result<Workload, ScenarioError> {
                 ));
             }
             other => {
-                return Err(src.error(
-                    k.span(),
-                    format!("unknown workload kind `{other}`"),
-                    Some(suggest(other, &["generate", "hpl"], "kinds")),
-                ));
+                return Err(src
+                    .error(k.span(), format!("unknown workload kind `{other}`"), Some(suggest(other, &["generate", "hpl"], "kinds")))
+                    .with_kind(ErrorKind::UnknownPreset));
             }
         };
     }
@@ -530,22 +553,26 @@ fn cost(src: &Source, c: &RawCost) -> Result<CostConfig, ScenarioError> {
     if let Some(a) = &c.amortization_years {
         let x = *a.get_ref();
         if !(x > 0.0 && x <= 50.0) {
-            return Err(src.error(
-                a.span(),
-                format!("`cost.amortization_years` = {x} is out of range"),
-                Some("use a number of years in (0, 50]".into()),
-            ));
+            return Err(src
+                .error(
+                    a.span(),
+                    format!("`cost.amortization_years` = {x} is out of range"),
+                    Some("use a number of years in (0, 50]".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
         }
         cost.amortization_years = x;
     }
     if let Some(e) = &c.electricity_usd_per_kwh {
         let x = *e.get_ref();
         if !(0.0..=10.0).contains(&x) || x.is_nan() {
-            return Err(src.error(
-                e.span(),
-                format!("`cost.electricity_usd_per_kwh` = {x} is out of range"),
-                Some("use a price from 0 to 10 USD/kWh".into()),
-            ));
+            return Err(src
+                .error(
+                    e.span(),
+                    format!("`cost.electricity_usd_per_kwh` = {x} is out of range"),
+                    Some("use a price from 0 to 10 USD/kWh".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
         }
         cost.electricity_usd_per_kwh = x;
     }

@@ -9,12 +9,98 @@ use std::path::PathBuf;
 use miette::{NamedSource, SourceSpan};
 use toml::Spanned;
 
+use crate::engine::PlanError;
+use crate::engine::split::SplitError;
+use crate::hw::cabling::CablingError;
 use crate::util::did_you_mean;
+
+/// What kind of problem stops a scenario, for grouping and for machines (run's JSON `kind`,
+/// sweep rows, the planner's failure groups). Derived from the typed errors where they arise,
+/// never from message text, so rewording a message regroups nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorKind {
+    /// The model and its KV cache do not fit in the nodes' memory.
+    DoesNotFit,
+    /// The profile has no parameters for a chip and runtime.
+    Uncalibrated,
+    /// The engine cannot split the model that way over these nodes.
+    IllegalSplit,
+    /// The topology needs more ports per node (or peers) than the nodes have.
+    TooFewPorts,
+    /// A node lacks the fabric's kind of port (Thunderbolt generation, QSFP, RDMA).
+    MissingPorts,
+    /// The fabric cannot be cabled in the topology asked for.
+    Topology,
+    /// The quantization is in a format the engine cannot load.
+    QuantFormat,
+    /// A name that is not a preset or option (node, fabric, model, quant, engine, ...).
+    UnknownPreset,
+    /// A key that is not a scenario key.
+    UnknownKey,
+    /// A value of the wrong type, out of range or malformed.
+    BadValue,
+    /// Any other inconsistency in the scenario (conflicting or missing keys, ...).
+    #[serde(alias = "invalid")]
+    Invalid,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ErrorKind; 11] = [
+        ErrorKind::DoesNotFit,
+        ErrorKind::Uncalibrated,
+        ErrorKind::IllegalSplit,
+        ErrorKind::TooFewPorts,
+        ErrorKind::MissingPorts,
+        ErrorKind::Topology,
+        ErrorKind::QuantFormat,
+        ErrorKind::UnknownPreset,
+        ErrorKind::UnknownKey,
+        ErrorKind::BadValue,
+        ErrorKind::Invalid,
+    ];
+
+    /// Whether the kind is about one value on its own (an unknown name or key, a bad value),
+    /// not about how the values combine.
+    pub fn is_value_error(self) -> bool {
+        matches!(self, ErrorKind::UnknownPreset | ErrorKind::UnknownKey | ErrorKind::BadValue)
+    }
+}
+
+impl From<&PlanError> for ErrorKind {
+    fn from(e: &PlanError) -> Self {
+        match e {
+            PlanError::DoesNotFit { .. } => ErrorKind::DoesNotFit,
+            PlanError::Uncalibrated { .. } => ErrorKind::Uncalibrated,
+            PlanError::TooManyStages { .. } => ErrorKind::IllegalSplit,
+        }
+    }
+}
+
+impl From<&SplitError> for ErrorKind {
+    fn from(_: &SplitError) -> Self {
+        ErrorKind::IllegalSplit
+    }
+}
+
+impl From<&CablingError> for ErrorKind {
+    fn from(e: &CablingError) -> Self {
+        match e {
+            CablingError::TooFewPorts { .. } | CablingError::MeshTooLarge { .. } => ErrorKind::TooFewPorts,
+            CablingError::ThunderboltGeneration { .. } | CablingError::NoQsfpPorts { .. } | CablingError::NoRdmaPorts { .. } => {
+                ErrorKind::MissingPorts
+            }
+        }
+    }
+}
 
 /// A scenario error located in the source text.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 #[error("{path}:{line}:{col}: {message}")]
 pub struct ScenarioError {
+    /// What kind of problem it is.
+    pub kind: ErrorKind,
     /// File name as given.
     pub path: String,
     /// 1-based line.
@@ -49,6 +135,7 @@ impl Source {
         let start = span.start.min(self.text.len());
         let (line, col) = line_col(&self.text, start);
         ScenarioError {
+            kind: ErrorKind::Invalid,
             path: self.path.clone(),
             line,
             col,
@@ -57,6 +144,14 @@ impl Source {
             src: NamedSource::new(self.path.clone(), self.text.clone()),
             span: (start, span.end.saturating_sub(start).max(1).min(self.text.len().saturating_sub(start).max(1))).into(),
         }
+    }
+}
+
+impl ScenarioError {
+    /// The same error, of `kind`.
+    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.kind = kind;
+        self
     }
 }
 
@@ -71,16 +166,17 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 pub(super) fn toml_error(source: &Source, e: &toml::de::Error) -> ScenarioError {
     let span = e.span().unwrap_or(0..0);
     let msg = e.message().trim().to_string();
-    let help = if msg.contains("unknown field") {
-        Some("remove the key or fix its spelling; see DESIGN.md \"Contracts\" for the scenario keys".to_string())
+    // The toml crate reports its errors as text only; this is where they get their kind.
+    let (kind, help) = if msg.contains("unknown field") {
+        (ErrorKind::UnknownKey, Some("remove the key or fix its spelling; see DESIGN.md \"Contracts\" for the scenario keys".to_string()))
     } else if msg.contains("invalid type") {
-        Some("check the value's type: numbers unquoted, names in quotes".to_string())
+        (ErrorKind::BadValue, Some("check the value's type: numbers unquoted, names in quotes".to_string()))
     } else if msg.contains("missing field") {
-        Some("add the missing key".to_string())
+        (ErrorKind::Invalid, Some("add the missing key".to_string()))
     } else {
-        None
+        (ErrorKind::Invalid, None)
     };
-    source.error(span, msg, help)
+    source.error(span, msg, help).with_kind(kind)
 }
 
 /// "did you mean" plus the known names.
@@ -105,7 +201,9 @@ pub(super) fn one_of<T: Copy>(
         Some((_, x)) => Ok(*x),
         None => {
             let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
-            Err(src.error(v.span(), format!("unknown {} `{word}`", what.0), Some(suggest(word, &names, what.1) + hint)))
+            Err(src
+                .error(v.span(), format!("unknown {} `{word}`", what.0), Some(suggest(word, &names, what.1) + hint))
+                .with_kind(ErrorKind::UnknownPreset))
         }
     }
 }
@@ -114,7 +212,9 @@ pub(super) fn one_of<T: Copy>(
 pub(super) fn positive(src: &Source, v: &Spanned<i64>, key: &str, max: i64) -> Result<u64, ScenarioError> {
     let x = *v.get_ref();
     if x < 1 || x > max {
-        return Err(src.error(v.span(), format!("`{key}` = {x} is out of range"), Some(format!("use a value from 1 to {max}"))));
+        return Err(src
+            .error(v.span(), format!("`{key}` = {x} is out of range"), Some(format!("use a value from 1 to {max}")))
+            .with_kind(ErrorKind::BadValue));
     }
     Ok(x as u64)
 }

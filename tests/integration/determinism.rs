@@ -1,4 +1,5 @@
-//! Same scenario and seed: byte-identical JSON.
+//! Same scenario and seed: byte-identical JSON; and the parallel commands (`sweep`, `plan`)
+//! give the same bytes whatever the thread count.
 
 use crate::{bin, scenario};
 
@@ -20,19 +21,44 @@ fn same_seed_same_bytes_different_seed_different_timeline() {
     assert_ne!(ja["tpot_ms"], jc["tpot_ms"], "jitter comes from the seed");
 }
 
+/// A sweep run on `threads` worker threads (both `--jobs` and `RAYON_NUM_THREADS`): its
+/// results.jsonl and results.csv.
+fn sweep_bytes(threads: &str) -> (Vec<u8>, Vec<u8>) {
+    let out = tempfile::tempdir().unwrap();
+    bin()
+        .env("RAYON_NUM_THREADS", threads)
+        .args(["sweep", "--no-charts", "--jobs", threads, "--out"])
+        .arg(out.path())
+        .arg(scenario("sweep-geerling.toml"))
+        .assert()
+        .success();
+    let read = |name: &str| std::fs::read(out.path().join(name)).unwrap();
+    (read("results.jsonl"), read("results.csv"))
+}
+
 #[test]
-fn thread_count_does_not_change_results() {
-    let f = "geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml";
-    let with_threads = |n: &str| {
+fn thread_count_does_not_change_sweep_bytes() {
+    let (one, one_csv) = sweep_bytes("1");
+    let (two, two_csv) = sweep_bytes("2");
+    // Many points, evaluated in parallel blocks: a test that can fail if lines were written in
+    // completion order or a point's result depended on its thread.
+    assert!(one.iter().filter(|b| **b == b'\n').count() > 10);
+    assert_eq!(one, two, "results.jsonl differs between 1 and 2 threads");
+    assert_eq!(one_csv, two_csv, "results.csv differs between 1 and 2 threads");
+}
+
+#[test]
+fn thread_count_does_not_change_the_plan() {
+    let plan = |threads: &str| {
         bin()
-            .env("RAYON_NUM_THREADS", n)
-            .args(["run", "--json", "--no-write"])
-            .arg(scenario(f))
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["plan", "--model", "deepseek-v3.1", "--budget-usd", "30000", "--nodes", "m3-ultra-80c-256gb"])
+            .args(["--max-nodes", "3", "--fabrics", "tb5-rdma,tb5-tcp", "--json", "--jobs", threads])
             .assert()
             .success()
             .get_output()
             .stdout
             .clone()
     };
-    assert_eq!(with_threads("1"), with_threads("2"));
+    assert_eq!(plan("1"), plan("2"));
 }

@@ -75,8 +75,9 @@ fn missing_file() {
     assert!(out.stdout.is_empty());
     let out = bin().args(["run", "--json", "no/such/file.toml"]).assert().code(2).get_output().clone();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json on stdout");
-    assert_eq!(v.as_object().unwrap().len(), 2, "{v}");
+    assert_eq!(v.as_object().unwrap().len(), 3, "fits, error and kind: {v}");
     assert_eq!(v["fits"], false);
+    assert_eq!(v["kind"], "invalid");
     let msg = v["error"].as_str().unwrap();
     assert!(msg.starts_with("no/such/file.toml:1:1: cannot read scenario file") && msg.ends_with("(help: check the path)"), "{msg}");
 }

@@ -100,8 +100,12 @@ fn rows_carry_reasons_and_the_csv_matches() {
     assert_eq!(bad["overrides"]["cluster.count"], 3);
     assert_eq!(bad["fits"], false);
     assert!(bad["error"]["message"].as_str().unwrap().contains("tensor parallel over 3 nodes"), "{bad}");
+    // The kind comes from the typed split error, not from the message.
+    assert_eq!(bad["error"]["kind"], "illegal-split", "{bad}");
     let csv = String::from_utf8(read(&out.join("results.csv"))).unwrap();
     assert_eq!(csv.lines().count(), 17);
+    let row8: Vec<&str> = csv.lines().nth(9).unwrap().split(',').collect();
+    assert_eq!(&row8[..6], &["8", "3", "tb5-rdma", "8", "false", "illegal-split"], "{csv}");
     assert!(csv.starts_with("index,cluster.count,cluster.fabric,workload.prompt_tokens,fits,"), "{csv}");
     let m: serde_json::Value = serde_json::from_slice(&read(&out.join("manifest.json"))).unwrap();
     assert_eq!(m["points_total"], 16);

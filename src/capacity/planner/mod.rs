@@ -1,0 +1,273 @@
+//! `supernode plan`: enumerate clusters for a model (node mixes and counts, fabrics,
+//! topologies, engines and splits; [`enumerate`]), predict each with the one estimator
+//! (scenarios are built with the typed [`ScenarioBuilder`] and validated by the same rules as a
+//! file), and pick the best for an objective: the cheapest reaching a decode rate, or the
+//! fastest under a budget or a power cap. Reports ([`report`]) the best few, the Pareto front
+//! (tokens/s vs $ vs W), why each loser lost (failures grouped by their typed [`ErrorKind`]),
+//! and the cabling of the winner.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::estimate::{Estimate, estimate};
+use crate::profile::Profile;
+use crate::scenario::{ErrorKind, ScenarioBuilder};
+
+pub mod enumerate;
+pub mod report;
+
+pub use enumerate::candidates;
+
+/// What to optimize. With a target rate: minimize hardware cost (then power); otherwise
+/// maximize decode tokens/s. Budget and power caps are constraints in both cases.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Objective {
+    /// Minimum decode tokens/s.
+    pub target_tokens_per_s: Option<f64>,
+    /// Maximum hardware cost, USD.
+    pub budget_usd: Option<f64>,
+    /// Maximum cluster power during decode, W.
+    pub max_power_w: Option<f64>,
+}
+
+impl Objective {
+    /// Checks that at least one objective is given and that values are positive.
+    pub fn new(target_tokens_per_s: Option<f64>, budget_usd: Option<f64>, max_power_w: Option<f64>) -> Result<Self, String> {
+        if target_tokens_per_s.is_none() && budget_usd.is_none() && max_power_w.is_none() {
+            return Err(
+                "give an objective: --target-tokens-per-s X (cheapest reaching X), --budget-usd X or --max-power-w X (fastest within X)"
+                    .into(),
+            );
+        }
+        for (name, v) in [("--target-tokens-per-s", target_tokens_per_s), ("--budget-usd", budget_usd), ("--max-power-w", max_power_w)] {
+            if let Some(x) = v {
+                if !(x > 0.0 && x.is_finite()) {
+                    return Err(format!("{name} must be a positive number, not {x}"));
+                }
+            }
+        }
+        Ok(Objective { target_tokens_per_s, budget_usd, max_power_w })
+    }
+
+    pub(super) fn minimizes_cost(&self) -> bool {
+        self.target_tokens_per_s.is_some()
+    }
+
+    pub(super) fn describe(&self, model: &str) -> String {
+        let mut limits = Vec::new();
+        if let Some(b) = self.budget_usd {
+            limits.push(format!("hardware <= ${}", money(b)));
+        }
+        if let Some(p) = self.max_power_w {
+            limits.push(format!("power <= {p:.0} W"));
+        }
+        let lim = if limits.is_empty() { String::new() } else { format!(" with {}", limits.join(" and ")) };
+        match self.target_tokens_per_s {
+            Some(t) => format!("cheapest cluster that runs {model} at >= {t} tok/s{lim}"),
+            None => format!("fastest cluster for {model}{lim}"),
+        }
+    }
+}
+
+/// A planning request.
+#[derive(Clone, Debug)]
+pub struct PlanRequest {
+    /// Model preset.
+    pub model: String,
+    /// Quantization (None: the engine's format of the model's default).
+    pub quant: Option<String>,
+    /// Context to hold: prompt + generated tokens.
+    pub context: u64,
+    /// Objective and constraints.
+    pub objective: Objective,
+    /// Node presets allowed (empty: all).
+    pub nodes: Vec<String>,
+    /// Largest cluster.
+    pub max_nodes: usize,
+    /// Fabrics allowed (empty: all).
+    pub fabrics: Vec<String>,
+    /// Engines allowed (empty: all).
+    pub engines: Vec<String>,
+    /// Worker threads.
+    pub jobs: Option<usize>,
+}
+
+/// What happened to a candidate.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// Predicted.
+    Ran(Box<Estimate>),
+    /// The scenario is not buildable (too few ports, illegal split, wrong format, ...), or is
+    /// valid but cannot run (does not fit, ...).
+    Failed {
+        /// What kind of failure.
+        kind: ErrorKind,
+        /// The error message.
+        message: String,
+    },
+}
+
+/// One cluster considered.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// Enumeration order.
+    pub id: usize,
+    /// Node presets.
+    pub nodes: Vec<String>,
+    /// Fabric (None for one node).
+    pub fabric: Option<String>,
+    /// Topology (None for one node).
+    pub topology: Option<String>,
+    /// Engine id.
+    pub engine: String,
+    /// Parallelism id.
+    pub parallelism: String,
+    /// The scenario.
+    pub scenario: ScenarioBuilder,
+    /// The prediction or why not.
+    pub outcome: Outcome,
+}
+
+impl Candidate {
+    /// The estimate, if it ran.
+    pub fn estimate(&self) -> Option<&Estimate> {
+        match &self.outcome {
+            Outcome::Ran(e) => Some(e),
+            Outcome::Failed { .. } => None,
+        }
+    }
+
+    /// The scenario as a TOML file.
+    pub fn toml(&self) -> String {
+        self.scenario.to_toml()
+    }
+
+    /// Short description: `2x m3-ultra-80c-512gb, tb5-rdma full-mesh, exo tensor`.
+    pub fn describe(&self) -> String {
+        let wiring = match (&self.fabric, &self.topology) {
+            (Some(f), Some(t)) => format!(", {f} {t}"),
+            _ => String::new(),
+        };
+        format!("{}{wiring}, {} {}", nodes_label(&self.nodes), self.engine, self.parallelism)
+    }
+}
+
+/// The result of planning.
+#[derive(Debug)]
+pub struct Plan {
+    /// The request.
+    pub request: PlanRequest,
+    /// Every candidate, in enumeration order.
+    pub candidates: Vec<Candidate>,
+    /// Candidates meeting the objective's constraints, best first.
+    pub ranked: Vec<usize>,
+    /// The best, if any meets the constraints.
+    pub winner: Option<usize>,
+    /// Non-dominated candidates (more tok/s, fewer $, fewer W), by cost.
+    pub pareto: Vec<usize>,
+    /// Wall time of the search, s.
+    pub seconds: f64,
+}
+
+pub(super) fn money(x: f64) -> String {
+    let s = format!("{:.0}", x.round());
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 && c != '-' {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub(super) fn nodes_label(nodes: &[String]) -> String {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for n in nodes {
+        match out.last_mut() {
+            Some((id, c)) if id == n => *c += 1,
+            _ => out.push((n.clone(), 1)),
+        }
+    }
+    out.iter().map(|(id, c)| format!("{c}x {id}")).collect::<Vec<_>>().join(" + ")
+}
+
+fn evaluate(c: &Candidate, profile: &Profile) -> Outcome {
+    let failed = |kind, message| Outcome::Failed { kind, message };
+    match c.scenario.build() {
+        Err(e) => failed(e.kind, e.message),
+        Ok(s) => match estimate(&s, profile) {
+            Ok(e) => Outcome::Ran(Box::new(e)),
+            Err(err) => failed(err.kind(), err.to_string()),
+        },
+    }
+}
+
+/// Plans: enumerates, predicts every candidate in parallel, ranks.
+pub fn plan(req: &PlanRequest, profile: &Profile) -> Result<Plan, String> {
+    let t0 = Instant::now();
+    let mut cands = candidates(req)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(req.jobs.unwrap_or(0)).build().map_err(|e| e.to_string())?;
+    pool.install(|| cands.par_iter_mut().for_each(|c| c.outcome = evaluate(c, profile)));
+    let o = &req.objective;
+    let feasible = |e: &Estimate| {
+        o.target_tokens_per_s.is_none_or(|t| e.decode_tokens_per_s >= t)
+            && o.budget_usd.is_none_or(|b| e.cost_usd <= b)
+            && o.max_power_w.is_none_or(|p| e.cluster_power_w <= p)
+    };
+    let mut ranked: Vec<usize> = cands.iter().filter(|c| c.estimate().is_some_and(feasible)).map(|c| c.id).collect();
+    let est = |i: usize| cands[i].estimate().expect("ran");
+    ranked.sort_by(|&a, &b| {
+        let (x, y) = (est(a), est(b));
+        let by_cost = x.cost_usd.total_cmp(&y.cost_usd);
+        let by_speed = y.decode_tokens_per_s.total_cmp(&x.decode_tokens_per_s);
+        let by_power = x.cluster_power_w.total_cmp(&y.cluster_power_w);
+        let primary = if o.minimizes_cost() { by_cost.then(by_power).then(by_speed) } else { by_speed.then(by_cost).then(by_power) };
+        primary.then(a.cmp(&b))
+    });
+    let pareto = pareto_front(&cands);
+    Ok(Plan {
+        request: req.clone(),
+        winner: ranked.first().copied(),
+        ranked,
+        pareto,
+        candidates: cands,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Non-dominated candidates (more tok/s, fewer $, fewer W; exact ties keep the first
+/// enumerated), by cost.
+fn pareto_front(cands: &[Candidate]) -> Vec<usize> {
+    let est = |i: usize| cands[i].estimate().expect("ran");
+    let ran: Vec<usize> = cands.iter().filter(|c| c.estimate().is_some()).map(|c| c.id).collect();
+    let mut pareto: Vec<usize> = Vec::new();
+    for &i in &ran {
+        let a = est(i);
+        let dominated = ran.iter().any(|&j| {
+            let b = est(j);
+            let ge = b.decode_tokens_per_s >= a.decode_tokens_per_s && b.cost_usd <= a.cost_usd && b.cluster_power_w <= a.cluster_power_w;
+            let gt = b.decode_tokens_per_s > a.decode_tokens_per_s || b.cost_usd < a.cost_usd || b.cluster_power_w < a.cluster_power_w;
+            // Exact ties: keep the first enumerated.
+            ge && (gt || j < i)
+        });
+        if !dominated {
+            pareto.push(i);
+        }
+    }
+    pareto.sort_by(|&a, &b| est(a).cost_usd.total_cmp(&est(b).cost_usd).then(a.cmp(&b)));
+    pareto
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixes_and_money() {
+        assert_eq!(money(23468.4), "23,468");
+        assert_eq!(money(999.0), "999");
+        assert!(Objective::new(None, None, None).is_err());
+    }
+}

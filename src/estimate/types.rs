@@ -1,0 +1,141 @@
+//! The serialised result of one scenario, shared by `run` (JSON), sweep rows and charts.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Latency percentiles, milliseconds.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// Whether a prediction is inside the calibrated envelope.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Envelope {
+    /// Profile used.
+    pub profile: String,
+    /// `inside` or `extrapolation`.
+    pub status: String,
+    /// Why it is an extrapolation (empty when inside).
+    pub reasons: Vec<String>,
+}
+
+/// Memory of one node, for reports.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct NodeMemory {
+    /// Node preset.
+    pub node: String,
+    /// Layers held (first..end).
+    pub layers: [u64; 2],
+    /// Weights, GB.
+    pub weights_gb: f64,
+    /// KV cache, GB.
+    pub kv_cache_gb: f64,
+    /// Runtime overhead, GB.
+    pub overhead_gb: f64,
+    /// Total, GB.
+    pub total_gb: f64,
+    /// Wired limit, GB.
+    pub limit_gb: f64,
+}
+
+/// The result of one scenario. Field names are the JSON contract of DESIGN.md.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Estimate {
+    /// Scenario name.
+    pub name: String,
+    /// The contract's `"fits": true`: an estimate exists only for a scenario that fits (the
+    /// failures are [`super::EstimateError`]), so this is a constant, not a state.
+    pub fits: Fits,
+    /// Engine id.
+    pub engine: String,
+    /// Parallelism id.
+    pub parallelism: String,
+    /// Model id.
+    pub model: String,
+    /// Quantization id.
+    pub quant: String,
+    /// Node presets.
+    pub nodes: Vec<String>,
+    /// Fabric id.
+    pub fabric: String,
+    /// Topology id.
+    pub topology: String,
+    /// Workload kind.
+    pub workload: String,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Generated tokens.
+    pub generate_tokens: u64,
+    /// Seed.
+    pub seed: u64,
+    /// Decode throughput, tokens/s.
+    pub decode_tokens_per_s: f64,
+    /// Prefill throughput, tokens/s.
+    pub prefill_tokens_per_s: f64,
+    /// Time to first token, s.
+    pub ttft_s: f64,
+    /// Time per output token, ms.
+    pub tpot_ms: Percentiles,
+    /// Cluster wall power during decode, W.
+    pub cluster_power_w: f64,
+    /// Per-node wall power during decode, W.
+    pub node_power_w: Vec<f64>,
+    /// Per node, the share of decode time its GPU computes; the rest it waits on GPU<->CPU
+    /// crossings, collectives and transfers, %.
+    pub decode_gpu_busy_percent: Vec<f64>,
+    /// Energy per generated token, J.
+    pub energy_j_per_token: f64,
+    /// Memory used per node, GB.
+    pub memory_per_node_gb: Vec<f64>,
+    /// Memory breakdown per node.
+    pub memory: Vec<NodeMemory>,
+    /// Hardware cost (nodes, cables, switch), USD.
+    pub cost_usd: f64,
+    /// Cost per million generated tokens at 100% duty (amortized hardware + electricity), USD.
+    pub usd_per_mtok: f64,
+    /// Hardware USD per decode token/s.
+    pub usd_per_token_per_s: f64,
+    /// Cables the topology needs.
+    pub cables: usize,
+    /// HPL result, Gflops (HPL workload only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hpl_gflops: Option<f64>,
+    /// Calibration envelope.
+    pub calibration: Envelope,
+    /// Events processed by the simulation.
+    pub sim_events: u64,
+}
+
+/// `"fits": true`, the only value an [`Estimate`] can have: (de)serialises as `true` and refuses
+/// `false` when read back (a scenario that does not fit has no estimate, only an error).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fits;
+
+impl Serialize for Fits {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(true)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fits {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if bool::deserialize(d)? { Ok(Fits) } else { Err(serde::de::Error::custom("an estimate always fits (`fits` is true)")) }
+    }
+}
+
+impl Estimate {
+    /// Generated tokens per joule of cluster energy (0 when no energy was computed, e.g. HPL).
+    pub fn tokens_per_joule(&self) -> f64 {
+        if self.energy_j_per_token > 0.0 { 1.0 / self.energy_j_per_token } else { 0.0 }
+    }
+
+    /// The largest memory used on one node, GB.
+    pub fn max_memory_per_node_gb(&self) -> f64 {
+        self.memory_per_node_gb.iter().copied().fold(0.0, f64::max)
+    }
+}

@@ -1,0 +1,424 @@
+//! The figure model (panels of series, or a grid of cells; legend; footnotes) and one renderer
+//! for both backends (PNG and SVG), with the embedded DejaVu Sans font.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{IntoSegmentedCoord, SegmentValue};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::ChartError;
+
+pub(super) fn draw_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> ChartError {
+    ChartError::Draw(e.to_string())
+}
+
+/// Registers the embedded DejaVu Sans as the `sans-serif` family (once per process).
+pub fn init_fonts() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The embedded font files are valid TrueType; a failure would only lose text.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular());
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold());
+    });
+}
+
+pub(super) const FONT: &str = "sans-serif";
+pub(super) const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+pub(super) const MAX_SERIES: usize = 10;
+
+// ---------------------------------------------------------------------------------------------
+// Figure model: data first, then one generic renderer for both backends.
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Scale {
+    Linear,
+    /// Integer node counts.
+    Nodes,
+    Log2,
+    Log10,
+}
+
+impl Scale {
+    pub(super) fn fwd(self, v: f64) -> f64 {
+        match self {
+            Scale::Linear | Scale::Nodes => v,
+            Scale::Log2 => v.max(1e-12).log2(),
+            Scale::Log10 => v.max(1e-12).log10(),
+        }
+    }
+
+    pub(super) fn tick(self, t: f64) -> String {
+        let near = (t - t.round()).abs() < 1e-6;
+        match self {
+            Scale::Linear => fmt_num(t),
+            Scale::Nodes => {
+                if near && t >= 0.5 {
+                    format!("{}", t.round() as i64)
+                } else {
+                    String::new()
+                }
+            }
+            Scale::Log2 => {
+                let v = 2f64.powi(t.round() as i32);
+                match near {
+                    false => String::new(),
+                    true if v >= 1024.0 => format!("{}k", v / 1024.0),
+                    true => fmt_num(v),
+                }
+            }
+            Scale::Log10 => fmt_num(10f64.powf(t)),
+        }
+    }
+}
+
+/// Token counts the way people say them: 512, 2k, 32k, 128k (k = 1024).
+pub(super) fn fmt_tokens(n: u64) -> String {
+    if n >= 1024 { format!("{}k", (n as f64 / 1024.0).round()) } else { n.to_string() }
+}
+
+/// Short human number: 0.125, 3.5, 42, 1.5k, 12k, 2.3M.
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    let trim = |s: String| if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e6 {
+        trim(format!("{:.1}", v / 1e6)) + "M"
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 1e3 {
+        trim(format!("{:.1}", v / 1e3)) + "k"
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        trim(format!("{v:.1}"))
+    } else if a >= 1.0 {
+        trim(format!("{v:.2}"))
+    } else {
+        trim(format!("{v:.3}"))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Line {
+    Solid,
+    Dashed,
+    None,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Series {
+    pub(super) color: RGBColor,
+    pub(super) points: Vec<(f64, f64)>,
+    pub(super) labels: Vec<String>,
+    pub(super) line: Line,
+    pub(super) markers: bool,
+    pub(super) width: u32,
+    pub(super) band: Option<Vec<(f64, f64)>>,
+}
+
+impl Series {
+    pub(super) fn line(color: RGBColor, points: Vec<(f64, f64)>) -> Self {
+        Series { color, points, labels: vec![], line: Line::Solid, markers: true, width: 3, band: None }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Panel {
+    pub(super) x_desc: String,
+    pub(super) y_desc: String,
+    pub(super) x_scale: Scale,
+    pub(super) y_scale: Scale,
+    pub(super) y_from_zero: bool,
+    pub(super) series: Vec<Series>,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Grid {
+    pub(super) x_desc: String,
+    pub(super) y_desc: String,
+    pub(super) x_names: Vec<String>,
+    pub(super) y_names: Vec<String>,
+    /// (x, y, fill, text)
+    pub(super) cells: Vec<(usize, usize, RGBColor, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub(super) enum Body {
+    Panels(Vec<Panel>),
+    Grid(Grid),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Swatch {
+    Line,
+    Box,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Figure {
+    pub(super) title: String,
+    pub(super) subtitle: String,
+    pub(super) body: Body,
+    pub(super) legend: Vec<(String, RGBColor, Swatch)>,
+    pub(super) footnotes: Vec<String>,
+    pub(super) size: (u32, u32),
+}
+
+/// Writes `stem.png` and `stem.svg`.
+pub(super) fn render(stem: &Path, fig: &Figure) -> Result<Vec<PathBuf>, ChartError> {
+    init_fonts();
+    if let Some(dir) = stem.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| ChartError::Draw(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let with_ext = |ext: &str| {
+        let mut p = stem.as_os_str().to_owned();
+        p.push(ext);
+        PathBuf::from(p)
+    };
+    let png = with_ext(".png");
+    let svg = with_ext(".svg");
+    {
+        let root = BitMapBackend::new(&png, fig.size).into_drawing_area();
+        draw_figure(&root, fig)?;
+        root.present().map_err(|e| ChartError::Draw(format!("cannot write {}: {e}", png.display())))?;
+    }
+    {
+        let root = SVGBackend::new(&svg, fig.size).into_drawing_area();
+        draw_figure(&root, fig)?;
+        root.present().map_err(|e| ChartError::Draw(format!("cannot write {}: {e}", svg.display())))?;
+    }
+    Ok(vec![png, svg])
+}
+
+pub(super) fn draw_figure<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<(), ChartError> {
+    root.fill(&WHITE).map_err(draw_err)?;
+    let (w, h) = root.dim_in_pixel();
+    let title_font = (FONT, 30).into_font().style(FontStyle::Bold);
+    let sub_font = (FONT, 19).into_font();
+    root.draw(&Text::new(fig.title.clone(), (24, 14), title_font.color(&BLACK))).map_err(draw_err)?;
+    // The subtitle wraps at " · " onto a second line when it is wider than the figure.
+    let sub_style = sub_font.clone().into_text_style(root);
+    let fits = |t: &str| root.estimate_text_size(t, &sub_style).map(|s| s.0 as i32 <= w as i32 - 48).unwrap_or(true);
+    let mut sub_lines = vec![fig.subtitle.clone()];
+    if !fits(&fig.subtitle) {
+        let parts: Vec<&str> = fig.subtitle.split(" · ").collect();
+        let mut k = parts.len();
+        while k > 1 && !fits(&parts[..k].join(" · ")) {
+            k -= 1;
+        }
+        sub_lines = vec![parts[..k].join(" · "), parts[k..].join(" · ")];
+    }
+    for (i, l) in sub_lines.iter().enumerate() {
+        root.draw(&Text::new(l.clone(), (24, 54 + 24 * i as i32), sub_font.color(&RGBColor(70, 70, 70)))).map_err(draw_err)?;
+    }
+    // Legend rows (wrapped) and footnotes at the bottom.
+    let legend_font = (FONT, 18).into_font();
+    let mut rows: Vec<Vec<(usize, i32)>> = vec![vec![]];
+    let mut x = 24i32;
+    for (i, (label, _, _)) in fig.legend.iter().enumerate() {
+        let tw = root.estimate_text_size(label, &legend_font.clone().into_text_style(root)).map_err(draw_err)?.0 as i32;
+        let need = 44 + tw + 28;
+        if x + need > w as i32 - 16 && !rows.last().expect("one row").is_empty() {
+            rows.push(vec![]);
+            x = 24;
+        }
+        rows.last_mut().expect("one row").push((i, x));
+        x += need;
+    }
+    let legend_h = if fig.legend.is_empty() { 0 } else { rows.len() as i32 * 30 + 10 };
+    let foot_h = fig.footnotes.len() as i32 * 22 + if fig.footnotes.is_empty() { 0 } else { 8 };
+    let top = 68 + 24 * sub_lines.len() as i32;
+    let body_h = h as i32 - top - legend_h - foot_h;
+    let (_, rest) = root.split_vertically(top);
+    let (body, bottom) = rest.split_vertically(body_h.max(100));
+    match &fig.body {
+        Body::Panels(panels) => {
+            let areas = body.split_evenly((1, panels.len().max(1)));
+            for (p, a) in panels.iter().zip(&areas) {
+                draw_panel(a, p)?;
+            }
+        }
+        Body::Grid(g) => draw_grid(&body, g)?,
+    }
+    for (r, row) in rows.iter().enumerate() {
+        let y = 14 + r as i32 * 30;
+        for &(i, x) in row {
+            let (label, color, swatch) = &fig.legend[i];
+            match swatch {
+                Swatch::Line => {
+                    bottom.draw(&PathElement::new(vec![(x, y), (x + 34, y)], color.stroke_width(4))).map_err(draw_err)?;
+                    bottom.draw(&Circle::new((x + 17, y), 5, color.filled())).map_err(draw_err)?;
+                }
+                Swatch::Box => {
+                    bottom.draw(&Rectangle::new([(x + 4, y - 10), (x + 30, y + 10)], color.filled())).map_err(draw_err)?;
+                    bottom.draw(&Rectangle::new([(x + 4, y - 10), (x + 30, y + 10)], BLACK.stroke_width(1))).map_err(draw_err)?;
+                }
+            }
+            let style = legend_font.clone().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+            bottom.draw(&Text::new(label.clone(), (x + 44, y), style)).map_err(draw_err)?;
+        }
+    }
+    let foot_font = (FONT, 16).into_font();
+    for (i, f) in fig.footnotes.iter().enumerate() {
+        let y = legend_h + 4 + i as i32 * 22;
+        bottom.draw(&Text::new(f.clone(), (24, y), foot_font.color(&RGBColor(90, 90, 90)))).map_err(draw_err)?;
+    }
+    Ok(())
+}
+
+pub(super) fn bounds(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for v in vals.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    (lo <= hi).then_some((lo, hi))
+}
+
+pub(super) fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> Result<(), ChartError> {
+    let xs = p.series.iter().flat_map(|s| s.points.iter().map(|q| p.x_scale.fwd(q.0)));
+    let ys = p.series.iter().flat_map(|s| s.points.iter().map(|q| p.y_scale.fwd(q.1)));
+    let (x0, x1) = bounds(xs).unwrap_or((0.0, 1.0));
+    let (y0, y1) = bounds(ys).unwrap_or((0.0, 1.0));
+    let (x0, x1) = match p.x_scale {
+        Scale::Nodes => (0.5, x1.max(1.0) + 0.5),
+        Scale::Log2 => (x0.floor() - 0.25, x1.ceil() + 0.25),
+        _ => {
+            let pad = if x1 > x0 { (x1 - x0) * 0.06 } else { x0.abs().max(1.0) * 0.5 };
+            (x0 - pad, x1 + pad)
+        }
+    };
+    let (y0, y1) = match p.y_scale {
+        Scale::Log10 | Scale::Log2 => {
+            let pad = if y1 > y0 { (y1 - y0) * 0.08 } else { 0.5 };
+            (y0 - pad, y1 + pad)
+        }
+        _ if p.y_from_zero => (0.0, if y1 > 0.0 { y1 * 1.12 } else { 1.0 }),
+        _ => {
+            let pad = if y1 > y0 { (y1 - y0) * 0.08 } else { y0.abs().max(1.0) * 0.5 };
+            (y0 - pad, y1 + pad)
+        }
+    };
+    let x_labels = match p.x_scale {
+        Scale::Nodes => ((x1 - x0).round() as usize + 1).min(17),
+        Scale::Log2 => ((x1 - x0).round() as usize + 1).min(17),
+        _ => 8,
+    };
+    let mut chart = ChartBuilder::on(area)
+        .margin_top(12)
+        .margin_right(28)
+        .margin_left(12)
+        .x_label_area_size(70)
+        .y_label_area_size(96)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(draw_err)?;
+    let xf = |v: &f64| p.x_scale.tick(*v);
+    let yf = |v: &f64| p.y_scale.tick(*v);
+    chart
+        .configure_mesh()
+        .x_desc(p.x_desc.as_str())
+        .y_desc(p.y_desc.as_str())
+        .x_labels(x_labels)
+        .y_labels(8)
+        .x_label_formatter(&xf)
+        .y_label_formatter(&yf)
+        .label_style((FONT, 17))
+        .axis_desc_style((FONT, 20))
+        .max_light_lines(1)
+        .light_line_style(RGBColor(242, 242, 242))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .draw()
+        .map_err(draw_err)?;
+    for s in &p.series {
+        let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (p.x_scale.fwd(x), p.y_scale.fwd(y))).collect();
+        if let Some(band) = &s.band {
+            let poly: Vec<(f64, f64)> = band.iter().map(|&(x, y)| (p.x_scale.fwd(x), p.y_scale.fwd(y))).collect();
+            chart.draw_series(std::iter::once(Polygon::new(poly, s.color.mix(0.12).filled()))).map_err(draw_err)?;
+        }
+        match s.line {
+            Line::Solid => {
+                chart.draw_series(LineSeries::new(pts.clone(), s.color.stroke_width(s.width))).map_err(draw_err)?;
+            }
+            Line::Dashed => {
+                chart.draw_series(DashedLineSeries::new(pts.clone(), 10, 7, s.color.stroke_width(s.width))).map_err(draw_err)?;
+            }
+            Line::None => {}
+        }
+        if s.markers {
+            chart.draw_series(pts.iter().map(|&c| Circle::new(c, 6, s.color.filled()))).map_err(draw_err)?;
+        }
+        if !s.labels.is_empty() {
+            let font = (FONT, 15).into_font().color(&RGBColor(40, 40, 40));
+            chart
+                .draw_series(pts.iter().zip(&s.labels).map(|(&c, l)| EmptyElement::at(c) + Text::new(l.clone(), (8, -20), font.clone())))
+                .map_err(draw_err)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn draw_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, g: &Grid) -> Result<(), ChartError> {
+    let label_font = (FONT, 17).into_font();
+    let mut widest = 0u32;
+    for n in &g.y_names {
+        widest = widest.max(area.estimate_text_size(n, &label_font.clone().into_text_style(area)).map_err(draw_err)?.0);
+    }
+    let nx = g.x_names.len().max(1) as i32;
+    let ny = g.y_names.len().max(1) as i32;
+    let mut chart = ChartBuilder::on(area)
+        .margin(16)
+        .margin_right(28)
+        .x_label_area_size(70)
+        .y_label_area_size(widest + 30)
+        .build_cartesian_2d((0..nx - 1).into_segmented(), (0..ny - 1).into_segmented())
+        .map_err(draw_err)?;
+    let xf = |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(i) => g.x_names.get(*i as usize).cloned().unwrap_or_default(),
+        _ => String::new(),
+    };
+    let yf = |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(i) => g.y_names.get(*i as usize).cloned().unwrap_or_default(),
+        _ => String::new(),
+    };
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_desc(g.x_desc.as_str())
+        .y_desc(g.y_desc.as_str())
+        .x_labels(nx as usize * 2 + 2)
+        .y_labels(ny as usize * 2 + 2)
+        .x_label_formatter(&xf)
+        .y_label_formatter(&yf)
+        .label_style(label_font.clone())
+        .axis_desc_style((FONT, 20))
+        .draw()
+        .map_err(draw_err)?;
+    let cell_font = (FONT, 16).into_font();
+    for (x, y, fill, text) in &g.cells {
+        let (x, y) = (*x as i32, *y as i32);
+        let rect = [(SegmentValue::Exact(x), SegmentValue::Exact(y)), (SegmentValue::Exact(x + 1), SegmentValue::Exact(y + 1))];
+        chart.draw_series(std::iter::once(Rectangle::new(rect.clone(), fill.filled()))).map_err(draw_err)?;
+        chart.draw_series(std::iter::once(Rectangle::new(rect, WHITE.stroke_width(3)))).map_err(draw_err)?;
+        let style = cell_font.clone().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Center));
+        chart
+            .draw_series(std::iter::once(Text::new(text.clone(), (SegmentValue::CenterOf(x), SegmentValue::CenterOf(y)), style)))
+            .map_err(draw_err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,469 @@
+//! Scenarios assembled in code (the planner's candidates, a sweep's points): the builder fills
+//! the same raw structs the file parser makes and runs the same validation ([`super::resolve`]),
+//! so no rule is written twice and no TOML text is formatted or re-parsed per scenario. Errors
+//! keep their message, help and kind; they name where the scenario came from (the builder's
+//! origin, e.g. a sweep point's axis values) instead of a file location.
+
+// Errors carry the source text for rendering; they are the cold path, so their size is fine.
+#![allow(clippy::result_large_err)]
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use toml::Spanned;
+
+use super::Scenario;
+use super::raw::{RawCluster, RawCost, RawEngine, RawModel, RawScenario, RawWorkload};
+use super::resolve::resolve;
+use super::source::{ErrorKind, ScenarioError, Source, toml_error};
+
+/// The scenario keys [`ScenarioBuilder::set`] accepts, as dotted paths.
+pub const KEYS: &[&str] = &[
+    "name",
+    "description",
+    "seed",
+    "cluster.nodes",
+    "cluster.node",
+    "cluster.count",
+    "cluster.fabric",
+    "cluster.topology",
+    "cluster.wired_limit_fraction",
+    "model.name",
+    "model.hf_config",
+    "model.quant",
+    "engine.name",
+    "engine.parallelism",
+    "engine.macos",
+    "engine.jaccl_frame_kib",
+    "engine.allreduce",
+    "engine.fast_sync",
+    "engine.prefill_chunk",
+    "engine.mla_prefill",
+    "engine.mla_cache",
+    "workload.kind",
+    "workload.prompt_tokens",
+    "workload.generate_tokens",
+    "workload.hpl_n",
+    "cost.amortization_years",
+    "cost.electricity_usd_per_kwh",
+];
+
+/// A scenario under construction: typed setters for the keys code usually sets, [`Self::set`]
+/// for any dotted key, and [`Self::build`] to validate it into a [`Scenario`].
+#[derive(Clone, Debug)]
+pub struct ScenarioBuilder {
+    origin: String,
+    dir: PathBuf,
+    raw: RawScenario,
+    /// `engine.*` keys were set without `engine.name` (a file would say "missing field").
+    engine_unnamed: bool,
+}
+
+fn sp<T>(v: T) -> Spanned<T> {
+    Spanned::new(0..0, v)
+}
+
+fn empty_cluster() -> RawCluster {
+    RawCluster { nodes: None, node: None, count: None, fabric: None, topology: None, wired_limit_fraction: None }
+}
+
+fn empty_engine() -> RawEngine {
+    RawEngine {
+        name: sp(String::new()),
+        parallelism: None,
+        macos: None,
+        jaccl_frame_kib: None,
+        allreduce: None,
+        fast_sync: None,
+        prefill_chunk: None,
+        mla_prefill: None,
+        mla_cache: None,
+    }
+}
+
+impl ScenarioBuilder {
+    /// An empty scenario; `origin` names it in errors (e.g. `plan candidate 3`).
+    pub fn new(origin: impl Into<String>) -> Self {
+        let raw = RawScenario {
+            name: None,
+            description: None,
+            seed: None,
+            cluster: sp(empty_cluster()),
+            model: sp(RawModel { name: None, hf_config: None, quant: None }),
+            engine: None,
+            workload: None,
+            cost: None,
+            sweep: None,
+        };
+        ScenarioBuilder { origin: origin.into(), dir: PathBuf::new(), raw, engine_unnamed: false }
+    }
+
+    /// The scenario of a source text (its `[sweep]` table dropped), to vary in code.
+    pub fn from_source(source: &Source) -> Result<Self, ScenarioError> {
+        let mut raw: RawScenario = toml::from_str(&source.text).map_err(|e| toml_error(source, &e))?;
+        raw.sweep = None;
+        Ok(ScenarioBuilder { origin: source.path.clone(), dir: source.dir.clone(), raw, engine_unnamed: false })
+    }
+
+    /// Where the scenario came from, as errors name it.
+    pub fn origin(&mut self, origin: impl Into<String>) -> &mut Self {
+        self.origin = origin.into();
+        self
+    }
+
+    /// Directory relative paths (`model.hf_config`) resolve against.
+    pub fn dir(&mut self, dir: PathBuf) -> &mut Self {
+        self.dir = dir;
+        self
+    }
+
+    /// Whether a name is set.
+    pub fn has_name(&self) -> bool {
+        self.raw.name.is_some()
+    }
+
+    /// `name`.
+    pub fn name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.raw.name = Some(sp(name.into()));
+        self
+    }
+
+    /// `seed`.
+    pub fn seed(&mut self, seed: u64) -> &mut Self {
+        self.raw.seed = Some(sp(i64::try_from(seed).unwrap_or(i64::MAX)));
+        self
+    }
+
+    /// `cluster.nodes` (replaces `node`/`count`).
+    pub fn nodes(&mut self, nodes: &[String]) -> &mut Self {
+        let c = self.raw.cluster.get_mut();
+        c.nodes = Some(sp(nodes.iter().map(|n| sp(n.clone())).collect()));
+        c.node = None;
+        c.count = None;
+        self
+    }
+
+    /// `cluster.fabric`.
+    pub fn fabric(&mut self, fabric: &str) -> &mut Self {
+        self.raw.cluster.get_mut().fabric = Some(sp(fabric.into()));
+        self
+    }
+
+    /// `cluster.topology`.
+    pub fn topology(&mut self, topology: &str) -> &mut Self {
+        self.raw.cluster.get_mut().topology = Some(sp(topology.into()));
+        self
+    }
+
+    /// `model.name` (replaces `hf_config`).
+    pub fn model(&mut self, name: &str) -> &mut Self {
+        let m = self.raw.model.get_mut();
+        m.name = Some(sp(name.into()));
+        m.hf_config = None;
+        self
+    }
+
+    /// `model.quant`.
+    pub fn quant(&mut self, quant: &str) -> &mut Self {
+        self.raw.model.get_mut().quant = Some(sp(quant.into()));
+        self
+    }
+
+    /// `engine.name`.
+    pub fn engine(&mut self, name: &str) -> &mut Self {
+        self.engine_mut().name = sp(name.into());
+        self.engine_unnamed = false;
+        self
+    }
+
+    /// `engine.parallelism`.
+    pub fn parallelism(&mut self, parallelism: &str) -> &mut Self {
+        self.engine_mut().parallelism = Some(sp(parallelism.into()));
+        self
+    }
+
+    /// `workload.kind`.
+    pub fn workload_kind(&mut self, kind: &str) -> &mut Self {
+        self.workload_mut().kind = Some(sp(kind.into()));
+        self
+    }
+
+    /// `workload.prompt_tokens` and `workload.generate_tokens`.
+    pub fn tokens(&mut self, prompt: u64, generate: u64) -> &mut Self {
+        let w = self.workload_mut();
+        w.prompt_tokens = Some(sp(i64::try_from(prompt).unwrap_or(i64::MAX)));
+        w.generate_tokens = Some(sp(i64::try_from(generate).unwrap_or(i64::MAX)));
+        self
+    }
+
+    fn engine_mut(&mut self) -> &mut RawEngine {
+        if self.raw.engine.is_none() {
+            self.engine_unnamed = true;
+        }
+        self.raw.engine.get_or_insert_with(|| sp(empty_engine())).get_mut()
+    }
+
+    fn workload_mut(&mut self) -> &mut RawWorkload {
+        self.raw
+            .workload
+            .get_or_insert_with(|| sp(RawWorkload { kind: None, prompt_tokens: None, generate_tokens: None, hpl_n: None }))
+            .get_mut()
+    }
+
+    fn cost_mut(&mut self) -> &mut RawCost {
+        self.raw.cost.get_or_insert_with(|| sp(RawCost { amortization_years: None, electricity_usd_per_kwh: None })).get_mut()
+    }
+
+    /// Sets a dotted scenario key (one of [`KEYS`]) to a value, as `--set` or a sweep axis
+    /// would. `cluster.nodes` and `cluster.node`/`count` replace each other, as do `model.name`
+    /// and `model.hf_config`. Errors: [`ErrorKind::UnknownKey`] naming the key, or
+    /// [`ErrorKind::BadValue`] for a value of the wrong type.
+    pub fn set(&mut self, key: &str, value: &toml::Value) -> Result<&mut Self, ScenarioError> {
+        let v = Value { key, value, origin: &self.origin };
+        match key {
+            "name" => self.raw.name = Some(sp(v.string()?)),
+            "description" => self.raw.description = Some(v.string()?),
+            "seed" => self.raw.seed = Some(sp(v.int()?)),
+            "cluster.nodes" => {
+                let list = v.strings()?;
+                self.nodes(&list);
+            }
+            "cluster.node" => {
+                let node = v.string()?;
+                let c = self.raw.cluster.get_mut();
+                if let Some(list) = c.nodes.take() {
+                    c.count.get_or_insert_with(|| sp(list.get_ref().len() as i64));
+                }
+                c.node = Some(sp(node));
+            }
+            "cluster.count" => {
+                let count = v.int()?;
+                let c = self.raw.cluster.get_mut();
+                if let Some(list) = c.nodes.take() {
+                    if c.node.is_none() {
+                        c.node = list.into_inner().into_iter().next();
+                    }
+                }
+                c.count = Some(sp(count));
+            }
+            "cluster.fabric" => self.raw.cluster.get_mut().fabric = Some(sp(v.string()?)),
+            "cluster.topology" => self.raw.cluster.get_mut().topology = Some(sp(v.string()?)),
+            "cluster.wired_limit_fraction" => self.raw.cluster.get_mut().wired_limit_fraction = Some(sp(v.float()?)),
+            "model.name" => {
+                let name = v.string()?;
+                self.model(&name);
+            }
+            "model.hf_config" => {
+                let m = self.raw.model.get_mut();
+                m.hf_config = Some(sp(v.string()?));
+                m.name = None;
+            }
+            "model.quant" => self.raw.model.get_mut().quant = Some(sp(v.string()?)),
+            "engine.name" => {
+                let name = v.string()?;
+                self.engine(&name);
+            }
+            "engine.parallelism" => self.engine_mut().parallelism = Some(sp(v.string()?)),
+            "engine.macos" => self.engine_mut().macos = Some(sp(v.string()?)),
+            "engine.jaccl_frame_kib" => self.engine_mut().jaccl_frame_kib = Some(sp(v.int()?)),
+            "engine.allreduce" => self.engine_mut().allreduce = Some(sp(v.string()?)),
+            "engine.fast_sync" => self.engine_mut().fast_sync = Some(sp(v.bool()?)),
+            "engine.prefill_chunk" => self.engine_mut().prefill_chunk = Some(sp(v.int()?)),
+            "engine.mla_prefill" => self.engine_mut().mla_prefill = Some(sp(v.string()?)),
+            "engine.mla_cache" => self.engine_mut().mla_cache = Some(sp(v.string()?)),
+            "workload.kind" => self.workload_mut().kind = Some(sp(v.string()?)),
+            "workload.prompt_tokens" => self.workload_mut().prompt_tokens = Some(sp(v.int()?)),
+            "workload.generate_tokens" => self.workload_mut().generate_tokens = Some(sp(v.int()?)),
+            "workload.hpl_n" => self.workload_mut().hpl_n = Some(sp(v.int()?)),
+            "cost.amortization_years" => self.cost_mut().amortization_years = Some(sp(v.float()?)),
+            "cost.electricity_usd_per_kwh" => self.cost_mut().electricity_usd_per_kwh = Some(sp(v.float()?)),
+            _ => return Err(v.unknown_key()),
+        }
+        Ok(self)
+    }
+
+    /// Validates the scenario (the same rules as a file) into a [`Scenario`].
+    pub fn build(&self) -> Result<Scenario, ScenarioError> {
+        let source = Source { path: self.origin.clone(), dir: self.dir.clone(), text: String::new() };
+        if self.engine_unnamed {
+            return Err(source.error(0..0, "missing field `name` in `[engine]`", Some("add the missing key".into())));
+        }
+        resolve(self.raw.clone(), source)
+    }
+
+    /// The scenario as TOML a user can save and run: top-level keys, then one table per
+    /// section, in the scenario's key order (only the keys that are set).
+    pub fn to_toml(&self) -> String {
+        let r = &self.raw;
+        let mut t = String::new();
+        let key = |t: &mut String, k: &str, v: Option<toml::Value>| {
+            if let Some(v) = v {
+                let _ = writeln!(t, "{k} = {}", value_text(&v));
+            }
+        };
+        let s = |x: &Option<Spanned<String>>| x.as_ref().map(|x| toml::Value::String(x.get_ref().clone()));
+        let i = |x: &Option<Spanned<i64>>| x.as_ref().map(|x| toml::Value::Integer(*x.get_ref()));
+        let f = |x: &Option<Spanned<f64>>| x.as_ref().map(|x| toml::Value::Float(*x.get_ref()));
+        key(&mut t, "name", s(&r.name));
+        key(&mut t, "description", r.description.clone().map(toml::Value::String));
+        key(&mut t, "seed", i(&r.seed));
+        let c = r.cluster.get_ref();
+        let _ = writeln!(t, "\n[cluster]");
+        let nodes =
+            c.nodes.as_ref().map(|l| toml::Value::Array(l.get_ref().iter().map(|n| toml::Value::String(n.get_ref().clone())).collect()));
+        key(&mut t, "nodes", nodes);
+        key(&mut t, "node", s(&c.node));
+        key(&mut t, "count", i(&c.count));
+        key(&mut t, "fabric", s(&c.fabric));
+        key(&mut t, "topology", s(&c.topology));
+        key(&mut t, "wired_limit_fraction", f(&c.wired_limit_fraction));
+        let m = r.model.get_ref();
+        let _ = writeln!(t, "\n[model]");
+        key(&mut t, "name", s(&m.name));
+        key(&mut t, "hf_config", s(&m.hf_config));
+        key(&mut t, "quant", s(&m.quant));
+        if let Some(e) = &r.engine {
+            let e = e.get_ref();
+            let _ = writeln!(t, "\n[engine]");
+            key(&mut t, "name", Some(toml::Value::String(e.name.get_ref().clone())));
+            key(&mut t, "parallelism", s(&e.parallelism));
+            key(&mut t, "macos", s(&e.macos));
+            key(&mut t, "jaccl_frame_kib", i(&e.jaccl_frame_kib));
+            key(&mut t, "allreduce", s(&e.allreduce));
+            key(&mut t, "fast_sync", e.fast_sync.as_ref().map(|b| toml::Value::Boolean(*b.get_ref())));
+            key(&mut t, "prefill_chunk", i(&e.prefill_chunk));
+            key(&mut t, "mla_prefill", s(&e.mla_prefill));
+            key(&mut t, "mla_cache", s(&e.mla_cache));
+        }
+        if let Some(w) = &r.workload {
+            let w = w.get_ref();
+            let _ = writeln!(t, "\n[workload]");
+            key(&mut t, "kind", s(&w.kind));
+            key(&mut t, "prompt_tokens", i(&w.prompt_tokens));
+            key(&mut t, "generate_tokens", i(&w.generate_tokens));
+            key(&mut t, "hpl_n", i(&w.hpl_n));
+        }
+        if let Some(co) = &r.cost {
+            let co = co.get_ref();
+            let _ = writeln!(t, "\n[cost]");
+            key(&mut t, "amortization_years", f(&co.amortization_years));
+            key(&mut t, "electricity_usd_per_kwh", f(&co.electricity_usd_per_kwh));
+        }
+        t
+    }
+}
+
+/// A value in TOML syntax; arrays as `[a, b]`.
+fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::Array(items) => format!("[{}]", items.iter().map(value_text).collect::<Vec<_>>().join(", ")),
+        other => other.to_string(),
+    }
+}
+
+/// A value for a key, read as the key's type.
+struct Value<'a> {
+    key: &'a str,
+    value: &'a toml::Value,
+    origin: &'a str,
+}
+
+impl Value<'_> {
+    fn error(&self, kind: ErrorKind, message: String, help: &str) -> ScenarioError {
+        let source = Source { path: self.origin.to_string(), dir: PathBuf::new(), text: String::new() };
+        source.error(0..0, message, Some(help.to_string())).with_kind(kind)
+    }
+
+    fn wrong_type(&self, expected: &str) -> ScenarioError {
+        self.error(
+            ErrorKind::BadValue,
+            format!("invalid type: {} `{}`, expected {expected} for `{}`", self.value.type_str(), self.value, self.key),
+            "check the value's type: numbers unquoted, names in quotes",
+        )
+    }
+
+    fn unknown_key(&self) -> ScenarioError {
+        let suggestion = crate::util::did_you_mean(self.key, KEYS).map(|s| format!("did you mean `{s}`? ")).unwrap_or_default();
+        self.error(
+            ErrorKind::UnknownKey,
+            format!("`{}` is not a scenario key", self.key),
+            &format!("{suggestion}scenario keys: {}", KEYS.join(", ")),
+        )
+    }
+
+    fn string(&self) -> Result<String, ScenarioError> {
+        self.value.as_str().map(str::to_string).ok_or_else(|| self.wrong_type("a string"))
+    }
+
+    fn strings(&self) -> Result<Vec<String>, ScenarioError> {
+        let list = self.value.as_array().ok_or_else(|| self.wrong_type("a list of strings"))?;
+        list.iter().map(|x| x.as_str().map(str::to_string).ok_or_else(|| self.wrong_type("a list of strings"))).collect()
+    }
+
+    fn int(&self) -> Result<i64, ScenarioError> {
+        self.value.as_integer().ok_or_else(|| self.wrong_type("an integer"))
+    }
+
+    fn float(&self) -> Result<f64, ScenarioError> {
+        match self.value {
+            toml::Value::Float(x) => Ok(*x),
+            toml::Value::Integer(x) => Ok(*x as f64),
+            _ => Err(self.wrong_type("a number")),
+        }
+    }
+
+    fn bool(&self) -> Result<bool, ScenarioError> {
+        self.value.as_bool().ok_or_else(|| self.wrong_type("a boolean"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> ScenarioBuilder {
+        let mut b = ScenarioBuilder::new("test");
+        b.name("t").nodes(&["m3-ultra-80c-512gb".to_string()]).model("llama-3.2-3b");
+        b
+    }
+
+    #[test]
+    fn builds_and_sets_dotted_keys() {
+        let mut b = base();
+        b.set("cluster.count", &toml::Value::Integer(2)).unwrap();
+        b.set("cluster.fabric", &toml::Value::String("tb5-rdma".into())).unwrap();
+        b.set("workload.prompt_tokens", &toml::Value::Integer(64)).unwrap();
+        let s = b.build().unwrap();
+        assert_eq!(s.nodes.len(), 2);
+        assert_eq!(s.workload.prompt_tokens, 64);
+        assert_eq!(s.name, "t");
+    }
+
+    #[test]
+    fn errors_have_kinds_and_name_the_origin() {
+        let mut b = base();
+        let e = b.set("cluster.colour", &toml::Value::Integer(2)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::UnknownKey);
+        assert!(e.to_string().starts_with("test:"), "{e}");
+        let e = b.set("cluster.count", &toml::Value::String("2".into())).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadValue);
+        b.set("cluster.fabric", &toml::Value::String("tb5-rmda".into())).unwrap();
+        b.set("cluster.count", &toml::Value::Integer(2)).unwrap();
+        let e = b.build().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::UnknownPreset);
+        assert!(e.help.unwrap().contains("did you mean `tb5-rdma`"));
+        let mut b = base();
+        b.set("engine.parallelism", &toml::Value::String("tensor".into())).unwrap();
+        assert_eq!(b.build().unwrap_err().kind, ErrorKind::Invalid);
+    }
+
+    #[test]
+    fn toml_text_round_trips() {
+        let mut b = base();
+        b.fabric("tb5-rdma").engine("exo").parallelism("tensor").tokens(8, 4).seed(3);
+        let text = b.to_toml();
+        let parsed = super::super::parse(Source { path: "x.toml".into(), dir: PathBuf::new(), text }).unwrap();
+        let built = b.build().unwrap();
+        assert_eq!((parsed.nodes.len(), parsed.seed, parsed.workload.clone()), (built.nodes.len(), built.seed, built.workload.clone()));
+    }
+}
