@@ -286,7 +286,7 @@ fn validate(args: ValidateArgs) -> i32 {
             crate::calibrate::TargetSource::Row(p) => crate::calibrate::validate::validated(p, predicted),
             crate::calibrate::TargetSource::Harness(h, k) => crate::calibrate::validate::ValidatedRow {
                 id: data.targets[i].id.clone(),
-                metric: if h.benchmarks[*k].kind == "e2e_decode" { "decode_tokens_per_s".into() } else { "prefill_tokens_per_s".into() },
+                metric: if h.benchmarks[*k].kind == crate::calibrate::HarnessKind::E2eDecode { "decode_tokens_per_s".into() } else { "prefill_tokens_per_s".into() },
                 measured: data.targets[i].measured,
                 predicted: crate::util::round3(predicted),
                 error_percent: crate::util::round3((predicted - data.targets[i].measured) / data.targets[i].measured * 100.0),
@@ -309,13 +309,13 @@ fn validate(args: ValidateArgs) -> i32 {
     });
     for b in harness.map(|h| h.benchmarks.as_slice()).unwrap_or_default() {
         let per_round = b.round_tokens_per_s();
-        if b.kind.starts_with("e2e_") && per_round.len() > 1 {
+        if b.kind.usage() == crate::calibrate::HarnessUse::Validate && per_round.len() > 1 {
             let list: Vec<String> = per_round.iter().map(|v| format!("{v:.2}")).collect();
             text.push_str(&format!("\n{}, each repeat: {} tok/s (the best is the measured value)", b.kind, list.join(", ")));
-            out["rounds_tokens_per_s"][b.kind.as_str()] = serde_json::json!(per_round);
+            out["rounds_tokens_per_s"][b.kind.id()] = serde_json::json!(per_round);
             if let Some(mean) = b.mean_tokens_per_s_all_rounds() {
                 text.push_str(&format!("; over every step of every repeat: {mean:.2} tok/s"));
-                out["mean_tokens_per_s_all_rounds"][b.kind.as_str()] = serde_json::json!(mean);
+                out["mean_tokens_per_s_all_rounds"][b.kind.id()] = serde_json::json!(mean);
             }
         }
     }
@@ -416,7 +416,7 @@ fn leave_one_out(
                 sources: vec![data.sources[i].clone()],
                 ..Default::default()
             };
-            let p = one.predict(&fitted).map_err(skip)?;
+            let p = one.predict(&fitted).map_err(|e| skip(e.to_string()))?;
             Ok(row(i, p[0]))
         })
         .collect();

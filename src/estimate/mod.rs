@@ -2,6 +2,8 @@
 //! plan, lower each forward step, execute it on the discrete-event core, and turn the timeline
 //! into throughput, latency, power, energy and cost.
 
+pub mod microbench;
+
 use serde::Serialize;
 
 use crate::engine::{Lowered, MemoryBreakdown, Plan, PlanError, lower_step};
