@@ -358,10 +358,16 @@ impl Profile {
             if !known.iter().any(|k| k == chip) {
                 let hint = crate::util::did_you_mean(chip, &known.iter().map(String::as_str).collect::<Vec<_>>())
                     .map_or_else(String::new, |s| format!(" (did you mean `{s}`?)"));
-                return Err(Issue::new(&["chips", chip], format!("chip `{chip}` is not a chip of any catalog node{hint}; known: {}", known.join(", "))));
+                return Err(Issue::new(
+                    &["chips", chip],
+                    format!("chip `{chip}` is not a chip of any catalog node{hint}; known: {}", known.join(", ")),
+                ));
             }
             if c.runtimes.is_empty() {
-                return Err(Issue::new(&["chips", chip], format!("chip `{chip}` has no runtimes (add [chips.{chip}.runtimes.mlx] or .llama-cpp)")));
+                return Err(Issue::new(
+                    &["chips", chip],
+                    format!("chip `{chip}` has no runtimes (add [chips.{chip}.runtimes.mlx] or .llama-cpp)"),
+                ));
             }
         }
         for p in self.params() {
@@ -378,7 +384,10 @@ impl Profile {
                 Some((v, _)) if s.value.is_some_and(|x| x != v) => {
                     return Err(Issue::new(
                         &at,
-                        format!("source for `{path}` speaks for {} but the value is {v}; update or remove the source", s.value.unwrap_or(v)),
+                        format!(
+                            "source for `{path}` speaks for {} but the value is {v}; update or remove the source",
+                            s.value.unwrap_or(v)
+                        ),
                     ));
                 }
                 Some(_) => {}
@@ -542,9 +551,13 @@ mod tests {
             ("jitter_cv = 0.02", "jitter_cv = -0.1", "misc.jitter_cv"),
             ("jaccl_window = 2", "jaccl_window = 0", "comm.jaccl_window"),
             ("kernel_launch_us = 7.2", "kernel_launch_us = nan", "chips.m3-ultra.runtimes.mlx.kernel_launch_us"),
-            ("[chips.gb10]", "[chips.gb1O]", "gb1O"),
             ("cpu_reduce_gbs = 20.0\n", "", "cpu_reduce_gbs"),
         ];
+        // A misspelt chip, everywhere it appears: the first line that names it.
+        let misspelt = good.replace("chips.gb10", "chips.gb1O");
+        let e = Profile::parse(&misspelt, "bad.toml").unwrap_err().to_string();
+        let line = misspelt[..misspelt.find("[chips.gb1O]").unwrap()].matches('\n').count() + 1;
+        assert!(e.starts_with(&format!("bad.toml:{line}:")) && e.contains("gb1O") && e.contains("did you mean `gb10`"), "{e}");
         for (from, to, name) in cases {
             assert!(good.contains(from), "{from}");
             let text = good.replacen(from, to, 1);

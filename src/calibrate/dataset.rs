@@ -68,7 +68,8 @@ pub struct Coverage {
 impl Dataset {
     /// Adds a measurement CSV (the format of shared/data/measurements.csv).
     pub fn add_csv(&mut self, path: &Path, profile: &Profile) -> Result<(), SourceError> {
-        let rows = validate::read_csv(path).map_err(|e| SourceError::Format { path: path.display().to_string(), message: e.to_string() })?;
+        let rows =
+            validate::read_csv(path).map_err(|e| SourceError::Format { path: path.display().to_string(), message: e.to_string() })?;
         let (prepared, skipped) = validate::prepare(&rows, profile);
         for p in prepared {
             self.targets.push(Target { id: p.row.id.clone(), measured: p.row.value });
@@ -99,7 +100,9 @@ impl Dataset {
         let id = || self.targets[i].id.clone();
         match &self.sources[i] {
             TargetSource::Row(p) => validate::predict(p, profile).map_err(|source| PredictError::Row { id: id(), source }),
-            TargetSource::Harness(h, k) => predict_harness(h, &h.benchmarks[*k], profile).map_err(|source| PredictError::Harness { id: id(), source }),
+            TargetSource::Harness(h, k) => {
+                predict_harness(h, &h.benchmarks[*k], profile).map_err(|source| PredictError::Harness { id: id(), source })
+            }
         }
     }
 

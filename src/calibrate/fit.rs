@@ -261,10 +261,13 @@ fn result(mut prob: Problem<'_>, initial: &[f64], report: &MinimizationReport<f6
     let (m, n) = (targets.len(), paths.len());
     let dof = m - n;
     let rss = r.norm_squared();
-    let std_errors: Vec<Option<f64>> = match (dof > 0).then(|| jacobian_at(&prob, &x).and_then(|j| (j.transpose() * &j).pseudo_inverse(1e-12).ok())).flatten() {
-        Some(cov) => (0..n).map(|k| Some(dvalue(prob.fractions[k], values[k]) * (cov[(k, k)] * rss / dof as f64).max(0.0).sqrt())).collect(),
-        None => vec![None; n],
-    };
+    let std_errors: Vec<Option<f64>> =
+        match (dof > 0).then(|| jacobian_at(&prob, &x).and_then(|j| (j.transpose() * &j).pseudo_inverse(1e-12).ok())).flatten() {
+            Some(cov) => {
+                (0..n).map(|k| Some(dvalue(prob.fractions[k], values[k]) * (cov[(k, k)] * rss / dof as f64).max(0.0).sqrt())).collect()
+            }
+            None => vec![None; n],
+        };
     let params = paths
         .iter()
         .enumerate()

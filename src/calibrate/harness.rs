@@ -277,8 +277,9 @@ pub fn host_fabric(h: &HarnessFile) -> Result<FabricSpec, SourceError> {
     let x = DMatrix::from_fn(pts.len(), 2, |i, j| if j == 0 { 1.0 } else { pts[i].0 });
     let y = DVector::from_iterator(pts.len(), pts.iter().map(|p| p.1));
     let xtx = x.transpose() * &x;
-    let inverse =
-        xtx.try_inverse().ok_or_else(|| host_error("send_recv sizes are all equal (collinear): cannot separate latency from bandwidth".into()))?;
+    let inverse = xtx
+        .try_inverse()
+        .ok_or_else(|| host_error("send_recv sizes are all equal (collinear): cannot separate latency from bandwidth".into()))?;
     let coef = inverse * x.transpose() * y;
     let latency_s = coef[0].max(1e-7);
     let per_byte = coef[1];

@@ -28,8 +28,8 @@ pub use crate::profile::{FitReport, FittedParam, HOST_CHIP, Residual};
 pub use dataset::{Coverage, Dataset, PredictError, TargetSource};
 pub use fit::{PRIOR_WEIGHT, Predictor, ROBUST_ROUNDS, Target, fit, fit_with, fit_with_prior, parse_prior_weight};
 pub use harness::{
-    HarnessBench, HarnessFile, HarnessKind, HarnessUse, SourceError, harness_id, harness_measured, host_fabric, host_node, pace_drift_percent,
-    pace_factors, read_harness,
+    HarnessBench, HarnessFile, HarnessKind, HarnessUse, SourceError, harness_id, harness_measured, host_fabric, host_node,
+    pace_drift_percent, pace_factors, read_harness,
 };
 pub use params::{get_param, harness_params, published_params, set_params, with_host_chip};
 pub use predict::{HarnessError, e2e_model, predict_harness};

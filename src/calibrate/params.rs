@@ -118,7 +118,10 @@ mod tests {
         let q = set_params(&p, &["chips.m3-ultra.bw_eff_dense".into()], &[v * 2.0]).unwrap();
         assert_eq!(get_param(&q, "chips.m3-ultra.bw_eff_dense").unwrap(), v * 2.0);
         assert!(set_params(&p, &["chips.nope.x".into()], &[1.0]).is_err());
-        assert_eq!(set_params(&p, &["comm.jaccl_window".into()], &[3.0]).unwrap_err(), CalibrateError::Discrete("comm.jaccl_window".into()));
+        assert_eq!(
+            set_params(&p, &["comm.jaccl_window".into()], &[3.0]).unwrap_err(),
+            CalibrateError::Discrete("comm.jaccl_window".into())
+        );
     }
 
     #[test]

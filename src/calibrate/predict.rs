@@ -137,7 +137,12 @@ struct Measurement<'a> {
 impl Measurement<'_> {
     /// A required numeric parameter.
     fn num(&self, key: &'static str) -> Result<f64, HarnessError> {
-        self.b.params.get(key).and_then(Value::as_f64).filter(|v| v.is_finite() && *v >= 0.0).ok_or(HarnessError::MissingParam { kind: self.b.kind, key })
+        self.b
+            .params
+            .get(key)
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or(HarnessError::MissingParam { kind: self.b.kind, key })
     }
 
     /// A required count (a number >= 0, truncated to an integer as the harness's shapes are).
@@ -157,7 +162,9 @@ impl Measurement<'_> {
             6 => "mlx-6bit",
             8 => "mlx-8bit",
             16 => "bf16",
-            other => return Err(HarnessError::Unsupported { kind: self.b.kind, what: format!("{other}-bit weights are not in the catalog") }),
+            other => {
+                return Err(HarnessError::Unsupported { kind: self.b.kind, what: format!("{other}-bit weights are not in the catalog") });
+            }
         };
         Ok(crate::catalog::catalog().quant(id).expect("catalog has the MLX quantizations").clone())
     }
@@ -176,8 +183,16 @@ impl Measurement<'_> {
         self.plan_with(n, model, quant, self.options(n), profile)
     }
 
-    fn plan_with(&self, n: usize, model: &ModelSpec, quant: &QuantSpec, options: EngineOptions, profile: &Profile) -> Result<Plan, HarnessError> {
-        let fabric = if n > 1 { host_fabric(self.h)? } else { crate::catalog::catalog().fabric("none").expect("catalog has `none`").clone() };
+    fn plan_with(
+        &self,
+        n: usize,
+        model: &ModelSpec,
+        quant: &QuantSpec,
+        options: EngineOptions,
+        profile: &Profile,
+    ) -> Result<Plan, HarnessError> {
+        let fabric =
+            if n > 1 { host_fabric(self.h)? } else { crate::catalog::catalog().fabric("none").expect("catalog has `none`").clone() };
         let nodes = vec![host_node(self.h)?; n];
         Ok(Plan::new(PlanInput {
             nodes: &nodes,
@@ -209,7 +224,10 @@ impl Measurement<'_> {
             // The chain's width: the input size of its first matmul (the hidden state).
             hidden = hidden.or(shapes.first().map(|s| s.1));
             let mut ops: Vec<Op> = shapes.iter().map(|(n, k)| Op::dense("qmm", n * k, Placement::Replicated)).collect();
-            let ew = blk.get("elementwise").and_then(Value::as_u64).ok_or(HarnessError::MissingParam { kind: self.b.kind, key: "blocks[].elementwise" })?;
+            let ew = blk
+                .get("elementwise")
+                .and_then(Value::as_u64)
+                .ok_or(HarnessError::MissingParam { kind: self.b.kind, key: "blocks[].elementwise" })?;
             ops.push(Op::elementwise("element-wise", ew as u32));
             blocks.push(ops);
         }

@@ -286,7 +286,11 @@ fn validate(args: ValidateArgs) -> i32 {
             crate::calibrate::TargetSource::Row(p) => crate::calibrate::validate::validated(p, predicted),
             crate::calibrate::TargetSource::Harness(h, k) => crate::calibrate::validate::ValidatedRow {
                 id: data.targets[i].id.clone(),
-                metric: if h.benchmarks[*k].kind == crate::calibrate::HarnessKind::E2eDecode { "decode_tokens_per_s".into() } else { "prefill_tokens_per_s".into() },
+                metric: if h.benchmarks[*k].kind == crate::calibrate::HarnessKind::E2eDecode {
+                    "decode_tokens_per_s".into()
+                } else {
+                    "prefill_tokens_per_s".into()
+                },
                 measured: data.targets[i].measured,
                 predicted: crate::util::round3(predicted),
                 error_percent: crate::util::round3((predicted - data.targets[i].measured) / data.targets[i].measured * 100.0),
