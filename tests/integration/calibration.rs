@@ -319,32 +319,33 @@ fn hand_set_with(dir: &Path, name: &str, from: &str, to: &str) -> std::path::Pat
     p
 }
 
+/// Runs the CLI with `args` then `--profile profile`; it must fail without a panic. Its stderr.
+fn fails_with_profile(args: &[&std::ffi::OsStr], profile: &Path) -> String {
+    let out = bin().current_dir(root()).args(args).arg("--profile").arg(profile).assert().failure().get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
 #[test]
 fn bad_profiles_are_errors_with_file_line_and_parameter_never_panics() {
     let tmp = tempfile::tempdir().unwrap();
     let harness = root().join("calibration/measurements/harness-quick-example.json");
+    let validate_harness = ["validate".as_ref(), "--against".as_ref(), harness.as_os_str()];
     // cpu_reduce_gbs = 0 once gave durations of u64::MAX.
     let zero = hand_set_with(tmp.path(), "zero.toml", "cpu_reduce_gbs = 20.0", "cpu_reduce_gbs = 0.0");
     let line = std::fs::read_to_string(&zero).unwrap().lines().position(|l| l == "cpu_reduce_gbs = 0.0").unwrap() + 1;
-    for args in [vec!["validate", "--against"], vec!["run", "scenarios/geerling-2x-m3-ultra-deepseek-v3.1-exo-rdma.toml", "--no-write"]] {
-        let mut cmd = bin();
-        cmd.current_dir(root()).args(&args);
-        if args[0] == "validate" {
-            cmd.arg(&harness);
-        }
-        let out = cmd.arg("--profile").arg(&zero).assert().failure().get_output().clone();
-        let err = String::from_utf8_lossy(&out.stderr);
+    let run = ["run".as_ref(), "scenarios/geerling-2x-m3-ultra-deepseek-v3.1-exo-rdma.toml".as_ref(), "--no-write".as_ref()];
+    for args in [&validate_harness[..], &run[..]] {
+        let err = fails_with_profile(args, &zero);
         assert!(err.contains(&format!("zero.toml:{line}:")) && err.contains("comm.cpu_reduce_gbs") && err.contains("> 0"), "{err}");
-        assert!(!err.contains("panicked"), "{err}");
     }
     // An efficiency above 1, a missing key.
     let over = hand_set_with(tmp.path(), "over.toml", "bw_eff_attention = 0.27", "bw_eff_attention = 1.27");
-    let out = bin().args(["validate", "--against"]).arg(&harness).arg("--profile").arg(&over).assert().failure().get_output().clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = fails_with_profile(&validate_harness, &over);
     assert!(err.contains("over.toml:") && err.contains(".bw_eff_attention` = 1.27") && err.contains("(0, 1]"), "{err}");
     let missing = hand_set_with(tmp.path(), "missing.toml", "tcp_message_us = 20.0\n", "");
-    let out = bin().args(["validate", "--against"]).arg(&harness).arg("--profile").arg(&missing).assert().failure().get_output().clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = fails_with_profile(&validate_harness, &missing);
     assert!(err.contains("missing.toml:") && err.contains("tcp_message_us"), "{err}");
     // A user profile without an m3-ultra section once panicked in calibrate and validate --profile.
     let text = std::fs::read_to_string(root().join("calibration/profiles/hand-set.toml")).unwrap();
@@ -353,33 +354,13 @@ fn bad_profiles_are_errors_with_file_line_and_parameter_never_panics() {
     no_m3.sources.retain(|k, _| !k.starts_with("chips.m3-ultra."));
     let no_m3_path = tmp.path().join("no-m3.toml");
     std::fs::write(&no_m3_path, toml::to_string(&no_m3).unwrap()).unwrap();
-    let out = bin().args(["validate", "--against"]).arg(&harness).arg("--profile").arg(&no_m3_path).assert().failure().get_output().clone();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("harness-host") && !err.contains("panicked"), "{err}");
-    let out = bin()
-        .args(["calibrate", "-o"])
-        .arg(tmp.path().join("x.toml"))
-        .arg(&harness)
-        .arg("--profile")
-        .arg(&no_m3_path)
-        .assert()
-        .failure()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("harness-host") && !err.contains("panicked"), "{err}");
+    assert!(fails_with_profile(&validate_harness, &no_m3_path).contains("harness-host"));
+    let out = tmp.path().join("x.toml");
+    let calibrate_harness = ["calibrate".as_ref(), "-o".as_ref(), out.as_os_str(), harness.as_os_str()];
+    assert!(fails_with_profile(&calibrate_harness, &no_m3_path).contains("harness-host"));
     // The published rows: an error naming the chip the profile lacks.
-    let out = bin()
-        .args(["validate", "--against"])
-        .arg(crate::measurements_csv())
-        .arg("--profile")
-        .arg(&no_m3_path)
-        .assert()
-        .failure()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("`m3-ultra`") && !err.contains("panicked"), "{err}");
+    let csv = crate::measurements_csv();
+    assert!(fails_with_profile(&["validate".as_ref(), "--against".as_ref(), csv.as_os_str()], &no_m3_path).contains("`m3-ultra`"));
 }
 
 #[test]
