@@ -5,7 +5,7 @@
 //! graphs per forward step -> [`sim`] timelines -> [`estimate::Estimate`] -> [`report`].
 //!
 //! The modules, from the bottom layer up (a module imports only from layers below it; the
-//! `layers` integration test checks this): [`util`]; [`sim`], [`hw`], [`llm`]; [`catalog`],
+//! `layers` integration test checks this): [`util`]; [`sim`], [`hw`], [`llm`]; [`catalog`];
 //! [`profile`]; [`engine`]; [`scenario`]; [`estimate`]; [`calibrate`]; [`capacity`]; [`report`];
 //! [`cli`]. ARCHITECTURE.md describes each one's job and what it must not know.
 

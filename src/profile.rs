@@ -96,8 +96,8 @@ pub struct CommParams {
     pub rpc_graph_node_bytes: f64,
     /// Extra cost of a collective issued between kernels, over the same collective timed alone
     /// (thread hand-offs and waits a forward pass pays at each all_sum), microseconds per rank.
-    /// Fitted from the harness's segment chains; 0 where no such measurement exists.
-    #[serde(default)]
+    /// Fitted from the harness's segment chains; 0 where no such measurement exists (a profile
+    /// must say so: a missing value is an error, not a silent 0).
     pub collective_in_context_us: f64,
 }
 
@@ -167,9 +167,267 @@ pub struct Profile {
     pub comm: CommParams,
     /// Memory and noise.
     pub misc: MiscParams,
+    /// Where each parameter's value comes from, keyed by dotted path
+    /// (`chips.m3-ultra.bw_eff_dense`); checked against the values on load.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, ParamSource>,
     /// The fit that produced this profile, if it was fitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitReport>,
+}
+
+/// Where one parameter's value comes from.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSource {
+    /// The source: a fact with its reference, a hand-set rule, or "fitted on <data>".
+    pub source: String,
+    /// The value the source speaks for (checked against the parameter on load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// One standard error, for fitted values with degrees of freedom to spare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub std_error: Option<f64>,
+    /// The data the value was set or fitted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+}
+
+/// The values a parameter may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// A fraction of a peak: in (0, 1].
+    Fraction,
+    /// A rate, bandwidth or scale: > 0.
+    Positive,
+    /// A cost, latency, power or size: >= 0.
+    NonNegative,
+    /// A count: an integer >= 1.
+    Count,
+    /// A coefficient of variation: in [0, 1].
+    Cv,
+}
+
+impl Bound {
+    /// Whether `v` is allowed (always finite).
+    pub fn admits(self, v: f64) -> bool {
+        v.is_finite()
+            && match self {
+                Bound::Fraction => v > 0.0 && v <= 1.0,
+                Bound::Positive => v > 0.0,
+                Bound::NonNegative => v >= 0.0,
+                Bound::Count => v >= 1.0,
+                Bound::Cv => (0.0..=1.0).contains(&v),
+            }
+    }
+
+    /// The allowed values, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Bound::Fraction => "in (0, 1]",
+            Bound::Positive => "> 0",
+            Bound::NonNegative => ">= 0",
+            Bound::Count => "an integer >= 1",
+            Bound::Cv => "in [0, 1]",
+        }
+    }
+}
+
+/// One numeric parameter of a profile section: its key, unit, allowed values and accessors.
+pub struct Field<T> {
+    /// Key in the section.
+    pub name: &'static str,
+    /// Unit (empty for fractions and scales).
+    pub unit: &'static str,
+    /// Allowed values.
+    pub bound: Bound,
+    /// Reads the value.
+    pub get: fn(&T) -> f64,
+    /// Writes the value.
+    pub set: fn(&mut T, f64),
+}
+
+macro_rules! fields {
+    ($t:ty: $($name:ident $unit:literal $bound:ident),* $(,)?) => {
+        &[$(Field::<$t> {
+            name: stringify!($name),
+            unit: $unit,
+            bound: Bound::$bound,
+            get: |x| x.$name as f64,
+            set: |x, v| x.$name = v as _,
+        }),*]
+    };
+}
+
+/// Parameters of a `[chips.<chip>]` section.
+pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
+    bw_eff_dense "" Fraction, bw_eff_expert "" Fraction, bw_eff_attention "" Fraction,
+    compute_eff_dense "" Fraction, compute_eff_expert "" Fraction, compute_eff_attention "" Fraction,
+    gpu_dynamic_w "W" NonNegative, cpu_core_w "W" NonNegative,
+);
+
+/// Parameters of a `[chips.<chip>.runtimes.<runtime>]` section.
+pub const RUNTIME_FIELDS: &[Field<RuntimeParams>] = fields!(RuntimeParams:
+    kernel_launch_us "us" NonNegative, host_per_step_us "us" NonNegative, bw_scale "" Positive, compute_scale "" Positive,
+);
+
+/// Parameters of the `[comm]` section.
+pub const COMM_FIELDS: &[Field<CommParams>] = fields!(CommParams:
+    gpu_sync_default_us "us" NonNegative, gpu_sync_fast_us "us" NonNegative, jaccl_round_us "us" NonNegative,
+    jaccl_peer_us "us" NonNegative, jaccl_window "messages" Count, cpu_reduce_gbs "GB/s" Positive,
+    tcp_message_us "us" NonNegative, rpc_call_us "us" NonNegative, rpc_graph_node_us "us" NonNegative,
+    rpc_graph_node_bytes "bytes" NonNegative, collective_in_context_us "us" NonNegative,
+);
+
+/// Parameters of the `[misc]` section.
+pub const MISC_FIELDS: &[Field<MiscParams>] = fields!(MiscParams:
+    runtime_overhead_gb "GB" NonNegative, jitter_cv "" Cv,
+);
+
+/// A numeric parameter of a profile, by dotted path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamInfo {
+    /// Dotted path, e.g. `chips.m3-ultra.runtimes.mlx.kernel_launch_us`.
+    pub path: String,
+    /// Current value.
+    pub value: f64,
+    /// Unit (empty for fractions and scales).
+    pub unit: &'static str,
+    /// Allowed values.
+    pub bound: Bound,
+}
+
+fn info<T>(prefix: &str, x: &T, fields: &[Field<T>], out: &mut Vec<ParamInfo>) {
+    out.extend(fields.iter().map(|f| ParamInfo { path: format!("{prefix}{}", f.name), value: (f.get)(x), unit: f.unit, bound: f.bound }));
+}
+
+fn find<'a, T>(fields: &'a [Field<T>], name: &str) -> Option<&'a Field<T>> {
+    fields.iter().find(|f| f.name == name)
+}
+
+impl Profile {
+    /// Every numeric parameter, in file order (chips, their runtimes, comm, misc).
+    pub fn params(&self) -> Vec<ParamInfo> {
+        let mut out = Vec::new();
+        for (chip, c) in &self.chips {
+            info(&format!("chips.{chip}."), c, CHIP_FIELDS, &mut out);
+            for (rt, r) in &c.runtimes {
+                info(&format!("chips.{chip}.runtimes.{rt}."), r, RUNTIME_FIELDS, &mut out);
+            }
+        }
+        info("comm.", &self.comm, COMM_FIELDS, &mut out);
+        info("misc.", &self.misc, MISC_FIELDS, &mut out);
+        out
+    }
+
+    /// The parameter at a dotted path, with its bound; `None` if there is no such parameter.
+    pub fn param(&self, path: &str) -> Option<(f64, Bound)> {
+        let parts: Vec<&str> = path.split('.').collect();
+        match parts.as_slice() {
+            ["chips", chip, name] => find(CHIP_FIELDS, name).and_then(|f| Some(((f.get)(self.chips.get(*chip)?), f.bound))),
+            ["chips", chip, "runtimes", rt, name] => {
+                find(RUNTIME_FIELDS, name).and_then(|f| Some(((f.get)(self.chips.get(*chip)?.runtimes.get(*rt)?), f.bound)))
+            }
+            ["comm", name] => find(COMM_FIELDS, name).map(|f| ((f.get)(&self.comm), f.bound)),
+            ["misc", name] => find(MISC_FIELDS, name).map(|f| ((f.get)(&self.misc), f.bound)),
+            _ => None,
+        }
+    }
+
+    /// Sets the parameter at a dotted path; `false` if there is no such parameter.
+    pub fn set_param(&mut self, path: &str, v: f64) -> bool {
+        let parts: Vec<&str> = path.split('.').collect();
+        let set = |f: Option<&Field<_>>, x: Option<&mut _>| f.zip(x).map(|(f, x)| (f.set)(x, v)).is_some();
+        match parts.as_slice() {
+            ["chips", chip, name] => set(find(CHIP_FIELDS, name), self.chips.get_mut(*chip)),
+            ["chips", chip, "runtimes", rt, name] => {
+                let rt = self.chips.get_mut(*chip).and_then(|c| c.runtimes.get_mut(*rt));
+                find(RUNTIME_FIELDS, name).zip(rt).map(|(f, x)| (f.set)(x, v)).is_some()
+            }
+            ["comm", name] => find(COMM_FIELDS, name).map(|f| (f.set)(&mut self.comm, v)).is_some(),
+            ["misc", name] => find(MISC_FIELDS, name).map(|f| (f.set)(&mut self.misc, v)).is_some(),
+            _ => false,
+        }
+    }
+
+    /// Checks every value against its bound, that chips are catalog chips (or the harness host)
+    /// with at least one runtime, and that every source names a parameter and its current value.
+    pub fn check(&self) -> Result<(), Issue> {
+        let known = known_chips();
+        for (chip, c) in &self.chips {
+            if !known.iter().any(|k| k == chip) {
+                let hint = crate::util::did_you_mean(chip, &known.iter().map(String::as_str).collect::<Vec<_>>())
+                    .map_or_else(String::new, |s| format!(" (did you mean `{s}`?)"));
+                return Err(Issue::new(
+                    &["chips", chip],
+                    format!("chip `{chip}` is not a chip of any catalog node{hint}; known: {}", known.join(", ")),
+                ));
+            }
+            if c.runtimes.is_empty() {
+                return Err(Issue::new(
+                    &["chips", chip],
+                    format!("chip `{chip}` has no runtimes (add [chips.{chip}.runtimes.mlx] or .llama-cpp)"),
+                ));
+            }
+        }
+        for p in self.params() {
+            if !p.bound.admits(p.value) {
+                let unit = if p.unit.is_empty() { String::new() } else { format!(" ({})", p.unit) };
+                let at: Vec<&str> = dotted_segments(&p.path);
+                return Err(Issue::new(&at, format!("`{}` = {} must be {}{unit}", p.path, p.value, p.bound.describe())));
+            }
+        }
+        for (path, s) in &self.sources {
+            let at = ["sources", path.as_str()];
+            match self.param(path) {
+                None => return Err(Issue::new(&at, format!("source for `{path}`, which is not a parameter of this profile"))),
+                Some((v, _)) if s.value.is_some_and(|x| x != v) => {
+                    return Err(Issue::new(
+                        &at,
+                        format!(
+                            "source for `{path}` speaks for {} but the value is {v}; update or remove the source",
+                            s.value.unwrap_or(v)
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Chip keys a profile may have: the chips of the catalog's nodes and the harness host.
+fn known_chips() -> Vec<String> {
+    let cat = crate::catalog::catalog();
+    let mut v: Vec<String> = cat.node_ids().iter().filter_map(|id| cat.node(id)).map(|n| n.chip.clone()).collect();
+    v.push(HOST_CHIP.to_string());
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Chip key under which a harness host's parameters live in a profile.
+pub const HOST_CHIP: &str = "harness-host";
+
+/// The table keys of a dotted parameter path (`chips.m3-ultra.bw_eff_dense` -> 3 keys).
+fn dotted_segments(path: &str) -> Vec<&str> {
+    path.split('.').collect()
+}
+
+/// A problem found in a profile: the keys of the value it is about, and what is wrong.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Issue {
+    /// Table keys leading to the value (for locating it in the file).
+    pub at: Vec<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Issue {
+    fn new(at: &[&str], message: String) -> Issue {
+        Issue { at: at.iter().map(|s| s.to_string()).collect(), message }
+    }
 }
 
 /// Errors loading a profile.
@@ -183,12 +441,24 @@ pub enum ProfileError {
         /// Cause.
         source: std::io::Error,
     },
-    /// The TOML is invalid.
-    #[error("invalid profile {path}: {message}")]
+    /// The TOML is invalid, or a key is missing, unknown or of the wrong type.
+    #[error("{path}:{line}: invalid profile: {message}")]
     Parse {
         /// Path.
         path: String,
-        /// Parser message.
+        /// 1-based line of the problem.
+        line: usize,
+        /// Parser message (names the key).
+        message: String,
+    },
+    /// A value is out of range, a chip unknown or a source inconsistent.
+    #[error("{path}:{line}: {message}")]
+    Invalid {
+        /// Path.
+        path: String,
+        /// 1-based line of the value.
+        line: usize,
+        /// What is wrong (names the parameter).
         message: String,
     },
 }
@@ -196,13 +466,28 @@ pub enum ProfileError {
 impl Profile {
     /// The embedded default profile.
     pub fn default_profile() -> Profile {
-        toml::from_str(DEFAULT_PROFILE).expect("embedded default profile is valid")
+        Profile::parse(DEFAULT_PROFILE, "calibration/profiles/default.toml").expect("embedded default profile is valid")
     }
 
-    /// Loads a profile from a file.
+    /// Loads and checks a profile file.
     pub fn load(path: &std::path::Path) -> Result<Profile, ProfileError> {
         let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.display().to_string(), source })?;
-        toml::from_str(&text).map_err(|e| ProfileError::Parse { path: path.display().to_string(), message: e.to_string() })
+        Profile::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks profile text; `path` names it in errors.
+    pub fn parse(text: &str, path: &str) -> Result<Profile, ProfileError> {
+        let p: Profile = toml::from_str(text).map_err(|e| ProfileError::Parse {
+            path: path.to_string(),
+            line: line_of(text, e.span().map_or(0, |s| s.start)),
+            message: e.message().trim().to_string(),
+        })?;
+        p.check().map_err(|issue| ProfileError::Invalid {
+            path: path.to_string(),
+            line: line_of(text, locate(text, &issue.at)),
+            message: issue.message,
+        })?;
+        Ok(p)
     }
 
     /// Parameters for a chip, if profiled.
@@ -211,12 +496,77 @@ impl Profile {
     }
 }
 
+/// Byte offset of the value at `keys` in TOML text (0 when it cannot be found).
+fn locate(text: &str, keys: &[String]) -> usize {
+    use toml::de::{DeTable, DeValue};
+    let Ok(doc) = DeTable::parse(text) else { return 0 };
+    let mut table = doc.get_ref();
+    let mut at = 0;
+    for key in keys {
+        let Some((_, v)) = table.iter().find(|(k, _)| k.get_ref() == key) else { break };
+        at = v.span().start;
+        match v.get_ref() {
+            DeValue::Table(t) => table = t,
+            _ => break,
+        }
+    }
+    at
+}
+
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn default_profile_parses() {
-        let p = super::Profile::default_profile();
+        let p = Profile::default_profile();
         assert!(p.chip("m3-ultra").is_some());
         assert!(p.chip("m3-ultra").unwrap().runtimes.contains_key("mlx"));
+    }
+
+    #[test]
+    fn paths_get_and_set_every_parameter() {
+        let mut p = Profile::default_profile();
+        for info in p.clone().params() {
+            assert_eq!(p.param(&info.path).map(|x| x.0), Some(info.value), "{}", info.path);
+            let v = if info.bound == Bound::Count { info.value + 1.0 } else { info.value * 0.5 + 0.25 };
+            assert!(p.set_param(&info.path, v));
+            assert_eq!(p.param(&info.path).unwrap().0, v, "{}", info.path);
+        }
+        assert!(p.param("chips.nope.bw_eff_dense").is_none() && p.param("comm.nope").is_none() && p.param("meta.name").is_none());
+        assert!(!p.set_param("chips.m3-ultra.runtimes.nope.bw_scale", 1.0));
+    }
+
+    #[test]
+    fn bad_profiles_name_file_line_and_parameter() {
+        let good = include_str!("../calibration/profiles/hand-set.toml");
+        let cases = [
+            ("cpu_reduce_gbs = 20.0", "cpu_reduce_gbs = 0.0", "comm.cpu_reduce_gbs"),
+            ("bw_eff_dense = 0.793\n", "bw_eff_dense = 1.5\n", "chips.m3-ultra.bw_eff_dense"),
+            ("jitter_cv = 0.02", "jitter_cv = -0.1", "misc.jitter_cv"),
+            ("jaccl_window = 2", "jaccl_window = 0", "comm.jaccl_window"),
+            ("kernel_launch_us = 7.2", "kernel_launch_us = nan", "chips.m3-ultra.runtimes.mlx.kernel_launch_us"),
+            ("cpu_reduce_gbs = 20.0\n", "", "cpu_reduce_gbs"),
+        ];
+        // A misspelt chip, everywhere it appears: the first line that names it.
+        let misspelt = good.replace("chips.gb10", "chips.gb1O");
+        let e = Profile::parse(&misspelt, "bad.toml").unwrap_err().to_string();
+        let line = misspelt[..misspelt.find("[chips.gb1O]").unwrap()].matches('\n').count() + 1;
+        assert!(e.starts_with(&format!("bad.toml:{line}:")) && e.contains("gb1O") && e.contains("did you mean `gb10`"), "{e}");
+        for (from, to, name) in cases {
+            assert!(good.contains(from), "{from}");
+            let text = good.replacen(from, to, 1);
+            let e = Profile::parse(&text, "bad.toml").unwrap_err().to_string();
+            let line = text[..text.find(to).filter(|_| !to.is_empty()).unwrap_or(0)].matches('\n').count() + 1;
+            assert!(e.starts_with("bad.toml:") && e.contains(name), "{e}");
+            if !to.is_empty() {
+                assert!(e.starts_with(&format!("bad.toml:{line}:")), "{e} (expected line {line})");
+            }
+        }
     }
 }

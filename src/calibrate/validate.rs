@@ -278,14 +278,25 @@ pub fn prepare(rows: &[MeasurementRow], profile: &Profile) -> (Vec<Prepared>, Ve
     (out, skipped)
 }
 
+/// Why a prepared row could not be predicted.
+#[derive(Debug, thiserror::Error)]
+pub enum RowError {
+    /// The estimator refused the row's scenario.
+    #[error(transparent)]
+    Estimate(#[from] crate::estimate::EstimateError),
+    /// The row's metric is not one the twin predicts.
+    #[error("metric `{0}` is not predicted")]
+    Metric(String),
+}
+
 /// The twin's prediction of a prepared row's metric.
-pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, String> {
-    let est = estimate(&p.scenario, profile).map_err(|e| e.to_string())?;
+pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
+    let est = estimate(&p.scenario, profile)?;
     Ok(match p.row.metric.as_str() {
         "decode_tokens_per_s" => est.decode_tokens_per_s,
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
         "node_power_w" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
-        other => return Err(format!("metric `{other}` is not predicted")),
+        other => return Err(RowError::Metric(other.to_string())),
     })
 }
 
@@ -296,7 +307,7 @@ pub fn validate(rows: &[MeasurementRow], profile: &Profile) -> Report {
     for p in prepared {
         match predict(&p, profile) {
             Ok(v) => out.push(validated(&p, v)),
-            Err(reason) => skipped.push(SkippedRow { id: p.row.id.clone(), reason }),
+            Err(e) => skipped.push(SkippedRow { id: p.row.id.clone(), reason: e.to_string() }),
         }
     }
     let (mape_all, mape_decode) = summaries(&out);

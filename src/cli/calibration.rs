@@ -138,30 +138,10 @@ fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     let prior_weight = a.prior_weight.unwrap_or_else(|| data.default_prior_weight());
     let (mut fitted, report, dropped) =
         calibrate::calibrate(&data, &base, a.params.clone(), prior_weight).map_err(|e| CliError::input(e.to_string()))?;
-    let (counts, ctx, chips) = data.envelope();
     let name = a.out.file_stem().map_or_else(|| "fitted".to_string(), |s| s.to_string_lossy().into_owned());
-    fitted.meta = crate::profile::ProfileMeta {
-        name,
-        method: format!(
-            "fitted by `supernode calibrate` (Levenberg-Marquardt, {} parameters, {} measurements, robust loss, prior weight {} toward the base profile's values)",
-            report.params.len(),
-            report.residuals.len(),
-            prior_weight
-        ),
-        data: data.files.join(", "),
-        date: crate::util::today(),
-        calibrated_node_counts: counts,
-        calibrated_chips: chips,
-        calibrated_max_context: ctx,
-    };
-    fitted.fit = Some(report.clone());
-    let text = format!(
-        "# Calibration profile written by `supernode calibrate` on {}.\n# Data: {}\n# Dropped (not constrained or not separable by the data): {}\n\n{}",
-        fitted.meta.date,
-        fitted.meta.data,
-        if dropped.is_empty() { "none".to_string() } else { dropped.join(", ") },
-        toml::to_string(&fitted).expect("profile serializes")
-    );
+    let ctx = calibrate::provenance::FitContext { name, date: crate::util::today(), data: &data, prior_weight };
+    calibrate::provenance::describe_fit(&mut fitted, &base, &report, &ctx);
+    let text = calibrate::provenance::profile_text(&fitted, &dropped);
     write_file(&a.out, text.as_bytes())?;
     if a.json.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serializes"));

@@ -57,7 +57,7 @@ pub fn validate(args: ValidateArgs) -> Result<(), CliError> {
     if selected.is_empty() {
         return Err(CliError::input(format!("no predictable rows selected in {}", args.against.display())));
     }
-    let predictions = data.predict(&profile).map_err(CliError::failure)?;
+    let predictions = data.predict(&profile).map_err(|e| CliError::failure(e.to_string()))?;
     let skipped: Vec<SkippedRow> =
         data.skipped.iter().filter(|(id, _)| keep(id)).map(|(id, reason)| SkippedRow { id: id.clone(), reason: reason.clone() }).collect();
     let report = v::report(selected.iter().map(|&i| validated_row(&data, i, predictions[i])).collect(), skipped);
@@ -88,7 +88,11 @@ fn validated_row(data: &Dataset, i: usize, predicted: f64) -> ValidatedRow {
         TargetSource::Row(p) => v::validated(p, predicted),
         TargetSource::Harness(h, k) => ValidatedRow {
             id: data.targets[i].id.clone(),
-            metric: if h.benchmarks[*k].kind == "e2e_decode" { "decode_tokens_per_s".into() } else { "prefill_tokens_per_s".into() },
+            metric: if h.benchmarks[*k].kind == crate::calibrate::HarnessKind::E2eDecode {
+                "decode_tokens_per_s".into()
+            } else {
+                "prefill_tokens_per_s".into()
+            },
             measured: data.targets[i].measured,
             predicted: crate::util::round3(predicted),
             error_percent: crate::util::round3((predicted - data.targets[i].measured) / data.targets[i].measured * 100.0),
@@ -105,13 +109,13 @@ fn harness_notes(data: &Dataset, out: &mut Output) {
     });
     for b in harness.map(|h| h.benchmarks.as_slice()).unwrap_or_default() {
         let per_round = b.round_tokens_per_s();
-        if b.kind.starts_with("e2e_") && per_round.len() > 1 {
+        if b.kind.usage() == crate::calibrate::HarnessUse::Validate && per_round.len() > 1 {
             let list: Vec<String> = per_round.iter().map(|v| format!("{v:.2}")).collect();
             out.text.push_str(&format!("\n{}, each repeat: {} tok/s (the best is the measured value)", b.kind, list.join(", ")));
-            out.json["rounds_tokens_per_s"][b.kind.as_str()] = serde_json::json!(per_round);
+            out.json["rounds_tokens_per_s"][b.kind.id()] = serde_json::json!(per_round);
             if let Some(mean) = b.mean_tokens_per_s_all_rounds() {
                 out.text.push_str(&format!("; over every step of every repeat: {mean:.2} tok/s"));
-                out.json["mean_tokens_per_s_all_rounds"][b.kind.as_str()] = serde_json::json!(mean);
+                out.json["mean_tokens_per_s_all_rounds"][b.kind.id()] = serde_json::json!(mean);
             }
         }
     }
@@ -189,7 +193,7 @@ fn leave_one_out(data: &Dataset, profile: &Profile, selected: &[usize], prior_we
             let (fitted, _, _) = crate::calibrate::calibrate(&rest, profile, None, prior_weight)
                 .map_err(|e| skip(format!("refit without it failed: {e}")))?;
             let one = Dataset { targets: vec![data.targets[i].clone()], sources: vec![data.sources[i].clone()], ..Default::default() };
-            let p = one.predict(&fitted).map_err(skip)?;
+            let p = one.predict(&fitted).map_err(|e| skip(e.to_string()))?;
             Ok(validated_row(data, i, p[0]))
         })
         .collect();

@@ -12,6 +12,7 @@ use crate::util::{round3, round6};
 pub mod envelope;
 pub mod generate;
 pub mod hpl;
+pub mod microbench;
 pub mod power;
 pub mod trace;
 pub mod types;

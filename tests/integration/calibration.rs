@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::json;
-use supernode::calibrate::{self, Dataset, HarnessUse, with_host_chip};
+use supernode::calibrate::{self, Dataset, HarnessKind, HarnessUse, with_host_chip};
 use supernode::profile::Profile;
 
 use crate::{bin, root};
@@ -33,7 +33,7 @@ fn synthetic_harness(truth: &Profile, shapes: &[(u64, u64, u64)]) -> serde_json:
     // Replace the placeholder medians with the truth's predictions.
     let parsed: calibrate::HarnessFile = serde_json::from_value(file.clone()).unwrap();
     for (i, b) in parsed.benchmarks.iter().enumerate() {
-        if calibrate::harness_use(&b.kind) == HarnessUse::Fit {
+        if b.kind.usage() == HarnessUse::Fit {
             let v = calibrate::predict_harness(&parsed, b, truth).unwrap();
             file["benchmarks"][i]["median_s"] = json!(v);
         }
@@ -163,7 +163,7 @@ fn pace_probes_measure_how_the_machine_drifted_between_microbenchmarks_and_decod
     assert_eq!(calibrate::pace_drift_percent(&h), Some(100.0));
     // No probes: no correction.
     let mut plain = h.clone();
-    plain.benchmarks.retain(|b| b.kind != "pace");
+    plain.benchmarks.retain(|b| b.kind != HarnessKind::Pace);
     assert!(calibrate::pace_factors(&plain).iter().all(|x| *x == 1.0));
     assert_eq!(calibrate::pace_drift_percent(&plain), None);
 }
@@ -192,7 +192,7 @@ fn harness_fits_have_no_prior_by_default_published_rows_do() {
     d.add_harness(&example, HarnessUse::Fit).unwrap();
     assert_eq!(d.default_prior_weight(), 0.0);
     let h = calibrate::read_harness(&example).unwrap();
-    let dec = h.benchmarks.iter().find(|b| b.kind == "e2e_decode").unwrap();
+    let dec = h.benchmarks.iter().find(|b| b.kind == HarnessKind::E2eDecode).unwrap();
     let best = dec.round_tokens_per_s().into_iter().fold(0.0, f64::max);
     assert_eq!(calibrate::harness_measured(dec), best, "the measured decode is the best round's");
     d.add_csv(&crate::measurements_csv(), &Profile::default_profile()).unwrap();
@@ -205,7 +205,7 @@ fn the_harness_decode_pays_its_measured_graph_build_time_per_step() {
     let h = calibrate::read_harness(&example).unwrap();
     let mut profile = with_host_chip(&Profile::default_profile());
     profile.misc.jitter_cv = 0.0;
-    let mut dec = h.benchmarks.iter().find(|b| b.kind == "e2e_decode").unwrap().clone();
+    let mut dec = h.benchmarks.iter().find(|b| b.kind == HarnessKind::E2eDecode).unwrap().clone();
     dec.host_build_s = None;
     let without = calibrate::predict_harness(&h, &dec, &profile).unwrap();
     dec.host_build_s = Some(0.002);
@@ -229,7 +229,7 @@ fn harness_files_are_checked() {
     let example = root().join("calibration/measurements/harness-quick-example.json");
     let h = calibrate::read_harness(&example).unwrap();
     assert_eq!(h.schema_version, 1);
-    assert!(h.benchmarks.iter().any(|b| b.kind == "e2e_decode" && b.tokens_per_s.is_some() && b.model.is_some()));
+    assert!(h.benchmarks.iter().any(|b| b.kind == HarnessKind::E2eDecode && b.tokens_per_s.is_some() && b.model.is_some()));
     assert!(calibrate::host_node(&h).unwrap().mem_bw_gbs > 0.1);
     let fab = calibrate::host_fabric(&h).unwrap();
     assert!(fab.latency_us > 0.0 && fab.bandwidth_gbs > 0.0);
@@ -274,6 +274,117 @@ fn validate_reports_json_and_enforces_max_mape() {
     bin().args(["validate", "--rows", "g-", "--plot"]).arg(tmp.path()).arg("--against").arg(crate::measurements_csv()).assert().success();
     assert!(std::fs::metadata(tmp.path().join("parity.png")).unwrap().len() > 10_000);
     assert!(std::fs::read_to_string(tmp.path().join("parity.svg")).unwrap().contains("measured"));
+}
+
+#[test]
+fn the_schema_and_the_twin_know_the_same_measurement_kinds() {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("calibration/harness/schema.json")).unwrap()).unwrap();
+    let in_schema: Vec<&str> = schema["$defs"]["kind"]["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let in_rust: Vec<&str> = HarnessKind::ALL.iter().map(|k| k.id()).collect();
+    assert_eq!(in_schema, in_rust, "calibration/harness/schema.json `$defs/kind` and HarnessKind differ");
+    for k in HarnessKind::ALL {
+        assert_eq!(serde_json::from_value::<HarnessKind>(json!(k.id())).unwrap(), *k);
+    }
+    assert!(serde_json::from_value::<HarnessKind>(json!("qmmm")).unwrap_err().to_string().contains("unknown measurement kind `qmmm`"));
+}
+
+#[test]
+fn a_harness_parameter_the_prediction_needs_is_an_error_naming_it() {
+    let h = calibrate::read_harness(&root().join("calibration/measurements/harness-quick-example.json")).unwrap();
+    let profile = with_host_chip(&Profile::default_profile());
+    let mut qmm = h.benchmarks.iter().find(|b| b.kind == HarnessKind::Qmm).unwrap().clone();
+    qmm.params.as_object_mut().unwrap().remove("K");
+    let e = calibrate::predict_harness(&h, &qmm, &profile).unwrap_err().to_string();
+    assert!(e.contains("`qmm`") && e.contains("params.K"), "{e}");
+    let mut dec = h.benchmarks.iter().find(|b| b.kind == HarnessKind::E2eDecode).unwrap().clone();
+    dec.model.as_mut().unwrap().as_object_mut().unwrap().remove("ffn");
+    let e = calibrate::predict_harness(&h, &dec, &profile).unwrap_err().to_string();
+    assert!(e.contains("model.ffn"), "{e}");
+    // A profile without the harness host's chip: an error naming the chip, not a zero.
+    let mut bare = Profile::default_profile();
+    bare.chips.remove("harness-host");
+    bare.chips.remove("m3-ultra");
+    let dec = h.benchmarks.iter().find(|b| b.kind == HarnessKind::E2eDecode).unwrap();
+    let e = calibrate::predict_harness(&h, dec, &with_host_chip(&bare)).unwrap_err().to_string();
+    assert!(e.contains("harness-host"), "{e}");
+}
+
+/// A copy of the hand-set profile with `from` replaced by `to` (every occurrence).
+fn hand_set_with(dir: &Path, name: &str, from: &str, to: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(root().join("calibration/profiles/hand-set.toml")).unwrap();
+    assert!(text.contains(from), "{from}");
+    let p = dir.join(name);
+    std::fs::write(&p, text.replace(from, to)).unwrap();
+    p
+}
+
+/// Runs the CLI with `args` then `--profile profile`; it must fail without a panic. Its stderr.
+fn fails_with_profile(args: &[&std::ffi::OsStr], profile: &Path) -> String {
+    let out = bin().current_dir(root()).args(args).arg("--profile").arg(profile).assert().failure().get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn bad_profiles_are_errors_with_file_line_and_parameter_never_panics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let harness = root().join("calibration/measurements/harness-quick-example.json");
+    let validate_harness = ["validate".as_ref(), "--against".as_ref(), harness.as_os_str()];
+    // cpu_reduce_gbs = 0 once gave durations of u64::MAX.
+    let zero = hand_set_with(tmp.path(), "zero.toml", "cpu_reduce_gbs = 20.0", "cpu_reduce_gbs = 0.0");
+    let line = std::fs::read_to_string(&zero).unwrap().lines().position(|l| l == "cpu_reduce_gbs = 0.0").unwrap() + 1;
+    let run = ["run".as_ref(), "scenarios/geerling-2x-m3-ultra-deepseek-v3.1-exo-rdma.toml".as_ref(), "--no-write".as_ref()];
+    for args in [&validate_harness[..], &run[..]] {
+        let err = fails_with_profile(args, &zero);
+        assert!(err.contains(&format!("zero.toml:{line}:")) && err.contains("comm.cpu_reduce_gbs") && err.contains("> 0"), "{err}");
+    }
+    // An efficiency above 1, a missing key.
+    let over = hand_set_with(tmp.path(), "over.toml", "bw_eff_attention = 0.27", "bw_eff_attention = 1.27");
+    let err = fails_with_profile(&validate_harness, &over);
+    assert!(err.contains("over.toml:") && err.contains(".bw_eff_attention` = 1.27") && err.contains("(0, 1]"), "{err}");
+    let missing = hand_set_with(tmp.path(), "missing.toml", "tcp_message_us = 20.0\n", "");
+    let err = fails_with_profile(&validate_harness, &missing);
+    assert!(err.contains("missing.toml:") && err.contains("tcp_message_us"), "{err}");
+    // A user profile without an m3-ultra section once panicked in calibrate and validate --profile.
+    let text = std::fs::read_to_string(root().join("calibration/profiles/hand-set.toml")).unwrap();
+    let mut no_m3: Profile = toml::from_str(&text).unwrap();
+    no_m3.chips.remove("m3-ultra");
+    no_m3.sources.retain(|k, _| !k.starts_with("chips.m3-ultra."));
+    let no_m3_path = tmp.path().join("no-m3.toml");
+    std::fs::write(&no_m3_path, toml::to_string(&no_m3).unwrap()).unwrap();
+    assert!(fails_with_profile(&validate_harness, &no_m3_path).contains("harness-host"));
+    let out = tmp.path().join("x.toml");
+    let calibrate_harness = ["calibrate".as_ref(), "-o".as_ref(), out.as_os_str(), harness.as_os_str()];
+    assert!(fails_with_profile(&calibrate_harness, &no_m3_path).contains("harness-host"));
+    // The published rows: an error naming the chip the profile lacks.
+    let csv = crate::measurements_csv();
+    assert!(fails_with_profile(&["validate".as_ref(), "--against".as_ref(), csv.as_os_str()], &no_m3_path).contains("`m3-ultra`"));
+}
+
+#[test]
+fn calibrate_writes_every_parameters_source_value_uncertainty_and_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = with_host_chip(&Profile::default_profile());
+    let shapes = [(1, 4096, 4096), (1, 1024, 512), (32, 4096, 4096), (64, 2048, 2048), (8, 1024, 1024)];
+    let f = write(tmp.path(), "h.json", &synthetic_harness(&base, &shapes));
+    let hand_set = root().join("calibration/profiles/hand-set.toml");
+    let out = tmp.path().join("fitted.toml");
+    let params = "chips.harness-host.bw_eff_dense,chips.harness-host.runtimes.mlx.kernel_launch_us";
+    bin().args(["calibrate", "--params", params, "-o"]).arg(&out).arg(&f).arg("--profile").arg(&hand_set).assert().success();
+    let p = Profile::load(&out).unwrap();
+    assert_eq!(p.sources.len(), p.params().len());
+    let fitted = &p.sources["chips.harness-host.bw_eff_dense"];
+    assert!(
+        fitted.source.starts_with("fitted on ") && fitted.std_error.is_some() && fitted.data.as_deref() == Some(f.to_str().unwrap()),
+        "{fitted:?}"
+    );
+    let hs = Profile::load(&hand_set).unwrap();
+    let kept = &p.sources["comm.gpu_sync_default_us"];
+    assert_eq!(kept.source, hs.sources["comm.gpu_sync_default_us"].source);
+    assert_eq!((kept.value, kept.data.as_deref()), (Some(180.0), Some(hs.meta.data.as_str())));
+    assert!(p.sources["chips.harness-host.compute_eff_dense"].source.contains("seeded from `chips.m3-ultra.compute_eff_dense`"));
 }
 
 /// The closed loop on this machine. Needs the harness environment (calibration/harness/setup.sh)

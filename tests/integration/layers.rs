@@ -12,7 +12,8 @@ use crate::root;
 const LAYERS: &[&[&str]] = &[
     &["util"],
     &["sim", "hw", "llm"],
-    &["catalog", "profile"],
+    &["catalog"],
+    &["profile"],
     &["engine"],
     &["scenario"],
     &["estimate"],

@@ -1,0 +1,162 @@
+//! Data sets: published rows and harness measurements behind one predictor, and the envelope
+//! (node counts, context, chips) the data cover.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::fit::{PRIOR_WEIGHT, Target};
+use super::harness::{HarnessFile, HarnessUse, SourceError, harness_id, harness_measured, read_harness};
+use super::predict::{HarnessError, predict_harness};
+use super::validate::{self, Prepared, RowError};
+use crate::profile::{HOST_CHIP, Profile};
+
+/// Where a target's prediction comes from.
+#[derive(Clone, Debug)]
+pub enum TargetSource {
+    /// A published row (a scenario through the run estimator).
+    Row(Box<Prepared>),
+    /// A harness measurement (file, index into its benchmarks).
+    Harness(Arc<HarnessFile>, usize),
+}
+
+/// Why a target could not be predicted.
+#[derive(Debug, thiserror::Error)]
+pub enum PredictError {
+    /// A published row.
+    #[error("{id}: {source}")]
+    Row {
+        /// Row id.
+        id: String,
+        /// Cause.
+        source: RowError,
+    },
+    /// A harness measurement.
+    #[error("{id}: {source}")]
+    Harness {
+        /// Measurement id.
+        id: String,
+        /// Cause.
+        source: HarnessError,
+    },
+}
+
+/// Measurements with their predictors.
+#[derive(Clone, Debug, Default)]
+pub struct Dataset {
+    /// Targets, in order.
+    pub targets: Vec<Target>,
+    /// How to predict each.
+    pub sources: Vec<TargetSource>,
+    /// Rows or measurements left out, with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// Input files.
+    pub files: Vec<String>,
+}
+
+/// Node counts, the largest context and the chips a data set covers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Coverage {
+    /// Node counts, ascending.
+    pub node_counts: Vec<u32>,
+    /// Largest context (prompt + generated tokens) of a published row.
+    pub max_context: u64,
+    /// Chips, sorted.
+    pub chips: Vec<String>,
+}
+
+impl Dataset {
+    /// Adds a measurement CSV (the format of shared/data/measurements.csv).
+    pub fn add_csv(&mut self, path: &Path, profile: &Profile) -> Result<(), SourceError> {
+        let rows =
+            validate::read_csv(path).map_err(|e| SourceError::Format { path: path.display().to_string(), message: e.to_string() })?;
+        let (prepared, skipped) = validate::prepare(&rows, profile);
+        for p in prepared {
+            self.targets.push(Target { id: p.row.id.clone(), measured: p.row.value });
+            self.sources.push(TargetSource::Row(Box::new(p)));
+        }
+        self.skipped.extend(skipped.into_iter().map(|s| (s.id, s.reason)));
+        self.files.push(path.display().to_string());
+        Ok(())
+    }
+
+    /// Adds the measurements of a harness file that are for `use_` (fit or validation targets).
+    pub fn add_harness(&mut self, path: &Path, use_: HarnessUse) -> Result<(), SourceError> {
+        let h = Arc::new(read_harness(path)?);
+        for (i, b) in h.benchmarks.iter().enumerate() {
+            if b.kind.usage() == use_ {
+                self.targets.push(Target { id: harness_id(b, i), measured: harness_measured(b) });
+                self.sources.push(TargetSource::Harness(h.clone(), i));
+            } else if use_ == HarnessUse::Fit {
+                self.skipped.push((harness_id(b, i), format!("{} measurement: a machine fact or a validation target, not fitted", b.kind)));
+            }
+        }
+        self.files.push(path.display().to_string());
+        Ok(())
+    }
+
+    /// Predicts target `i` under `profile`.
+    pub fn predict_one(&self, i: usize, profile: &Profile) -> Result<f64, PredictError> {
+        let id = || self.targets[i].id.clone();
+        match &self.sources[i] {
+            TargetSource::Row(p) => validate::predict(p, profile).map_err(|source| PredictError::Row { id: id(), source }),
+            TargetSource::Harness(h, k) => {
+                predict_harness(h, &h.benchmarks[*k], profile).map_err(|source| PredictError::Harness { id: id(), source })
+            }
+        }
+    }
+
+    /// Predicts every target under `profile`.
+    pub fn predict(&self, profile: &Profile) -> Result<Vec<f64>, PredictError> {
+        use rayon::prelude::*;
+        // Independent predictions, collected in target order: identical at any thread count.
+        (0..self.sources.len()).into_par_iter().map(|i| self.predict_one(i, profile)).collect()
+    }
+
+    /// Whether any target is a published row.
+    pub fn has_rows(&self) -> bool {
+        self.sources.iter().any(|s| matches!(s, TargetSource::Row(_)))
+    }
+
+    /// Whether any target is a harness measurement.
+    pub fn has_harness(&self) -> bool {
+        self.sources.iter().any(|s| matches!(s, TargetSource::Harness(..)))
+    }
+
+    /// The prior weight `calibrate` uses unless told otherwise: [`PRIOR_WEIGHT`] when the data
+    /// include published rows, whose parameters start from sourced values; 0 for harness files
+    /// alone, whose host parameters start from another chip's values (a seed, not a belief), so
+    /// a prior would only pull them toward the wrong machine.
+    pub fn default_prior_weight(&self) -> f64 {
+        if self.has_rows() { PRIOR_WEIGHT } else { 0.0 }
+    }
+
+    /// A copy without target `i`.
+    pub fn without(&self, i: usize) -> Dataset {
+        let mut d = self.clone();
+        d.targets.remove(i);
+        d.sources.remove(i);
+        d
+    }
+
+    /// Node counts and the largest context the data cover; chips of the nodes.
+    pub fn envelope(&self) -> Coverage {
+        let mut counts = BTreeSet::new();
+        let mut chips = BTreeSet::new();
+        let mut ctx = 0;
+        for s in &self.sources {
+            match s {
+                TargetSource::Row(p) => {
+                    counts.insert(p.scenario.nodes.len() as u32);
+                    chips.extend(p.scenario.nodes.iter().map(|n| n.chip.clone()));
+                    ctx = ctx.max(p.scenario.workload.prompt_tokens + p.scenario.workload.generate_tokens);
+                }
+                TargetSource::Harness(h, _) => {
+                    counts.insert(h.world_size);
+                    chips.insert(HOST_CHIP.to_string());
+                }
+            }
+        }
+        Coverage { node_counts: counts.into_iter().collect(), max_context: ctx, chips: chips.into_iter().collect() }
+    }
+}

@@ -1,0 +1,134 @@
+//! Parameters of a fit: reading and writing them by dotted path, the free-space transforms the
+//! optimiser works in, and which parameters the harness and the published rows constrain.
+
+use super::CalibrateError;
+use crate::profile::{Bound, HOST_CHIP, Profile};
+
+/// Reads a parameter by dotted path (`chips.m3-ultra.bw_eff_dense`).
+pub fn get_param(profile: &Profile, path: &str) -> Option<f64> {
+    profile.param(path).map(|(v, _)| v)
+}
+
+/// Returns a copy of `profile` with the parameters at `paths` set to `values`.
+pub fn set_params(profile: &Profile, paths: &[String], values: &[f64]) -> Result<Profile, CalibrateError> {
+    let mut p = profile.clone();
+    for (path, v) in paths.iter().zip(values) {
+        match p.param(path) {
+            None => return Err(CalibrateError::UnknownParam(path.clone())),
+            Some((_, Bound::Count)) => return Err(CalibrateError::Discrete(path.clone())),
+            Some(_) => {
+                p.set_param(path, *v);
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// Whether the optimiser keeps a parameter in (0, 1) (an efficiency, a fraction of a peak)
+/// through a logistic; every other parameter stays positive through a logarithm.
+pub(crate) fn is_fraction(profile: &Profile, path: &str) -> bool {
+    matches!(profile.param(path), Some((_, Bound::Fraction)))
+}
+
+/// The optimiser's unbounded variable for value `v`.
+pub(crate) fn to_free(fraction: bool, v: f64) -> f64 {
+    if fraction { (v / (1.0 - v)).ln() } else { v.ln() }
+}
+
+/// The value of free variable `x`; clamped so that a trial step of the optimiser can never
+/// produce absurd values (efficiencies of 1e-40, microsecond costs of 1e30).
+pub(crate) fn from_free(fraction: bool, x: f64) -> f64 {
+    if fraction { 1.0 / (1.0 + (-x.clamp(-12.0, 12.0)).exp()) } else { x.clamp(-14.0, 16.0).exp() }
+}
+
+/// d(value)/d(free variable), for propagating uncertainties.
+pub(crate) fn dvalue(fraction: bool, v: f64) -> f64 {
+    if fraction { v * (1.0 - v) } else { v }
+}
+
+/// A profile seeded for a harness host: when it has no `harness-host` chip, the host's
+/// parameters start from the M3 Ultra's (MLX runtime only). A profile with neither is returned
+/// as is: predicting harness data then fails with an error naming the missing chip.
+pub fn with_host_chip(base: &Profile) -> Profile {
+    let mut p = base.clone();
+    if !p.chips.contains_key(HOST_CHIP) {
+        if let Some(seed) = p.chips.get(SEED_CHIP) {
+            let mut chip = seed.clone();
+            chip.runtimes.retain(|k, _| k == "mlx");
+            p.chips.insert(HOST_CHIP.into(), chip);
+        }
+    }
+    p
+}
+
+/// The chip whose parameters seed a harness host's.
+pub const SEED_CHIP: &str = "m3-ultra";
+
+/// Parameters fitted from harness microbenchmarks by default.
+pub fn harness_params() -> Vec<String> {
+    [
+        "bw_eff_dense",
+        "compute_eff_dense",
+        "bw_eff_expert",
+        "compute_eff_expert",
+        "bw_eff_attention",
+        "compute_eff_attention",
+        "runtimes.mlx.kernel_launch_us",
+    ]
+    .iter()
+    .map(|p| format!("chips.{HOST_CHIP}.{p}"))
+    .chain(["comm.tcp_message_us".to_string(), "comm.collective_in_context_us".to_string()])
+    .collect()
+}
+
+/// Parameters fitted from the published rows by default.
+pub fn published_params() -> Vec<String> {
+    [
+        "chips.m3-ultra.bw_eff_dense",
+        "chips.m3-ultra.bw_eff_expert",
+        "chips.m3-ultra.compute_eff_dense",
+        "chips.m3-ultra.compute_eff_expert",
+        "chips.m3-ultra.compute_eff_attention",
+        "chips.m3-ultra.gpu_dynamic_w",
+        "chips.m3-ultra.runtimes.mlx.kernel_launch_us",
+        "chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us",
+        "comm.jaccl_round_us",
+        "comm.jaccl_peer_us",
+        "comm.rpc_call_us",
+        "comm.rpc_graph_node_us",
+        "chips.gb10.bw_eff_dense",
+        "chips.gb10.runtimes.llama-cpp.kernel_launch_us",
+        "chips.ryzen-ai-max-395.bw_eff_dense",
+        "chips.ryzen-ai-max-395.bw_eff_expert",
+        "chips.ryzen-ai-max-395.runtimes.llama-cpp.kernel_launch_us",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_round_trip() {
+        let p = Profile::default_profile();
+        let v = get_param(&p, "chips.m3-ultra.bw_eff_dense").unwrap();
+        let q = set_params(&p, &["chips.m3-ultra.bw_eff_dense".into()], &[v * 2.0]).unwrap();
+        assert_eq!(get_param(&q, "chips.m3-ultra.bw_eff_dense").unwrap(), v * 2.0);
+        assert!(set_params(&p, &["chips.nope.x".into()], &[1.0]).is_err());
+        assert_eq!(
+            set_params(&p, &["comm.jaccl_window".into()], &[3.0]).unwrap_err(),
+            CalibrateError::Discrete("comm.jaccl_window".into())
+        );
+    }
+
+    #[test]
+    fn a_profile_without_the_seed_chip_is_not_a_panic() {
+        let mut p = Profile::default_profile();
+        p.chips.remove(SEED_CHIP);
+        p.chips.remove(HOST_CHIP);
+        assert!(!with_host_chip(&p).chips.contains_key(HOST_CHIP));
+    }
+}
