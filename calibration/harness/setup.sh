@@ -42,4 +42,6 @@ dev = "gpu (Metal)" if mx.metal.is_available() else "cpu"
 backends = [b for b in ("ring", "jaccl", "mpi", "nccl") if mx.distributed.is_available(b)]
 print(f"setup.sh: mlx {mx.__version__}, device {dev}, distributed backends {backends}")
 PYEOF
+# The harness's package (supernode_harness/, beside harness.py) imports with this MLX.
+(cd "$HERE" && "$VENV/bin/python" -c 'import supernode_harness.cli, supernode_harness.context, supernode_harness.e2e.run')
 echo "setup.sh: done. Run: $VENV/bin/python $HERE/harness.py --quick" >&2

@@ -1,116 +1,19 @@
-"""Tests for the calibration harness. Run with the harness venv:
+"""The harness run end to end: small subsets on one rank and on two ranks over the ring
+backend on loopback, the output validated against schema.json (with the `jsonschema` package
+and with plain Python checks). Run with the harness venv:
 
     calibration/harness/.venv/bin/python -m pytest -q calibration/harness
-
-They run small subsets of the harness (single rank, and two ranks over the ring
-backend on loopback) and validate the output against schema.json, both with the
-`jsonschema` package and with plain Python checks.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import socket
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-HERE = Path(__file__).resolve().parent
-HARNESS = HERE / "harness.py"
-SCHEMA = json.loads((HERE / "schema.json").read_text())
-EXAMPLE = HERE.parent / "measurements" / "harness-quick-example.json"
-PY = sys.executable
-LAUNCH = Path(PY).parent / "mlx.launch"
-
-TINY_MODEL = {
-    "hidden_size": 256,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "intermediate_size": 512,
-    "vocab_size": 1024,
-    "quantization": {"bits": 4, "group_size": 64},
-}
-
-TOP_REQUIRED = SCHEMA["required"]
-BENCH_REQUIRED = SCHEMA["$defs"]["benchmark"]["required"]
-KINDS = set(SCHEMA["$defs"]["kind"]["enum"])
-MODEL_REQUIRED = SCHEMA["$defs"]["model"]["required"]
-
-
-def plain_check(doc: dict) -> None:
-    """Schema essentials checked without jsonschema (what a reader relies on)."""
-    missing = [k for k in TOP_REQUIRED if k not in doc]
-    assert not missing, f"missing top-level keys {missing}"
-    assert doc["schema_version"] == 1
-    assert doc["tool"] == "supernode-harness"
-    for k in ("hostname", "os", "platform", "cpu", "cores", "ram_bytes"):
-        assert k in doc["machine"], k
-    assert doc["backend"] in {"ring", "jaccl", "jaccl-ring", "mpi", "nccl", "none"}
-    assert doc["device"] in {"cpu", "gpu"}
-    assert isinstance(doc["quick"], bool)
-    assert isinstance(doc["world_size"], int) and doc["world_size"] >= 1
-    assert isinstance(doc["power"].get("available"), bool)
-    assert isinstance(doc["benchmarks"], list) and doc["benchmarks"]
-    for b in doc["benchmarks"]:
-        miss = [k for k in BENCH_REQUIRED if k not in b]
-        assert not miss, f"{b.get('kind')}: missing {miss}"
-        assert b["kind"] in KINDS
-        s = b["samples_s"]
-        assert s and all(isinstance(v, (int, float)) and v >= 0 and math.isfinite(v) for v in s)
-        assert b["p10_s"] <= b["median_s"] <= b["p90_s"]
-        assert min(s) <= b["median_s"] <= max(s)
-        srt = sorted(s)
-        n = len(srt)
-        med = srt[n // 2] if n % 2 else (srt[n // 2 - 1] + srt[n // 2]) / 2
-        assert math.isclose(med, b["median_s"], rel_tol=1e-6, abs_tol=1e-9)
-        if b["kind"].startswith("e2e_"):
-            assert b["tokens_per_s"] > 0
-            for k in MODEL_REQUIRED:
-                assert k in b["model"], k
-
-
-def schema_check(doc: dict) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
-
-
-def run_harness(tmp_path: Path, *args: str, timeout: int = 300) -> dict:
-    out = tmp_path / "out.json"
-    r = subprocess.run([PY, str(HARNESS), "--out", str(out), *args], capture_output=True, text=True,
-                       timeout=timeout, cwd=str(HERE))
-    assert r.returncode == 0, f"harness failed ({r.returncode}):\n{r.stderr[-4000:]}"
-    assert "[harness r0" in r.stderr  # progress goes to stderr
-    assert r.stdout == ""
-    doc = json.loads(out.read_text())
-    assert not list(tmp_path.glob(".out.json.*")), "temporary file left behind"
-    return doc
-
-
-def free_port_block(n: int = 4) -> int:
-    """A starting port with n free consecutive ports (best effort)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n >= 65535:
-            continue
-        ok = True
-        for p in range(base, base + n):
-            with socket.socket() as t:
-                try:
-                    t.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    return 32323
+from checks import (EXAMPLE, HARNESS, HERE, LAUNCH, PY, SCHEMA, TINY_MODEL, free_port_block, plain_check,
+                    run_harness, schema_check)
 
 
 def test_schema_is_valid_json_schema():
@@ -242,57 +145,12 @@ def test_committed_example_is_valid():
     assert EXAMPLE.stat().st_size < 400_000
 
 
-def test_merge_rounds_keeps_every_round_and_reports_the_best():
-    sys.path.insert(0, str(HERE))
-    try:
-        import harness
-    finally:
-        sys.path.pop(0)
-
-    def rec(kind, rnd, samples, params=None, **extra):
-        e = {"kind": kind, "params": dict(params or {"M": 1}), "bytes": 8, "flops": 2.0, "round": rnd}
-        e.update(harness.stats(samples))
-        e.update(extra)
-        return e
-    results = [
-        rec("pace", 0, [1.0], {"at": "before qmm"}),
-        rec("qmm", 0, [3.0, 3.2], {"M": 1, "inner": 4}, per_rank_median_s=[3.1, 2.0]),
-        rec("qmm", 0, [5.0], {"M": 8, "inner": 1}),
-        rec("pace", 1, [1.5], {"at": "before qmm"}),
-        # round 1 is faster on rank 0 but its slowest rank is slower: round 0 is the best
-        rec("qmm", 1, [2.0, 2.2], {"M": 1, "inner": 6}, per_rank_median_s=[2.1, 3.5]),
-        rec("qmm", 1, [4.0], {"M": 8, "inner": 1}),
-        rec("e2e_decode", 0, [0.2, 0.2], {"gen_tokens": 2}, tokens_per_s=5.0),
-        rec("e2e_decode", 1, [0.1, 0.1], {"gen_tokens": 2}, tokens_per_s=10.0),
-    ]
-    out = harness.merge_rounds(results)
-    assert [b["kind"] for b in out] == ["pace", "qmm", "qmm", "pace", "e2e_decode"]
-    m1, m8, dec = out[1], out[2], out[4]
-    assert m1["best_round"] == 0 and m1["median_s"] == 3.1 and m1["params"]["inner"] == 4
-    assert [r["round"] for r in m1["rounds"]] == [0, 1] and m1["rounds"][1]["samples_s"] == [2.0, 2.2]
-    assert m1["all_rounds"]["n"] == 4 and "round" not in m1
-    assert m8["best_round"] == 1 and m8["median_s"] == 4.0
-    assert dec["best_round"] == 1 and dec["tokens_per_s"] == 10.0
-    assert math.isclose(dec["all_rounds"]["tokens_per_s_mean"], 4 / 0.6)
-    # one round: the records pass through
-    assert harness.merge_rounds(results[:3]) == results[:3]
-
-
-def test_percentile_and_atomic_write(tmp_path):
-    sys.path.insert(0, str(HERE))
-    try:
-        import harness
-    finally:
-        sys.path.pop(0)
-    assert harness.percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
-    assert math.isclose(harness.percentile([0.0, 10.0], 10), 1.0)
-    st = harness.stats([3.0, 1.0, 2.0])
-    assert (st["median_s"], st["p10_s"], st["p90_s"], st["samples_s"]) == (2.0, 1.2, 2.8, [3.0, 1.0, 2.0])
-    target = tmp_path / "sub" / "f.json"
-    harness.write_atomic(target, {"a": 1})
-    assert json.loads(target.read_text()) == {"a": 1}
-    umask = os.umask(0)
-    os.umask(umask)
-    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
-    assert [p.name for p in target.parent.iterdir()] == ["f.json"]
-    assert harness.sanitize({"x": [float("nan"), 1.0]}) == {"x": [None, 1.0]}
+def test_module_entry_point_has_the_same_command_line():
+    """`python -m supernode_harness` and harness.py are one command line (--help needs no MLX run)."""
+    a = subprocess.run([PY, str(HARNESS), "--help"], capture_output=True, text=True, timeout=60)
+    b = subprocess.run([PY, "-m", "supernode_harness", "--help"], capture_output=True, text=True, timeout=60,
+                       cwd=str(HERE))
+    assert a.returncode == 0 and b.returncode == 0, b.stderr
+    assert "--model-config" in a.stdout and "--rounds" in a.stdout
+    # the same options and help; only the usage block, which names the program, differs
+    assert a.stdout.split("\n\n", 1)[1] == b.stdout.split("\n\n", 1)[1]
