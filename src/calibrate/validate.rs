@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::estimate::estimate;
 use crate::profile::Profile;
-use crate::scenario::{self, Source};
+use crate::scenario::{self, ScenarioBuilder};
 use crate::util::round3;
 
 /// One row of a measurement CSV.
@@ -132,8 +132,9 @@ fn first_word(s: &str) -> &str {
     s.split_whitespace().next().unwrap_or("")
 }
 
-/// Turns a row into scenario TOML, or says why it cannot.
-pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(String, Vec<String>), String> {
+/// Turns a row into a scenario builder (validated by the same rules as a scenario file when
+/// built), with the assumptions made for what the row does not say; or says why it cannot.
+pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(ScenarioBuilder, Vec<String>), String> {
     let mut assumptions = Vec::new();
     let n: usize = row.nodes.trim().parse().map_err(|_| format!("node count `{}` is not a number", row.nodes))?;
     // A system is a family with a memory mix, or directly a catalog node (rows imported from a
@@ -183,7 +184,6 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Str
     if n > 1 && row.fabric.contains("not stated") {
         assumptions.push(format!("fabric not stated: assumed {fabric_word}"));
     }
-    let fabric = if n > 1 { format!("fabric = \"{fabric_word}\"\ntopology = \"full-mesh\"\n") } else { String::new() };
     let (kind_prompt, generate) = match row.metric.as_str() {
         "decode_tokens_per_s" | "node_power_w" => {
             match row.prompt_tokens.trim().parse::<u64>() {
@@ -202,14 +202,13 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Str
         }
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled)")),
     };
-    // Models too large for the default wired limit on one node: users raise iogpu.wired_limit_mb.
-    let toml = format!(
-        "name = \"{id}\"\nseed = 1\n[cluster]\nnodes = [{nodes}]\n{fabric}[model]\nname = \"{model}\"\nquant = \"{quant}\"\n[engine]\nname = \"{engine}\"\nparallelism = \"{parallelism}\"\n[workload]\nprompt_tokens = {kind_prompt}\ngenerate_tokens = {generate}\n",
-        id = row.id,
-        nodes = nodes.iter().map(|x| format!("\"{x}\"")).collect::<Vec<_>>().join(", "),
-        model = row.model,
-    );
-    Ok((toml, assumptions))
+    let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
+    b.name(row.id.clone()).seed(1).nodes(&nodes).model(&row.model).quant(&quant).engine(engine).parallelism(parallelism);
+    if n > 1 {
+        b.fabric(fabric_word).topology("full-mesh");
+    }
+    b.tokens(kind_prompt, generate);
+    Ok((b, assumptions))
 }
 
 fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, assumptions: &mut Vec<String>) -> Result<String, String> {
@@ -252,15 +251,14 @@ pub fn prepare(rows: &[MeasurementRow], profile: &Profile) -> (Vec<Prepared>, Ve
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for row in rows {
-        let (toml, mut assumptions) = match row_scenario(row, rows) {
+        let (builder, mut assumptions) = match row_scenario(row, rows) {
             Ok(x) => x,
             Err(reason) => {
                 skipped.push(SkippedRow { id: row.id.clone(), reason });
                 continue;
             }
         };
-        let src = Source { path: format!("{}.toml", row.id), dir: Default::default(), text: toml.clone() };
-        let mut sc = match scenario::parse(src) {
+        let mut sc = match builder.build() {
             Ok(s) => s,
             Err(e) => {
                 skipped.push(SkippedRow { id: row.id.clone(), reason: e.message });
