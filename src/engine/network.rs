@@ -180,21 +180,14 @@ impl<'a> Builder<'a> {
                 (0..n).map(|i| self.g.join(&arrivals[i])).collect()
             }
             AllReduceAlgo::Ring => {
+                // Reduce-scatter (N-1 steps, each received chunk reduced on the CPU), then
+                // all-gather (N-1 steps).
                 let chunk = bytes.div_ceil(n as u64);
                 let mut have: Vec<TaskId> = synced.clone();
-                // A rank's sends leave in order on its link (one socket / queue pair).
                 let mut last_send: Vec<Option<TaskId>> = vec![None; n];
                 for step in 0..2 * (n - 1) {
-                    let mut next = have.clone();
-                    for i in 0..n {
-                        let j = (i + 1) % n;
-                        let deps: Vec<TaskId> = std::iter::once(have[i]).chain(last_send[i]).collect();
-                        let x = self.send(i, j, chunk, &deps);
-                        last_send[i] = Some(x);
-                        next[j] =
-                            if step < n - 1 { self.cpu(j, reduce_ns(chunk), "reduce", &[x, have[j]]) } else { self.g.join(&[x, have[j]]) };
-                    }
-                    have = next;
+                    let reduce = (step < n - 1).then(|| reduce_ns(chunk));
+                    have = self.ring_step(&have, &mut last_send, chunk, reduce);
                 }
                 have
             }
@@ -234,17 +227,29 @@ impl<'a> Builder<'a> {
         let mut have = synced;
         let mut last_send: Vec<Option<TaskId>> = vec![None; n];
         for _ in 0..n - 1 {
-            let mut next = have.clone();
-            for i in 0..n {
-                let j = (i + 1) % n;
-                let deps: Vec<TaskId> = std::iter::once(have[i]).chain(last_send[i]).collect();
-                let x = self.send(i, j, bytes, &deps);
-                last_send[i] = Some(x);
-                next[j] = self.g.join(&[x, have[j]]);
-            }
-            have = next;
+            have = self.ring_step(&have, &mut last_send, bytes, None);
         }
         (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.sync_ns(i), "cpu->gpu", &[have[i]])).collect()
+    }
+
+    /// One step of a ring: every rank i sends `bytes` to rank i+1 once it has its data and its
+    /// previous send has left (a rank's sends leave in order on its link: one socket / queue
+    /// pair); the receiver then reduces on its CPU for `reduce` ns, or only joins. Returns, per
+    /// rank, when it has the step's result.
+    fn ring_step(&mut self, have: &[TaskId], last_send: &mut [Option<TaskId>], bytes: u64, reduce: Option<Time>) -> Vec<TaskId> {
+        let n = have.len();
+        let mut next = have.to_vec();
+        for i in 0..n {
+            let j = (i + 1) % n;
+            let deps: Vec<TaskId> = std::iter::once(have[i]).chain(last_send[i]).collect();
+            let x = self.send(i, j, bytes, &deps);
+            last_send[i] = Some(x);
+            next[j] = match reduce {
+                Some(ns) => self.cpu(j, ns, "reduce", &[x, have[j]]),
+                None => self.g.join(&[x, have[j]]),
+            };
+        }
+        next
     }
 
     pub(super) fn finish(self, tokens: u64) -> Lowered {
