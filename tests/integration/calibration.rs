@@ -387,16 +387,29 @@ fn calibrate_writes_every_parameters_source_value_uncertainty_and_data() {
     assert!(p.sources["chips.harness-host.compute_eff_dense"].source.contains("seeded from `chips.m3-ultra.compute_eff_dense`"));
 }
 
-/// The closed loop on this machine. Needs the harness environment (calibration/harness/setup.sh)
-/// and the machine to itself: run with `cargo test --release -- --ignored --test-threads=1`.
-#[test]
-#[ignore = "runs the MLX harness for ~2 minutes; README's test command runs it alone"]
-fn closed_loop_harness_calibrate_predict_end_to_end() {
+/// One closed-loop attempt: the harness on 2 local ranks -> `calibrate` -> `validate` against
+/// the harness's own end-to-end decode and prefill. Returns the rows over the bar (empty when
+/// it passed) and what the machine was doing meanwhile.
+struct Attempt {
+    over_bar: Vec<String>,
+    /// Highest 1-minute load average seen before and after the harness ran.
+    load: f64,
+    /// How far the machine's pace drifted between the microbenchmarks and the decode, percent.
+    pace_drift_percent: Option<f64>,
+}
+
+/// The 1-minute load average (Linux; 0 elsewhere).
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next()?.parse().ok()).unwrap_or(0.0)
+}
+
+fn closed_loop_attempt(bar_percent: f64) -> Attempt {
     let harness = root().join("calibration/harness");
     let py = harness.join(".venv/bin/python");
     assert!(py.exists(), "run calibration/harness/setup.sh first");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("harness.json");
+    let load_before = load_average();
     let status = std::process::Command::new(harness.join(".venv/bin/mlx.launch"))
         .args(["--backend", "ring", "-n", "2", "--python"])
         .arg(&py)
@@ -406,6 +419,7 @@ fn closed_loop_harness_calibrate_predict_end_to_end() {
         .arg(&out)
         .status()
         .expect("mlx.launch runs");
+    let load = load_before.max(load_average());
     assert!(status.success(), "harness failed");
     let profile = tmp.path().join("host.toml");
     let fit = bin().arg("calibrate").arg(&out).arg("-o").arg(&profile).assert().success().get_output().clone();
@@ -414,8 +428,39 @@ fn closed_loop_harness_calibrate_predict_end_to_end() {
         bin().args(["validate", "--json", "--against"]).arg(&out).arg("--profile").arg(&profile).assert().success().get_output().clone();
     let report: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
     eprintln!("closed loop: {}", serde_json::to_string_pretty(&report["rows"]).unwrap());
-    for row in report["rows"].as_array().unwrap() {
-        let e = row["error_percent"].as_f64().unwrap();
-        assert!(e.abs() <= 15.0, "{} predicted {} vs measured {}: {e:.1}%", row["id"], row["predicted"], row["measured"]);
+    let over_bar = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["error_percent"].as_f64().unwrap().abs() > bar_percent)
+        .map(|row| format!("{} predicted {} vs measured {}: {}%", row["id"], row["predicted"], row["measured"], row["error_percent"]))
+        .collect();
+    Attempt { over_bar, load, pace_drift_percent: report["pace_drift_percent"].as_f64() }
+}
+
+/// The closed loop on this machine. Needs the harness environment (calibration/harness/setup.sh):
+/// run with `cargo test --release -- --ignored --test-threads=1`. The bar is 15% on both rows,
+/// always. It times real kernels, so when an attempt misses the bar while the machine was
+/// contended (load average above its cores + 1 — the harness's two ranks fill a 2-core box — or
+/// the harness's own pace probes drifting more than 10% between microbenchmarks and decode), it
+/// says so and tries once more, at the same bar; a second miss fails.
+#[test]
+#[ignore = "runs the MLX harness for ~2 minutes; README's test command runs it alone"]
+fn closed_loop_harness_calibrate_predict_end_to_end() {
+    const BAR_PERCENT: f64 = 15.0;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let first = closed_loop_attempt(BAR_PERCENT);
+    eprintln!("closed loop: load average up to {:.2} on {cores} cores, pace drift {:?}%", first.load, first.pace_drift_percent);
+    if first.over_bar.is_empty() {
+        return;
     }
+    let contended = first.load > cores + 1.0 || first.pace_drift_percent.is_some_and(|d| d.abs() > 10.0);
+    assert!(contended, "closed loop over the {BAR_PERCENT}% bar on a quiet machine: {:?}", first.over_bar);
+    eprintln!(
+        "closed loop: over the {BAR_PERCENT}% bar while the machine was contended ({:?}); retrying once at the same bar",
+        first.over_bar
+    );
+    let second = closed_loop_attempt(BAR_PERCENT);
+    eprintln!("closed loop (retry): load average up to {:.2}, pace drift {:?}%", second.load, second.pace_drift_percent);
+    assert!(second.over_bar.is_empty(), "closed loop over the {BAR_PERCENT}% bar twice: {:?}", second.over_bar);
 }
