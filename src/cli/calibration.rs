@@ -91,11 +91,11 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
     match &a.out {
         Some(path) => {
             write_file(path, text.as_bytes())?;
-            eprintln!("import: {} rows from {tests} llama-bench tests written to {}", rows.len(), path.display());
+            super::note!("import: {} rows from {tests} llama-bench tests written to {}", rows.len(), path.display());
         }
         None => {
             print!("{text}");
-            eprintln!("import: {} rows from {tests} llama-bench tests", rows.len());
+            super::note!("import: {} rows from {tests} llama-bench tests", rows.len());
         }
     }
     Ok(())
@@ -134,10 +134,10 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
 fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     let base = calibrate::with_host_chip(&a.profile.load()?);
     let data = load_dataset(&a.measurements, &base, HarnessUse::Fit).map_err(CliError::input)?;
-    eprintln!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
+    super::note!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
     let prior_weight = a.prior_weight.unwrap_or_else(|| data.default_prior_weight());
-    let (mut fitted, report, dropped) =
-        calibrate::calibrate(&data, &base, a.params.clone(), prior_weight).map_err(|e| CliError::input(e.to_string()))?;
+    let fit = with_evaluation_counter(|| calibrate::calibrate(&data, &base, a.params.clone(), prior_weight));
+    let (mut fitted, report, dropped) = fit.map_err(|e| CliError::input(e.to_string()))?;
     let name = a.out.file_stem().map_or_else(|| "fitted".to_string(), |s| s.to_string_lossy().into_owned());
     let ctx = calibrate::provenance::FitContext { name, date: crate::util::today(), data: &data, prior_weight };
     calibrate::provenance::describe_fit(&mut fitted, &base, &report, &ctx);
@@ -150,6 +150,37 @@ fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         println!("profile written to {}", a.out.display());
     }
     Ok(())
+}
+
+/// Runs `f` (a fit) with a spinner on stderr counting the predictions evaluated so far and the
+/// time spent: a fit's number of steps is not known in advance, so there is no honest ETA.
+/// Hidden under `--quiet` and when stderr is not a terminal.
+fn with_evaluation_counter<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    use std::io::IsTerminal as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if super::quiet() || !std::io::stderr().is_terminal() {
+        return f();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} fitting: {pos} predictions evaluated")
+            .expect("valid template"),
+    );
+    let start = calibrate::fit::EVALUATIONS.load(Ordering::Relaxed);
+    let finished = AtomicBool::new(false);
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !finished.load(Ordering::Relaxed) {
+                pb.set_position(calibrate::fit::EVALUATIONS.load(Ordering::Relaxed) - start);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        let out = f();
+        finished.store(true, Ordering::Relaxed);
+        out
+    });
+    pb.finish_and_clear();
+    out
 }
 
 /// The fit report as text.

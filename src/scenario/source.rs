@@ -153,6 +153,11 @@ impl ScenarioError {
         self.kind = kind;
         self
     }
+
+    /// The byte range of the source the error points at.
+    pub fn span(&self) -> Range<usize> {
+        self.span.offset()..self.span.offset() + self.span.len()
+    }
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
