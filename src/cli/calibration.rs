@@ -55,6 +55,9 @@ pub struct ImportArgs {
     /// Write the rows here (CSV) instead of standard output.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Take --node even when it contradicts the GPU name in the file (relabel the run).
+    #[arg(long, requires = "node")]
+    pub force: bool,
 }
 
 /// Runs a calibration command.
@@ -72,6 +75,10 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
     for f in &a.files {
         let records = llama_bench::read(f).map_err(|e| CliError::input(e.to_string()))?;
         tests += records.len();
+        if let (Some(node), false) = (a.node.as_deref(), a.force) {
+            llama_bench::check_node(&records, node, crate::catalog::catalog())
+                .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
+        }
         // Row ids start with the file's stem; two files of the same name get -2, -3, ...
         let base = f.file_stem().map_or_else(|| "bench".to_string(), |s| s.to_string_lossy().into_owned());
         let same = stems.iter().filter(|s| **s == base).count();

@@ -404,3 +404,16 @@ fn completions_man_exit_codes_and_quiet() {
     assert_eq!(a, b.stdout, "--quiet changes nothing on stdout");
     assert!(b.stderr.is_empty());
 }
+
+/// Issue 14 item 5: `import` refuses a `--node` that contradicts the GPU name in the file (a GB10
+/// run relabelled as an M3 Ultra) unless `--force`.
+#[test]
+fn import_refuses_a_node_that_contradicts_the_gpu() {
+    let gb10 = root().join("tests/fixtures/llama-bench/gb10.json");
+    let o = bin().args(["import", "--node", "m3-ultra-80c-512gb"]).arg(&gb10).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("NVIDIA GB10") && err.contains("--force") && err.contains("dgx-spark"), "{err}");
+    let o = bin().args(["import", "--node", "m3-ultra-80c-512gb", "--force"]).arg(&gb10).assert().success().get_output().clone();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("m3-ultra-80c-512gb"));
+    bin().args(["import", "--node", "dgx-spark"]).arg(&gb10).assert().success();
+}
