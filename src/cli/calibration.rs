@@ -134,6 +134,27 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
             }
             return Err(e);
         }
+        // A measured rate or power of 0 or below has no relative error (MAPE would be inf).
+        if let Some(t) = d.targets.iter().find(|t| !(t.measured.is_finite() && t.measured > 0.0)) {
+            return Err(format!(
+                "{}: row `{}` has measured value {}; a measurement must be a positive number",
+                f.display(),
+                t.id,
+                t.measured
+            ));
+        }
+    }
+    if d.targets.is_empty() {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        let why = if d.skipped.is_empty() {
+            "no rows at all (an empty file?)".to_string()
+        } else {
+            format!("{} rows, none predictable", d.skipped.len())
+        };
+        return Err(format!(
+            "no measurements in {}: {why}; give a measurement CSV (the format of shared/data/measurements.csv, a header and one row per measurement) or a harness JSON",
+            names.join(", ")
+        ));
     }
     Ok(d)
 }

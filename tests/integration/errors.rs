@@ -132,3 +132,31 @@ fn set_errors_point_at_the_set_argument() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--set:1:24") && err.contains("takes an integer"), "{err}");
 }
+
+/// Issue 14 item 5 (smaller ones): an empty measurement file says what is missing (it said "need
+/// at least 0"); measured values of 0 or below are refused (MAPE was inf); no internal type names
+/// ("RawCluster") in messages.
+#[test]
+fn empty_or_nonpositive_measurements_and_user_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin().args(["calibrate", "/dev/null", "-o"]).arg(dir.path().join("p.toml")).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no measurements in /dev/null") && !err.contains("need at least 0"), "{err}");
+    let csv = std::fs::read_to_string(crate::measurements_csv()).unwrap();
+    let mut lines = csv.lines();
+    let header = lines.next().unwrap();
+    let row = lines.find(|l| l.contains(",decode_tokens_per_s,")).unwrap();
+    let cols: Vec<&str> = header.split(',').collect();
+    let vi = cols.iter().position(|c| *c == "value").unwrap();
+    let mut fields: Vec<String> = row.split(',').map(String::from).collect();
+    fields[vi] = "0".into();
+    let bad = dir.path().join("zero.csv");
+    std::fs::write(&bad, format!("{header}\n{}\n", fields.join(","))).unwrap();
+    let out = bin().args(["validate", "--against"]).arg(&bad).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("measured value 0") && err.contains("positive"), "{err}");
+    let out =
+        bin().args(["run", "-", "--no-write"]).write_stdin("cluster = 3\n[model]\nname = \"x\"\n").assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a [cluster] table") && !err.contains("RawCluster"), "{err}");
+}
