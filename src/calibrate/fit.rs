@@ -58,6 +58,10 @@ fn debug(what: impl FnOnce() -> String) {
     }
 }
 
+/// Predictions evaluated by every fit in this process so far: what `calibrate`'s progress
+/// display counts (a fit's number of evaluations is not known in advance).
+pub static EVALUATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 struct Problem<'a> {
     base: &'a Profile,
     paths: &'a [String],
@@ -85,6 +89,7 @@ impl Problem<'_> {
 
     fn eval(&self, x: &DVector<f64>) -> Option<DVector<f64>> {
         self.evaluations.set(self.evaluations.get() + 1);
+        EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let values = self.values(x);
         let p = set_params(self.base, self.paths, &values).map_err(|e| debug(|| format!("cannot set {values:?}: {e}"))).ok()?;
         let pred = (self.predict)(&p).map_err(|e| debug(|| format!("prediction failed at {values:?}: {e}"))).ok()?;

@@ -278,6 +278,31 @@ pub fn node_for_gpu(gpu: &str, cat: &Catalog) -> Result<String, String> {
     }
 }
 
+/// Checks that `--node` does not contradict the GPU name llama-bench recorded: when the GPU
+/// names a catalog chip, the node must have that chip (a GB10 run is not an M3 Ultra's). A GPU
+/// name that matches no catalog chip cannot contradict anything.
+pub fn check_node(records: &[BenchRecord], node: &str, cat: &Catalog) -> Result<(), String> {
+    let Some(chosen) = cat.node(node) else { return Ok(()) };
+    let mine = squash(&chosen.chip);
+    for g in records.iter().filter_map(|r| r.gpu_info.as_deref()) {
+        let g2 = squash(g);
+        if !mine.is_empty() && g2.contains(&mine) {
+            continue;
+        }
+        let chips: Vec<&str> =
+            cat.nodes.iter().filter(|n| !n.chip.is_empty() && g2.contains(&squash(&n.chip))).map(|n| n.chip.as_str()).collect();
+        if let Some(chip) = chips.first() {
+            let ids: Vec<&str> = cat.nodes.iter().filter(|n| n.chip == *chip).map(|n| n.id.as_str()).collect();
+            return Err(format!(
+                "--node {node} is a {} but llama-bench ran on `{g}` ({chip}: {}); name the node it ran on, or add --force to relabel the run",
+                chosen.chip,
+                ids.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// llama.cpp architecture names and the Hugging Face `model_type`s they cover.
 const ARCHES: &[(&str, &[&str])] = &[
     ("llama", &["llama"]),

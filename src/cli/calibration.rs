@@ -55,6 +55,9 @@ pub struct ImportArgs {
     /// Write the rows here (CSV) instead of standard output.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Take --node even when it contradicts the GPU name in the file (relabel the run).
+    #[arg(long, requires = "node")]
+    pub force: bool,
 }
 
 /// Runs a calibration command.
@@ -72,6 +75,10 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
     for f in &a.files {
         let records = llama_bench::read(f).map_err(|e| CliError::input(e.to_string()))?;
         tests += records.len();
+        if let (Some(node), false) = (a.node.as_deref(), a.force) {
+            llama_bench::check_node(&records, node, crate::catalog::catalog())
+                .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
+        }
         // Row ids start with the file's stem; two files of the same name get -2, -3, ...
         let base = f.file_stem().map_or_else(|| "bench".to_string(), |s| s.to_string_lossy().into_owned());
         let same = stems.iter().filter(|s| **s == base).count();
@@ -91,11 +98,11 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
     match &a.out {
         Some(path) => {
             write_file(path, text.as_bytes())?;
-            eprintln!("import: {} rows from {tests} llama-bench tests written to {}", rows.len(), path.display());
+            super::note!("import: {} rows from {tests} llama-bench tests written to {}", rows.len(), path.display());
         }
         None => {
             print!("{text}");
-            eprintln!("import: {} rows from {tests} llama-bench tests", rows.len());
+            super::note!("import: {} rows from {tests} llama-bench tests", rows.len());
         }
     }
     Ok(())
@@ -127,6 +134,27 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
             }
             return Err(e);
         }
+        // A measured rate or power of 0 or below has no relative error (MAPE would be inf).
+        if let Some(t) = d.targets.iter().find(|t| !(t.measured.is_finite() && t.measured > 0.0)) {
+            return Err(format!(
+                "{}: row `{}` has measured value {}; a measurement must be a positive number",
+                f.display(),
+                t.id,
+                t.measured
+            ));
+        }
+    }
+    if d.targets.is_empty() {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        let why = if d.skipped.is_empty() {
+            "no rows at all (an empty file?)".to_string()
+        } else {
+            format!("{} rows, none predictable", d.skipped.len())
+        };
+        return Err(format!(
+            "no measurements in {}: {why}; give a measurement CSV (the format of shared/data/measurements.csv, a header and one row per measurement) or a harness JSON",
+            names.join(", ")
+        ));
     }
     Ok(d)
 }
@@ -134,10 +162,10 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
 fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     let base = calibrate::with_host_chip(&a.profile.load()?);
     let data = load_dataset(&a.measurements, &base, HarnessUse::Fit).map_err(CliError::input)?;
-    eprintln!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
+    super::note!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
     let prior_weight = a.prior_weight.unwrap_or_else(|| data.default_prior_weight());
-    let (mut fitted, report, dropped) =
-        calibrate::calibrate(&data, &base, a.params.clone(), prior_weight).map_err(|e| CliError::input(e.to_string()))?;
+    let fit = with_evaluation_counter(|| calibrate::calibrate(&data, &base, a.params.clone(), prior_weight));
+    let (mut fitted, report, dropped) = fit.map_err(|e| CliError::input(e.to_string()))?;
     let name = a.out.file_stem().map_or_else(|| "fitted".to_string(), |s| s.to_string_lossy().into_owned());
     let ctx = calibrate::provenance::FitContext { name, date: crate::util::today(), data: &data, prior_weight };
     calibrate::provenance::describe_fit(&mut fitted, &base, &report, &ctx);
@@ -150,6 +178,37 @@ fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         println!("profile written to {}", a.out.display());
     }
     Ok(())
+}
+
+/// Runs `f` (a fit) with a spinner on stderr counting the predictions evaluated so far and the
+/// time spent: a fit's number of steps is not known in advance, so there is no honest ETA.
+/// Hidden under `--quiet` and when stderr is not a terminal.
+fn with_evaluation_counter<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    use std::io::IsTerminal as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if super::quiet() || !std::io::stderr().is_terminal() {
+        return f();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} fitting: {pos} predictions evaluated")
+            .expect("valid template"),
+    );
+    let start = calibrate::fit::EVALUATIONS.load(Ordering::Relaxed);
+    let finished = AtomicBool::new(false);
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !finished.load(Ordering::Relaxed) {
+                pb.set_position(calibrate::fit::EVALUATIONS.load(Ordering::Relaxed) - start);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        let out = f();
+        finished.store(true, Ordering::Relaxed);
+        out
+    });
+    pb.finish_and_clear();
+    out
 }
 
 /// The fit report as text.

@@ -158,7 +158,13 @@ fn run_plan(a: PlanArgs) -> Result<(), CliError> {
         engines: a.engines,
         jobs: a.jobs.get(),
     };
-    let p = planner::plan(&req, &profile).map_err(CliError::input)?;
+    let pb = super::progress_bar(0, "candidates");
+    let p = planner::plan_with_progress(&req, &profile, &|done, total| {
+        pb.set_length(total);
+        pb.set_position(done);
+    });
+    pb.finish_and_clear();
+    let p = p.map_err(CliError::input)?;
     if a.json.json {
         say!("{}", serde_json::to_string_pretty(&p.to_json(a.top)).expect("plan serializes"));
     } else {
@@ -181,7 +187,13 @@ fn run_sweep(a: SweepArgs) -> Result<(), CliError> {
         let base = PathBuf::from("output").join(format!("sweep-{}", slug(&sw.name)));
         if shard.count > 1 { base.join(format!("shard-{}-of-{}", shard.index, shard.count)) } else { base }
     });
-    let opts = RunOptions { out: out.clone(), jobs: a.jobs.get(), shard, resume: a.resume, progress: std::io::stderr().is_terminal() };
+    let opts = RunOptions {
+        out: out.clone(),
+        jobs: a.jobs.get(),
+        shard,
+        resume: a.resume,
+        progress: std::io::stderr().is_terminal() && !super::quiet(),
+    };
     let summary = sweep::run(&sw, &profile, &opts)?;
     let shard_text = if shard.count > 1 { format!(" (shard {}/{} of {})", shard.index, shard.count, sw.total) } else { String::new() };
     let resumed = if summary.resumed > 0 { format!(", {} resumed", summary.resumed) } else { String::new() };

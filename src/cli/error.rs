@@ -32,12 +32,32 @@ enum Message {
     /// `error: TEXT`.
     Error(String),
     /// A located diagnostic (file:line:column, the source line, the fix) rendered by miette;
-    /// `summary` is its one-line form for `--json`.
-    Diagnostic { report: miette::Report, summary: String },
+    /// `summary` is its one-line form for `--json`, `detail` its parts.
+    Diagnostic { report: miette::Report, summary: String, detail: Box<Detail> },
     /// A line printed as it is: the command's output already told the story.
     Note(String),
     /// Nothing: the command's output already says why.
     Silent,
+}
+
+/// The parts of a located error, for the JSON error object.
+#[derive(Debug)]
+struct Detail {
+    message: String,
+    file: String,
+    line: usize,
+    column: usize,
+    help: Option<String>,
+}
+
+/// How `--json` reports an error on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonStyle {
+    /// `run --json` (DESIGN.md's contract): `{"fits": false, "error": "<one line>", "kind": ...,
+    /// "detail": {kind, message, file, line, column, help}}`.
+    Run,
+    /// Every other command: `{"error": {kind, message, file, line, column, help}}`.
+    Error,
 }
 
 /// A failed command: its exit code, its message, and whether stdout owes a JSON error object.
@@ -45,7 +65,7 @@ enum Message {
 pub struct CliError {
     kind: ExitKind,
     message: Message,
-    json: bool,
+    json: Option<JsonStyle>,
     /// What kind of error, for the JSON object's `kind` (scenario errors know theirs).
     error_kind: Option<ErrorKind>,
 }
@@ -75,13 +95,38 @@ impl CliError {
     pub fn scenario(e: ScenarioError) -> Self {
         let summary = format!("{e}{}", e.help.as_ref().map(|h| format!(" (help: {h})")).unwrap_or_default());
         let error_kind = Some(e.kind);
-        CliError { error_kind, ..Self::new(ExitKind::Input, Message::Diagnostic { report: miette::Report::new(e), summary }) }
+        let detail =
+            Box::new(Detail { message: e.message.clone(), file: e.path.clone(), line: e.line, column: e.col, help: e.help.clone() });
+        CliError { error_kind, ..Self::new(ExitKind::Input, Message::Diagnostic { report: miette::Report::new(e), summary, detail }) }
     }
 
-    /// With `json`, the error is also printed on stdout as `{"fits": false, "error": ...}`.
-    pub fn with_json(mut self, json: bool) -> Self {
+    /// With a style, the error is also printed on stdout as one JSON object (see [`JsonStyle`]).
+    pub fn with_json(mut self, json: Option<JsonStyle>) -> Self {
         self.json = json;
         self
+    }
+
+    /// The JSON object `--json` prints for this error (`None` when the command's output
+    /// already told the story: a note or nothing).
+    pub fn json_object(&self, style: JsonStyle) -> Option<serde_json::Value> {
+        use serde_json::json;
+        let kind = match (self.error_kind, self.kind) {
+            (Some(k), _) => json!(k),
+            (None, ExitKind::Input) => json!("input"),
+            (None, ExitKind::Failure) => json!("failure"),
+            (None, ExitKind::OverBound) => json!("over-bound"),
+        };
+        let detail = match &self.message {
+            Message::Error(m) => json!({"kind": kind, "message": m, "file": null, "line": null, "column": null, "help": null}),
+            Message::Diagnostic { detail: d, .. } => {
+                json!({"kind": kind, "message": d.message, "file": d.file, "line": d.line, "column": d.column, "help": d.help})
+            }
+            Message::Note(_) | Message::Silent => return None,
+        };
+        Some(match style {
+            JsonStyle::Run => json!({"fits": false, "error": self.summary(), "kind": kind, "detail": detail}),
+            JsonStyle::Error => json!({"error": detail}),
+        })
     }
 
     /// The exit code's kind.
@@ -99,10 +144,8 @@ impl CliError {
 
     /// Prints the error (stderr; the JSON object on stdout when asked) and returns the exit code.
     pub fn report(self) -> i32 {
-        if self.json {
-            if let Some(s) = self.summary() {
-                println!("{}", crate::report::error_json(self.error_kind, s));
-            }
+        if let Some(v) = self.json.and_then(|style| self.json_object(style)) {
+            println!("{v}");
         }
         match self.message {
             Message::Error(s) => eprintln!("error: {s}"),
@@ -114,7 +157,7 @@ impl CliError {
     }
 
     fn new(kind: ExitKind, message: Message) -> Self {
-        CliError { kind, message, json: false, error_kind: None }
+        CliError { kind, message, json: None, error_kind: None }
     }
 }
 

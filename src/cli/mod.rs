@@ -16,21 +16,32 @@ mod run;
 mod validate;
 
 pub use args::{JobsArg, JsonArg, ProfileArg, SweepOutArgs};
-pub use error::{CliError, EXIT_OK, ExitKind};
+pub use error::{CliError, EXIT_OK, ExitKind, JsonStyle};
 pub use run::RunArgs;
 pub use validate::ValidateArgs;
 
 /// supernode: predict throughput, latency, power and cost of LLM inference on desktop AI
 /// clusters (Mac Studio over Thunderbolt 5 RDMA, DGX Spark, Ryzen AI Max+).
 ///
-/// Exit codes: 0 ok, 1 internal or I/O failure, 2 bad input or a scenario that cannot run,
-/// 3 `validate --max-mape` exceeded. Debug output: -v (or RUST_LOG, e.g. RUST_LOG=supernode=debug).
+/// Debug output: -v (or RUST_LOG, e.g. RUST_LOG=supernode=debug). Progress bars go to stderr,
+/// only on a terminal; --quiet hides them. With --json, an error is also one JSON object on
+/// stdout: {"error": {kind, message, file, line, column, help}} (run: {"fits": false, "error":
+/// "...", "kind", "detail": {...}}).
 #[derive(Debug, Parser)]
-#[command(name = "supernode", version, about, long_about)]
+#[command(
+    name = "supernode",
+    version,
+    about,
+    long_about,
+    after_help = "Exit codes: 0 ok, 1 internal or I/O failure, 2 bad input or a scenario that cannot run, 3 `validate --max-mape` exceeded."
+)]
 pub struct Cli {
     /// Debug output on stderr (-v debug, -vv trace); RUST_LOG, when set, chooses instead.
     #[arg(short, long, global = true, action = ArgAction::Count)]
     pub verbose: u8,
+    /// No progress bars or progress notes on stderr (errors and warnings still print).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -51,7 +62,65 @@ pub enum Command {
     Calibration(calibration::CalibrationCommand),
     /// List the built-in nodes, fabrics, models and quantizations with their sources.
     Catalog(CatalogArgs),
+    /// Print a shell completion script: `supernode completions bash > /etc/bash_completion.d/supernode`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `supernode man > supernode.1`.
+    Man,
 }
+
+/// Arguments of `completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+impl Command {
+    /// How the command reports an error on stdout when it was given `--json`.
+    fn json_style(&self) -> Option<JsonStyle> {
+        let json = match self {
+            Command::Run(a) => return a.json.json.then_some(JsonStyle::Run),
+            Command::Validate(a) => a.json.json,
+            Command::Capacity(capacity::CapacityCommand::Plan(a)) => a.json.json,
+            Command::Calibration(calibration::CalibrationCommand::Calibrate(a)) => a.json.json,
+            _ => false,
+        };
+        json.then_some(JsonStyle::Error)
+    }
+}
+
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `--quiet` was given: no progress bars or notes.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A progress bar on stderr with an ETA: hidden under `--quiet` and when stderr is not a
+/// terminal. `what` names the unit counted (points, candidates, ...).
+pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal as _;
+    if quiet() || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(&format!("{{elapsed_precise}} [{{wide_bar}}] {{pos}}/{{len}} {what}  ETA {{eta}}"))
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    pb
+}
+
+/// A note about progress on stderr, unless `--quiet`.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        if !$crate::cli::quiet() {
+            eprintln!($($arg)*);
+        }
+    }};
+}
+pub(crate) use note;
 
 /// Arguments of `catalog`.
 #[derive(Debug, Args)]
@@ -74,16 +143,24 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         }
     };
     init_tracing(cli.verbose);
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
+    let json = cli.command.json_style();
     let result = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Validate(a) => validate::validate(a),
         Command::Capacity(c) => capacity::dispatch(c),
         Command::Calibration(c) => calibration::dispatch(c),
         Command::Catalog(a) => catalog_command(&a),
+        Command::Completions(a) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(a.shell, &mut cmd, "supernode", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man => man_page(),
     };
     match result {
         Ok(()) => EXIT_OK,
-        Err(e) => e.report(),
+        Err(e) => e.with_json(json).report(),
     }
 }
 
@@ -103,6 +180,15 @@ fn init_tracing(verbose: u8) {
         (Err(_), None) => return,
     };
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// Prints the man page of the whole CLI.
+fn man_page() -> Result<(), CliError> {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut out).map_err(|e| CliError::failure(format!("cannot render the man page: {e}")))?;
+    use std::io::Write as _;
+    std::io::stdout().lock().write_all(&out).map_err(|_| CliError::silent(ExitKind::Failure))
 }
 
 fn catalog_command(a: &CatalogArgs) -> Result<(), CliError> {

@@ -1,6 +1,6 @@
 //! `run`: one scenario file, its predictions as a table or JSON, an optional Perfetto trace.
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -11,17 +11,20 @@ use crate::engine::PlanError;
 use crate::estimate::{EstimateError, estimate};
 use crate::profile::Profile;
 use crate::report;
-use crate::scenario::{self, Scenario, WorkloadKind};
+use crate::scenario::{self, Scenario, ScenarioError, Source, WorkloadKind};
 
 /// Arguments of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Scenario file (TOML).
+    /// Scenario file (TOML), or `-` to read it from standard input (relative paths in it, such
+    /// as `model.hf_config`, then resolve against the current directory).
     pub file: PathBuf,
     /// `--json` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub json: JsonArg,
-    /// Override any key, e.g. --set workload.prompt_tokens=32768 (repeatable).
+    /// Override any key, e.g. --set workload.prompt_tokens=32768 (repeatable). The value is
+    /// typed by the key: --set engine.macos=26.3 is the string "26.3". Result files are named
+    /// after the scenario with the overrides.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// `--profile` (clap reads the help from the flattened type).
@@ -42,27 +45,85 @@ pub struct RunArgs {
 }
 
 /// Runs the scenario. With `--json`, a scenario that cannot be loaded or run is also reported on
-/// stdout as `{"fits": false, "error": ...}`.
+/// stdout as `{"fits": false, "error": ...}` (`main_with_args` prints it).
 pub fn run(args: RunArgs) -> Result<(), CliError> {
-    let json = args.json.json;
-    let profile = args.profile.load().map_err(|e| e.with_json(json))?;
-    let sc = scenario::load(&args.file, &args.set).map_err(|e| CliError::scenario(e).with_json(json))?;
+    let profile = args.profile.load()?;
+    let source = read_source(&args.file).map_err(CliError::scenario)?;
+    let sc = scenario::overrides::parse_with_overrides(source, &args.set).map_err(CliError::scenario)?;
     tracing::debug!("run: `{}` with profile `{}`", sc.name, profile.meta.name);
     let t0 = std::time::Instant::now();
-    let est = estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e).with_json(json))?;
+    let est = estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e))?;
     tracing::debug!("run: estimated in {:.3} s", t0.elapsed().as_secs_f64());
     if let Some(path) = &args.trace {
         write_trace(&sc, &profile, path, args.trace_steps)?;
     }
     let body = report::to_json(&est);
     if !args.no_write {
-        let path = args.out.join(format!("{}.json", crate::util::slug(&est.name)));
+        let path = args.out.join(format!("{}.json", output_stem(&est.name, &args.set)));
         crate::util::write_atomic(&path, format!("{body}\n").as_bytes())
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
     }
     let text = if args.json.json { format!("{body}\n") } else { report::run_table(&est) };
     // A closed pipe (`| head`) ends the command quietly.
     std::io::stdout().lock().write_all(text.as_bytes()).map_err(|_| CliError::silent(ExitKind::Failure))
+}
+
+/// The scenario text: the file, or standard input for `-` (relative paths then resolve against
+/// the current directory).
+// Scenario errors carry the source text for rendering; they are the cold path.
+#[allow(clippy::result_large_err)]
+fn read_source(file: &Path) -> Result<Source, ScenarioError> {
+    if file.as_os_str() == "-" {
+        let mut text = String::new();
+        return match std::io::stdin().read_to_string(&mut text) {
+            Ok(_) => Ok(Source { path: "<stdin>".into(), dir: PathBuf::new(), text }),
+            Err(e) => Err(Source { path: "<stdin>".into(), dir: PathBuf::new(), text: String::new() }.error(
+                0..0,
+                format!("cannot read the scenario from standard input: {e}"),
+                Some("pipe a TOML scenario, e.g. `supernode run - < scenario.toml`".into()),
+            )),
+        };
+    }
+    let shown = file.display().to_string();
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        Source { path: shown.clone(), dir: PathBuf::new(), text: String::new() }.error(
+            0..0,
+            format!("cannot read scenario file: {e}"),
+            Some("check the path".into()),
+        )
+    })?;
+    let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok(Source { path: shown, dir, text })
+}
+
+/// Longest result-file stem before it is cut and given a hash (file systems allow 255 bytes).
+const MAX_STEM: usize = 120;
+
+/// The result file's stem: the scenario's name and the `--set` overrides (but `name`, which is
+/// in the name already), as a slug; never empty, never hidden, never too long (cut, plus a hash
+/// of the whole so that two long names stay apart).
+pub fn output_stem(name: &str, sets: &[String]) -> String {
+    let mut full = name.to_string();
+    for s in sets.iter().filter(|s| s.split_once('=').is_none_or(|(k, _)| k.trim() != "name")) {
+        full.push(' ');
+        full.push_str(s);
+    }
+    let slug = crate::util::slug(&full);
+    let slug = slug.trim_matches(['.', '-']);
+    let hash = format!("{:08x}", fnv1a(full.as_bytes()) as u32);
+    if slug.is_empty() {
+        return format!("scenario-{hash}");
+    }
+    if slug.len() > MAX_STEM {
+        // A slug is ASCII: any byte index is a char boundary.
+        return format!("{}-{hash}", slug[..MAX_STEM - 9].trim_end_matches(['.', '-']));
+    }
+    slug.to_string()
+}
+
+/// FNV-1a, 64 bits: a stable hash (the same in every build) for file names.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// A scenario that cannot run, located at the part of the file to change.
@@ -83,6 +144,26 @@ fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64) -> Res
     let cannot = |e: String| CliError::failure(format!("cannot write the trace {}: {e}", path.display()));
     let (plan, tr) = crate::estimate::trace(sc, profile, steps).map_err(|e| cannot(e.to_string()))?;
     crate::util::write_atomic(path, report::trace_json(&plan, &tr).as_bytes()).map_err(|e| cannot(e.to_string()))?;
-    eprintln!("trace: {} tasks written to {} (open in ui.perfetto.dev)", tr.events.len(), path.display());
+    super::note!("trace: {} tasks written to {} (open in ui.perfetto.dev)", tr.events.len(), path.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 14 item 5: result file names are safe for any scenario name.
+    #[test]
+    fn output_stems_are_safe_for_any_name() {
+        assert_eq!(output_stem("Geerling 4x", &[]), "geerling-4x");
+        assert!(output_stem("", &[]).starts_with("scenario-"));
+        assert!(output_stem("🦀🦀", &[]).starts_with("scenario-"));
+        assert!(output_stem("..", &[]).starts_with("scenario-"));
+        let long = "x".repeat(300);
+        let s = output_stem(&long, &[]);
+        assert!(s.len() <= MAX_STEM && s.starts_with("xxxx"), "{s}");
+        assert_ne!(s, output_stem(&"x".repeat(301), &[]), "two long names stay apart");
+        assert_eq!(output_stem("a", &["model.name=llama-3.2-3b".into()]), "a-model.name-llama-3.2-3b");
+        assert_eq!(output_stem("b", &["name=b".into()]), "b");
+    }
 }

@@ -140,7 +140,7 @@ fn harness_notes(data: &Dataset, out: &mut Output) {
 
 /// `--loo`: each row predicted by a profile refitted without it.
 fn loo_section(data: &Dataset, profile: &Profile, selected: &[usize], prior_weight: f64, out: &mut Output) {
-    eprintln!("validate --loo: refitting without each of {} rows...", selected.len());
+    super::note!("validate --loo: refitting without each of {} rows...", selected.len());
     let (loo_rows, loo_skipped) = leave_one_out(data, profile, selected, prior_weight);
     let loo_report = v::report(loo_rows, loo_skipped);
     out.text.push_str("\nleave-one-out (each row predicted by a profile fitted without it):\n");
@@ -178,12 +178,7 @@ impl Drop for Tick<'_> {
 fn leave_one_out(data: &Dataset, profile: &Profile, selected: &[usize], prior_weight: f64) -> (Vec<ValidatedRow>, Vec<SkippedRow>) {
     use rayon::prelude::*;
     // Progress on stderr (indicatif hides it when stderr is not a terminal): a refit per row.
-    let pb = indicatif::ProgressBar::with_draw_target(Some(selected.len() as u64), indicatif::ProgressDrawTarget::stderr());
-    pb.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} refits  ETA {eta}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let pb = super::progress_bar(selected.len() as u64, "refits");
     let results: Vec<Result<ValidatedRow, SkippedRow>> = selected
         .par_iter()
         .map(|&i| {

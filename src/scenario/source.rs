@@ -153,6 +153,11 @@ impl ScenarioError {
         self.kind = kind;
         self
     }
+
+    /// The byte range of the source the error points at.
+    pub fn span(&self) -> Range<usize> {
+        self.span.offset()..self.span.offset() + self.span.len()
+    }
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -165,7 +170,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// A TOML syntax or shape error, located, with a hint for the common kinds.
 pub(super) fn toml_error(source: &Source, e: &toml::de::Error) -> ScenarioError {
     let span = e.span().unwrap_or(0..0);
-    let msg = e.message().trim().to_string();
+    let msg = user_words(e.message().trim());
     // The toml crate reports its errors as text only; this is where they get their kind.
     let (kind, help) = if msg.contains("unknown field") {
         (ErrorKind::UnknownKey, Some("remove the key or fix its spelling; see DESIGN.md \"Contracts\" for the scenario keys".to_string()))
@@ -177,6 +182,20 @@ pub(super) fn toml_error(source: &Source, e: &toml::de::Error) -> ScenarioError 
         (ErrorKind::Invalid, None)
     };
     source.error(span, msg, help).with_kind(kind)
+}
+
+/// A serde message in the user's words: the raw structs' type names (`RawCluster`) become the
+/// table the user wrote (`a [cluster] table`).
+fn user_words(msg: &str) -> String {
+    const TABLES: [(&str, &str); 6] = [
+        ("struct RawScenario", "a scenario (TOML tables)"),
+        ("struct RawCluster", "a [cluster] table"),
+        ("struct RawModel", "a [model] table"),
+        ("struct RawEngine", "an [engine] table"),
+        ("struct RawWorkload", "a [workload] table"),
+        ("struct RawCost", "a [cost] table"),
+    ];
+    TABLES.iter().fold(msg.to_string(), |m, (raw, words)| m.replace(raw, words))
 }
 
 /// "did you mean" plus the known names.

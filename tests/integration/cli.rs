@@ -318,3 +318,102 @@ fn usage_errors_exit_2_and_help_exits_0() {
     let out = bin().args(["catalog", "gpus"]).assert().code(2).get_output().clone();
     assert_eq!(String::from_utf8_lossy(&out.stderr), "error: unknown catalog section `gpus` (use nodes, fabrics, models or quants)\n");
 }
+
+/// Issue 14 item 5: `--set` values are typed by the target key: a string key takes `26.3` as the
+/// string "26.3" (it was read as a float and refused).
+#[test]
+fn set_string_key_takes_a_bare_number() {
+    let f = scenario("geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml");
+    let get = |set: &str| -> serde_json::Value {
+        let o = bin().arg("run").arg(&f).args(["--json", "--no-write", "--set", set]).assert().success().get_output().clone();
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    assert_eq!(get("engine.macos=26.3")["decode_tokens_per_s"], get("engine.macos=\"26.3\"")["decode_tokens_per_s"]);
+}
+
+/// Issue 14 item 5: `run -` reads the scenario from standard input; relative paths in it resolve
+/// against the current directory.
+#[test]
+fn run_reads_the_scenario_from_stdin() {
+    let f = scenario("geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml");
+    let text = std::fs::read_to_string(&f).unwrap();
+    let from_file = bin().arg("run").arg(&f).args(["--json", "--no-write"]).assert().success().get_output().stdout.clone();
+    let from_stdin = bin().args(["run", "-", "--json", "--no-write"]).write_stdin(text).assert().success().get_output().stdout.clone();
+    assert_eq!(from_file, from_stdin);
+    // hf_config relative to the current directory.
+    let sc = "[cluster]\nnode = \"m3-ultra-80c-512gb\"\n[model]\nhf_config = \"tests/fixtures/user-model/config.json\"\nquant = \"q4\"\n[engine]\nname = \"mlx-lm\"\n";
+    let o = bin().current_dir(root()).args(["run", "-", "--no-write"]).write_stdin(sc).assert().get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("cannot read") && !err.contains("config.json:"), "{err}");
+    assert!(bin().args(["run", "--help"]).assert().success().get_output().stdout.windows(5).any(|w| w == b"stdin" || w == b"stand"));
+}
+
+/// Issue 14 item 5: result file names come from the effective scenario (with `--set`) and are
+/// safe for any name (empty, emoji only, 300 characters).
+#[test]
+fn result_file_names_follow_set_and_are_safe() {
+    let f = scenario("geerling-1x-m3-ultra-qwen3-235b-a22b-exo.toml");
+    let out = tempfile::tempdir().unwrap();
+    let run = |sets: &[&str]| {
+        let mut c = bin();
+        c.arg("run").arg(&f).arg("--out").arg(out.path());
+        for s in sets {
+            c.args(["--set", s]);
+        }
+        c.assert().success();
+    };
+    let names = || -> Vec<String> {
+        let mut v: Vec<String> =
+            std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    run(&[]);
+    run(&["workload.prompt_tokens=4096"]);
+    assert_eq!(names().len(), 2, "the override writes its own file: {:?}", names());
+    for name in ["", "🦀🚀", &"long name ".repeat(30)] {
+        run(&[&format!("name=\"{name}\"")]);
+    }
+    let all = names();
+    assert_eq!(all.len(), 5, "{all:?}");
+    assert!(all.iter().all(|n| !n.starts_with('.') && n.ends_with(".json") && n.len() < 200), "{all:?}");
+}
+
+/// Issue 14 items 5 and 3: completions and a man page generated from clap; exit codes in
+/// `--help`; `--quiet` accepted everywhere.
+#[test]
+fn completions_man_exit_codes_and_quiet() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = bin().args(["completions", shell]).assert().success().get_output().stdout.clone();
+        let t = String::from_utf8(o).unwrap();
+        assert!(!t.is_empty() && t.contains("run"), "{shell}");
+    }
+    let man = String::from_utf8(bin().arg("man").assert().success().get_output().stdout.clone()).unwrap();
+    assert!(man.contains(".TH") && man.contains("run"));
+    let help = String::from_utf8(bin().arg("--help").assert().success().get_output().stdout.clone()).unwrap();
+    assert!(["Exit codes: 0", "1 internal", "2 bad input", "3 `validate"].iter().all(|k| help.contains(k)), "{help}");
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme.split("## Exit codes").nth(1).expect("README has an exit-code section");
+    assert!(["`0`", "`1`", "`2`", "`3`"].iter().all(|k| section.contains(k)), "README's exit codes");
+    for cmd in ["run", "validate", "sweep", "merge", "plot", "plan", "calibrate", "import", "catalog"] {
+        bin().args([cmd, "--quiet", "--help"]).assert().success();
+    }
+    let f = scenario("geerling-1x-m3-ultra-qwen3-235b-a22b-exo.toml");
+    let a = bin().arg("run").arg(&f).args(["--json", "--no-write"]).assert().success().get_output().stdout.clone();
+    let b = bin().arg("--quiet").arg("run").arg(&f).args(["--json", "--no-write", "-q"]).assert().success().get_output().clone();
+    assert_eq!(a, b.stdout, "--quiet changes nothing on stdout");
+    assert!(b.stderr.is_empty());
+}
+
+/// Issue 14 item 5: `import` refuses a `--node` that contradicts the GPU name in the file (a GB10
+/// run relabelled as an M3 Ultra) unless `--force`.
+#[test]
+fn import_refuses_a_node_that_contradicts_the_gpu() {
+    let gb10 = root().join("tests/fixtures/llama-bench/gb10.json");
+    let o = bin().args(["import", "--node", "m3-ultra-80c-512gb"]).arg(&gb10).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("NVIDIA GB10") && err.contains("--force") && err.contains("dgx-spark"), "{err}");
+    let o = bin().args(["import", "--node", "m3-ultra-80c-512gb", "--force"]).arg(&gb10).assert().success().get_output().clone();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("m3-ultra-80c-512gb"));
+    bin().args(["import", "--node", "dgx-spark"]).arg(&gb10).assert().success();
+}

@@ -75,9 +75,88 @@ fn missing_file() {
     assert!(out.stdout.is_empty());
     let out = bin().args(["run", "--json", "no/such/file.toml"]).assert().code(2).get_output().clone();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json on stdout");
-    assert_eq!(v.as_object().unwrap().len(), 3, "fits, error and kind: {v}");
+    assert_eq!(v.as_object().unwrap().len(), 4, "fits, error, kind and detail: {v}");
     assert_eq!(v["fits"], false);
     assert_eq!(v["kind"], "invalid");
     let msg = v["error"].as_str().unwrap();
     assert!(msg.starts_with("no/such/file.toml:1:1: cannot read scenario file") && msg.ends_with("(help: check the path)"), "{msg}");
+}
+
+/// Issue 14 item 5: machine-readable errors with `--json` on every command that has `--json`:
+/// `{"error": {kind, message, file, line, column, help}}`; `run` keeps `fits`, `error` (a
+/// string) and `kind`, and adds the same object as `detail`.
+#[test]
+fn json_errors_on_every_command_with_json() {
+    let keys = ["kind", "message", "file", "line", "column", "help"];
+    let check = |v: &serde_json::Value| {
+        for k in keys {
+            assert!(v.get(k).is_some(), "missing {k} in {v}");
+        }
+        assert!(!v["message"].as_str().unwrap().is_empty(), "{v}");
+    };
+    // run: located at file:line:col.
+    let path = root().join("tests/fixtures/unknown-node.toml");
+    let out = bin().arg("run").arg(&path).args(["--json", "--no-write"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["fits"], false);
+    assert!(v["error"].is_string());
+    check(&v["detail"]);
+    assert_eq!((v["detail"]["line"].as_u64(), v["detail"]["column"].as_u64()), (Some(2), Some(32)), "{v}");
+    assert!(v["detail"]["file"].as_str().unwrap().ends_with("unknown-node.toml"), "{v}");
+    assert_eq!(v["detail"]["kind"], "unknown-preset");
+    // validate printed nothing on stdout on error before.
+    let out = bin().args(["validate", "--json", "--against", "no/such.csv"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json on stdout");
+    check(&v["error"]);
+    assert_eq!(v["error"]["kind"], "input");
+    // plan and calibrate.
+    let out =
+        bin().args(["plan", "--json", "--model", "no-such-model", "--target-tokens-per-s", "5"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json on stdout");
+    check(&v["error"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin().args(["calibrate", "--json", "no/such.csv", "-o"]).arg(dir.path().join("p.toml")).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json on stdout");
+    check(&v["error"]);
+}
+
+/// Issue 14 item 5: errors for `--set` point at the `--set` argument the user typed, not at a
+/// line of re-serialised TOML.
+#[test]
+fn set_errors_point_at_the_set_argument() {
+    let f = crate::scenario("geerling-1x-m3-ultra-qwen3-235b-a22b-exo.toml");
+    let out = bin().args(["run", "--no-write", "--set", "engine.mla_prefill=expandd"]).arg(&f).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--set:1:20") && err.contains("engine.mla_prefill=expandd") && !err.contains("(with --set)"), "{err}");
+    let out = bin().args(["run", "--no-write", "--set", "workload.prompt_tokens=many"]).arg(&f).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--set:1:24") && err.contains("takes an integer"), "{err}");
+}
+
+/// Issue 14 item 5 (smaller ones): an empty measurement file says what is missing (it said "need
+/// at least 0"); measured values of 0 or below are refused (MAPE was inf); no internal type names
+/// ("RawCluster") in messages.
+#[test]
+fn empty_or_nonpositive_measurements_and_user_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin().args(["calibrate", "/dev/null", "-o"]).arg(dir.path().join("p.toml")).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no measurements in /dev/null") && !err.contains("need at least 0"), "{err}");
+    let csv = std::fs::read_to_string(crate::measurements_csv()).unwrap();
+    let mut lines = csv.lines();
+    let header = lines.next().unwrap();
+    let row = lines.find(|l| l.contains(",decode_tokens_per_s,")).unwrap();
+    let cols: Vec<&str> = header.split(',').collect();
+    let vi = cols.iter().position(|c| *c == "value").unwrap();
+    let mut fields: Vec<String> = row.split(',').map(String::from).collect();
+    fields[vi] = "0".into();
+    let bad = dir.path().join("zero.csv");
+    std::fs::write(&bad, format!("{header}\n{}\n", fields.join(","))).unwrap();
+    let out = bin().args(["validate", "--against"]).arg(&bad).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("measured value 0") && err.contains("positive"), "{err}");
+    let out =
+        bin().args(["run", "-", "--no-write"]).write_stdin("cluster = 3\n[model]\nname = \"x\"\n").assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a [cluster] table") && !err.contains("RawCluster"), "{err}");
 }

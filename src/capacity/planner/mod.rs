@@ -206,10 +206,21 @@ fn evaluate(c: &Candidate, profile: &Profile) -> Outcome {
 
 /// Plans: enumerates, predicts every candidate in parallel, ranks.
 pub fn plan(req: &PlanRequest, profile: &Profile) -> Result<Plan, String> {
+    plan_with_progress(req, profile, &|_, _| {})
+}
+
+/// [`plan`], calling `progress(done, total)` after each candidate is predicted.
+pub fn plan_with_progress(req: &PlanRequest, profile: &Profile, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Plan, String> {
     let t0 = Instant::now();
     let mut cands = candidates(req)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(req.jobs.unwrap_or(0)).build().map_err(|e| e.to_string())?;
-    pool.install(|| cands.par_iter_mut().for_each(|c| c.outcome = evaluate(c, profile)));
+    let (done, total) = (std::sync::atomic::AtomicU64::new(0), cands.len() as u64);
+    pool.install(|| {
+        cands.par_iter_mut().for_each(|c| {
+            c.outcome = evaluate(c, profile);
+            progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
+        })
+    });
     let o = &req.objective;
     let feasible = |e: &Estimate| {
         o.target_tokens_per_s.is_none_or(|t| e.decode_tokens_per_s >= t)
