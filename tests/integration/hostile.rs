@@ -119,3 +119,111 @@ fn resume_refuses_a_corrupt_middle_line_and_drops_a_torn_last_line() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("8 resumed"));
     assert_eq!(std::fs::read_to_string(full.join("results.jsonl")).unwrap(), whole);
 }
+
+/// A scenario importing `config.json` from the same directory.
+const HF_SCENARIO: &str = r#"name = "hf"
+[cluster]
+node = "m3-ultra-80c-256gb"
+count = 2
+fabric = "tb5-rdma"
+[model]
+hf_config = "config.json"
+quant = "mlx-4bit"
+[engine]
+name = "exo"
+"#;
+
+/// `supernode run --no-write` on `file`, expecting failure within `secs`; returns stderr.
+fn run_fails(file: &Path, secs: u64) -> String {
+    let t0 = Instant::now();
+    let o = bin().arg("run").arg(file).arg("--no-write").timeout(Duration::from_secs(secs)).assert().failure().get_output().clone();
+    assert!(t0.elapsed() < Duration::from_secs(secs), "took {:?}", t0.elapsed());
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Issue 14 item 1 (size and file-type checks on every file read): `/dev/zero`, a FIFO and a
+/// directory used to be read until memory ran out or block forever; a file over the maximum
+/// was read whole. Now each is refused at once, the message naming the path.
+#[test]
+fn inputs_that_are_not_regular_files_or_too_large_are_refused_promptly() {
+    let t = tempfile::tempdir().unwrap();
+    let err = run_fails(Path::new("/dev/zero"), 20);
+    assert!(err.contains("/dev/zero") && err.contains("a device, not a regular file"), "{err}");
+    let fifo = t.path().join("fifo.toml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let err = run_fails(&fifo, 20);
+    assert!(err.contains("fifo.toml") && err.contains("FIFO"), "{err}");
+    let err = run_fails(t.path(), 20);
+    assert!(err.contains("a directory"), "{err}");
+    // hf_config pointing at a FIFO, and at /dev/zero through a symlink.
+    let d = t.path().join("hf");
+    std::fs::create_dir(&d).unwrap();
+    let s = write(&d, "s.toml", HF_SCENARIO);
+    assert!(std::process::Command::new("mkfifo").arg(d.join("config.json")).status().unwrap().success());
+    let err = run_fails(&s, 20);
+    assert!(err.contains("config.json") && err.contains("FIFO"), "{err}");
+    std::fs::remove_file(d.join("config.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("config.json")).unwrap();
+    let err = run_fails(&s, 20);
+    assert!(err.contains("config.json") && err.contains("a device"), "{err}");
+    // validate --against and import read through the same check.
+    let o = bin().args(["validate", "--against", "/dev/zero"]).timeout(Duration::from_secs(20)).assert().failure().get_output().clone();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/dev/zero"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bin()
+        .args(["import", "/dev/zero", "--node", "m3-ultra-80c-512gb"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a device"), "{}", String::from_utf8_lossy(&o.stderr));
+    // A sparse file over the 64 MiB maximum.
+    let big = t.path().join("big.toml");
+    std::fs::File::create(&big).unwrap().set_len(65 << 20).unwrap();
+    let err = run_fails(&big, 20);
+    assert!(err.contains("big.toml") && err.contains("larger than the 64 MiB"), "{err}");
+}
+
+/// Issue 14 item 1 (sanity bounds on imported model configs): a million layers took 45 s,
+/// u64::MAX dimensions hung, `head_dim = 0` and `sliding_window = 0` predicted 1,395 tok/s. Now
+/// each is refused at once, naming the key, at the `hf_config` line of the scenario.
+#[test]
+fn absurd_model_configs_are_refused_naming_the_key() {
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::root().join("tests/fixtures/user-model/config.json")).unwrap()).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let s = write(t.path(), "s.toml", HF_SCENARIO);
+    let cases: Vec<(&str, serde_json::Value, &str)> = vec![
+        ("num_hidden_layers", 1_000_000.into(), "exceeds the sanity bound 1000"),
+        ("hidden_size", u64::MAX.into(), "exceeds the sanity bound"),
+        ("vocab_size", 1e300.into(), "is not a non-negative integer"),
+        ("head_dim", 0.into(), "must be positive"),
+        ("num_key_value_heads", 0.into(), "must be positive"),
+        ("num_experts", 10_000_000.into(), "exceeds the sanity bound 100000"),
+    ];
+    for (key, value, want) in cases {
+        let mut c = base.clone();
+        c[key] = value;
+        write(t.path(), "config.json", &c.to_string());
+        let err = run_fails(&s, 20);
+        assert!(err.contains(&format!("`{key}`")) && err.contains(want), "{key}: {err}");
+        assert!(err.contains("s.toml:7:"), "{key}: {err}");
+    }
+    // Each dimension within its bound, together absurd: refused by the parameter estimate.
+    let mut c = base.clone();
+    c["num_hidden_layers"] = 1000.into();
+    c["hidden_size"] = 1_000_000.into();
+    c["moe_intermediate_size"] = 1_000_000.into();
+    write(t.path(), "config.json", &c.to_string());
+    let err = run_fails(&s, 20);
+    assert!(err.contains("parameters, more than the 1e15"), "{err}");
+    // gpt_oss: sliding_window = 0.
+    let oss = serde_json::json!({
+        "model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 24, "num_attention_heads": 64,
+        "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 32, "num_experts_per_tok": 4,
+        "intermediate_size": 2880, "vocab_size": 201088, "sliding_window": 0
+    });
+    write(t.path(), "config.json", &oss.to_string());
+    let err = run_fails(&s, 20);
+    assert!(err.contains("`sliding_window`") && err.contains("must be positive"), "{err}");
+}

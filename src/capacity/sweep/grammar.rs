@@ -134,7 +134,7 @@ impl Sweep {
     /// Reads a sweep file.
     pub fn load(path: &Path, profile: &Profile) -> Result<Sweep, SweepError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| match io_err("read", path, e) {
+        let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES).map_err(|e| match io_err("read", path, e) {
             SweepError::Io(m) => SweepError::Input(m),
             other => other,
         })?;
