@@ -227,3 +227,21 @@ fn absurd_model_configs_are_refused_naming_the_key() {
     let err = run_fails(&s, 20);
     assert!(err.contains("`sliding_window`") && err.contains("must be positive"), "{err}");
 }
+
+/// Issue 14 item 1 (every numeric option validated): `calibrate --prior-weight=1e200` never
+/// finished; now it is refused at once with the accepted range.
+#[test]
+fn a_huge_prior_weight_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["calibrate", "--prior-weight=1e200", "-o"])
+        .arg(t.path().join("p.toml"))
+        .arg(crate::measurements_csv())
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--prior-weight") && err.contains("from 0 to 1e6"), "{err}");
+}
