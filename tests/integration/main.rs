@@ -7,6 +7,7 @@ mod cli;
 mod determinism;
 mod errors;
 mod fidelity;
+mod fuzz;
 mod hostile;
 mod invariants;
 mod layers;
