@@ -471,7 +471,8 @@ impl Profile {
 
     /// Loads and checks a profile file.
     pub fn load(path: &std::path::Path) -> Result<Profile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.display().to_string(), source })?;
+        let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES)
+            .map_err(|source| ProfileError::Io { path: path.display().to_string(), source })?;
         Profile::parse(&text, &path.display().to_string())
     }
 

@@ -42,11 +42,15 @@ pub const PRIOR_WEIGHT: f64 = 0.1;
 /// integer-nanosecond rounding of the simulation, small enough to be local.
 pub(crate) const FD_STEP: f64 = 2e-3;
 
-/// Parses a prior weight from the command line: a finite number >= 0.
+/// Largest prior weight accepted: 1e7 times the default, where the prior already pins every
+/// parameter to its start (a larger weight only makes the fit's steps underflow and never end).
+pub const MAX_PRIOR_WEIGHT: f64 = 1e6;
+
+/// Parses a prior weight from the command line: a finite number in 0..=[`MAX_PRIOR_WEIGHT`].
 pub fn parse_prior_weight(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
-        _ => Err(format!("must be a finite number >= 0, got `{s}`")),
+        Ok(w) if w.is_finite() && (0.0..=MAX_PRIOR_WEIGHT).contains(&w) => Ok(w),
+        _ => Err(format!("must be a number from 0 to {MAX_PRIOR_WEIGHT:e} (default {PRIOR_WEIGHT}), got `{s}`")),
     }
 }
 

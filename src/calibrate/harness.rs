@@ -202,7 +202,8 @@ pub enum SourceError {
 pub fn read_harness(path: &std::path::Path) -> Result<HarnessFile, SourceError> {
     let shown = path.display().to_string();
     let format = |message: String| SourceError::Format { path: shown.clone(), message };
-    let text = std::fs::read_to_string(path).map_err(|e| SourceError::Io { path: shown.clone(), message: e.to_string() })?;
+    let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES)
+        .map_err(|e| SourceError::Io { path: shown.clone(), message: e.to_string() })?;
     // The version first, so that a newer file says so rather than failing on a new field or kind.
     let head: serde_json::Value = serde_json::from_str(&text).map_err(|e| format(format!("not a harness file: {e}")))?;
     let (tool, version) = (head.get("tool").and_then(|v| v.as_str()), head.get("schema_version").and_then(|v| v.as_u64()));

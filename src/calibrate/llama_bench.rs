@@ -79,7 +79,8 @@ impl BenchRecord {
 
 /// Reads a llama-bench output file in any of its formats.
 pub fn read(path: &Path) -> Result<Vec<BenchRecord>, BenchError> {
-    let text = std::fs::read_to_string(path).map_err(|source| BenchError::Io { path: path.display().to_string(), source })?;
+    let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES)
+        .map_err(|source| BenchError::Io { path: path.display().to_string(), source })?;
     parse(&text).map_err(|message| BenchError::Format { path: path.display().to_string(), message })
 }
 

@@ -110,7 +110,8 @@ pub enum ValidateError {
 
 /// Reads a measurement CSV.
 pub fn read_csv(path: &Path) -> Result<Vec<MeasurementRow>, ValidateError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ValidateError::Io { path: path.display().to_string(), source })?;
+    let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES)
+        .map_err(|source| ValidateError::Io { path: path.display().to_string(), source })?;
     parse_csv(&text, &path.display().to_string())
 }
 

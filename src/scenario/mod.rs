@@ -151,7 +151,7 @@ impl Scenario {
 /// Reads a scenario file, applies `--set key=value` overrides, and validates it.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES).map_err(|e| {
         let src = Source { path: shown.clone(), dir: PathBuf::new(), text: String::new() };
         src.error(0..0, format!("cannot read scenario file: {e}"), Some("check the path".into()))
     })?;

@@ -330,7 +330,7 @@ fn model(
 /// A model imported from a Hugging Face `config.json` (path relative to the scenario file).
 fn hf_model(src: &Source, path: &Spanned<String>) -> Result<ModelSpec, ScenarioError> {
     let p = src.dir.join(path.get_ref());
-    let text = std::fs::read_to_string(&p).map_err(|e| {
+    let text = crate::util::read_bounded(&p, crate::util::MAX_INPUT_BYTES).map_err(|e| {
         src.error(
             path.span(),
             format!("cannot read `{}`: {e}", p.display()),

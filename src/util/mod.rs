@@ -1,8 +1,63 @@
-//! Small helpers every layer may use: atomic file writes, file-name slugs, did-you-mean
-//! suggestions, stable rounding, dates. Nothing here knows about clusters or models.
+//! Small helpers every layer may use: atomic file writes, bounded file reads, file-name slugs,
+//! did-you-mean suggestions, stable rounding, dates. Nothing here knows about clusters or models.
 
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+
+/// Largest input file read (scenarios, sweeps, profiles, `config.json`, measurement CSV, harness
+/// JSON, llama-bench output): 64 MiB, hundreds of times the largest real one.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// Reads a whole text input file, refusing what is not a regular file (a directory, a FIFO, a
+/// device such as `/dev/zero`: checked before opening, so a FIFO cannot block) and files over
+/// `max` bytes (checked while reading, so a growing file cannot exceed it). The error says why;
+/// callers name the path.
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind};
+    let kind_of = |m: &std::fs::Metadata| -> Option<&'static str> {
+        let t = m.file_type();
+        if t.is_file() {
+            return None;
+        }
+        if t.is_dir() {
+            return Some("a directory");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if t.is_fifo() {
+                return Some("a FIFO (named pipe)");
+            }
+            if t.is_char_device() || t.is_block_device() {
+                return Some("a device");
+            }
+            if t.is_socket() {
+                return Some("a socket");
+            }
+        }
+        Some("not a regular file")
+    };
+    let refuse = |what: &str| Error::new(ErrorKind::InvalidInput, format!("{what}, not a regular file; give the path of a file"));
+    let too_big = || Error::new(ErrorKind::InvalidData, format!("larger than the {} MiB an input file may have", max >> 20));
+    if let Some(what) = kind_of(&std::fs::metadata(path)?) {
+        return Err(refuse(what));
+    }
+    let f = std::fs::File::open(path)?;
+    let meta = f.metadata()?;
+    if let Some(what) = kind_of(&meta) {
+        return Err(refuse(what));
+    }
+    if meta.len() > max {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| Error::new(ErrorKind::InvalidData, format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to())))
+}
 
 /// A file written in full under a unique temporary name beside its destination, then moved into
 /// place: readers see the old content or the new one, never a part. Concurrent writers of the

@@ -7,6 +7,8 @@ mod cli;
 mod determinism;
 mod errors;
 mod fidelity;
+mod fuzz;
+mod hostile;
 mod invariants;
 mod layers;
 mod planner;

@@ -16,15 +16,83 @@ use crate::util::did_you_mean;
 
 use super::{FORMAT, MAX_POINTS, SweepError, io_err};
 
-/// One axis: a dotted scenario key and the values it takes.
+/// One axis: a dotted scenario key and the values it takes. A range axis is not expanded: its
+/// values are computed on demand, so memory does not grow with the number of points.
 #[derive(Clone, Debug)]
 pub struct Axis {
     /// Dotted key, e.g. `cluster.count`.
     pub key: String,
-    /// Values, in file order.
-    pub values: Vec<toml::Value>,
+    values: AxisValues,
     key_span: Range<usize>,
-    value_spans: Vec<Range<usize>>,
+}
+
+#[derive(Clone, Debug)]
+enum AxisValues {
+    /// Values listed in the file, each with its span.
+    List { values: Vec<toml::Value>, spans: Vec<Range<usize>> },
+    /// `{ from, to, step }`: `len` integers `from + i * step` (checked to fit in i64).
+    Range { from: i64, step: i64, len: u64, span: Range<usize> },
+}
+
+/// Ranges with at most this many values enter the sweep's identity value by value (as lists
+/// do); longer ranges enter as `{from, step, len}`, so hashing never walks a huge range.
+const RANGE_HASH_BY_VALUE: u64 = 100_000;
+/// Ranges with at most this many values have each value checked against the base scenario
+/// when the sweep is read; longer ranges have their ends checked.
+const RANGE_CHECK_EACH: u64 = 10_000;
+
+impl Axis {
+    /// Number of values.
+    pub fn len(&self) -> u64 {
+        match &self.values {
+            AxisValues::List { values, .. } => values.len() as u64,
+            AxisValues::Range { len, .. } => *len,
+        }
+    }
+
+    /// Whether the axis has no values (never true for a parsed sweep).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Value `i` (`i < len()`).
+    pub fn value(&self, i: u64) -> toml::Value {
+        match &self.values {
+            AxisValues::List { values, .. } => values[i as usize].clone(),
+            // The true value lies between `from` and `to`, so it fits in i64; the product alone
+            // may not (e.g. from = i64::MIN, step = 2^62), and wrapping arithmetic is exact
+            // modulo 2^64, hence exact here.
+            AxisValues::Range { from, step, .. } => toml::Value::Integer(from.wrapping_add((i as i64).wrapping_mul(*step))),
+        }
+    }
+
+    fn span(&self, i: u64) -> Range<usize> {
+        match &self.values {
+            AxisValues::List { spans, .. } => spans[i as usize].clone(),
+            AxisValues::Range { span, .. } => span.clone(),
+        }
+    }
+
+    /// Indices of the values checked alone against the base: every listed value and every
+    /// value of a range of at most [`RANGE_CHECK_EACH`]; a longer range's first and last (its
+    /// values share one type; a bad one in the middle becomes that point's error row).
+    fn check_indices(&self) -> Vec<u64> {
+        match &self.values {
+            AxisValues::List { values, .. } => (0..values.len() as u64).collect(),
+            AxisValues::Range { len, .. } if *len <= RANGE_CHECK_EACH => (0..*len).collect(),
+            AxisValues::Range { len, .. } => vec![0, len - 1],
+        }
+    }
+
+    fn identity_text(&self) -> String {
+        match &self.values {
+            AxisValues::List { values, .. } => toml::Value::Array(values.clone()).to_string(),
+            AxisValues::Range { len, .. } if *len <= RANGE_HASH_BY_VALUE => {
+                toml::Value::Array((0..*len).map(|i| self.value(i)).collect()).to_string()
+            }
+            AxisValues::Range { from, step, len, .. } => format!("range(from={from}, step={step}, len={len})"),
+        }
+    }
 }
 
 /// A parsed sweep: the base scenario and its axes.
@@ -66,7 +134,7 @@ impl Sweep {
     /// Reads a sweep file.
     pub fn load(path: &Path, profile: &Profile) -> Result<Sweep, SweepError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| match io_err("read", path, e) {
+        let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES).map_err(|e| match io_err("read", path, e) {
             SweepError::Io(m) => SweepError::Input(m),
             other => other,
         })?;
@@ -144,7 +212,8 @@ impl Sweep {
     /// (they would fail every point); combinations that cannot run are rows, not errors.
     fn check_values(&self) -> Result<(), SweepError> {
         for a in self.groups.iter().flatten() {
-            for (v, span) in a.values.iter().zip(&a.value_spans) {
+            for i in a.check_indices() {
+                let (v, span) = (&a.value(i), a.span(i));
                 let mut b = self.base.clone();
                 let result = b.set(&a.key, v).map(|_| ()).and_then(|_| b.build().map(|_| ()));
                 match result {
@@ -154,7 +223,7 @@ impl Sweep {
                     }
                     Err(e) if e.kind.is_value_error() => {
                         let m = format!("sweep value {} for `{}`: {}", value_label_toml(v), a.key, e.message);
-                        return Err(self.source.error(span.clone(), m, e.help.clone()).with_kind(e.kind).into());
+                        return Err(self.source.error(span, m, e.help.clone()).with_kind(e.kind).into());
                     }
                     _ => {}
                 }
@@ -175,7 +244,7 @@ impl Sweep {
             for a in g {
                 s.push_str(&a.key);
                 s.push('=');
-                s.push_str(&toml::Value::Array(a.values.clone()).to_string());
+                s.push_str(&a.identity_text());
                 s.push('\n');
             }
         }
@@ -194,15 +263,15 @@ impl Sweep {
     }
 
     /// The overrides of point `index` (axis order).
-    pub fn overrides(&self, index: u64) -> Vec<(&str, &toml::Value)> {
-        let mut pick = vec![0usize; self.groups.len()];
+    pub fn overrides(&self, index: u64) -> Vec<(&str, toml::Value)> {
+        let mut pick = vec![0u64; self.groups.len()];
         let mut rest = index;
         for (g, group) in self.groups.iter().enumerate().rev() {
-            let len = group[0].values.len() as u64;
-            pick[g] = (rest % len) as usize;
+            let len = group[0].len();
+            pick[g] = rest % len;
             rest /= len;
         }
-        self.groups.iter().zip(&pick).flat_map(|(g, &i)| g.iter().map(move |a| (a.key.as_str(), &a.values[i]))).collect()
+        self.groups.iter().zip(&pick).flat_map(|(g, &i)| g.iter().map(move |a| (a.key.as_str(), a.value(i)))).collect()
     }
 
     /// The scenario of point `index`: the base with the point's overrides, fully validated.
@@ -227,7 +296,7 @@ fn axes(src: &Source, raw: Vec<RawAxis>, sweep_plain: &toml::Table) -> Result<Ve
         if axes.iter().any(|a| a.key == key) {
             return Err(src.error(r.key_span, format!("sweep axis `{key}` is given twice"), Some("keep one list per key".into())));
         }
-        let (values, value_spans) = match r.kind {
+        let values = match r.kind {
             RawKind::List(spans, list_span) => {
                 let mut node = sweep_plain;
                 for p in &r.path[..r.path.len() - 1] {
@@ -237,24 +306,18 @@ fn axes(src: &Source, raw: Vec<RawAxis>, sweep_plain: &toml::Table) -> Result<Ve
                 if arr.is_empty() {
                     return Err(src.error(list_span, format!("sweep axis `{key}` has no values"), Some("list at least one value".into())));
                 }
-                (arr.clone(), spans)
+                AxisValues::List { values: arr.clone(), spans }
             }
             RawKind::Range { from, to, step, span } => range_values(src, &key, from, to, step, span)?,
         };
-        axes.push(Axis { key, values, key_span: r.key_span, value_spans });
+        axes.push(Axis { key, values, key_span: r.key_span });
     }
     Ok(axes)
 }
 
-/// The values of `{ from, to, step }` (inclusive), each spanned at the range.
-fn range_values(
-    src: &Source,
-    key: &str,
-    from: i64,
-    to: i64,
-    step: i64,
-    span: Range<usize>,
-) -> Result<(Vec<toml::Value>, Vec<Range<usize>>), ScenarioError> {
+/// A `{ from, to, step }` range (inclusive), not expanded. Refuses an empty range and one with
+/// more than [`MAX_POINTS`] values (counted without overflow, for any i64 bounds).
+fn range_values(src: &Source, key: &str, from: i64, to: i64, step: i64, span: Range<usize>) -> Result<AxisValues, ScenarioError> {
     if step < 1 || to < from {
         return Err(src.error(
             span,
@@ -262,13 +325,26 @@ fn range_values(
             Some("write { from = 1, to = 8 } (inclusive; step >= 1)".into()),
         ));
     }
-    let n = ((to - from) / step + 1) as u64;
-    if n > MAX_POINTS {
-        return Err(src.error(span, format!("sweep range for `{key}` has {n} values"), None));
+    // to >= from and step >= 1: the distance fits in u64 and so does the count (at most 2^64).
+    let distance = to.abs_diff(from);
+    let len = (distance / step as u64).checked_add(1);
+    match len {
+        Some(len) if len <= MAX_POINTS => Ok(AxisValues::Range { from, step, len, span }),
+        _ => {
+            let shown = match len {
+                Some(n) => n.to_string(),
+                None => "18446744073709551616".to_string(),
+            };
+            Err(src.error(
+                span,
+                format!("sweep range for `{key}` has {shown} values, more than the {MAX_POINTS} a sweep may have"),
+                Some(format!(
+                    "narrow the range (from = {from}, to = {to}) or raise its step so it has at most {MAX_POINTS} values, \
+                     or split it across several sweep files"
+                )),
+            ))
+        }
     }
-    let values: Vec<toml::Value> = (0..n).map(|i| toml::Value::Integer(from + i as i64 * step)).collect();
-    let spans = vec![span; values.len()];
-    Ok((values, spans))
 }
 
 /// The zip groups as axis indices (checked: known axes, each zipped once, equal lengths).
@@ -302,10 +378,10 @@ fn zip_groups(src: &Source, axes: &[Axis], z: &toml::Spanned<DeValue>) -> Result
             return Err(bad());
         }
         let a = &axes[members[0]];
-        if let Some(b) = members[1..].iter().map(|&m| &axes[m]).find(|b| b.values.len() != a.values.len()) {
+        if let Some(b) = members[1..].iter().map(|&m| &axes[m]).find(|b| b.len() != a.len()) {
             return Err(src.error(
                 b.key_span.clone(),
-                format!("zipped axes differ in length: `{}` has {} values, `{}` has {}", b.key, b.values.len(), a.key, a.values.len()),
+                format!("zipped axes differ in length: `{}` has {} values, `{}` has {}", b.key, b.len(), a.key, a.len()),
                 Some("axes in a zip group vary together and need the same number of values".into()),
             ));
         }
@@ -340,7 +416,7 @@ fn groups(src: &Source, axes: Vec<Axis>, zip: Option<&toml::Spanned<DeValue>>) -
 
 /// Points of the product of the groups, if at most [`MAX_POINTS`].
 fn count_points(groups: &[Vec<Axis>]) -> Option<u64> {
-    groups.iter().try_fold(1u64, |total, g| total.checked_mul(g[0].values.len() as u64).filter(|t| *t <= MAX_POINTS))
+    groups.iter().try_fold(1u64, |total, g| total.checked_mul(g[0].len()).filter(|t| *t <= MAX_POINTS))
 }
 
 fn collect(

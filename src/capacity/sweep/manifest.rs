@@ -46,7 +46,7 @@ impl Manifest {
     /// Reads `DIR/manifest.json`.
     pub fn read(dir: &Path) -> Result<Manifest, SweepError> {
         let p = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&p)
+        let text = crate::util::read_bounded(&p, crate::util::MAX_INPUT_BYTES)
             .map_err(|e| SweepError::Input(format!("{} is not a sweep output directory (cannot read {MANIFEST}: {e})", dir.display())))?;
         let m: Manifest =
             serde_json::from_str(&text).map_err(|e| SweepError::Input(format!("{}: not a sweep manifest: {e}", p.display())))?;

@@ -49,7 +49,10 @@ pub const RESULTS_JSONL: &str = "results.jsonl";
 pub const RESULTS_CSV: &str = "results.csv";
 /// What the directory holds: sweep hash, shard, point counts.
 pub const MANIFEST: &str = "manifest.json";
-/// Largest sweep accepted.
+/// Largest sweep accepted (points, and values of one range axis). Up to it a sweep streams:
+/// range axes are never expanded and points are built on demand in blocks of [`BLOCK`], so
+/// memory does not grow with the number of points (a 1e9-point sweep is long, not large; shard
+/// it). Beyond it the sweep is refused up front with the count and a fix.
 pub const MAX_POINTS: u64 = 1_000_000_000;
 /// Points evaluated in parallel before their lines are written (in index order).
 pub(crate) const BLOCK: usize = 512;

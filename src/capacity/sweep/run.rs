@@ -44,6 +44,8 @@ pub struct RunSummary {
     pub seconds: f64,
     /// The manifest written.
     pub manifest: Manifest,
+    /// Said when resuming dropped a torn last line of `results.jsonl` (the crash case).
+    pub note: Option<String>,
 }
 
 /// Runs (a shard of) a sweep into `opts.out`: `results.jsonl` streamed block by block in index
@@ -72,7 +74,7 @@ pub fn run(sweep: &Sweep, profile: &Profile, opts: &RunOptions) -> Result<RunSum
         supernode_version: env!("CARGO_PKG_VERSION").into(),
         merged_from: 0,
     };
-    let (file, start, mut fits) = open_results(dir, &results, sweep, shard, count, opts.resume)?;
+    let (file, start, mut fits, note) = open_results(dir, &results, sweep, shard, count, opts.resume)?;
     manifest.points_done = start;
     manifest.complete = start == count;
     manifest.write(dir)?;
@@ -109,40 +111,72 @@ pub fn run(sweep: &Sweep, profile: &Profile, opts: &RunOptions) -> Result<RunSum
     manifest.complete = true;
     manifest.write(dir)?;
     write_csv(dir, &manifest.axes)?;
-    Ok(RunSummary { points: count, resumed: start, computed: count - start, fits, seconds: t0.elapsed().as_secs_f64(), manifest })
+    Ok(RunSummary { points: count, resumed: start, computed: count - start, fits, seconds: t0.elapsed().as_secs_f64(), manifest, note })
 }
 
 /// Reads the finished prefix of a shard's results: (points done, of which fit, byte length to
-/// keep). A torn or foreign line ends the prefix; everything after it is recomputed.
-fn scan_done(path: &Path, shard: Shard) -> Result<(u64, u64, u64), SweepError> {
+/// keep, a note when a torn last line was dropped). Only the last line may be bad (a run killed
+/// mid-write leaves half a line): it is dropped and recomputed. A bad line with lines after it
+/// is corruption, not a crash: it is refused with its line number, since dropping it would
+/// silently drop every good line after it.
+fn scan_done(path: &Path, shard: Shard, count: u64) -> Result<(u64, u64, u64, Option<String>), SweepError> {
     let f = File::open(path).map_err(|e| io_err("open", path, e))?;
     let mut r = BufReader::new(f);
     let (mut done, mut fits, mut keep) = (0u64, 0u64, 0u64);
     let mut buf = Vec::new();
-    loop {
+    let mut line_no = 0u64;
+    while done < count {
         buf.clear();
         let n = r.read_until(b'\n', &mut buf).map_err(|e| io_err("read", path, e))?;
-        if n == 0 || buf.last() != Some(&b'\n') {
+        if n == 0 {
             break;
         }
-        match serde_json::from_slice::<IndexOnly>(&buf) {
-            Ok(l) if l.index == shard.point(done) => {
-                done += 1;
-                fits += u64::from(l.fits);
-                keep += n as u64;
+        line_no += 1;
+        let expected = shard.point(done);
+        let problem = if buf.last() != Some(&b'\n') {
+            Some("it ends without a newline".to_string())
+        } else {
+            match serde_json::from_slice::<IndexOnly>(&buf) {
+                Ok(l) if l.index == expected => {
+                    done += 1;
+                    fits += u64::from(l.fits);
+                    keep += n as u64;
+                    None
+                }
+                Ok(l) => Some(format!("it holds point {} where point {expected} belongs", l.index)),
+                Err(e) => Some(format!("it is not a result line ({e})")),
             }
-            _ => break,
+        };
+        let Some(problem) = problem else { continue };
+        let at_end = r.fill_buf().map_err(|e| io_err("read", path, e))?.is_empty();
+        if at_end {
+            let note =
+                format!("dropped the torn last line {line_no} of {} ({problem}); point {expected} is computed again", path.display());
+            return Ok((done, fits, keep, Some(note)));
         }
+        return Err(SweepError::Input(format!(
+            "cannot resume: line {line_no} of {} is corrupt ({problem}) and good lines may follow it; \
+             resuming would drop them. Fix or delete line {line_no} (or truncate the file before it), or run without --resume",
+            path.display()
+        )));
     }
-    Ok((done, fits, keep))
+    Ok((done, fits, keep, None))
 }
 
 /// Opens `results.jsonl` for writing: fresh, or (`--resume`) truncated after the finished prefix
-/// of the same shard of the same sweep. Returns the file, the points done and how many fit.
-fn open_results(dir: &Path, results: &Path, sweep: &Sweep, shard: Shard, count: u64, resume: bool) -> Result<(File, u64, u64), SweepError> {
+/// of the same shard of the same sweep. Returns the file, the points done, how many fit and a
+/// note when a torn last line was dropped.
+fn open_results(
+    dir: &Path,
+    results: &Path,
+    sweep: &Sweep,
+    shard: Shard,
+    count: u64,
+    resume: bool,
+) -> Result<(File, u64, u64, Option<String>), SweepError> {
     if !(resume && results.exists()) {
         let f = File::create(results).map_err(|e| io_err("create", results, e))?;
-        return Ok((f, 0, 0));
+        return Ok((f, 0, 0, None));
     }
     let old = Manifest::read(dir)?;
     if old.sweep_hash != sweep.hash || old.shard != shard.index || old.shards != shard.count {
@@ -158,11 +192,11 @@ fn open_results(dir: &Path, results: &Path, sweep: &Sweep, shard: Shard, count: 
             sweep.hash
         )));
     }
-    let (done, done_fits, keep) = scan_done(results, shard)?;
+    let (done, done_fits, keep, note) = scan_done(results, shard, count)?;
     let mut f = OpenOptions::new().read(true).write(true).open(results).map_err(|e| io_err("open", results, e))?;
     f.set_len(keep).map_err(|e| io_err("truncate", results, e))?;
     f.seek(SeekFrom::End(0)).map_err(|e| io_err("seek", results, e))?;
-    Ok((f, done.min(count), done_fits))
+    Ok((f, done.min(count), done_fits, note))
 }
 
 /// A progress bar on stderr (hidden unless asked for).

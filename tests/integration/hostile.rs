@@ -1,0 +1,247 @@
+//! Hostile input, bounded resources (issue 14, item 1 "Bounded everything", and the `--resume`
+//! part of item 5): huge and overflowing sweep ranges, corrupt result files.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::bin;
+
+const BASE: &str = r#"name = "hostile"
+seed = 1
+
+[cluster]
+node = "m3-ultra-80c-512gb"
+count = 1
+fabric = "tb5-rdma"
+
+[model]
+name = "llama-3.2-3b"
+
+[engine]
+name = "exo"
+
+[workload]
+prompt_tokens = 8
+generate_tokens = 4
+"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Issue 14 item 1 (lazy sweep points): a legal 1e9-value range axis used to build every point
+/// up front (a 32 GB allocation, then abort). Now range axes are not expanded: the sweep is read
+/// at once and a shard of it streams, its points built on demand.
+#[test]
+fn a_billion_point_range_streams() {
+    let t = tempfile::tempdir().unwrap();
+    let f = write(t.path(), "huge.toml", &format!("{BASE}[sweep]\nseed = {{ from = 1, to = 1000000000 }}\n"));
+    let out = t.path().join("out");
+    let t0 = Instant::now();
+    let o = bin()
+        .arg("sweep")
+        .arg(&f)
+        .arg("--out")
+        .arg(&out)
+        .args(["--shard", "0/10000000", "--no-charts"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("swept 100 points (shard 0/10000000 of 1000000000)"), "{text}");
+    assert!(t0.elapsed() < Duration::from_secs(60), "took {:?}", t0.elapsed());
+    let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
+    assert_eq!(last["index"], 990_000_000);
+    assert_eq!(last["overrides"]["seed"], 990_000_001);
+}
+
+/// Issue 14 item 1 (checked range arithmetic): a range over the whole i64 domain used to
+/// overflow and report "swept 0 points" with exit 0; now it is refused with its count and a fix.
+#[test]
+fn a_range_over_the_whole_i64_domain_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let f = write(t.path(), "wide.toml", &format!("{BASE}[sweep]\nseed = {{ from = -9223372036854775808, to = 9223372036854775807 }}\n"));
+    let o = bin().arg("sweep").arg(&f).arg("--out").arg(t.path().join("out")).arg("--no-charts").assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("has 18446744073709551616 values, more than the 1000000000"), "{err}");
+    assert!(err.contains("wide.toml:"), "{err}");
+    // One value past the maximum is refused too.
+    let f = write(t.path(), "over.toml", &format!("{BASE}[sweep]\nseed = {{ from = 0, to = 1000000000 }}\n"));
+    let o = bin().arg("sweep").arg(&f).arg("--out").arg(t.path().join("o2")).arg("--no-charts").assert().code(2).get_output().clone();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has 1000000001 values"));
+    let f = write(
+        t.path(),
+        "step.toml",
+        &format!("{BASE}[sweep]\nseed = {{ from = -9223372036854775808, to = 9223372036854775807, step = 4611686018427387904 }}\n"),
+    );
+    // Four values spanning the domain: read without overflow, the first value checked.
+    let o = bin().arg("sweep").arg(&f).arg("--out").arg(t.path().join("o3")).arg("--no-charts").assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("sweep value -9223372036854775808 for `seed`"), "{err}");
+}
+
+/// Issue 14 item 5 (`--resume`): a corrupt middle line of results.jsonl is refused with its line
+/// number (it used to end the prefix silently, recomputing every good line after it); a torn or
+/// garbage last line is the crash case and is dropped and recomputed.
+#[test]
+fn resume_refuses_a_corrupt_middle_line_and_drops_a_torn_last_line() {
+    let t = tempfile::tempdir().unwrap();
+    let f = write(t.path(), "s.toml", &format!("{BASE}[sweep]\nseed = {{ from = 1, to = 12 }}\n"));
+    let full = t.path().join("full");
+    bin().arg("sweep").arg(&f).arg("--out").arg(&full).arg("--no-charts").assert().success();
+    let whole = std::fs::read_to_string(full.join("results.jsonl")).unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 12);
+    // Line 5 garbage, good lines after it.
+    let mut bad = lines.clone();
+    bad[4] = "{not json";
+    std::fs::write(full.join("results.jsonl"), bad.join("\n") + "\n").unwrap();
+    let o = bin().arg("sweep").arg(&f).arg("--out").arg(&full).args(["--resume", "--no-charts"]).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("line 5 of") && err.contains("corrupt"), "{err}");
+    // A line of another point in the middle is corrupt too.
+    let mut swapped = lines.clone();
+    swapped.swap(2, 3);
+    std::fs::write(full.join("results.jsonl"), swapped.join("\n") + "\n").unwrap();
+    let o = bin().arg("sweep").arg(&f).arg("--out").arg(&full).args(["--resume", "--no-charts"]).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("line 3 of") && err.contains("holds point 3 where point 2 belongs"), "{err}");
+    // Garbage as the last line (with its newline): dropped and recomputed, bytes as before.
+    let mut torn = lines[..8].to_vec();
+    torn.push("{\"index\": 8, \"fi");
+    std::fs::write(full.join("results.jsonl"), torn.join("\n") + "\n").unwrap();
+    let o = bin().arg("sweep").arg(&f).arg("--out").arg(&full).args(["--resume", "--no-charts"]).assert().success().get_output().clone();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("8 resumed"));
+    assert_eq!(std::fs::read_to_string(full.join("results.jsonl")).unwrap(), whole);
+}
+
+/// A scenario importing `config.json` from the same directory.
+const HF_SCENARIO: &str = r#"name = "hf"
+[cluster]
+node = "m3-ultra-80c-256gb"
+count = 2
+fabric = "tb5-rdma"
+[model]
+hf_config = "config.json"
+quant = "mlx-4bit"
+[engine]
+name = "exo"
+"#;
+
+/// `supernode run --no-write` on `file`, expecting failure within `secs`; returns stderr.
+fn run_fails(file: &Path, secs: u64) -> String {
+    let t0 = Instant::now();
+    let o = bin().arg("run").arg(file).arg("--no-write").timeout(Duration::from_secs(secs)).assert().failure().get_output().clone();
+    assert!(t0.elapsed() < Duration::from_secs(secs), "took {:?}", t0.elapsed());
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Issue 14 item 1 (size and file-type checks on every file read): `/dev/zero`, a FIFO and a
+/// directory used to be read until memory ran out or block forever; a file over the maximum
+/// was read whole. Now each is refused at once, the message naming the path.
+#[test]
+fn inputs_that_are_not_regular_files_or_too_large_are_refused_promptly() {
+    let t = tempfile::tempdir().unwrap();
+    let err = run_fails(Path::new("/dev/zero"), 20);
+    assert!(err.contains("/dev/zero") && err.contains("a device, not a regular file"), "{err}");
+    let fifo = t.path().join("fifo.toml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let err = run_fails(&fifo, 20);
+    assert!(err.contains("fifo.toml") && err.contains("FIFO"), "{err}");
+    let err = run_fails(t.path(), 20);
+    assert!(err.contains("a directory"), "{err}");
+    // hf_config pointing at a FIFO, and at /dev/zero through a symlink.
+    let d = t.path().join("hf");
+    std::fs::create_dir(&d).unwrap();
+    let s = write(&d, "s.toml", HF_SCENARIO);
+    assert!(std::process::Command::new("mkfifo").arg(d.join("config.json")).status().unwrap().success());
+    let err = run_fails(&s, 20);
+    assert!(err.contains("config.json") && err.contains("FIFO"), "{err}");
+    std::fs::remove_file(d.join("config.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("config.json")).unwrap();
+    let err = run_fails(&s, 20);
+    assert!(err.contains("config.json") && err.contains("a device"), "{err}");
+    // validate --against and import read through the same check.
+    let o = bin().args(["validate", "--against", "/dev/zero"]).timeout(Duration::from_secs(20)).assert().failure().get_output().clone();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/dev/zero"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bin()
+        .args(["import", "/dev/zero", "--node", "m3-ultra-80c-512gb"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a device"), "{}", String::from_utf8_lossy(&o.stderr));
+    // A sparse file over the 64 MiB maximum.
+    let big = t.path().join("big.toml");
+    std::fs::File::create(&big).unwrap().set_len(65 << 20).unwrap();
+    let err = run_fails(&big, 20);
+    assert!(err.contains("big.toml") && err.contains("larger than the 64 MiB"), "{err}");
+}
+
+/// Issue 14 item 1 (sanity bounds on imported model configs): a million layers took 45 s,
+/// u64::MAX dimensions hung, `head_dim = 0` and `sliding_window = 0` predicted 1,395 tok/s. Now
+/// each is refused at once, naming the key, at the `hf_config` line of the scenario.
+#[test]
+fn absurd_model_configs_are_refused_naming_the_key() {
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(crate::root().join("tests/fixtures/user-model/config.json")).unwrap()).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let s = write(t.path(), "s.toml", HF_SCENARIO);
+    let cases: Vec<(&str, serde_json::Value, &str)> = vec![
+        ("num_hidden_layers", 1_000_000.into(), "exceeds the sanity bound 1000"),
+        ("hidden_size", u64::MAX.into(), "exceeds the sanity bound"),
+        ("vocab_size", 1e300.into(), "is not a non-negative integer"),
+        ("head_dim", 0.into(), "must be positive"),
+        ("num_key_value_heads", 0.into(), "must be positive"),
+        ("num_experts", 10_000_000.into(), "exceeds the sanity bound 100000"),
+    ];
+    for (key, value, want) in cases {
+        let mut c = base.clone();
+        c[key] = value;
+        write(t.path(), "config.json", &c.to_string());
+        let err = run_fails(&s, 20);
+        assert!(err.contains(&format!("`{key}`")) && err.contains(want), "{key}: {err}");
+        assert!(err.contains("s.toml:7:"), "{key}: {err}");
+    }
+    // Each dimension within its bound, together absurd: refused by the parameter estimate.
+    let mut c = base.clone();
+    c["num_hidden_layers"] = 1000.into();
+    c["hidden_size"] = 1_000_000.into();
+    c["moe_intermediate_size"] = 1_000_000.into();
+    write(t.path(), "config.json", &c.to_string());
+    let err = run_fails(&s, 20);
+    assert!(err.contains("parameters, more than the 1e15"), "{err}");
+    // gpt_oss: sliding_window = 0.
+    let oss = serde_json::json!({
+        "model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 24, "num_attention_heads": 64,
+        "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 32, "num_experts_per_tok": 4,
+        "intermediate_size": 2880, "vocab_size": 201088, "sliding_window": 0
+    });
+    write(t.path(), "config.json", &oss.to_string());
+    let err = run_fails(&s, 20);
+    assert!(err.contains("`sliding_window`") && err.contains("must be positive"), "{err}");
+}
+
+/// Issue 14 item 1 (every numeric option validated): `calibrate --prior-weight=1e200` never
+/// finished; now it is refused at once with the accepted range.
+#[test]
+fn a_huge_prior_weight_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["calibrate", "--prior-weight=1e200", "-o"])
+        .arg(t.path().join("p.toml"))
+        .arg(crate::measurements_csv())
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--prior-weight") && err.contains("from 0 to 1e6"), "{err}");
+}
