@@ -195,6 +195,9 @@ fn run_sweep(a: SweepArgs) -> Result<(), CliError> {
         progress: std::io::stderr().is_terminal() && !super::quiet(),
     };
     let summary = sweep::run(&sw, &profile, &opts)?;
+    if let Some(n) = &summary.note {
+        super::note!("note: {n}");
+    }
     let shard_text = if shard.count > 1 { format!(" (shard {}/{} of {})", shard.index, shard.count, sw.total) } else { String::new() };
     let resumed = if summary.resumed > 0 { format!(", {} resumed", summary.resumed) } else { String::new() };
     say!(
