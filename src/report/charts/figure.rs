@@ -226,7 +226,12 @@ pub(super) fn render(stem: &Path, fig: &Figure) -> Result<Vec<PathBuf>, ChartErr
 pub(super) fn draw_figure<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<(), ChartError> {
     root.fill(&WHITE).map_err(draw_err)?;
     let (w, h) = root.dim_in_pixel();
-    let title_font = (FONT, 30).into_font().style(FontStyle::Bold);
+    // A title wider than the figure is set smaller (never cut off at the right edge).
+    let title_w =
+        root.estimate_text_size(&fig.title, &(FONT, 30).into_font().style(FontStyle::Bold).into_text_style(root)).map_or(0, |s| s.0);
+    let title_px =
+        if title_w as i32 > w as i32 - 48 { (30.0 * f64::from(w.saturating_sub(48)) / f64::from(title_w)).max(14.0) } else { 30.0 };
+    let title_font = (FONT, title_px).into_font().style(FontStyle::Bold);
     let sub_font = (FONT, 19).into_font();
     root.draw(&Text::new(fig.title.clone(), (24, 14), title_font.color(&BLACK))).map_err(draw_err)?;
     // The subtitle wraps at " · " onto a second line when it is wider than the figure.
