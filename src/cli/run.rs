@@ -75,7 +75,15 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
 fn read_source(file: &Path) -> Result<Source, ScenarioError> {
     if file.as_os_str() == "-" {
         let mut text = String::new();
-        return match std::io::stdin().read_to_string(&mut text) {
+        // Bounded like a file: at most MAX_INPUT_BYTES (+1 to tell "too large" apart).
+        let mut stdin = std::io::stdin().take(crate::util::MAX_INPUT_BYTES + 1);
+        return match stdin.read_to_string(&mut text).and_then(|n| {
+            if n as u64 > crate::util::MAX_INPUT_BYTES {
+                Err(std::io::Error::other(format!("more than {} bytes", crate::util::MAX_INPUT_BYTES)))
+            } else {
+                Ok(n)
+            }
+        }) {
             Ok(_) => Ok(Source { path: "<stdin>".into(), dir: PathBuf::new(), text }),
             Err(e) => Err(Source { path: "<stdin>".into(), dir: PathBuf::new(), text: String::new() }.error(
                 0..0,
@@ -85,7 +93,7 @@ fn read_source(file: &Path) -> Result<Source, ScenarioError> {
         };
     }
     let shown = file.display().to_string();
-    let text = std::fs::read_to_string(file).map_err(|e| {
+    let text = crate::util::read_bounded(file, crate::util::MAX_INPUT_BYTES).map_err(|e| {
         Source { path: shown.clone(), dir: PathBuf::new(), text: String::new() }.error(
             0..0,
             format!("cannot read scenario file: {e}"),

@@ -63,11 +63,13 @@ pub fn validate(args: ValidateArgs) -> Result<(), CliError> {
     let report = v::report(selected.iter().map(|&i| validated_row(&data, i, predictions[i])).collect(), skipped);
     let mut out = Output { text: v::table(&report), json: serde_json::to_value(&report).expect("report serializes") };
     harness_notes(&data, &mut out);
-    if args.loo {
-        loo_section(&data, &profile, &selected, args.prior_weight, &mut out);
-    }
+    let loo = args.loo.then(|| loo_section(&data, &profile, &selected, args.prior_weight, &mut out));
     if let Some(dir) = &args.plot {
-        plot_section(&report, dir, &args, &mut out)?;
+        plot_section(&report, false, dir, &args, &mut out)?;
+        // With --loo, a second chart of the held-out predictions (each row fitted without it).
+        if let Some(l) = &loo {
+            plot_section(l, true, dir, &args, &mut out)?;
+        }
     }
     if args.json.json {
         println!("{}", serde_json::to_string_pretty(&out.json).expect("serializes"));
@@ -139,7 +141,7 @@ fn harness_notes(data: &Dataset, out: &mut Output) {
 }
 
 /// `--loo`: each row predicted by a profile refitted without it.
-fn loo_section(data: &Dataset, profile: &Profile, selected: &[usize], prior_weight: f64, out: &mut Output) {
+fn loo_section(data: &Dataset, profile: &Profile, selected: &[usize], prior_weight: f64, out: &mut Output) -> v::Report {
     super::note!("validate --loo: refitting without each of {} rows...", selected.len());
     let (loo_rows, loo_skipped) = leave_one_out(data, profile, selected, prior_weight);
     let loo_report = v::report(loo_rows, loo_skipped);
@@ -149,13 +151,22 @@ fn loo_section(data: &Dataset, profile: &Profile, selected: &[usize], prior_weig
     bare.rows.iter_mut().for_each(|r| r.assumptions.clear());
     out.text.push_str(&v::table(&bare));
     out.json["loo"] = serde_json::to_value(&loo_report).expect("serializes");
+    loo_report
 }
 
 /// `--plot DIR`: the predicted-vs-measured parity chart.
-fn plot_section(report: &v::Report, dir: &std::path::Path, args: &ValidateArgs, out: &mut Output) -> Result<(), CliError> {
-    let points: Vec<(String, f64, f64)> = report.rows.iter().map(|r| (r.id.clone(), r.measured, r.predicted)).collect();
-    let stem = dir.join("parity");
-    let title = format!("supernode: predicted vs measured ({})", args.against.display());
+fn plot_section(report: &v::Report, held_out: bool, dir: &std::path::Path, args: &ValidateArgs, out: &mut Output) -> Result<(), CliError> {
+    use crate::report::charts::{ParityPoint, unit_of};
+    let points: Vec<ParityPoint> = report
+        .rows
+        .iter()
+        .map(|r| ParityPoint { label: r.id.clone(), unit: unit_of(&r.metric), measured: r.measured, predicted: r.predicted })
+        .collect();
+    let stem = dir.join(if held_out { "parity-loo" } else { "parity" });
+    let title = match held_out {
+        true => format!("supernode: leave-one-out (held-out) predictions vs measured ({})", args.against.display()),
+        false => format!("supernode: predicted (in-sample fit) vs measured ({})", args.against.display()),
+    };
     std::fs::create_dir_all(dir)
         .map_err(|e| e.to_string())
         .and_then(|_| crate::report::charts::parity_chart(&stem, &title, &points).map_err(|e| e.to_string()))

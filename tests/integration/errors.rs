@@ -139,9 +139,15 @@ fn set_errors_point_at_the_set_argument() {
 #[test]
 fn empty_or_nonpositive_measurements_and_user_words() {
     let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    let out = bin().args(["calibrate"]).arg(&empty).arg("-o").arg(dir.path().join("p.toml")).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no measurements in ") && err.contains("empty.csv") && !err.contains("need at least 0"), "{err}");
+    // /dev/null is not a regular file: refused as such (issue 14 item 1), naming it.
     let out = bin().args(["calibrate", "/dev/null", "-o"]).arg(dir.path().join("p.toml")).assert().code(2).get_output().clone();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no measurements in /dev/null") && !err.contains("need at least 0"), "{err}");
+    assert!(err.contains("/dev/null") && err.contains("not a regular file") && !err.contains("need at least 0"), "{err}");
     let csv = std::fs::read_to_string(crate::measurements_csv()).unwrap();
     let mut lines = csv.lines();
     let header = lines.next().unwrap();

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
+use image::ImageEncoder;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{IntoSegmentedCoord, SegmentValue};
 use plotters::prelude::*;
@@ -80,7 +81,12 @@ impl Scale {
                     true => fmt_num(v),
                 }
             }
-            Scale::Log10 => fmt_num(10f64.powf(t)),
+            Scale::Log10 => {
+                // A tick sits on m x 10^k for a whole m; the label is that number, exactly.
+                let v = 10f64.powf(t);
+                let k = 10f64.powi(v.log10().floor() as i32);
+                fmt_num((v / k).round() * k)
+            }
         }
     }
 }
@@ -145,6 +151,9 @@ pub(super) struct Panel {
     pub(super) y_scale: Scale,
     pub(super) y_from_zero: bool,
     pub(super) series: Vec<Series>,
+    /// Where the x ticks go (data values; empty: chosen by the scale). A node chart ticks only
+    /// the node counts its sweep has, so an axis never suggests a count that was not tried.
+    pub(super) x_ticks: Vec<f64>,
 }
 
 #[derive(Clone, Debug)]
@@ -179,12 +188,11 @@ pub(super) struct Figure {
     pub(super) size: (u32, u32),
 }
 
-/// Writes `stem.png` and `stem.svg`.
+/// Writes `stem.png` and `stem.svg`. Each is drawn in memory and then written atomically
+/// (a temporary file beside it, renamed into place): a killed `plot` leaves the old chart or the
+/// new one, never a partial or empty file.
 pub(super) fn render(stem: &Path, fig: &Figure) -> Result<Vec<PathBuf>, ChartError> {
     init_fonts();
-    if let Some(dir) = stem.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| ChartError::Draw(format!("cannot create {}: {e}", dir.display())))?;
-    }
     let with_ext = |ext: &str| {
         let mut p = stem.as_os_str().to_owned();
         p.push(ext);
@@ -192,15 +200,25 @@ pub(super) fn render(stem: &Path, fig: &Figure) -> Result<Vec<PathBuf>, ChartErr
     };
     let png = with_ext(".png");
     let svg = with_ext(".svg");
+    let (w, h) = fig.size;
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
-        let root = BitMapBackend::new(&png, fig.size).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut rgb, fig.size).into_drawing_area();
         draw_figure(&root, fig)?;
-        root.present().map_err(|e| ChartError::Draw(format!("cannot write {}: {e}", png.display())))?;
+        root.present().map_err(|e| ChartError::Draw(format!("cannot draw {}: {e}", png.display())))?;
     }
+    let mut png_bytes = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png_bytes)
+        .write_image(&rgb, w, h, image::ColorType::Rgb8)
+        .map_err(|e| ChartError::Draw(format!("cannot encode {}: {e}", png.display())))?;
+    let mut svg_text = String::new();
     {
-        let root = SVGBackend::new(&svg, fig.size).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg_text, fig.size).into_drawing_area();
         draw_figure(&root, fig)?;
-        root.present().map_err(|e| ChartError::Draw(format!("cannot write {}: {e}", svg.display())))?;
+        root.present().map_err(|e| ChartError::Draw(format!("cannot draw {}: {e}", svg.display())))?;
+    }
+    for (path, bytes) in [(&png, png_bytes.as_slice()), (&svg, svg_text.as_bytes())] {
+        crate::util::write_atomic(path, bytes).map_err(|e| ChartError::Draw(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(vec![png, svg])
 }
@@ -208,7 +226,12 @@ pub(super) fn render(stem: &Path, fig: &Figure) -> Result<Vec<PathBuf>, ChartErr
 pub(super) fn draw_figure<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<(), ChartError> {
     root.fill(&WHITE).map_err(draw_err)?;
     let (w, h) = root.dim_in_pixel();
-    let title_font = (FONT, 30).into_font().style(FontStyle::Bold);
+    // A title wider than the figure is set smaller (never cut off at the right edge).
+    let title_w =
+        root.estimate_text_size(&fig.title, &(FONT, 30).into_font().style(FontStyle::Bold).into_text_style(root)).map_or(0, |s| s.0);
+    let title_px =
+        if title_w as i32 > w as i32 - 48 { (30.0 * f64::from(w.saturating_sub(48)) / f64::from(title_w)).max(14.0) } else { 30.0 };
+    let title_font = (FONT, title_px).into_font().style(FontStyle::Bold);
     let sub_font = (FONT, 19).into_font();
     root.draw(&Text::new(fig.title.clone(), (24, 14), title_font.color(&BLACK))).map_err(draw_err)?;
     // The subtitle wraps at " · " onto a second line when it is wider than the figure.
@@ -241,7 +264,15 @@ pub(super) fn draw_figure<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig
         x += need;
     }
     let legend_h = if fig.legend.is_empty() { 0 } else { rows.len() as i32 * 30 + 10 };
-    let foot_h = fig.footnotes.len() as i32 * 22 + if fig.footnotes.is_empty() { 0 } else { 8 };
+    // Footnotes wrap at word boundaries to the figure's width (never cut off).
+    let foot_font = (FONT, 16).into_font();
+    let foot_style = foot_font.clone().into_text_style(root);
+    let foot_lines: Vec<String> = fig
+        .footnotes
+        .iter()
+        .flat_map(|f| wrap(f, |t| root.estimate_text_size(t, &foot_style).map(|s| s.0 as i32 <= w as i32 - 48).unwrap_or(true)))
+        .collect();
+    let foot_h = foot_lines.len() as i32 * 22 + if foot_lines.is_empty() { 0 } else { 8 };
     let top = 68 + 24 * sub_lines.len() as i32;
     let body_h = h as i32 - top - legend_h - foot_h;
     let (_, rest) = root.split_vertically(top);
@@ -273,12 +304,92 @@ pub(super) fn draw_figure<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig
             bottom.draw(&Text::new(label.clone(), (x + 44, y), style)).map_err(draw_err)?;
         }
     }
-    let foot_font = (FONT, 16).into_font();
-    for (i, f) in fig.footnotes.iter().enumerate() {
+    for (i, f) in foot_lines.iter().enumerate() {
         let y = legend_h + 4 + i as i32 * 22;
         bottom.draw(&Text::new(f.clone(), (24, y), foot_font.color(&RGBColor(90, 90, 90)))).map_err(draw_err)?;
     }
     Ok(())
+}
+
+/// Splits `text` into lines at spaces so that each line `fits` (a word longer than a line
+/// stands alone on its line).
+pub(super) fn wrap(text: &str, fits: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let tried = if cur.is_empty() { word.to_string() } else { format!("{cur} {word}") };
+        if cur.is_empty() || fits(&tried) {
+            cur = tried;
+        } else {
+            lines.push(std::mem::replace(&mut cur, word.to_string()));
+        }
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// An f64 axis whose ticks (and grid lines) are given, not chosen by plotters: 1-2-5 per decade
+/// on log axes, the swept node counts on node axes.
+struct TickAxis {
+    inner: plotters::coord::types::RangedCoordf64,
+    ticks: Option<Vec<f64>>,
+}
+
+impl TickAxis {
+    fn new(lo: f64, hi: f64, ticks: Option<Vec<f64>>) -> Self {
+        let ticks = ticks.map(|t| t.into_iter().filter(|v| *v >= lo - 1e-9 && *v <= hi + 1e-9).collect());
+        TickAxis { inner: (lo..hi).into(), ticks }
+    }
+}
+
+impl Ranged for TickAxis {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        match &self.ticks {
+            Some(t) => t.clone(),
+            None => self.inner.key_points(hint),
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+}
+
+/// Tick positions (in the scale's coordinates) for the range `lo..hi` of a scale: 1-2-5 per
+/// decade on log10 axes (1, 2, 5, 10, 20, 50, ...; every mantissa 1-9 when the range is under
+/// a decade, only powers of ten over many decades), powers of two on log2 axes, integers on
+/// node axes; `None`: plotters' linear ticks.
+pub(super) fn scale_ticks(scale: Scale, lo: f64, hi: f64) -> Option<Vec<f64>> {
+    match scale {
+        Scale::Linear => None,
+        Scale::Nodes | Scale::Log2 => Some((lo.ceil() as i64..=hi.floor() as i64).map(|i| i as f64).collect()),
+        Scale::Log10 => {
+            let decades = lo.floor() as i32..=hi.ceil() as i32;
+            let at = |mantissas: &[f64]| -> Vec<f64> {
+                decades
+                    .clone()
+                    .flat_map(|d| mantissas.iter().map(move |m| (m * 10f64.powi(d)).log10()))
+                    .filter(|t| *t >= lo - 1e-9 && *t <= hi + 1e-9)
+                    .collect()
+            };
+            let mut t = at(&[1.0, 2.0, 5.0]);
+            if t.len() < 3 {
+                t = at(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+            } else if t.len() > 13 {
+                t = at(&[1.0]);
+            }
+            Some(t)
+        }
+    }
 }
 
 pub(super) fn bounds(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
@@ -293,11 +404,11 @@ pub(super) fn bounds(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
 
 pub(super) fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> Result<(), ChartError> {
     let xs = p.series.iter().flat_map(|s| s.points.iter().map(|q| p.x_scale.fwd(q.0)));
-    let ys = p.series.iter().flat_map(|s| s.points.iter().map(|q| p.y_scale.fwd(q.1)));
+    let ys = p.series.iter().flat_map(|s| s.points.iter().filter(|q| q.1.is_finite()).map(|q| p.y_scale.fwd(q.1)));
     let (x0, x1) = bounds(xs).unwrap_or((0.0, 1.0));
     let (y0, y1) = bounds(ys).unwrap_or((0.0, 1.0));
     let (x0, x1) = match p.x_scale {
-        Scale::Nodes => (0.5, x1.max(1.0) + 0.5),
+        Scale::Nodes => (0.5, p.x_ticks.iter().copied().fold(x1.max(1.0), f64::max) + 0.5),
         Scale::Log2 => (x0.floor() - 0.25, x1.ceil() + 0.25),
         _ => {
             let pad = if x1 > x0 { (x1 - x0) * 0.06 } else { x0.abs().max(1.0) * 0.5 };
@@ -315,18 +426,16 @@ pub(super) fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &
             (y0 - pad, y1 + pad)
         }
     };
-    let x_labels = match p.x_scale {
-        Scale::Nodes => ((x1 - x0).round() as usize + 1).min(17),
-        Scale::Log2 => ((x1 - x0).round() as usize + 1).min(17),
-        _ => 8,
-    };
+    let x_ticks =
+        if p.x_ticks.is_empty() { scale_ticks(p.x_scale, x0, x1) } else { Some(p.x_ticks.iter().map(|&v| p.x_scale.fwd(v)).collect()) };
+    let y_ticks = scale_ticks(p.y_scale, y0, y1);
     let mut chart = ChartBuilder::on(area)
         .margin_top(12)
         .margin_right(28)
         .margin_left(12)
         .x_label_area_size(70)
         .y_label_area_size(96)
-        .build_cartesian_2d(x0..x1, y0..y1)
+        .build_cartesian_2d(TickAxis::new(x0, x1, x_ticks), TickAxis::new(y0, y1, y_ticks))
         .map_err(draw_err)?;
     let xf = |v: &f64| p.x_scale.tick(*v);
     let yf = |v: &f64| p.y_scale.tick(*v);
@@ -334,7 +443,7 @@ pub(super) fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &
         .configure_mesh()
         .x_desc(p.x_desc.as_str())
         .y_desc(p.y_desc.as_str())
-        .x_labels(x_labels)
+        .x_labels(8)
         .y_labels(8)
         .x_label_formatter(&xf)
         .y_label_formatter(&yf)
@@ -346,27 +455,38 @@ pub(super) fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &
         .draw()
         .map_err(draw_err)?;
     for s in &p.series {
-        let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (p.x_scale.fwd(x), p.y_scale.fwd(y))).collect();
+        // A non-finite y is a gap: a configuration on this line that did not run. The line
+        // breaks there; markers and labels sit only where a point exists.
+        let pts: Vec<(f64, f64)> =
+            s.points.iter().map(|&(x, y)| (p.x_scale.fwd(x), if y.is_finite() { p.y_scale.fwd(y) } else { f64::NAN })).collect();
         if let Some(band) = &s.band {
             let poly: Vec<(f64, f64)> = band.iter().map(|&(x, y)| (p.x_scale.fwd(x), p.y_scale.fwd(y))).collect();
             chart.draw_series(std::iter::once(Polygon::new(poly, s.color.mix(0.12).filled()))).map_err(draw_err)?;
         }
-        match s.line {
-            Line::Solid => {
-                chart.draw_series(LineSeries::new(pts.clone(), s.color.stroke_width(s.width))).map_err(draw_err)?;
+        for seg in pts.split(|q| !q.1.is_finite()).filter(|seg| seg.len() > 1) {
+            match s.line {
+                Line::Solid => {
+                    chart.draw_series(LineSeries::new(seg.to_vec(), s.color.stroke_width(s.width))).map_err(draw_err)?;
+                }
+                Line::Dashed => {
+                    chart.draw_series(DashedLineSeries::new(seg.to_vec(), 10, 7, s.color.stroke_width(s.width))).map_err(draw_err)?;
+                }
+                Line::None => {}
             }
-            Line::Dashed => {
-                chart.draw_series(DashedLineSeries::new(pts.clone(), 10, 7, s.color.stroke_width(s.width))).map_err(draw_err)?;
-            }
-            Line::None => {}
         }
+        let drawn = || pts.iter().filter(|q| q.1.is_finite());
         if s.markers {
-            chart.draw_series(pts.iter().map(|&c| Circle::new(c, 6, s.color.filled()))).map_err(draw_err)?;
+            chart.draw_series(drawn().map(|&c| Circle::new(c, 6, s.color.filled()))).map_err(draw_err)?;
         }
         if !s.labels.is_empty() {
             let font = (FONT, 15).into_font().color(&RGBColor(40, 40, 40));
             chart
-                .draw_series(pts.iter().zip(&s.labels).map(|(&c, l)| EmptyElement::at(c) + Text::new(l.clone(), (8, -20), font.clone())))
+                .draw_series(
+                    pts.iter()
+                        .zip(&s.labels)
+                        .filter(|(q, l)| q.1.is_finite() && !l.is_empty())
+                        .map(|(&c, l)| EmptyElement::at(c) + Text::new(l.clone(), (8, -20), font.clone())),
+                )
                 .map_err(draw_err)?;
         }
     }
@@ -384,14 +504,12 @@ pub(super) fn draw_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, g: &G
     let mut chart = ChartBuilder::on(area)
         .margin(16)
         .margin_right(28)
-        .x_label_area_size(70)
+        .x_label_area_size(50 + 21 * g.x_names.iter().map(|n| n.split('\n').count()).max().unwrap_or(1) as u32)
         .y_label_area_size(widest + 30)
         .build_cartesian_2d((0..nx - 1).into_segmented(), (0..ny - 1).into_segmented())
         .map_err(draw_err)?;
-    let xf = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(i) => g.x_names.get(*i as usize).cloned().unwrap_or_default(),
-        _ => String::new(),
-    };
+    // Column names may have several lines ('\n'): drawn below the axis after the mesh.
+    let xf = |_: &SegmentValue<i32>| String::new();
     let yf = |v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(i) => g.y_names.get(*i as usize).cloned().unwrap_or_default(),
         _ => String::new(),
@@ -409,16 +527,30 @@ pub(super) fn draw_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, g: &G
         .axis_desc_style((FONT, 20))
         .draw()
         .map_err(draw_err)?;
+    let base = area.get_base_pixel();
+    for (i, name) in g.x_names.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(SegmentValue::CenterOf(i as i32), SegmentValue::Exact(0)));
+        for (k, line) in name.split('\n').enumerate() {
+            let style = label_font.clone().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top));
+            area.draw(&Text::new(line.to_string(), (px - base.0, py - base.1 + 10 + 21 * k as i32), style)).map_err(draw_err)?;
+        }
+    }
     let cell_font = (FONT, 16).into_font();
     for (x, y, fill, text) in &g.cells {
         let (x, y) = (*x as i32, *y as i32);
         let rect = [(SegmentValue::Exact(x), SegmentValue::Exact(y)), (SegmentValue::Exact(x + 1), SegmentValue::Exact(y + 1))];
         chart.draw_series(std::iter::once(Rectangle::new(rect.clone(), fill.filled()))).map_err(draw_err)?;
         chart.draw_series(std::iter::once(Rectangle::new(rect, WHITE.stroke_width(3)))).map_err(draw_err)?;
-        let style = cell_font.clone().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Center));
-        chart
-            .draw_series(std::iter::once(Text::new(text.clone(), (SegmentValue::CenterOf(x), SegmentValue::CenterOf(y)), style)))
-            .map_err(draw_err)?;
+        let lines: Vec<&str> = text.split('\n').collect();
+        for (k, line) in lines.iter().enumerate() {
+            let dy = (2 * k as i32 - (lines.len() as i32 - 1)) * 10;
+            let style = cell_font.clone().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Center));
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((SegmentValue::CenterOf(x), SegmentValue::CenterOf(y))) + Text::new(line.to_string(), (0, dy), style),
+                ))
+                .map_err(draw_err)?;
+        }
     }
     Ok(())
 }

@@ -48,7 +48,3 @@ pub(super) fn chip_family(nodes: &[String]) -> String {
 pub(super) fn cluster_label(nodes: &[String]) -> String {
     value_label(&serde_json::Value::Array(nodes.iter().map(|n| serde_json::Value::String(n.clone())).collect()))
 }
-
-pub(super) fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n { s.to_string() } else { s.chars().take(n - 1).collect::<String>() + "…" }
-}

@@ -233,7 +233,7 @@ pub(super) fn not_fit_note(rows: &[&ChartRow], axes: &[String], x_keys: &[&str])
             Some(ErrorKind::TooFewPorts) => "too few ports",
             _ => "cannot run",
         };
-        let item = format!("{at}, {}: {reason}", what.join(" · "));
+        let item = if what.is_empty() { format!("{at}: {reason}") } else { format!("{at}, {}: {reason}", what.join(" · ")) };
         if !items.contains(&item) {
             items.push(item);
         }
@@ -244,5 +244,5 @@ pub(super) fn not_fit_note(rows: &[&ChartRow], axes: &[String], x_keys: &[&str])
     let more = items.len().saturating_sub(3);
     items.truncate(3);
     let tail = if more > 0 { format!("; and {more} more (see results.csv)") } else { String::new() };
-    Some(truncate(&format!("Not drawn: {}{tail}", items.join("; ")), 160))
+    Some(format!("Not drawn: {}{tail}", items.join("; ")))
 }

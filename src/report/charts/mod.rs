@@ -21,7 +21,7 @@ pub mod parity;
 pub mod sweep_figures;
 
 pub use figure::{fmt_num, init_fonts};
-pub use parity::parity_chart;
+pub use parity::{ParityPoint, parity_chart, unit_of};
 
 use figure::render;
 use labels::model_name;
@@ -167,6 +167,23 @@ pub fn draw_sweep(dir: &Path, only: Option<&str>) -> Result<Vec<PathBuf>, ChartE
     }
     let manifest = Manifest::read(dir)?;
     let rows = read_chart_rows(dir)?;
+    if rows.is_empty() {
+        return Err(ChartError::Input(format!(
+            "{} has no results to draw ({} of {} points written): run or resume the sweep first",
+            dir.display(),
+            manifest.points_done,
+            manifest.points_in_shard
+        )));
+    }
+    if !manifest.complete {
+        eprintln!(
+            "warning: the sweep in {} is incomplete ({} of {} points written): the charts show only those points; \
+             finish it with `supernode sweep ... --resume`",
+            dir.display(),
+            manifest.points_done,
+            manifest.points_in_shard
+        );
+    }
     draw_rows(dir, &manifest, &rows, only)
 }
 

@@ -13,6 +13,8 @@ use super::{ChartRow, Metric};
 
 pub(super) struct NodeChart<'a> {
     pub(super) rows: Vec<&'a ChartRow>,
+    /// Every node count the sweep tried for this model (run or not), ascending.
+    pub(super) counts: Vec<u64>,
     pub(super) lines: Vec<Line2>,
     pub(super) extra: usize,
 }
@@ -27,7 +29,10 @@ pub(super) fn node_chart<'a>(rows: &[&'a ChartRow], axes: &[String]) -> Option<N
     let mut ls = lines(rows, axes, NODE_X_KEYS, |i| i.nodes.len() as u64, true);
     let extra = ls.len().saturating_sub(MAX_SERIES);
     ls.truncate(MAX_SERIES);
-    Some(NodeChart { rows: rows.to_vec(), lines: ls, extra })
+    let mut counts: Vec<u64> = rows.iter().filter_map(|r| row_nodes(r)).map(|n| n as u64).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    Some(NodeChart { rows: rows.to_vec(), counts, lines: ls, extra })
 }
 
 impl NodeChart<'_> {
@@ -37,15 +42,23 @@ impl NodeChart<'_> {
             .iter()
             .enumerate()
             .map(|(k, l)| {
-                let pts: Vec<(f64, f64)> = l.points.iter().map(|(&x, at)| (x as f64, point_value(&self.rows, at, y))).collect();
+                let pts = with_gaps(l, &self.counts, |at| point_value(&self.rows, at, y));
                 let mut s = Series::line(PALETTE[k % PALETTE.len()], pts.clone());
                 if self.lines.len() <= 4 {
-                    s.labels = pts.iter().map(|p| fmt_num(p.1)).collect();
+                    s.labels = pts.iter().map(|p| if p.1.is_finite() { fmt_num(p.1) } else { String::new() }).collect();
                 }
                 s
             })
             .collect();
-        Panel { x_desc: "nodes".into(), y_desc: y_desc.into(), x_scale: Scale::Nodes, y_scale: Scale::Linear, y_from_zero: true, series }
+        Panel {
+            x_desc: "nodes".into(),
+            y_desc: y_desc.into(),
+            x_scale: Scale::Nodes,
+            y_scale: Scale::Linear,
+            y_from_zero: true,
+            series,
+            x_ticks: self.counts.iter().map(|&c| c as f64).collect(),
+        }
     }
 
     /// A figure of one panel per (y axis, metric), with the legend and footnotes of the lines.
@@ -83,20 +96,22 @@ impl NodeChart<'_> {
 }
 
 pub(super) fn memory_fit(rows: &[ChartRow], sweep_name: &str) -> Option<Figure> {
-    // Cells: (model, cluster) -> rows.
-    let mut models: Vec<String> = Vec::new();
+    // Columns: one per (model, quant, engine), so a model that fits in one format or engine and
+    // not in another shows both; cells: (column, cluster) -> rows.
+    let mut columns: Vec<(String, String, String)> = Vec::new();
     let mut clusters: Vec<(Vec<String>, f64)> = Vec::new();
     for r in rows {
         let Some(i) = r.info() else { continue };
-        if !models.contains(&i.model) {
-            models.push(i.model.clone());
+        let col = (i.model.clone(), i.quant.clone(), i.engine.clone());
+        if !columns.contains(&col) {
+            columns.push(col);
         }
         if !clusters.iter().any(|(c, _)| *c == i.nodes) {
             let mem: f64 = i.nodes.iter().map(|n| catalog().node(n).map_or(0.0, |s| s.memory_gb)).sum();
             clusters.push((i.nodes.clone(), mem));
         }
     }
-    if models.is_empty() || (models.len() < 2 && clusters.len() < 2) {
+    if columns.is_empty() || (columns.len() < 2 && clusters.len() < 2) {
         return None;
     }
     clusters.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.len().cmp(&b.0.len())).then(a.0.cmp(&b.0)));
@@ -106,9 +121,12 @@ pub(super) fn memory_fit(rows: &[ChartRow], sweep_name: &str) -> Option<Figure> 
     let gray = RGBColor(200, 200, 200);
     let mut cells = Vec::new();
     let mut max_ctx_all = 0;
-    for (mi, m) in models.iter().enumerate() {
+    for (mi, (m, q, eng)) in columns.iter().enumerate() {
         for (ci, (c, _)) in clusters.iter().enumerate() {
-            let cell: Vec<&ChartRow> = rows.iter().filter(|r| r.info().is_some_and(|i| i.model == *m && i.nodes == *c)).collect();
+            let cell: Vec<&ChartRow> = rows
+                .iter()
+                .filter(|r| r.info().is_some_and(|i| i.model == *m && i.quant == *q && i.engine == *eng && i.nodes == *c))
+                .collect();
             if cell.is_empty() {
                 continue;
             }
@@ -135,17 +153,20 @@ pub(super) fn memory_fit(rows: &[ChartRow], sweep_name: &str) -> Option<Figure> 
         }
     }
     let n_cells = cells.len();
-    let width = (300 + 250 * models.len() as u32).clamp(1200, 2400);
+    let width = (300 + 250 * columns.len() as u32).clamp(1200, 3600);
     let height = (260 + 56 * clusters.len() as u32).clamp(700, 2000);
     Some(Figure {
         title: "Memory fit: which models run on which clusters (predicted)".into(),
         subtitle: format!(
-            "{n_cells} model x cluster cells · weights + KV cache at the swept context + runtime, against each node's wired limit · sweep {sweep_name}"
+            "{n_cells} (model, quantization, engine) x cluster cells · weights + KV cache at the swept context + runtime, against each node's wired limit · sweep {sweep_name}"
         ),
         body: Body::Grid(Grid {
-            x_desc: "model".into(),
+            x_desc: "model, quantization and engine".into(),
             y_desc: "cluster".into(),
-            x_names: models.iter().map(|m| model_name(m)).collect(),
+            x_names: columns
+                .iter()
+                .map(|(m, q, e)| format!("{}\n{q} · {}", model_name(m), pretty_value("engine.name", &e.as_str().into())))
+                .collect(),
             y_names: clusters.iter().map(|(c, _)| cluster_label(c)).collect(),
             cells,
         }),
@@ -166,7 +187,18 @@ pub(super) fn equal_budget(model: &str, rows: &[&ChartRow], sweep_name: &str) ->
     let mut families: Vec<Family> = Vec::new();
     for r in rows.iter().filter(|r| r.fits) {
         let Some(i) = r.info().filter(|_| r.estimate.is_some()) else { continue };
-        let f = chip_family(&i.nodes);
+        // A line per exact node presets and engine the sweep ran (two presets of one chip are
+        // two lines, named by their presets, never merged under a family name).
+        let f = format!(
+            "{}: {} · {}",
+            chip_family(&i.nodes),
+            {
+                let mut ids: Vec<&str> = i.nodes.iter().map(String::as_str).collect();
+                ids.dedup();
+                ids.join(" + ")
+            },
+            pretty_value("engine.name", &i.engine.as_str().into())
+        );
         let p = (r.mean(Metric::CostUsd), r.mean(Metric::DecodeTokensPerS), i.nodes.len());
         match families.iter_mut().find(|(n, _)| *n == f) {
             Some((_, v)) => v.push(p),
@@ -219,6 +251,7 @@ pub(super) fn equal_budget(model: &str, rows: &[&ChartRow], sweep_name: &str) ->
             y_scale: Scale::Linear,
             y_from_zero: true,
             series,
+            x_ticks: vec![],
         }]),
         legend,
         footnotes: vec![
@@ -242,13 +275,16 @@ pub(super) fn ttft(model: &str, rows: &[&ChartRow], axes: &[String], sweep_name:
     let ttfts: Vec<f64> = rows.iter().filter(|r| r.estimate.is_some()).map(|r| r.mean(Metric::TtftS)).filter(|t| *t > 0.0).collect();
     let (tmin, tmax) = bounds(ttfts.into_iter()).unwrap_or((1.0, 1.0));
     let log_y = tmax > 30.0 * tmin;
+    let mut swept: Vec<u64> = rows
+        .iter()
+        .filter_map(|r| r.info().map(|i| i.prompt_tokens).or_else(|| r.overrides.get("workload.prompt_tokens").and_then(|v| v.as_u64())))
+        .collect();
+    swept.sort_unstable();
+    swept.dedup();
     let series = ls
         .iter()
         .enumerate()
-        .map(|(k, l)| {
-            let pts = l.points.iter().map(|(&x, at)| (x as f64, point_value(rows, at, Metric::TtftS))).collect();
-            Series::line(PALETTE[k % PALETTE.len()], pts)
-        })
+        .map(|(k, l)| Series::line(PALETTE[k % PALETTE.len()], with_gaps(l, &swept, |at| point_value(rows, at, Metric::TtftS))))
         .collect();
     let mut footnotes = Vec::new();
     if let Some(n) = not_fit_note(rows, axes, &["workload.prompt_tokens"]) {
@@ -267,9 +303,20 @@ pub(super) fn ttft(model: &str, rows: &[&ChartRow], axes: &[String], sweep_name:
             y_scale: if log_y { Scale::Log10 } else { Scale::Linear },
             y_from_zero: !log_y,
             series,
+            x_ticks: vec![],
         }]),
         legend: ls.iter().enumerate().map(|(k, l)| (l.label(), PALETTE[k % PALETTE.len()], Swatch::Line)).collect(),
         footnotes,
         size: (1200, 800),
     })
+}
+
+/// The points of a line over the swept x values: a value where the line ran, NaN (a gap: the
+/// line breaks, no marker) at a swept x between its first and last point where it did not.
+pub(super) fn with_gaps(l: &Line2, swept: &[u64], value: impl Fn(&[usize]) -> f64) -> Vec<(f64, f64)> {
+    let (Some(&first), Some(&last)) = (l.points.keys().next(), l.points.keys().next_back()) else { return vec![] };
+    let mut xs: Vec<u64> = swept.iter().copied().filter(|x| (first..=last).contains(x)).chain(l.points.keys().copied()).collect();
+    xs.sort_unstable();
+    xs.dedup();
+    xs.into_iter().map(|x| (x as f64, l.points.get(&x).map_or(f64::NAN, |at| value(at)))).collect()
 }
