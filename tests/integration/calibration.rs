@@ -439,7 +439,7 @@ fn closed_loop_attempt(bar_percent: f64) -> Attempt {
 }
 
 /// The closed loop on this machine. Needs the harness environment (calibration/harness/setup.sh):
-/// run with `cargo test --release -- --ignored --test-threads=1`. The bar is 15% on both rows,
+/// run with `cargo test --release --test integration closed_loop -- --ignored --test-threads=1`. The bar is 15% on both rows,
 /// always. It times real kernels, so when an attempt misses the bar while the machine was
 /// contended (load average above its cores + 1 — the harness's two ranks fill a 2-core box — or
 /// the harness's own pace probes drifting more than 10% between microbenchmarks and decode), it
