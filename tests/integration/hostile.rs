@@ -1,10 +1,10 @@
 //! Hostile input, bounded resources (issue 14, item 1 "Bounded everything", and the `--resume`
 //! part of item 5): huge and overflowing sweep ranges, corrupt result files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::bin;
+use crate::{bin, write_text as write};
 
 const BASE: &str = r#"name = "hostile"
 seed = 1
@@ -24,12 +24,6 @@ name = "exo"
 prompt_tokens = 8
 generate_tokens = 4
 "#;
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
 
 /// Issue 14 item 1 (lazy sweep points): a legal 1e9-value range axis used to build every point
 /// up front (a 32 GB allocation, then abort). Now range axes are not expanded: the sweep is read

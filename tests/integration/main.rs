@@ -40,3 +40,10 @@ pub fn scenario(name: &str) -> PathBuf {
 pub fn bin() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("supernode").expect("binary built")
 }
+
+/// Writes `text` to `dir/name` and returns the path.
+pub fn write_text(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}

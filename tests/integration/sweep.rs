@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::bin;
+use crate::{bin, write_text as write};
 
 /// A small, fast sweep: 4 cluster sizes x 2 fabrics x 2 prompt lengths = 16 points, one of them
 /// (3 nodes, tensor split of 8 KV heads) a row with a reason.
@@ -30,12 +30,6 @@ generate_tokens = 4
 cluster.fabric = ["tb5-rdma", "tb5-tcp"]
 "workload.prompt_tokens" = [8, 32]
 "#;
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
 
 fn sweep(file: &Path, out: &Path, extra: &[&str]) -> String {
     let o = bin().arg("sweep").arg(file).arg("--out").arg(out).args(extra).assert().success().get_output().clone();
