@@ -403,7 +403,7 @@ fn load_average() -> f64 {
     std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next()?.parse().ok()).unwrap_or(0.0)
 }
 
-fn closed_loop_attempt(bar_percent: f64) -> Attempt {
+fn closed_loop_attempt(bar_percent: f64, rounds: u32) -> Attempt {
     let harness = root().join("calibration/harness");
     let py = harness.join(".venv/bin/python");
     assert!(py.exists(), "run calibration/harness/setup.sh first");
@@ -415,6 +415,7 @@ fn closed_loop_attempt(bar_percent: f64) -> Attempt {
         .arg(&py)
         .arg(harness.join("harness.py"))
         .arg("--quick")
+        .args(["--rounds", &rounds.to_string()])
         .arg("--out")
         .arg(&out)
         .status()
@@ -443,13 +444,14 @@ fn closed_loop_attempt(bar_percent: f64) -> Attempt {
 /// always. It times real kernels, so when an attempt misses the bar while the machine was
 /// contended (load average above its cores + 1 — the harness's two ranks fill a 2-core box — or
 /// the harness's own pace probes drifting more than 10% between microbenchmarks and decode), it
-/// says so and tries once more, at the same bar; a second miss fails.
+/// says so and tries once more, at the same bar, timing every case in 5 rounds instead of 3 (more
+/// chances for each case to meet the machine undisturbed); a second miss fails, printing both.
 #[test]
 #[ignore = "runs the MLX harness for ~2 minutes; README's test command runs it alone"]
 fn closed_loop_harness_calibrate_predict_end_to_end() {
     const BAR_PERCENT: f64 = 15.0;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let first = closed_loop_attempt(BAR_PERCENT);
+    let first = closed_loop_attempt(BAR_PERCENT, 3);
     eprintln!("closed loop: load average up to {:.2} on {cores} cores, pace drift {:?}%", first.load, first.pace_drift_percent);
     if first.over_bar.is_empty() {
         return;
@@ -460,7 +462,16 @@ fn closed_loop_harness_calibrate_predict_end_to_end() {
         "closed loop: over the {BAR_PERCENT}% bar while the machine was contended ({:?}); retrying once at the same bar",
         first.over_bar
     );
-    let second = closed_loop_attempt(BAR_PERCENT);
-    eprintln!("closed loop (retry): load average up to {:.2}, pace drift {:?}%", second.load, second.pace_drift_percent);
-    assert!(second.over_bar.is_empty(), "closed loop over the {BAR_PERCENT}% bar twice: {:?}", second.over_bar);
+    let second = closed_loop_attempt(BAR_PERCENT, 5);
+    eprintln!("closed loop (retry, 5 rounds): load average up to {:.2}, pace drift {:?}%", second.load, second.pace_drift_percent);
+    assert!(
+        second.over_bar.is_empty(),
+        "closed loop over the {BAR_PERCENT}% bar twice: first (load {:.2}, pace drift {:?}%) {:?}; retry (load {:.2}, pace drift {:?}%) {:?}",
+        first.load,
+        first.pace_drift_percent,
+        first.over_bar,
+        second.load,
+        second.pace_drift_percent,
+        second.over_bar
+    );
 }

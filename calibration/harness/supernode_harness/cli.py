@@ -94,9 +94,9 @@ TIMING_NOTE = {
     "ranks": "every rank runs every case at the same time; samples are rank 0's, "
              "per_rank_median_s has each rank's median",
     "rounds": "every case runs once per round (the e2e prefill and decode three times per "
-              "round, between case groups); a case's headline statistics are its best "
-              "repeat's (slowest rank fastest; highest tokens/s for e2e), `rounds` has each "
-              "repeat's and `all_rounds` the pooled statistics",
+              "round, between case groups, pooled per round); a case's headline statistics are its "
+              "best round's (slowest rank fastest; highest tokens/s for e2e), `rounds` has each "
+              "round's and `all_rounds` the pooled statistics",
 }
 
 

@@ -72,12 +72,13 @@ def test_single_rank_e2e_tiny_model(tmp_path):
     assert (m["layers"], m["hidden"], m["heads"], m["kv_heads"], m["ffn"], m["vocab"], m["bits"],
             m["group_size"], m["ranks"]) == (2, 256, 4, 2, 512, 1024, 4, 64, 1)
     assert m["head_dim"] == 64
-    assert len(e2e["e2e_decode"]["samples_s"]) == 4
+    assert len(e2e["e2e_decode"]["samples_s"]) == 12  # the best round's three windows of 4 steps, pooled
     assert e2e["e2e_prefill"]["params"]["prompt_tokens"] == 16
-    # three rounds (the default) of three prefills and decode windows each: the decode reports its best
-    # window's median step
+    # three rounds (the default) of three prefills and decode windows each, pooled per round: the
+    # decode reports its best round's median step
     dec = e2e["e2e_decode"]
-    assert doc["rounds"] == 3 and len(dec["rounds"]) == 9 and len(e2e["e2e_prefill"]["rounds"]) == 9
+    assert doc["rounds"] == 3 and len(dec["rounds"]) == 3 and len(e2e["e2e_prefill"]["rounds"]) == 3
+    assert dec["windows"] == 3 and all(r["n"] == 12 for r in dec["rounds"])
     assert dec["tokens_per_s"] == max(r["tokens_per_s"] for r in dec["rounds"])
     assert math.isclose(dec["tokens_per_s"], 1.0 / dec["median_s"], rel_tol=1e-6)
     assert dec["all_rounds"]["tokens_per_s_mean"] > 0

@@ -84,3 +84,20 @@ def test_merge_rounds_tells_cases_apart_by_params_but_inner():
     assert [m["params"]["M"] for m in merge_rounds([a, c, b])] == [1, 2]
     # e2e records: the highest tokens/s wins
     assert badness(rec("e2e_prefill", 0, [1.0], tokens_per_s=30.0)) == -30.0
+
+
+def test_e2e_windows_of_a_round_are_pooled_before_the_best_round_is_picked():
+    # three prefill windows per round, one sample each: round 1 has the single fastest window
+    # (40 tok/s) but round 0 the faster pooled median, and round 0 is the one reported
+    def pre(r, s):
+        return rec("e2e_prefill", r, [s], {"prompt_tokens": 32}, tokens_per_s=32 / s)
+    results = [pre(0, 1.0), pre(0, 1.1), pre(0, 1.2), pre(1, 0.8), pre(1, 1.6), pre(1, 1.7)]
+    (m,) = merge_rounds(results)
+    assert m["best_round"] == 0 and math.isclose(m["tokens_per_s"], 32 / 1.1, rel_tol=1e-8) and m["windows"] == 3
+    assert [r["n"] for r in m["rounds"]] == [3, 3] and m["all_rounds"]["n"] == 6
+    # decode: a sample per token; the round's rate is 1 / its pooled median step
+    dec = [rec("e2e_decode", 0, [0.1, 0.3], {"gen_tokens": 2}, tokens_per_s=5.0, host_build_s=0.01),
+           rec("e2e_decode", 0, [0.2, 0.2], {"gen_tokens": 2}, tokens_per_s=5.0, host_build_s=0.03)]
+    (d,) = merge_rounds(dec)
+    assert math.isclose(d["tokens_per_s"], 5.0) and math.isclose(d["tokens_per_s_mean"], 4 / 0.8)
+    assert d["host_build_s"] == 0.02 and d["n"] == 4
