@@ -4,7 +4,7 @@
 //!
 //! Days to months run fast because nothing is simulated per token: every distinct state of the
 //! cluster (which cables are lost or degraded, whether it is throttled) is run once on the event
-//! core (prefill and decode of one request, [`super::simulate_generate`]) to get its request
+//! core (a request's prefill and a sample of its decode steps, [`super::sample_generate`]) to get its request
 //! time and link utilisation; the horizon is then advanced from fault event to fault event,
 //! requests completing analytically in between. Fault times are competing exponentials drawn
 //! from the run's seed ([`crate::sim::FaultDraws`]); repairs take fixed times.
@@ -39,6 +39,9 @@ use crate::sim::FaultDraws;
 use crate::util::{round3, round6};
 
 use super::types::{FaultLogEntry, FaultReport};
+
+/// Decode steps run per cluster state (spread over the generation; see [`super::sample_generate`]).
+const DECODE_SAMPLES: u64 = 8;
 
 /// Log lines kept (the first events of the horizon).
 const LOG_LINES: usize = 12;
@@ -208,7 +211,7 @@ impl<'a> FaultSim<'a> {
         };
         plan.lost_links = lost;
         let w = &ms.workload;
-        let run = super::simulate_generate(&plan, w.prompt_tokens, w.generate_tokens, ms.seed);
+        let run = super::sample_generate(&plan, w.prompt_tokens, w.generate_tokens, DECODE_SAMPLES, ms.seed);
         let dirs = link_directions(ms.topology, ms.nodes.len()).saturating_sub(2 * plan.lost_links.len()).max(1);
         let capacity = run.decode_ns as f64 * ms.fabric.bytes_per_ns() * dirs as f64;
         let link_util = if capacity > 0.0 { (run.decode_bytes_sent as f64 / capacity).min(1.0) } else { 0.0 };
@@ -392,7 +395,10 @@ impl FaultSim<'_> {
                 *self.events.entry(cause.into()).or_default() += 1;
                 self.node_up_at[node] = self.t + self.cfg.reboot_s;
                 let kind = self.s.engine.kind;
-                let all = kind == EngineKind::Exo && self.s.engine.parallelism == Parallelism::Tensor || node == 0;
+                // exo tensor parallel reloads every node; so does any runtime whose client (node 0
+                // of llama.cpp RPC) or only node crashed.
+                let tensor = kind == EngineKind::Exo && self.s.engine.parallelism == Parallelism::Tensor;
+                let all = tensor || (kind != EngineKind::Exo && node == 0);
                 let reload = if all { self.reload_s.iter().copied().fold(0.0, f64::max) } else { self.reload_s[node] };
                 let hpl = self.s.workload.kind == WorkloadKind::Hpl;
                 let what = match (kind, self.s.engine.parallelism) {

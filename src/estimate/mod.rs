@@ -19,7 +19,7 @@ pub mod trace;
 pub mod types;
 
 pub use envelope::envelope;
-pub use generate::{GenerateRun, simulate_generate, simulate_generate_traced};
+pub use generate::{GenerateRun, sample_generate, simulate_generate, simulate_generate_traced};
 pub use power::hardware_cost;
 pub use trace::{Trace, TraceEvent, trace};
 pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, NodeMemory, Percentiles};

@@ -56,9 +56,8 @@ fn an_empty_faults_table_equals_the_fault_free_run_byte_for_byte() {
 /// MTBF / (MTBF + MTTR) within sampling error (sd = A(1-A)/sqrt(cycles) ~ 0.0005).
 #[test]
 fn availability_of_a_long_run_matches_mtbf_over_mtbf_plus_mttr() {
-    let e = run(&format!(
-        "{ONE_NODE}[faults]\nhorizon_days = 3650\n[faults.node]\nmtbf_hours = 10\nreboot_minutes = 30\ndisk_read_gbs = 2\n"
-    ));
+    let e =
+        run(&format!("{ONE_NODE}[faults]\nhorizon_days = 3650\n[faults.node]\nmtbf_hours = 10\nreboot_minutes = 30\ndisk_read_gbs = 2\n"));
     let f = e.faults.unwrap();
     let mtbf = 10.0 * 3600.0;
     let reload = e.memory[0].weights_gb / 2.0;
@@ -177,9 +176,7 @@ fn the_shipped_fault_scenarios_tell_their_story() {
 /// Errors in `[faults]` point at the key and say what to add.
 #[test]
 fn fault_errors_point_at_the_key() {
-    let err = |extra: &str| {
-        parse(Source { path: "t.toml".into(), dir: PathBuf::new(), text: format!("{MESH4}{extra}") }).unwrap_err()
-    };
+    let err = |extra: &str| parse(Source { path: "t.toml".into(), dir: PathBuf::new(), text: format!("{MESH4}{extra}") }).unwrap_err();
     let e = err("[faults]\n[faults.node]\nmtbf_hours = 10\n");
     assert!(e.message.contains("reboot_minutes") && e.line >= 13, "{e}");
     let e = err("[faults]\nhorizon = 3\n");
