@@ -46,11 +46,13 @@ const DECODE_SAMPLES: u64 = 8;
 /// Log lines kept (the first events of the horizon).
 const LOG_LINES: usize = 12;
 
-/// The state of the cables and the heat that decides the cluster's speed.
+/// The state of the cables and the heat that decides the cluster's speed. Which cables are
+/// degraded does not matter, only whether any is: the step is timed with the whole fabric at
+/// the fallback's parameters (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Mode {
     lost: Vec<usize>,
-    degraded: Vec<usize>,
+    degraded: bool,
     throttled: bool,
 }
 
@@ -153,8 +155,9 @@ impl<'a> FaultSim<'a> {
     /// The mode the cluster is in now.
     fn mode(&self) -> Mode {
         let on = |v: &[Option<f64>]| v.iter().enumerate().filter(|(_, u)| u.is_some()).map(|(i, _)| i).collect();
+
         let throttled = self.cfg.thermal.as_ref().is_some_and(|th| self.serving && self.t >= self.serve_since + th.after_s);
-        Mode { lost: on(&self.lost_until), degraded: on(&self.degraded_until), throttled }
+        Mode { lost: on(&self.lost_until), degraded: self.degraded_until.iter().any(Option::is_some), throttled }
     }
 
     /// The rate of a mode, run once on the event core and cached.
@@ -179,7 +182,7 @@ impl<'a> FaultSim<'a> {
             cause = Some("thermal");
         }
         let mut lost: Vec<(usize, usize)> = m.lost.iter().map(|&c| self.cables[c]).collect();
-        if !m.degraded.is_empty() {
+        if m.degraded {
             ms.fabric = fabric(self.s.fabric.degrade_to.as_deref());
             cause = Some("link-degraded");
         }
