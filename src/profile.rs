@@ -111,6 +111,40 @@ pub struct MiscParams {
     pub jitter_cv: f64,
 }
 
+/// Fault models whose rates depend on load (used by a scenario's `[faults]`; see
+/// `estimate::faults`). Every value is a hand-set assumption or an observation, never fitted:
+/// no published failure log exists to fit them on.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FaultParams {
+    /// RDMA (JACCL) link failures per link-hour at full link utilisation with 4 KiB frames. The
+    /// rate per link is `rdma_failures_per_link_hour * u^rdma_utilisation_exponent *
+    /// (frame / 4 KiB)^rdma_frame_exponent`, u the link's utilisation.
+    pub rdma_failures_per_link_hour: f64,
+    /// How steeply the RDMA failure rate rises with link utilisation.
+    pub rdma_utilisation_exponent: f64,
+    /// How steeply the RDMA failure rate rises with the JACCL frame size.
+    pub rdma_frame_exponent: f64,
+    /// Mean time to a node crash while TCP over Thunderbolt runs at full utilisation, s. The
+    /// crash rate per node is `u^tb_tcp_crash_exponent / tb_tcp_crash_mean_s`.
+    pub tb_tcp_crash_mean_s: f64,
+    /// How steeply the Thunderbolt TCP crash rate rises with link utilisation.
+    pub tb_tcp_crash_exponent: f64,
+}
+
+impl Default for FaultParams {
+    /// The values of the shipped profiles (their sources are in `calibration/profiles/*.toml`).
+    fn default() -> Self {
+        FaultParams {
+            rdma_failures_per_link_hour: 0.5,
+            rdma_utilisation_exponent: 2.0,
+            rdma_frame_exponent: 0.5,
+            tb_tcp_crash_mean_s: 60.0,
+            tb_tcp_crash_exponent: 2.0,
+        }
+    }
+}
+
 /// A fitted parameter.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -167,6 +201,9 @@ pub struct Profile {
     pub comm: CommParams,
     /// Memory and noise.
     pub misc: MiscParams,
+    /// Load-dependent fault models (a profile without the section gets [`FaultParams::default`]).
+    #[serde(default)]
+    pub faults: FaultParams,
     /// Where each parameter's value comes from, keyed by dotted path
     /// (`chips.m3-ultra.bw_eff_dense`); checked against the values on load.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -284,6 +321,12 @@ pub const MISC_FIELDS: &[Field<MiscParams>] = fields!(MiscParams:
     runtime_overhead_gb "GB" NonNegative, jitter_cv "" Cv,
 );
 
+/// Parameters of the `[faults]` section.
+pub const FAULT_FIELDS: &[Field<FaultParams>] = fields!(FaultParams:
+    rdma_failures_per_link_hour "1/h" NonNegative, rdma_utilisation_exponent "" NonNegative, rdma_frame_exponent "" NonNegative,
+    tb_tcp_crash_mean_s "s" Positive, tb_tcp_crash_exponent "" NonNegative,
+);
+
 /// A numeric parameter of a profile, by dotted path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParamInfo {
@@ -306,7 +349,7 @@ fn find<'a, T>(fields: &'a [Field<T>], name: &str) -> Option<&'a Field<T>> {
 }
 
 impl Profile {
-    /// Every numeric parameter, in file order (chips, their runtimes, comm, misc).
+    /// Every numeric parameter, in file order (chips, their runtimes, comm, misc, faults).
     pub fn params(&self) -> Vec<ParamInfo> {
         let mut out = Vec::new();
         for (chip, c) in &self.chips {
@@ -317,6 +360,7 @@ impl Profile {
         }
         info("comm.", &self.comm, COMM_FIELDS, &mut out);
         info("misc.", &self.misc, MISC_FIELDS, &mut out);
+        info("faults.", &self.faults, FAULT_FIELDS, &mut out);
         out
     }
 
@@ -330,6 +374,7 @@ impl Profile {
             }
             ["comm", name] => find(COMM_FIELDS, name).map(|f| ((f.get)(&self.comm), f.bound)),
             ["misc", name] => find(MISC_FIELDS, name).map(|f| ((f.get)(&self.misc), f.bound)),
+            ["faults", name] => find(FAULT_FIELDS, name).map(|f| ((f.get)(&self.faults), f.bound)),
             _ => None,
         }
     }
@@ -346,6 +391,7 @@ impl Profile {
             }
             ["comm", name] => find(COMM_FIELDS, name).map(|f| (f.set)(&mut self.comm, v)).is_some(),
             ["misc", name] => find(MISC_FIELDS, name).map(|f| (f.set)(&mut self.misc, v)).is_some(),
+            ["faults", name] => find(FAULT_FIELDS, name).map(|f| (f.set)(&mut self.faults, v)).is_some(),
             _ => false,
         }
     }

@@ -301,6 +301,8 @@ pub fn host_fabric(h: &HarnessFile) -> Result<FabricSpec, SourceError> {
         topologies: vec![crate::hw::Topology::FullMesh],
         cable_usd: 0.0,
         switch_usd: 0.0,
+        degrade_to: None,
+        lost_to: None,
         sources: Default::default(),
     })
 }

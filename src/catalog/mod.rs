@@ -163,6 +163,17 @@ mod tests {
     }
 
     #[test]
+    fn fallback_fabrics_exist() {
+        let c = catalog();
+        for f in &c.fabrics {
+            for id in [&f.degrade_to, &f.lost_to].into_iter().flatten() {
+                assert!(c.fabric(id).is_some_and(|x| x.transport != crate::hw::Transport::None), "{}: {id}", f.id);
+            }
+        }
+        assert_eq!(c.fabric("tb5-rdma").unwrap().degrade_to.as_deref(), Some("tb5-tcp"));
+    }
+
+    #[test]
     fn suggestions() {
         let c = catalog();
         assert_eq!(did_you_mean("m3-ultra-512gb", &c.node_ids()), Some("m3-ultra-80c-512gb"));

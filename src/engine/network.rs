@@ -18,6 +18,8 @@ pub(super) struct Net {
     pub(super) links: Vec<Option<ResourceId>>,
     pub(super) n: usize,
     pub(super) topology: Topology,
+    /// Cables lost to a fault (see [`Plan::lost_links`]).
+    lost: Vec<(usize, usize)>,
 }
 
 impl Net {
@@ -26,11 +28,12 @@ impl Net {
         let gpu = (0..n).map(|i| g.add_resource(format!("node{i}.gpu"), ResourceKind::Gpu, i as u32)).collect();
         let cpu = (0..n).map(|i| g.add_resource(format!("node{i}.cpu"), ResourceKind::Cpu, i as u32)).collect();
         let mut links = vec![None; n * n];
+        let lost = |a: usize, b: usize| plan.lost_links.iter().any(|&(p, q)| (p, q) == (a, b) || (q, p) == (a, b));
         match plan.topology {
             Topology::FullMesh => {
                 for a in 0..n {
                     for b in 0..n {
-                        if a != b {
+                        if a != b && !lost(a, b) {
                             links[a * n + b] = Some(g.add_resource(format!("link {a}->{b}"), ResourceKind::Link, a as u32));
                         }
                     }
@@ -39,25 +42,28 @@ impl Net {
             Topology::Ring => {
                 for a in 0..n {
                     for b in [(a + 1) % n, (a + n - 1) % n] {
-                        if a != b && links[a * n + b].is_none() {
+                        if a != b && links[a * n + b].is_none() && !lost(a, b) {
                             links[a * n + b] = Some(g.add_resource(format!("link {a}->{b}"), ResourceKind::Link, a as u32));
                         }
                     }
                 }
             }
             Topology::Switch => {
-                for a in 0..n {
+                for a in (0..n).filter(|&a| !lost(a, n)) {
                     links[a * n + a] = Some(g.add_resource(format!("uplink {a}"), ResourceKind::Link, a as u32));
                 }
             }
             Topology::None => {}
         }
-        Net { gpu, cpu, links, n, topology: plan.topology }
+        Net { gpu, cpu, links, n, topology: plan.topology, lost: plan.lost_links.clone() }
     }
 
     /// Link resources a message from `a` to `b` crosses, in order.
     pub(super) fn route(&self, a: usize, b: usize) -> Vec<ResourceId> {
         let n = self.n;
+        if !self.lost.is_empty() {
+            return self.detour(a, b);
+        }
         match self.topology {
             Topology::FullMesh => vec![self.links[a * n + b].expect("mesh link")],
             // Switched fabrics: the sender's uplink carries the message (incast at the
@@ -77,6 +83,19 @@ impl Net {
             }
             Topology::None => Vec::new(),
         }
+    }
+
+    /// The route around lost cables: the node path of [`crate::hw::route_around`], hop by hop
+    /// (store-and-forward through the peer); on a switch only the senders' uplinks are
+    /// resources, as without faults. The fault simulation only plans connected clusters.
+    fn detour(&self, a: usize, b: usize) -> Vec<ResourceId> {
+        let n = self.n;
+        let path = crate::hw::route_around(self.topology, n, a, b, &self.lost).expect("the fault simulation plans connected clusters only");
+        path.windows(2)
+            .filter(|w| w[0] < n)
+            .map(|w| if w[1] == n { self.links[w[0] * n + w[0]] } else { self.links[w[0] * n + w[1]] })
+            .map(|l| l.expect("a link on the detour"))
+            .collect()
     }
 }
 

@@ -111,6 +111,10 @@ pub struct Plan {
     pub memory: Vec<MemoryBreakdown>,
     /// Jitter coefficient of variation.
     pub jitter_cv: f64,
+    /// Cables lost to a fault (unordered node pairs; `(a, n)` is node a's cable to a switch):
+    /// messages detour through a peer ([`crate::hw::route_around`]). Empty when planned; the
+    /// fault simulation sets it on a copy.
+    pub lost_links: Vec<(usize, usize)>,
 }
 
 /// Inputs of [`Plan::new`].
@@ -252,6 +256,7 @@ impl Plan {
             shares,
             memory,
             jitter_cv: inp.profile.misc.jitter_cv,
+            lost_links: Vec::new(),
         })
     }
 

@@ -30,6 +30,32 @@ pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> 
     simulate_generate_traced(plan, prompt, generate, seed, None)
 }
 
+/// A request's timing from a sample of its decode steps: the whole prefill, then one decode
+/// step at each of `samples` contexts spread evenly over the generation (the middle of each
+/// equal share), each standing for its share. For fault simulations, which need the rate of
+/// many cluster states: cheaper than every step, and exact when steps do not vary.
+pub fn sample_generate(plan: &Plan, prompt: u64, generate: u64, samples: u64, seed: u64) -> GenerateRun {
+    let mut run = simulate_generate(plan, prompt, 0, seed);
+    let k = samples.clamp(1, generate.max(1));
+    let mut jitter = Jitter::new(seed ^ 0x5eed, plan.jitter_cv);
+    let mut low = lower_step(plan, 1);
+    let mut now = run.prefill_ns;
+    let (mut decode, mut bytes) = (0.0, 0.0);
+    let share = generate as f64 / k as f64;
+    for j in 0..k {
+        low.retime(plan, prompt + (2 * j + 1) * generate / (2 * k));
+        let tl = execute(&low.graph, now, &mut jitter);
+        run.events += tl.events;
+        run.step_ns.push(tl.makespan - now);
+        decode += (tl.makespan - now) as f64 * share;
+        bytes += low.bytes_sent as f64 * share;
+        now = tl.makespan;
+    }
+    run.decode_ns = decode.round() as Time;
+    run.decode_bytes_sent = bytes.round() as u64;
+    run
+}
+
 /// [`simulate_generate`], recording the executed tasks into `trace` when given.
 pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u64, mut trace: Option<&mut Trace>) -> GenerateRun {
     let mut jitter = Jitter::new(seed, plan.jitter_cv);

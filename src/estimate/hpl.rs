@@ -7,6 +7,14 @@ use super::Estimate;
 
 /// HPL on the CPUs: netlib's model with the measured single-node rate of each node.
 pub(super) fn hpl(s: &Scenario, out: &mut Estimate) {
+    let (gflops, _, compute_frac) = hpl_run(s);
+    out.hpl_gflops = Some(round3(gflops));
+    out.node_power_w = s.nodes.iter().map(|x| round3(x.idle_w + (x.hpl_w - x.idle_w) * compute_frac)).collect();
+    out.cluster_power_w = round3(out.node_power_w.iter().sum());
+}
+
+/// One HPL run: its rate (Gflops), its wall time (s) and the share of that time computing.
+pub(super) fn hpl_run(s: &Scenario) -> (f64, f64, f64) {
     let n_nodes = s.nodes.len();
     let mem: f64 = s.nodes.iter().map(|n| n.memory_gb * 1e9).fold(f64::INFINITY, f64::min) * n_nodes as f64;
     // Default problem size: the usual HPL tuning rule (matrix fills ~80% of memory, N a multiple
@@ -27,8 +35,6 @@ pub(super) fn hpl(s: &Scenario, out: &mut Estimate) {
     };
     let t = 2.0 * n.powi(3) / (3.0 * p * q * rate) + comm;
     let gflops = flops / t / 1e9;
-    out.hpl_gflops = Some(round3(gflops));
     let compute_frac = (2.0 * n.powi(3) / (3.0 * p * q * rate)) / t;
-    out.node_power_w = s.nodes.iter().map(|x| round3(x.idle_w + (x.hpl_w - x.idle_w) * compute_frac)).collect();
-    out.cluster_power_w = round3(out.node_power_w.iter().sum());
+    (gflops, t, compute_frac)
 }

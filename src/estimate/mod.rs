@@ -10,6 +10,7 @@ use crate::scenario::{ErrorKind, Scenario, WorkloadKind};
 use crate::util::{round3, round6};
 
 pub mod envelope;
+pub mod faults;
 pub mod generate;
 pub mod hpl;
 pub mod microbench;
@@ -18,10 +19,10 @@ pub mod trace;
 pub mod types;
 
 pub use envelope::envelope;
-pub use generate::{GenerateRun, simulate_generate, simulate_generate_traced};
+pub use generate::{GenerateRun, sample_generate, simulate_generate, simulate_generate_traced};
 pub use power::hardware_cost;
 pub use trace::{Trace, TraceEvent, trace};
-pub use types::{Envelope, Estimate, Fits, NodeMemory, Percentiles};
+pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, NodeMemory, Percentiles};
 
 /// Why a scenario cannot be estimated.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -53,6 +54,7 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
     let mut out = skeleton(s, &plan, profile);
     if s.workload.kind == WorkloadKind::Hpl {
         hpl::hpl(s, &mut out);
+        out.faults = s.faults.as_ref().map(|f| faults::simulate(s, f, &plan, profile));
         return Ok(out);
     }
     let run = simulate_generate(&plan, s.workload.prompt_tokens, s.workload.generate_tokens, s.seed);
@@ -64,6 +66,7 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
     out.tpot_ms = percentiles(&run.step_ns);
     power::decode_power_and_cost(s, &plan, &run, &mut out);
     out.sim_events = run.events;
+    out.faults = s.faults.as_ref().map(|f| faults::simulate(s, f, &plan, profile));
     Ok(out)
 }
 
@@ -128,6 +131,7 @@ fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
         hpl_gflops: None,
         calibration: envelope(s, profile),
         sim_events: 0,
+        faults: None,
     }
 }
 

@@ -43,6 +43,51 @@ pub struct NodeMemory {
     pub limit_gb: f64,
 }
 
+/// One line of a fault run's log: what a user of the cluster sees.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FaultLogEntry {
+    /// When, seconds from the start of the horizon.
+    pub t_s: f64,
+    /// What happened.
+    pub event: String,
+    /// What the runtime did about it.
+    pub effect: String,
+}
+
+/// Availability over a long horizon with faults (a scenario's `[faults]`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FaultReport {
+    /// Simulated horizon, days.
+    pub horizon_days: f64,
+    /// Share of the horizon the cluster was serving (not rebooting, reloading or stalled).
+    pub availability: f64,
+    /// Generated tokens of completed requests per second of horizon (generate workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_tokens_per_s: Option<f64>,
+    /// Generated tokens of completed requests per day (generate workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_tokens_per_day: Option<f64>,
+    /// The same without faults, back to back requests (generate workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_free_tokens_per_day: Option<f64>,
+    /// Useful Gflops over the horizon: completed HPL runs only (HPL workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hpl_goodput_gflops: Option<f64>,
+    /// Requests (HPL: runs) completed.
+    pub requests_completed: u64,
+    /// Requests a fault interrupted that failed (not retried).
+    pub requests_failed: u64,
+    /// Requests a fault interrupted that were run again.
+    pub requests_retried: u64,
+    /// Time lost per cause, s: outages, slow running (as the time the lost throughput is
+    /// worth) and interrupted work.
+    pub time_lost_s: std::collections::BTreeMap<String, f64>,
+    /// Fault events per kind.
+    pub events: std::collections::BTreeMap<String, u64>,
+    /// The first events and what the runtime did (what a user sees).
+    pub log: Vec<FaultLogEntry>,
+}
+
 /// The result of one scenario. Field names are the JSON contract of DESIGN.md.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Estimate {
@@ -109,6 +154,9 @@ pub struct Estimate {
     pub calibration: Envelope,
     /// Events processed by the simulation.
     pub sim_events: u64,
+    /// Availability with faults, when the scenario has a `[faults]` table that enables any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<FaultReport>,
 }
 
 /// `"fits": true`, the only value an [`Estimate`] can have: (de)serialises as `true` and refuses

@@ -49,6 +49,12 @@ pub struct FabricSpec {
     /// Price of a switch, USD (switched fabrics).
     #[serde(default)]
     pub switch_usd: f64,
+    /// The fabric a degraded link of this one falls back to on the same cable (RDMA -> TCP).
+    #[serde(default)]
+    pub degrade_to: Option<String>,
+    /// The fabric the cluster falls back to when a lost cable leaves no path (Wi-Fi).
+    #[serde(default)]
+    pub lost_to: Option<String>,
     /// Source of each figure.
     #[serde(default)]
     pub sources: BTreeMap<String, String>,

@@ -10,7 +10,7 @@ pub mod topology;
 pub use cabling::CablingError;
 pub use fabric::{Backend, FabricSpec, PortKind, Transport};
 pub use node::{NodeSpec, Os};
-pub use topology::{Topology, cabling};
+pub use topology::{Topology, cabling, connected, route_around};
 
 #[cfg(test)]
 mod tests {
@@ -22,5 +22,20 @@ mod tests {
         assert_eq!(Topology::FullMesh.cables(4), 6);
         assert_eq!(cabling(Topology::FullMesh, 4).len(), 6);
         assert_eq!(Topology::Ring.hops(6, 0, 4), 2);
+    }
+
+    #[test]
+    fn a_lost_mesh_cable_detours_through_the_lowest_peer() {
+        assert_eq!(route_around(Topology::FullMesh, 4, 0, 1, &[]), Some(vec![0, 1]));
+        assert_eq!(route_around(Topology::FullMesh, 4, 0, 1, &[(1, 0)]), Some(vec![0, 2, 1]));
+        assert_eq!(route_around(Topology::FullMesh, 4, 0, 1, &[(0, 1), (0, 2)]), Some(vec![0, 3, 1]));
+        // Node 0 cut off: three cables gone.
+        assert!(!connected(Topology::FullMesh, 4, &[(0, 1), (0, 2), (0, 3)]));
+        // A ring of four with 0-1 lost goes the long way; two nodes with their cable lost cannot.
+        assert_eq!(route_around(Topology::Ring, 4, 0, 1, &[(0, 1)]), Some(vec![0, 3, 2, 1]));
+        assert!(!connected(Topology::Ring, 2, &[(0, 1)]));
+        // A switch: a node's cable to the switch (vertex n) lost isolates it.
+        assert_eq!(route_around(Topology::Switch, 3, 0, 2, &[]), Some(vec![0, 3, 2]));
+        assert!(!connected(Topology::Switch, 3, &[(1, 3)]));
     }
 }

@@ -64,6 +64,13 @@ pub struct NodeSpec {
     pub sources: BTreeMap<String, String>,
 }
 
+/// Rate at which a node reads model weights back from its internal SSD after a restart, GB/s,
+/// when the scenario gives none (`faults.node.disk_read_gbs`). FACTS.md has no published load
+/// rate for these machines: this is an assumed round figure for a PCIe 4.0 x4 NVMe SSD's
+/// sequential read, below its ~7 GB/s line rate because a load also wires the memory. Set your
+/// own from a timed model load.
+pub const DEFAULT_DISK_READ_GBS: f64 = 3.0;
+
 impl NodeSpec {
     /// Memory the GPU may use, in bytes, for a wired fraction.
     pub fn usable_bytes(&self, wired_fraction: f64) -> f64 {

@@ -77,6 +77,51 @@ impl Topology {
     }
 }
 
+/// The shortest path of nodes from `a` to `b` over the cables of `topology` that are not in
+/// `lost` (unordered node pairs; for a switch, the pair `(a, n)` is node a's cable to the
+/// switch, whose vertex is `n`). Breadth-first, neighbours in index order, so the path is the
+/// lowest-numbered peer's detour (4-node mesh, 0-1 lost: 0, 2, 1). `None` when no path is left.
+pub fn route_around(topology: Topology, n: usize, a: usize, b: usize, lost: &[(usize, usize)]) -> Option<Vec<usize>> {
+    let is_lost = |x: usize, y: usize| lost.iter().any(|&(p, q)| (p, q) == (x, y) || (q, p) == (x, y));
+    let vertices = if topology == Topology::Switch { n + 1 } else { n };
+    let mut adj = vec![Vec::new(); vertices];
+    for (x, _, y, _) in cabling(topology, n) {
+        if !is_lost(x, y) {
+            adj[x].push(y);
+            adj[y].push(x);
+        }
+    }
+    for v in &mut adj {
+        v.sort_unstable();
+    }
+    let mut prev = vec![usize::MAX; vertices];
+    prev[a] = a;
+    let mut queue = std::collections::VecDeque::from([a]);
+    while let Some(u) = queue.pop_front() {
+        if u == b {
+            let mut path = vec![b];
+            while *path.last().expect("non-empty") != a {
+                path.push(prev[*path.last().expect("non-empty")]);
+            }
+            path.reverse();
+            return Some(path);
+        }
+        for &v in &adj[u] {
+            // Traffic does not cut through other nodes' switch cables: only endpoints use them.
+            if prev[v] == usize::MAX {
+                prev[v] = u;
+                queue.push_back(v);
+            }
+        }
+    }
+    None
+}
+
+/// Whether every pair of nodes still has a path when the cables in `lost` are gone.
+pub fn connected(topology: Topology, n: usize, lost: &[(usize, usize)]) -> bool {
+    (1..n).all(|b| route_around(topology, n, 0, b, lost).is_some())
+}
+
 /// The cabling plan: which port of which node connects to which.
 pub fn cabling(topology: Topology, n: usize) -> Vec<(usize, usize, usize, usize)> {
     // (node a, port on a, node b, port on b); for a switch, b == n means "the switch".

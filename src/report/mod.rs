@@ -31,6 +31,7 @@ pub fn run_table(e: &Estimate) -> String {
         row(&mut s, "HPL", format!("{g:.1} Gflops"));
         row(&mut s, "cluster power", format!("{:.1} W", e.cluster_power_w));
         row(&mut s, "hardware cost", format!("${:.0}", e.cost_usd));
+        fault_rows(&mut s, e);
         return s;
     }
     row(&mut s, "decode", format!("{:.2} tok/s", e.decode_tokens_per_s));
@@ -71,7 +72,33 @@ pub fn run_table(e: &Estimate) -> String {
         format!("EXTRAPOLATION ({}): {}", e.calibration.profile, e.calibration.reasons.join("; "))
     };
     row(&mut s, "calibration", cal);
+    fault_rows(&mut s, e);
     s
+}
+
+/// The availability rows of a run with `[faults]`, and its first events.
+fn fault_rows(s: &mut String, e: &Estimate) {
+    let Some(f) = &e.faults else { return };
+    let row = |s: &mut String, k: &str, v: String| {
+        let _ = writeln!(s, "  {k:<22} {v}");
+    };
+    row(s, "faults over", format!("{} days", f.horizon_days));
+    row(s, "availability", format!("{:.4} %", f.availability * 100.0));
+    if let (Some(t), Some(free)) = (f.expected_tokens_per_day, f.fault_free_tokens_per_day) {
+        row(s, "tokens per day", format!("{t:.0}  (fault-free {free:.0}; goodput {:.2} tok/s)", f.goodput_tokens_per_s.unwrap_or(0.0)));
+    }
+    if let Some(g) = f.hpl_goodput_gflops {
+        row(s, "HPL goodput", format!("{g:.1} Gflops  (completed runs only)"));
+    }
+    row(s, "requests", format!("{} completed, {} retried, {} failed", f.requests_completed, f.requests_retried, f.requests_failed));
+    let events: Vec<String> = f.events.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    row(s, "fault events", if events.is_empty() { "none".into() } else { events.join(", ") });
+    let lost: Vec<String> = f.time_lost_s.iter().map(|(k, v)| format!("{k} {v:.0}")).collect();
+    row(s, "time lost (s)", if lost.is_empty() { "none".into() } else { lost.join(", ") });
+    for l in &f.log {
+        let effect = if l.effect.is_empty() { String::new() } else { format!(": {}", l.effect) };
+        let _ = writeln!(s, "    t={:>10.1} s  {}{effect}", l.t_s, l.event);
+    }
 }
 
 fn summarize_nodes(nodes: &[String]) -> String {

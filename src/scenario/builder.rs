@@ -93,6 +93,7 @@ impl ScenarioBuilder {
             engine: None,
             workload: None,
             cost: None,
+            faults: None,
             sweep: None,
         };
         ScenarioBuilder { origin: origin.into(), dir: PathBuf::new(), raw, engine_unnamed: false }

@@ -14,12 +14,14 @@ use crate::llm::{ModelSpec, QuantSpec};
 use crate::profile::Profile;
 
 pub mod builder;
+pub mod faults;
 pub mod overrides;
 pub mod raw;
 pub mod resolve;
 pub mod source;
 
 pub use builder::ScenarioBuilder;
+pub use faults::{FaultConfig, Slowdown, Thermal};
 pub use overrides::{apply_overrides, parse_value, set_dotted};
 pub use resolve::parse;
 pub use source::{ErrorKind, ScenarioError, Source};
@@ -118,6 +120,8 @@ pub struct Scenario {
     pub workload: Workload,
     /// Cost assumptions.
     pub cost: CostConfig,
+    /// Faults to simulate over a long horizon (`None`: no `[faults]`, or one that enables nothing).
+    pub faults: Option<FaultConfig>,
     /// Sweep table, if present.
     pub sweep: Option<toml::Table>,
     /// Source text, for errors found later.

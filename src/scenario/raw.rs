@@ -16,6 +16,7 @@ pub(super) struct RawScenario {
     pub(super) engine: Option<Spanned<RawEngine>>,
     pub(super) workload: Option<Spanned<RawWorkload>>,
     pub(super) cost: Option<Spanned<RawCost>>,
+    pub(super) faults: Option<Spanned<RawFaults>>,
     /// Sweep axes; read by `supernode sweep`, ignored by `run`.
     pub(super) sweep: Option<toml::Table>,
 }
@@ -67,4 +68,57 @@ pub(super) struct RawWorkload {
 pub(super) struct RawCost {
     pub(super) amortization_years: Option<Spanned<f64>>,
     pub(super) electricity_usd_per_kwh: Option<Spanned<f64>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFaults {
+    pub(super) horizon_days: Option<Spanned<f64>>,
+    pub(super) retry: Option<Spanned<bool>>,
+    pub(super) node: Option<Spanned<RawNodeFaults>>,
+    pub(super) link: Option<Spanned<RawLinkFaults>>,
+    pub(super) straggler: Option<Spanned<RawSlowdown>>,
+    pub(super) thermal: Option<Spanned<RawThermal>>,
+    pub(super) crash: Option<Vec<Spanned<RawCrash>>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNodeFaults {
+    pub(super) mtbf_hours: Option<Spanned<f64>>,
+    pub(super) reboot_minutes: Option<Spanned<f64>>,
+    pub(super) disk_read_gbs: Option<Spanned<f64>>,
+    pub(super) tcp_load_crash: Option<Spanned<bool>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLinkFaults {
+    pub(super) mtbf_hours: Option<Spanned<f64>>,
+    pub(super) repair_minutes: Option<Spanned<f64>>,
+    pub(super) degrade_mtbf_hours: Option<Spanned<f64>>,
+    pub(super) degrade_minutes: Option<Spanned<f64>>,
+    pub(super) fallback: Option<Spanned<String>>,
+    pub(super) rdma_instability: Option<Spanned<bool>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSlowdown {
+    pub(super) node: Spanned<i64>,
+    pub(super) slowdown: Spanned<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawThermal {
+    pub(super) after_minutes: Spanned<f64>,
+    pub(super) slowdown: Spanned<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCrash {
+    pub(super) node: Spanned<i64>,
+    pub(super) at_minutes: Spanned<f64>,
 }

@@ -88,6 +88,10 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         Some(c) => cost(src, &c.into_inner())?,
         None => CostConfig::default(),
     };
+    let faults = match raw.faults {
+        Some(f) => Some(super::faults::faults(src, f, n, &fabric)?).filter(super::faults::FaultConfig::is_active),
+        None => None,
+    };
     let seed = match &raw.seed {
         Some(s) if *s.get_ref() < 0 => return Err(src.error(s.span(), "`seed` must be non-negative", None).with_kind(ErrorKind::BadValue)),
         Some(s) => *s.get_ref() as u64,
@@ -108,6 +112,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         engine: options,
         workload,
         cost,
+        faults,
         sweep: raw.sweep,
         source,
         spans,

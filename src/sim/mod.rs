@@ -204,6 +204,52 @@ impl Jitter {
     }
 }
 
+/// Seeded draws for fault processes (crashes, cable losses, link failures). Its own ChaCha
+/// stream (stream 1) of the run's seed: the same seed gives the same faults, and drawing them
+/// never shifts the jitter of the performance timeline (stream 0, [`Jitter`]).
+pub struct FaultDraws {
+    rng: ChaCha8Rng,
+}
+
+impl FaultDraws {
+    /// Fault draws of a run seeded by `seed`.
+    pub fn new(seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(1);
+        Self { rng }
+    }
+
+    /// Time to the first of competing exponential events whose rates sum to `rate` (per unit
+    /// time), in that unit; infinite when `rate` is 0.
+    pub fn exponential(&mut self, rate: f64) -> f64 {
+        if rate > 0.0 {
+            let e: f64 = rand_distr::Exp1.sample(&mut self.rng);
+            e / rate
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// Which of the competing events happened: an index drawn with probability proportional to
+    /// `rates` (the last positive one if rounding runs past the end).
+    pub fn pick(&mut self, rates: &[f64]) -> usize {
+        let total: f64 = rates.iter().sum();
+        let u: f64 = rand_distr::StandardUniform.sample(&mut self.rng);
+        let mut x = u * total;
+        let mut last = 0;
+        for (i, &r) in rates.iter().enumerate() {
+            if r > 0.0 {
+                last = i;
+                if x < r {
+                    return i;
+                }
+                x -= r;
+            }
+        }
+        last
+    }
+}
+
 /// What happened to one task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TaskTiming {

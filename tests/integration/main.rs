@@ -6,6 +6,7 @@ mod charts;
 mod cli;
 mod determinism;
 mod errors;
+mod faults;
 mod fidelity;
 mod fuzz;
 mod hostile;
