@@ -347,7 +347,8 @@ fn read_trace(src: &Source, t: &Spanned<String>) -> Result<Vec<TraceRequest>, Sc
                 "fix the row",
             ));
         };
-        if !(a.is_finite() && a >= last && a <= MAX_DURATION_S) || !(1..=MAX_TOKENS).contains(&p) || !(1..=MAX_TOKENS).contains(&o) {
+        let valid = a.is_finite() && a >= last && a <= MAX_DURATION_S && (1..=MAX_TOKENS).contains(&p) && (1..=MAX_TOKENS).contains(&o);
+        if !valid {
             return Err(err(
                 format!(
                     "{}: arrival_s must be non-decreasing in 0..={MAX_DURATION_S} and token counts in 1..={MAX_TOKENS}, got `{line}`",

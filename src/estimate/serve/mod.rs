@@ -269,21 +269,22 @@ impl<'a> ServeSim<'a> {
         arrival >= self.warmup && self.horizon.is_none_or(|h| self.now <= h)
     }
 
-    fn record(&mut self, r: &Req, rejected: bool) {
-        let now = self.now;
+    fn record(&mut self, r: &Req, rejected: bool) -> RequestRecord {
+        let (admitted, first_token) = if rejected { (0, 0) } else { (r.admitted, r.first_token) };
+        let rec = RequestRecord {
+            id: r.id,
+            arrival: r.arrival,
+            admitted,
+            first_token,
+            done: self.now,
+            prompt: r.prompt,
+            output: r.output,
+            rejected,
+        };
         if let Some(log) = self.log.as_mut() {
-            let (admitted, first_token) = if rejected { (0, 0) } else { (r.admitted, r.first_token) };
-            log.push(RequestRecord {
-                id: r.id,
-                arrival: r.arrival,
-                admitted,
-                first_token,
-                done: now,
-                prompt: r.prompt,
-                output: r.output,
-                rejected,
-            });
+            log.push(rec);
         }
+        rec
     }
 
     fn reject(&mut self, r: Req) {
@@ -297,7 +298,7 @@ impl<'a> ServeSim<'a> {
     }
 
     fn complete(&mut self, r: Req) {
-        self.record(&r, false);
+        let rec = self.record(&r, false);
         for i in 0..self.kv_used.len() {
             self.kv_used[i] = (self.kv_used[i] - self.kv_need(&r, i)).max(0.0);
         }
@@ -305,7 +306,7 @@ impl<'a> ServeSim<'a> {
             let ttft_s = (r.first_token - r.arrival) as f64 / 1e9;
             let tpot_ms = (self.now - r.first_token) as f64 / r.output as f64 / 1e6;
             let met = self.slo.met(ttft_s, tpot_ms);
-            self.stats.complete(r.arrival, r.admitted, r.first_token, self.now, r.prompt, r.output, met);
+            self.stats.complete(&rec, met);
         }
         if r.user != u32::MAX {
             self.arrivals.user_done(r.user, self.now);

@@ -1,6 +1,7 @@
 //! Streaming statistics of a serving run: fixed-size log histograms for latency percentiles and
 //! running sums, so memory stays flat however long the run.
 
+use super::RequestRecord;
 use crate::sim::Time;
 
 /// Relative width of a histogram bucket (0.1%).
@@ -113,19 +114,19 @@ pub struct ServeStats {
 }
 
 impl ServeStats {
-    /// Records a completed request (times in ns).
-    pub fn complete(&mut self, arrival: Time, admitted: Time, first_token: Time, done: Time, prompt: u64, output: u64, met: bool) {
-        let ttft = first_token - arrival;
-        let decode = done - first_token;
+    /// Records a completed request; `met` = it meets every SLO target.
+    pub fn complete(&mut self, r: &RequestRecord, met: bool) {
+        let ttft = r.first_token - r.arrival;
+        let decode = r.done - r.first_token;
         self.ttft_s.record(ttft as f64 / 1e9);
-        self.tpot_ms.record(decode as f64 / output as f64 / 1e6);
-        self.e2e_s.record((done - arrival) as f64 / 1e9);
+        self.tpot_ms.record(decode as f64 / r.output as f64 / 1e6);
+        self.e2e_s.record((r.done - r.arrival) as f64 / 1e9);
         self.ttft_sum_ns += ttft as u128;
         self.decode_sum_ns += decode as u128;
-        self.output_tokens += output;
-        self.per_request_rate_sum += output as f64 / (decode as f64 / 1e9);
-        self.prompt_tokens += prompt;
-        self.prefill_ns += (first_token - admitted) as u128;
+        self.output_tokens += r.output;
+        self.per_request_rate_sum += r.output as f64 / (decode as f64 / 1e9);
+        self.prompt_tokens += r.prompt;
+        self.prefill_ns += (r.first_token - r.admitted) as u128;
         self.completed += 1;
         self.slo_met += met as u64;
     }
