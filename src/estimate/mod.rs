@@ -107,7 +107,8 @@ fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut Estimate) 
         ttft_percentiles_s: ttft,
         e2e_s: q(&st.e2e_s),
         slo_attainment: slo.map(|_| round6(st.slo_met as f64 / n)),
-        slo_met: slo.map(|x| x.ttft_p99_s.is_none_or(|t| ttft.p99 <= t) && x.tpot_p99_ms.is_none_or(|t| tpot.p99 <= t)),
+        // Nothing completed (an overloaded server) meets no target.
+        slo_met: slo.map(|x| st.completed > 0 && x.ttft_p99_s.is_none_or(|t| ttft.p99 <= t) && x.tpot_p99_ms.is_none_or(|t| tpot.p99 <= t)),
         requests_completed: st.completed,
         requests_rejected: st.rejected,
         goodput_tokens_per_s: if slo.is_some() && window_s > 0.0 { round3(aggregate * st.slo_met as f64 / n) } else { round3(aggregate) },
