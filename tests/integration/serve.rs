@@ -244,3 +244,23 @@ fn run_prints_serving_rates_and_percentiles() {
     }
     assert!(v["aggregate_decode_tokens_per_s"].as_f64().unwrap() > v["per_request_decode_tokens_per_s"].as_f64().unwrap());
 }
+
+#[test]
+fn sweep_axis_workload_concurrency_raises_the_aggregate_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sw.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"serve sweep\"\n{SMALL_MLX}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 1\nrequests = 8\n[sweep]\n\"workload.concurrency\" = [1, 8]\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    bin().args(["-q", "sweep"]).arg(&file).arg("--out").arg(&out).assert().success();
+    let rows: Vec<serde_json::Value> =
+        std::fs::read_to_string(out.join("results.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rate = |i: usize| rows[i]["estimate"]["decode_tokens_per_s"].as_f64().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rate(1) > 3.0 * rate(0), "8 users {} vs 1 user {}", rate(1), rate(0));
+}
