@@ -453,6 +453,7 @@ pub fn to_rows(
             parallelism: "none".into(),
             fabric: "none".into(),
             prompt_tokens: prompt.to_string(),
+            concurrency: String::new(),
             metric: metric.into(),
             value: r.avg_ts,
             unit: "tok/s".into(),

@@ -35,6 +35,10 @@ pub struct MeasurementRow {
     pub fabric: String,
     /// Prompt tokens, if known.
     pub prompt_tokens: String,
+    /// Concurrent requests of a serving measurement (empty or 1 for a single stream; the
+    /// column may be absent in older files).
+    #[serde(default)]
+    pub concurrency: String,
     /// Metric name.
     pub metric: String,
     /// Measured value.
@@ -142,6 +146,8 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
     // user's own benchmarks name the node they ran on).
     let prefix = match row.system.as_str() {
         "mac-studio-m3-ultra" => "m3-ultra-80c-",
+        "mac-studio-m2-ultra" => "m2-ultra-76c-",
+        "mac-studio-m4-max" => "m4-max-40c-",
         other if crate::catalog::catalog().node(other).is_some() => other,
         other => return Err(format!("system `{other}` has no node preset")),
     };
@@ -172,6 +178,13 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
         "exo" => "exo",
         "llama-cpp" | "ollama" => "llama-cpp",
         "llama-cpp-rpc" => "llama-cpp-rpc",
+        "mlx-lm" => "mlx-lm",
+        "vllm-mlx" => {
+            // Not in FACTS.md: vllm-mlx runs MLX kernels; its scheduler is taken as mlx-lm's
+            // BatchGenerator until its source is read.
+            assumptions.push("vllm-mlx modelled as mlx-lm (MLX kernels, BatchGenerator scheduler)".into());
+            "mlx-lm"
+        }
         "hpl" => return Err("HPL rows: the single-node CPU HPL rate is a catalog input, not a prediction".into()),
         "" => return Err("no engine: a catalog fact (idle power), not a prediction".into()),
         other => return Err(format!("engine `{other}` is not modelled")),
@@ -201,6 +214,7 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
             let p: u64 = row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length".to_string())?;
             (p, 1)
         }
+        "aggregate_decode_tokens_per_s" => serve_tokens(row, &mut assumptions),
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled)")),
     };
     let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
@@ -209,7 +223,35 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
         b.fabric(fabric_word).topology("full-mesh");
     }
     b.tokens(kind_prompt, generate);
+    if row.metric == "aggregate_decode_tokens_per_s" {
+        // N concurrent requests sent at once, each user one request: the benchmark's batch.
+        let c: i64 = row.concurrency.trim().parse().map_err(|_| "aggregate rows need the `concurrency` column".to_string())?;
+        b.workload_kind("serve");
+        for (k, v) in [
+            ("workload.arrival", toml::Value::String("closed".into())),
+            ("workload.concurrency", c.into()),
+            ("workload.requests", c.into()),
+        ] {
+            b.set(k, &v).map_err(|e| e.message)?;
+        }
+    }
     Ok((b, assumptions))
+}
+
+/// Prompt and output lengths of a serving row: the prompt column, and "N generated tokens" in
+/// the notes; 128 each where the row is silent (said in the assumptions).
+fn serve_tokens(row: &MeasurementRow, assumptions: &mut Vec<String>) -> (u64, u64) {
+    let prompt = row.prompt_tokens.trim().parse::<u64>().ok().filter(|&p| p > 0).unwrap_or_else(|| {
+        assumptions.push("prompt length not published: assumed 128".into());
+        128
+    });
+    let words: Vec<&str> = row.notes.split_whitespace().collect();
+    let generated = words.windows(3).find(|w| w[1] == "generated" && w[2].starts_with("tokens")).and_then(|w| w[0].parse::<u64>().ok());
+    let generate = generated.unwrap_or_else(|| {
+        assumptions.push("generated tokens not published: assumed 128".into());
+        128
+    });
+    (prompt, generate)
 }
 
 fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, assumptions: &mut Vec<String>) -> Result<String, String> {
@@ -295,6 +337,7 @@ pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
         "decode_tokens_per_s" => est.decode_tokens_per_s,
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
         "node_power_w" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
+        "aggregate_decode_tokens_per_s" => est.serve.as_ref().map_or(0.0, |s| s.aggregate_decode_tokens_per_s),
         other => return Err(RowError::Metric(other.to_string())),
     })
 }

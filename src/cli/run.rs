@@ -147,7 +147,9 @@ fn estimate_error(sc: &Scenario, err: EstimateError) -> CliError {
 /// Writes the Perfetto trace of a generate workload's run.
 fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64) -> Result<(), CliError> {
     if sc.workload.kind != WorkloadKind::Generate {
-        return Err(CliError::input("--trace records generate workloads (prefill and decode steps), not HPL"));
+        return Err(CliError::input(
+            "--trace records generate workloads (prefill and decode steps), not HPL or serving runs (per-request tracks are not built yet)",
+        ));
     }
     let cannot = |e: String| CliError::failure(format!("cannot write the trace {}: {e}", path.display()));
     let (plan, tr) = crate::estimate::trace(sc, profile, steps).map_err(|e| cannot(e.to_string()))?;

@@ -34,12 +34,27 @@ pub struct Lowered {
     /// Per segment: the context-independent part of its time (ns) and the ops whose time grows
     /// with the context. Filled on the first [`Lowered::retime`].
     pub(super) seg_parts: Vec<(f64, Vec<Op>)>,
+    /// LM-head rows `seg_parts` was summed for.
+    pub(super) head_rows: u64,
 }
 
 impl Lowered {
     /// Sets GPU task durations for a step of `tokens` tokens at `context` tokens of history.
     pub fn retime(&mut self, plan: &Plan, context: u64) {
-        if self.seg_parts.is_empty() {
+        self.retime_rows(plan, &[(self.tokens, context)], 1);
+    }
+
+    /// Sets GPU task durations for a batched step: `rows` holds, per sequence in the batch, its
+    /// tokens in this step and its context before them (their tokens sum to [`Self::tokens`]).
+    /// Weight-bound operations run once over all rows (a GEMM of `tokens` rows; MoE layers touch
+    /// the experts the whole batch selects); attention and the MLA latent expansion run per
+    /// sequence over its own context, paying the kernel launches once; the LM head runs over
+    /// `head_rows` rows (one per sequence that samples) unless the runtime computes logits for
+    /// every token.
+    pub fn retime_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) {
+        debug_assert_eq!(rows.iter().map(|r| r.0).sum::<u64>(), self.tokens, "rows must cover the step's tokens");
+        if self.seg_parts.is_empty() || self.head_rows != head_rows {
+            self.head_rows = head_rows;
             // Only some ops depend on the context (Op::depends_on_context): sum the rest once.
             self.seg_parts = self
                 .segments
@@ -51,7 +66,7 @@ impl Lowered {
                         if op.depends_on_context() {
                             by_context.push(op.clone());
                         } else {
-                            let toks = if op.name == "lm_head" && !s.logits_all_tokens { 1 } else { self.tokens };
+                            let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
                             fixed += plan.op_ns(s.node, op, toks, 0);
                         }
                     }
@@ -62,9 +77,19 @@ impl Lowered {
         for &(task, seg) in &self.gpu_tasks {
             let (fixed, by_context) = &self.seg_parts[seg];
             let node = self.segments[seg].node;
-            let ns = by_context.iter().fold(*fixed, |acc, op| acc + plan.op_ns(node, op, self.tokens, context));
+            let ns = by_context.iter().fold(*fixed, |acc, op| acc + per_sequence_ns(plan, node, op, rows));
             // Clamp to ~11 days so sums of durations can never overflow.
             self.graph.tasks[task.0 as usize].duration = ns.round().clamp(0.0, 1e15) as Time;
         }
     }
+}
+
+/// A context-dependent op over every sequence of a batch, each over its own context; kernel
+/// launches are paid once for the batch.
+fn per_sequence_ns(plan: &Plan, node: usize, op: &Op, rows: &[(u64, u64)]) -> f64 {
+    let mut ns = plan.op_ns(node, op, rows[0].0, rows[0].1);
+    for &(t, c) in &rows[1..] {
+        ns += plan.op_ns(node, op, t, c) - plan.launch_ns(node, op, t);
+    }
+    ns
 }

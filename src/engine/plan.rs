@@ -203,14 +203,7 @@ impl Plan {
             if share.head && !m.tie_embeddings {
                 w += inp.quant.bytes(OpClass::Dense, m.hidden * m.vocab);
             }
-            // A per-head MLA cache is split by head like a GQA cache; the latent one is replicated.
-            let per_head = m.mla_per_head().filter(|_| inp.options.mla_per_head_cache);
-            let kv_share = if m.kv_heads() > 1 || per_head.is_some() { share.shard } else { 1.0 };
-            let kv_per_token_layer = per_head.map_or(m.kv_bytes_per_token_layer(), |x| x.kv_bytes_per_ctx);
-            let kv: f64 = (share.first_layer..share.end_layer)
-                .map(|l| (kv_per_token_layer * m.layer_window(l).map_or(inp.context, |win| win.min(inp.context))) as f64)
-                .sum::<f64>()
-                * kv_share;
+            let kv = kv_bytes(m, share, inp.options, inp.context);
             let wired = inp.wired_limit_fraction.unwrap_or(node.wired_fraction);
             let limit = node.usable_bytes(wired) / 1e9;
             let total = w / 1e9 + kv / 1e9 + overhead;
@@ -277,6 +270,27 @@ impl Plan {
         us_to_ns(us)
     }
 
+    /// KV-cache bytes one sequence of `context` tokens holds on `node`.
+    pub fn kv_bytes(&self, node: usize, context: u64) -> f64 {
+        kv_bytes(&self.model, &self.shares[node], &self.options, context)
+    }
+
+    /// Bytes of KV cache `node` can hold beside its weights and runtime overhead, under its
+    /// wired limit.
+    pub fn kv_capacity_bytes(&self, node: usize) -> f64 {
+        let m = &self.memory[node];
+        ((m.limit_gb - m.weights_gb - m.overhead_gb) * 1e9).max(0.0)
+    }
+
+    /// Kernel-launch part of [`Self::op_ns`], ns: what a batch pays once per kernel rather
+    /// than once per sequence.
+    pub fn launch_ns(&self, node: usize, op: &Op, tokens: u64) -> f64 {
+        let per_head = op.mla_per_head.filter(|_| self.options.mla_per_head_cache);
+        let expanded_mla = tokens > 1 && self.options.mla_prefill_expanded && per_head.is_none();
+        let extra_kernels = if expanded_mla && op.mla_expanded.is_some() { 2 } else { 0 };
+        (op.kernels + extra_kernels) as f64 * self.runtimes[node].kernel_launch_us * 1e3
+    }
+
     /// Time for one operation on one node, ns (before jitter).
     pub fn op_ns(&self, node: usize, op: &Op, tokens: u64, context: u64) -> f64 {
         let spec = &self.nodes[node];
@@ -326,6 +340,19 @@ impl Plan {
         };
         secs * 1e9 + launch
     }
+}
+
+/// KV-cache bytes one sequence of `context` tokens holds on a node with `share` (sliding-window
+/// layers cap at their window).
+fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64) -> f64 {
+    // A per-head MLA cache is split by head like a GQA cache; the latent one is replicated.
+    let per_head = m.mla_per_head().filter(|_| options.mla_per_head_cache);
+    let kv_share = if m.kv_heads() > 1 || per_head.is_some() { share.shard } else { 1.0 };
+    let kv_per_token_layer = per_head.map_or(m.kv_bytes_per_token_layer(), |x| x.kv_bytes_per_ctx);
+    (share.first_layer..share.end_layer)
+        .map(|l| (kv_per_token_layer * m.layer_window(l).map_or(context, |win| win.min(context))) as f64)
+        .sum::<f64>()
+        * kv_share
 }
 
 /// Microseconds (a profile value) to integer nanoseconds, never negative.

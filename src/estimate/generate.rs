@@ -25,6 +25,15 @@ pub struct GenerateRun {
     pub decode_bytes_sent: u64,
 }
 
+/// The tokens of the next prefill forward of a `prompt`-token prompt with `done` tokens
+/// prefilled: a chunk of `engine.prefill_chunk`; mlx-lm chunks all but the last prompt token,
+/// then runs that token alone.
+pub fn prefill_piece(plan: &Plan, prompt: u64, done: u64) -> u64 {
+    let chunk = plan.options.prefill_chunk.max(1);
+    let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
+    if done < chunked { chunk.min(chunked - done) } else { prompt - done }
+}
+
 /// Simulates prefill (in chunks) and `generate` decode steps; one ChaCha stream per run.
 pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> GenerateRun {
     simulate_generate_traced(plan, prompt, generate, seed, None)
@@ -61,14 +70,11 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
     let mut jitter = Jitter::new(seed, plan.jitter_cv);
     let mut now: Time = 0;
     let mut events = 0;
-    let chunk = plan.options.prefill_chunk.max(1);
     let mut cached: Option<Lowered> = None;
     let mut done = 0;
     let mut chunks = 0;
-    // mlx-lm chunks all but the last prompt token, then runs that token alone.
-    let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
     while done < prompt {
-        let t = if done < chunked { chunk.min(chunked - done) } else { prompt - done };
+        let t = prefill_piece(plan, prompt, done);
         if cached.as_ref().is_none_or(|c| c.tokens != t) {
             cached = Some(lower_step(plan, t));
         }

@@ -15,14 +15,16 @@ pub mod generate;
 pub mod hpl;
 pub mod microbench;
 pub mod power;
+pub mod serve;
 pub mod trace;
 pub mod types;
 
 pub use envelope::envelope;
 pub use generate::{GenerateRun, sample_generate, simulate_generate, simulate_generate_traced};
 pub use power::hardware_cost;
+pub use serve::{ServeRun, ServeSim, simulate_serve};
 pub use trace::{Trace, TraceEvent, trace};
-pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, NodeMemory, Percentiles};
+pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, NodeMemory, Percentiles, Quantiles, ServeMetrics};
 
 /// Why a scenario cannot be estimated.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -57,6 +59,11 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
         out.faults = s.faults.as_ref().map(|f| faults::simulate(s, f, &plan, profile));
         return Ok(out);
     }
+    if let Some(sv) = &s.workload.serve {
+        let run = simulate_serve(&plan, sv, &s.slo, s.seed);
+        serve_metrics(s, &plan, &run, &mut out);
+        return Ok(out);
+    }
     let run = simulate_generate(&plan, s.workload.prompt_tokens, s.workload.generate_tokens, s.seed);
     let decode_s = run.decode_ns as f64 / 1e9;
     let prefill_s = run.prefill_ns as f64 / 1e9;
@@ -76,7 +83,58 @@ fn percentiles(step_ns: &[crate::sim::Time]) -> Percentiles {
     steps.sort_unstable();
     let pct = |p: f64| steps[((p * (steps.len() - 1) as f64).round() as usize).min(steps.len() - 1)] as f64 / 1e6;
     let mean = step_ns.iter().map(|&x| x as f64).sum::<f64>() / step_ns.len() as f64 / 1e6;
-    Percentiles { p50: round6(pct(0.5)), p99: round6(pct(0.99)), mean: round6(mean) }
+    Percentiles { p50: round6(pct(0.5)), p90: None, p99: round6(pct(0.99)), mean: round6(mean) }
+}
+
+/// Fills an estimate from a serving run: the top-level rates and latencies (decode rate =
+/// aggregate, TTFT = mean, TPOT over requests), the serving metrics, and power at that load.
+fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut Estimate) {
+    let st = &run.stats;
+    let window_s = run.window_ns as f64 / 1e9;
+    let aggregate = if window_s > 0.0 { st.window_tokens as f64 / window_s } else { 0.0 };
+    let n = st.completed.max(1) as f64;
+    out.decode_tokens_per_s = round3(aggregate);
+    out.prefill_tokens_per_s = if st.prefill_ns > 0 { round3(st.prompt_tokens as f64 / (st.prefill_ns as f64 / 1e9)) } else { 0.0 };
+    out.ttft_s = round6(st.ttft_sum_ns as f64 / 1e9 / n);
+    let q =
+        |h: &serve::LogHistogram| Quantiles { p50: round6(h.quantile(0.5)), p90: round6(h.quantile(0.9)), p99: round6(h.quantile(0.99)) };
+    let tpot = q(&st.tpot_ms);
+    let tpot_mean = if st.output_tokens > 0 { st.decode_sum_ns as f64 / st.output_tokens as f64 / 1e6 } else { 0.0 };
+    out.tpot_ms = Percentiles { p50: tpot.p50, p90: Some(tpot.p90), p99: tpot.p99, mean: round6(tpot_mean) };
+    let ttft = q(&st.ttft_s);
+    let slo = s.slo.any().then_some(&s.slo);
+    let covered = st.covered_ns.max(1) as f64;
+    out.serve = Some(ServeMetrics {
+        aggregate_decode_tokens_per_s: round3(aggregate),
+        per_request_decode_tokens_per_s: round3(st.per_request_rate_sum / n),
+        ttft_percentiles_s: ttft,
+        e2e_s: q(&st.e2e_s),
+        slo_attainment: slo.map(|_| round6(st.slo_met as f64 / n)),
+        // Nothing completed (an overloaded server) meets no target.
+        slo_met: slo.map(|x| st.completed > 0 && x.ttft_p99_s.is_none_or(|t| ttft.p99 <= t) && x.tpot_p99_ms.is_none_or(|t| tpot.p99 <= t)),
+        requests_completed: st.completed,
+        requests_rejected: st.rejected,
+        goodput_tokens_per_s: if slo.is_some() && window_s > 0.0 { round3(aggregate * st.slo_met as f64 / n) } else { round3(aggregate) },
+        mean_batch: round3(st.batch_ns as f64 / covered),
+        mean_queue: round3(st.queue_ns as f64 / covered),
+        peak_queue: st.peak_queue,
+        peak_kv_percent: round3(st.peak_kv * 100.0),
+        scheduler: format!("{:?}", serve::Policy::for_plan(plan, s.workload.serve.as_ref().expect("serve workload"))),
+    });
+    // Power and energy at this load: utilisation over the whole run, idle gaps included.
+    let span = GenerateRun {
+        prefill_ns: 0,
+        decode_ns: run.end_ns.max(1),
+        step_ns: Vec::new(),
+        decode_busy_gpu: run.busy_gpu.clone(),
+        decode_busy_cpu: run.busy_cpu.clone(),
+        events: run.events,
+        decode_bytes_sent: 0,
+    };
+    if aggregate > 0.0 {
+        power::decode_power_and_cost(s, plan, &span, out);
+    }
+    out.sim_events = run.events;
 }
 
 /// The estimate's identity, memory, hardware cost and envelope; the rates are filled in by the
@@ -110,6 +168,7 @@ fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
         workload: match s.workload.kind {
             WorkloadKind::Generate => "generate".into(),
             WorkloadKind::Hpl => "hpl".into(),
+            WorkloadKind::Serve => "serve".into(),
         },
         prompt_tokens: s.workload.prompt_tokens,
         generate_tokens: s.workload.generate_tokens,
@@ -117,7 +176,7 @@ fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
         decode_tokens_per_s: 0.0,
         prefill_tokens_per_s: 0.0,
         ttft_s: 0.0,
-        tpot_ms: Percentiles { p50: 0.0, p99: 0.0, mean: 0.0 },
+        tpot_ms: Percentiles { p50: 0.0, p90: None, p99: 0.0, mean: 0.0 },
         cluster_power_w: 0.0,
         node_power_w: vec![],
         decode_gpu_busy_percent: vec![],
@@ -132,6 +191,7 @@ fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
         calibration: envelope(s, profile),
         sim_events: 0,
         faults: None,
+        serve: None,
     }
 }
 

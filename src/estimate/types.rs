@@ -7,10 +7,57 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct Percentiles {
     /// Median.
     pub p50: f64,
+    /// 90th percentile (serving runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90: Option<f64>,
     /// 99th percentile.
     pub p99: f64,
     /// Mean.
     pub mean: f64,
+}
+
+/// Latency percentiles of a serving run (unit in the key's name).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Quantiles {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+/// What a serving run (`kind = "serve"`) adds to an estimate, after warm-up.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ServeMetrics {
+    /// Decode tokens of all requests per second of the measurement window.
+    pub aggregate_decode_tokens_per_s: f64,
+    /// Mean over requests of each one's decode rate (output tokens / its decode time).
+    pub per_request_decode_tokens_per_s: f64,
+    /// Time to first token, queueing included, s. (The top-level `ttft_s` is its mean.)
+    pub ttft_percentiles_s: Quantiles,
+    /// Arrival to last token, s.
+    pub e2e_s: Quantiles,
+    /// Share of completed requests meeting every `[slo]` target (none when no target is set).
+    pub slo_attainment: Option<f64>,
+    /// Whether the p99 TTFT and p99 TPOT meet the `[slo]` targets (none when no target is set).
+    pub slo_met: Option<bool>,
+    /// Requests completed after warm-up.
+    pub requests_completed: u64,
+    /// Requests turned away after warm-up (KV cache could never hold them, or `kv_full = "reject"`).
+    pub requests_rejected: u64,
+    /// Output tokens per second of requests that met every SLO target.
+    pub goodput_tokens_per_s: f64,
+    /// Mean sequences in a forward, time-weighted.
+    pub mean_batch: f64,
+    /// Mean requests waiting, time-weighted.
+    pub mean_queue: f64,
+    /// Most requests waiting at once.
+    pub peak_queue: u64,
+    /// Highest KV occupancy of any node, % of what its wired limit leaves for KV.
+    pub peak_kv_percent: f64,
+    /// The runtime's scheduler as modelled.
+    pub scheduler: String,
 }
 
 /// Whether a prediction is inside the calibrated envelope.
@@ -157,6 +204,9 @@ pub struct Estimate {
     /// Availability with faults, when the scenario has a `[faults]` table that enables any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<FaultReport>,
+    /// Serving metrics (`kind = "serve"` only).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub serve: Option<ServeMetrics>,
 }
 
 /// `"fits": true`, the only value an [`Estimate`] can have: (de)serialises as `true` and refuses

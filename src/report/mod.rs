@@ -34,10 +34,14 @@ pub fn run_table(e: &Estimate) -> String {
         fault_rows(&mut s, e);
         return s;
     }
-    row(&mut s, "decode", format!("{:.2} tok/s", e.decode_tokens_per_s));
-    row(&mut s, "prefill", format!("{:.1} tok/s ({} prompt tokens)", e.prefill_tokens_per_s, e.prompt_tokens));
-    row(&mut s, "time to first token", format!("{:.3} s", e.ttft_s));
-    row(&mut s, "TPOT p50 / p99", format!("{:.2} / {:.2} ms", e.tpot_ms.p50, e.tpot_ms.p99));
+    if let Some(sv) = &e.serve {
+        serve_rows(&mut s, e, sv);
+    } else {
+        row(&mut s, "decode", format!("{:.2} tok/s", e.decode_tokens_per_s));
+        row(&mut s, "prefill", format!("{:.1} tok/s ({} prompt tokens)", e.prefill_tokens_per_s, e.prompt_tokens));
+        row(&mut s, "time to first token", format!("{:.3} s", e.ttft_s));
+        row(&mut s, "TPOT p50 / p99", format!("{:.2} / {:.2} ms", e.tpot_ms.p50, e.tpot_ms.p99));
+    }
     if !e.decode_gpu_busy_percent.is_empty() {
         let per: Vec<String> = e.decode_gpu_busy_percent.iter().map(|p| format!("{p:.0}")).collect();
         let waits = e.decode_gpu_busy_percent.iter().any(|p| *p < 99.5);
@@ -99,6 +103,29 @@ fn fault_rows(s: &mut String, e: &Estimate) {
         let effect = if l.effect.is_empty() { String::new() } else { format!(": {}", l.effect) };
         let _ = writeln!(s, "    t={:>10.1} s  {}{effect}", l.t_s, l.event);
     }
+}
+
+/// The rows of a serving run: rates, latency percentiles, SLO, queue and KV.
+fn serve_rows(s: &mut String, e: &Estimate, sv: &crate::estimate::ServeMetrics) {
+    let row = |s: &mut String, k: &str, v: String| {
+        let _ = writeln!(s, "  {k:<22} {v}");
+    };
+    row(s, "aggregate decode", format!("{:.2} tok/s  (goodput {:.2})", sv.aggregate_decode_tokens_per_s, sv.goodput_tokens_per_s));
+    row(s, "per-request decode", format!("{:.2} tok/s", sv.per_request_decode_tokens_per_s));
+    row(s, "requests", format!("{} completed, {} rejected", sv.requests_completed, sv.requests_rejected));
+    let q = |p: &crate::estimate::Quantiles, scale: f64, unit: &str| {
+        format!("{:.3} / {:.3} / {:.3} {unit}", p.p50 * scale, p.p90 * scale, p.p99 * scale)
+    };
+    row(s, "TTFT p50 / p90 / p99", q(&sv.ttft_percentiles_s, 1.0, "s"));
+    let tpot = crate::estimate::Quantiles { p50: e.tpot_ms.p50, p90: e.tpot_ms.p90.unwrap_or(0.0), p99: e.tpot_ms.p99 };
+    row(s, "TPOT p50 / p90 / p99", q(&tpot, 1.0, "ms"));
+    row(s, "e2e p50 / p90 / p99", q(&sv.e2e_s, 1.0, "s"));
+    if let (Some(a), Some(met)) = (sv.slo_attainment, sv.slo_met) {
+        row(s, "SLO", format!("{:.1}% of requests meet it; p99 {}", a * 100.0, if met { "meets it" } else { "MISSES it" }));
+    }
+    row(s, "batch / queue", format!("mean batch {:.2}, mean queue {:.2} (peak {})", sv.mean_batch, sv.mean_queue, sv.peak_queue));
+    row(s, "KV cache", format!("peak {:.1}% of what the wired limit leaves", sv.peak_kv_percent));
+    row(s, "scheduler", sv.scheduler.clone());
 }
 
 fn summarize_nodes(nodes: &[String]) -> String {

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use toml::Spanned;
 
 use super::Scenario;
-use super::raw::{RawCluster, RawCost, RawEngine, RawModel, RawScenario, RawWorkload};
+use super::raw::{RawCluster, RawCost, RawEngine, RawLength, RawModel, RawScenario, RawSlo, RawWorkload};
 use super::resolve::resolve;
 use super::source::{ErrorKind, ScenarioError, Source, toml_error};
 
@@ -44,6 +44,18 @@ pub const KEYS: &[&str] = &[
     "workload.prompt_tokens",
     "workload.generate_tokens",
     "workload.hpl_n",
+    "workload.arrival",
+    "workload.concurrency",
+    "workload.think_s",
+    "workload.trace",
+    "workload.rate_per_s",
+    "workload.duration_s",
+    "workload.requests",
+    "workload.warmup_s",
+    "workload.max_batch",
+    "workload.kv_full",
+    "slo.ttft_p99_s",
+    "slo.tpot_p99_ms",
     "cost.amortization_years",
     "cost.electricity_usd_per_kwh",
 ];
@@ -92,6 +104,7 @@ impl ScenarioBuilder {
             model: sp(RawModel { name: None, hf_config: None, quant: None }),
             engine: None,
             workload: None,
+            slo: None,
             cost: None,
             faults: None,
             sweep: None,
@@ -192,8 +205,8 @@ impl ScenarioBuilder {
     /// `workload.prompt_tokens` and `workload.generate_tokens`.
     pub fn tokens(&mut self, prompt: u64, generate: u64) -> &mut Self {
         let w = self.workload_mut();
-        w.prompt_tokens = Some(sp(i64::try_from(prompt).unwrap_or(i64::MAX)));
-        w.generate_tokens = Some(sp(i64::try_from(generate).unwrap_or(i64::MAX)));
+        w.prompt_tokens = Some(sp(RawLength::Fixed(i64::try_from(prompt).unwrap_or(i64::MAX))));
+        w.generate_tokens = Some(sp(RawLength::Fixed(i64::try_from(generate).unwrap_or(i64::MAX))));
         self
     }
 
@@ -205,10 +218,11 @@ impl ScenarioBuilder {
     }
 
     fn workload_mut(&mut self) -> &mut RawWorkload {
-        self.raw
-            .workload
-            .get_or_insert_with(|| sp(RawWorkload { kind: None, prompt_tokens: None, generate_tokens: None, hpl_n: None }))
-            .get_mut()
+        self.raw.workload.get_or_insert_with(|| sp(RawWorkload::empty())).get_mut()
+    }
+
+    fn slo_mut(&mut self) -> &mut RawSlo {
+        self.raw.slo.get_or_insert_with(|| sp(RawSlo { ttft_p99_s: None, tpot_p99_ms: None })).get_mut()
     }
 
     fn cost_mut(&mut self) -> &mut RawCost {
@@ -273,8 +287,20 @@ impl ScenarioBuilder {
             "engine.mla_prefill" => self.engine_mut().mla_prefill = Some(sp(v.string()?)),
             "engine.mla_cache" => self.engine_mut().mla_cache = Some(sp(v.string()?)),
             "workload.kind" => self.workload_mut().kind = Some(sp(v.string()?)),
-            "workload.prompt_tokens" => self.workload_mut().prompt_tokens = Some(sp(v.int()?)),
-            "workload.generate_tokens" => self.workload_mut().generate_tokens = Some(sp(v.int()?)),
+            "workload.prompt_tokens" => self.workload_mut().prompt_tokens = Some(sp(RawLength::Fixed(v.int()?))),
+            "workload.generate_tokens" => self.workload_mut().generate_tokens = Some(sp(RawLength::Fixed(v.int()?))),
+            "workload.arrival" => self.workload_mut().arrival = Some(sp(v.string()?)),
+            "workload.concurrency" => self.workload_mut().concurrency = Some(sp(v.int()?)),
+            "workload.trace" => self.workload_mut().trace = Some(sp(v.string()?)),
+            "workload.think_s" => self.workload_mut().think_s = Some(sp(v.float()?)),
+            "workload.rate_per_s" => self.workload_mut().rate_per_s = Some(sp(v.float()?)),
+            "workload.duration_s" => self.workload_mut().duration_s = Some(sp(v.float()?)),
+            "workload.requests" => self.workload_mut().requests = Some(sp(v.int()?)),
+            "workload.warmup_s" => self.workload_mut().warmup_s = Some(sp(v.float()?)),
+            "workload.max_batch" => self.workload_mut().max_batch = Some(sp(v.int()?)),
+            "workload.kv_full" => self.workload_mut().kv_full = Some(sp(v.string()?)),
+            "slo.ttft_p99_s" => self.slo_mut().ttft_p99_s = Some(sp(v.float()?)),
+            "slo.tpot_p99_ms" => self.slo_mut().tpot_p99_ms = Some(sp(v.float()?)),
             "workload.hpl_n" => self.workload_mut().hpl_n = Some(sp(v.int()?)),
             "cost.amortization_years" => self.cost_mut().amortization_years = Some(sp(v.float()?)),
             "cost.electricity_usd_per_kwh" => self.cost_mut().electricity_usd_per_kwh = Some(sp(v.float()?)),
@@ -340,9 +366,25 @@ impl ScenarioBuilder {
             let w = w.get_ref();
             let _ = writeln!(t, "\n[workload]");
             key(&mut t, "kind", s(&w.kind));
-            key(&mut t, "prompt_tokens", i(&w.prompt_tokens));
-            key(&mut t, "generate_tokens", i(&w.generate_tokens));
+            key(&mut t, "prompt_tokens", w.prompt_tokens.as_ref().map(|l| length_value(l.get_ref())));
+            key(&mut t, "generate_tokens", w.generate_tokens.as_ref().map(|l| length_value(l.get_ref())));
             key(&mut t, "hpl_n", i(&w.hpl_n));
+            key(&mut t, "arrival", s(&w.arrival));
+            key(&mut t, "concurrency", i(&w.concurrency));
+            key(&mut t, "think_s", f(&w.think_s));
+            key(&mut t, "rate_per_s", f(&w.rate_per_s));
+            key(&mut t, "trace", s(&w.trace));
+            key(&mut t, "duration_s", f(&w.duration_s));
+            key(&mut t, "requests", i(&w.requests));
+            key(&mut t, "warmup_s", f(&w.warmup_s));
+            key(&mut t, "max_batch", i(&w.max_batch));
+            key(&mut t, "kv_full", s(&w.kv_full));
+        }
+        if let Some(slo) = &r.slo {
+            let slo = slo.get_ref();
+            let _ = writeln!(t, "\n[slo]");
+            key(&mut t, "ttft_p99_s", f(&slo.ttft_p99_s));
+            key(&mut t, "tpot_p99_ms", f(&slo.tpot_p99_ms));
         }
         if let Some(co) = &r.cost {
             let co = co.get_ref();
@@ -351,6 +393,28 @@ impl ScenarioBuilder {
             key(&mut t, "electricity_usd_per_kwh", f(&co.electricity_usd_per_kwh));
         }
         t
+    }
+}
+
+/// A token count as TOML: the integer, or the distribution as an inline table.
+fn length_value(l: &RawLength) -> toml::Value {
+    match l {
+        RawLength::Fixed(x) => toml::Value::Integer(*x),
+        RawLength::Dist(d) => {
+            let mut t = toml::Table::new();
+            t.insert("dist".into(), toml::Value::String(d.dist.clone()));
+            for (k, v) in [("min", d.min), ("max", d.max)] {
+                if let Some(v) = v {
+                    t.insert(k.into(), toml::Value::Integer(v));
+                }
+            }
+            for (k, v) in [("mean", d.mean), ("sigma", d.sigma)] {
+                if let Some(v) = v {
+                    t.insert(k.into(), toml::Value::Float(v));
+                }
+            }
+            toml::Value::Table(t)
+        }
     }
 }
 

@@ -18,12 +18,14 @@ pub mod faults;
 pub mod overrides;
 pub mod raw;
 pub mod resolve;
+pub mod serve;
 pub mod source;
 
 pub use builder::ScenarioBuilder;
 pub use faults::{FaultConfig, Slowdown, Thermal};
 pub use overrides::{apply_overrides, parse_value, set_dotted};
 pub use resolve::parse;
+pub use serve::{Arrival, KvFull, Length, Serve, Slo, Stop, TraceRequest};
 pub use source::{ErrorKind, ScenarioError, Source};
 
 /// What the workload is.
@@ -31,6 +33,8 @@ pub use source::{ErrorKind, ScenarioError, Source};
 pub enum WorkloadKind {
     /// One stream: prefill a prompt, then decode tokens.
     Generate,
+    /// Many users: arrivals, continuous batching, KV admission (see [`Serve`]).
+    Serve,
     /// High-Performance Linpack on the CPUs.
     Hpl,
 }
@@ -40,12 +44,14 @@ pub enum WorkloadKind {
 pub struct Workload {
     /// Kind.
     pub kind: WorkloadKind,
-    /// Prompt length in tokens.
+    /// Prompt length in tokens (a serving run's mean).
     pub prompt_tokens: u64,
-    /// Tokens to generate.
+    /// Tokens to generate (a serving run's mean).
     pub generate_tokens: u64,
     /// HPL problem size N (0: sized to memory).
     pub hpl_n: u64,
+    /// Arrivals, lengths and scheduler knobs of a `serve` workload.
+    pub serve: Option<Serve>,
 }
 
 /// Cost assumptions.
@@ -65,7 +71,7 @@ pub const DEFAULT_ELECTRICITY_USD_PER_KWH: f64 = 0.15;
 impl Default for Workload {
     /// One stream of 128 prompt tokens and 128 generated tokens.
     fn default() -> Self {
-        Workload { kind: WorkloadKind::Generate, prompt_tokens: 128, generate_tokens: 128, hpl_n: 0 }
+        Workload { kind: WorkloadKind::Generate, prompt_tokens: 128, generate_tokens: 128, hpl_n: 0, serve: None }
     }
 }
 
@@ -118,6 +124,8 @@ pub struct Scenario {
     pub engine: EngineOptions,
     /// Workload.
     pub workload: Workload,
+    /// Latency targets of a serving run.
+    pub slo: Slo,
     /// Cost assumptions.
     pub cost: CostConfig,
     /// Faults to simulate over a long horizon (`None`: no `[faults]`, or one that enables nothing).

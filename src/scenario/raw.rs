@@ -15,6 +15,7 @@ pub(super) struct RawScenario {
     pub(super) model: Spanned<RawModel>,
     pub(super) engine: Option<Spanned<RawEngine>>,
     pub(super) workload: Option<Spanned<RawWorkload>>,
+    pub(super) slo: Option<Spanned<RawSlo>>,
     pub(super) cost: Option<Spanned<RawCost>>,
     pub(super) faults: Option<Spanned<RawFaults>>,
     /// Sweep axes; read by `supernode sweep`, ignored by `run`.
@@ -58,9 +59,91 @@ pub(super) struct RawEngine {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWorkload {
     pub(super) kind: Option<Spanned<String>>,
-    pub(super) prompt_tokens: Option<Spanned<i64>>,
-    pub(super) generate_tokens: Option<Spanned<i64>>,
+    pub(super) prompt_tokens: Option<Spanned<RawLength>>,
+    pub(super) generate_tokens: Option<Spanned<RawLength>>,
     pub(super) hpl_n: Option<Spanned<i64>>,
+    pub(super) arrival: Option<Spanned<String>>,
+    pub(super) concurrency: Option<Spanned<i64>>,
+    pub(super) think_s: Option<Spanned<f64>>,
+    pub(super) rate_per_s: Option<Spanned<f64>>,
+    pub(super) trace: Option<Spanned<String>>,
+    pub(super) duration_s: Option<Spanned<f64>>,
+    pub(super) requests: Option<Spanned<i64>>,
+    pub(super) warmup_s: Option<Spanned<f64>>,
+    pub(super) max_batch: Option<Spanned<i64>>,
+    pub(super) kv_full: Option<Spanned<String>>,
+}
+
+impl RawWorkload {
+    /// A workload table with no keys set.
+    pub(super) fn empty() -> Self {
+        RawWorkload {
+            kind: None,
+            prompt_tokens: None,
+            generate_tokens: None,
+            hpl_n: None,
+            arrival: None,
+            concurrency: None,
+            think_s: None,
+            rate_per_s: None,
+            trace: None,
+            duration_s: None,
+            requests: None,
+            warmup_s: None,
+            max_batch: None,
+            kv_full: None,
+        }
+    }
+}
+
+/// A token count as written: a fixed integer, or a distribution table.
+#[derive(Clone, Debug)]
+pub(super) enum RawLength {
+    /// `prompt_tokens = 128`.
+    Fixed(i64),
+    /// `prompt_tokens = { dist = "lognormal", mean = 1000, sigma = 0.8 }`.
+    Dist(RawDist),
+}
+
+/// A drawn token count.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDist {
+    pub(super) dist: String,
+    pub(super) min: Option<i64>,
+    pub(super) max: Option<i64>,
+    pub(super) mean: Option<f64>,
+    pub(super) sigma: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for RawLength {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawLength;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a token count, or a table such as { dist = \"uniform\", min = 64, max = 512 }")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawLength, E> {
+                Ok(RawLength::Fixed(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawLength, E> {
+                Ok(RawLength::Fixed(i64::try_from(v).unwrap_or(i64::MAX)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawLength, A::Error> {
+                RawDist::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(RawLength::Dist)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `[slo]`: latency targets a serving run is judged against.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSlo {
+    pub(super) ttft_p99_s: Option<Spanned<f64>>,
+    pub(super) tpot_p99_ms: Option<Spanned<f64>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -18,6 +18,7 @@ use crate::hw::{Backend, FabricSpec, NodeSpec, Topology, Transport};
 use crate::llm::{ModelSpec, QuantFamily, QuantSpec};
 
 use super::raw::{RawCluster, RawCost, RawEngine, RawModel, RawScenario, RawWorkload};
+use super::serve::{self, Slo};
 use super::source::{ErrorKind, ScenarioError, Source, one_of, positive, suggest, toml_error};
 use super::{CostConfig, Scenario, Spans, Workload, WorkloadKind};
 
@@ -80,10 +81,21 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     let workload = match raw.workload {
         Some(w) => {
             spans.workload = w.span();
-            workload(src, &w.into_inner())?
+            let span = w.span();
+            workload(src, &w.into_inner(), span)?
         }
         None => Workload::default(),
     };
+    let slo = match &raw.slo {
+        Some(x) => serve::slo(src, x.get_ref())?,
+        None => Slo::default(),
+    };
+    if slo.any() && workload.kind != WorkloadKind::Serve {
+        let span = raw.slo.as_ref().map(|x| x.span()).unwrap_or_default();
+        return Err(src
+            .error(span, "`[slo]` applies to kind = \"serve\" only", Some("remove [slo] or set workload.kind = \"serve\"".into()))
+            .with_kind(ErrorKind::BadValue));
+    }
     let cost = match raw.cost {
         Some(c) => cost(src, &c.into_inner())?,
         None => CostConfig::default(),
@@ -111,6 +123,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         quant,
         engine: options,
         workload,
+        slo,
         cost,
         faults,
         sweep: raw.sweep,
@@ -519,35 +532,46 @@ fn macos_frame_bytes(src: &Source, m: &Spanned<String>, fabric: &FabricSpec) -> 
     }
 }
 
-/// The `[workload]` table.
-fn workload(src: &Source, w: &RawWorkload) -> Result<Workload, ScenarioError> {
+/// The `[workload]` table; `whole` is its span.
+fn workload(src: &Source, w: &RawWorkload, whole: Range<usize>) -> Result<Workload, ScenarioError> {
     let mut workload = Workload::default();
     if let Some(k) = &w.kind {
         workload.kind = match k.get_ref().as_str() {
             "generate" => WorkloadKind::Generate,
             "hpl" => WorkloadKind::Hpl,
-            "serve" => {
-                return Err(src.error(
-                    k.span(),
-                    "workload kind `serve` (arrivals and batching) is not implemented yet",
-                    Some("use kind = \"generate\"".into()),
-                ));
-            }
+            "serve" => WorkloadKind::Serve,
             other => {
                 return Err(src
-                    .error(k.span(), format!("unknown workload kind `{other}`"), Some(suggest(other, &["generate", "hpl"], "kinds")))
+                    .error(
+                        k.span(),
+                        format!("unknown workload kind `{other}`"),
+                        Some(suggest(other, &["generate", "serve", "hpl"], "kinds")),
+                    )
                     .with_kind(ErrorKind::UnknownPreset));
             }
         };
     }
+    let serving = workload.kind == WorkloadKind::Serve;
+    if !serving && let Some((span, key)) = serve::stray_serve_key(w) {
+        return Err(src
+            .error(
+                span,
+                format!("`workload.{key}` applies to kind = \"serve\" only"),
+                Some("set kind = \"serve\" or remove the key".into()),
+            )
+            .with_kind(ErrorKind::BadValue));
+    }
     if let Some(p) = &w.prompt_tokens {
-        workload.prompt_tokens = positive(src, p, "workload.prompt_tokens", 1 << 20)?;
+        workload.prompt_tokens = serve::length(src, p, "workload.prompt_tokens", serving)?.mean();
     }
     if let Some(g) = &w.generate_tokens {
-        workload.generate_tokens = positive(src, g, "workload.generate_tokens", 1 << 20)?;
+        workload.generate_tokens = serve::length(src, g, "workload.generate_tokens", serving)?.mean();
     }
     if let Some(h) = &w.hpl_n {
         workload.hpl_n = positive(src, h, "workload.hpl_n", 10_000_000)?;
+    }
+    if serving {
+        workload.serve = Some(serve::serve(src, w, whole)?);
     }
     Ok(workload)
 }

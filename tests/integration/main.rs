@@ -14,6 +14,7 @@ mod invariants;
 mod layers;
 mod planner;
 mod proptests;
+mod serve;
 mod snapshots;
 mod sweep;
 mod timelines;

@@ -1,0 +1,159 @@
+//! Streaming statistics of a serving run: fixed-size log histograms for latency percentiles and
+//! running sums, so memory stays flat however long the run.
+
+use super::RequestRecord;
+use crate::sim::Time;
+
+/// Relative width of a histogram bucket (0.1%).
+const STEP: f64 = 1.001;
+/// Smallest value the histogram resolves; smaller ones land in the first bucket.
+const LOW: f64 = 1e-7;
+/// Buckets: LOW .. LOW * STEP^BUCKETS covers 1e-7 .. ~1e7.
+const BUCKETS: usize = 32_300;
+
+/// A histogram of positive values in buckets 0.1% wide on a log scale, with the exact minimum
+/// and maximum; quantiles are bucket centres clamped to them (exact when all values are equal).
+#[derive(Clone, Debug)]
+pub struct LogHistogram {
+    counts: Vec<u32>,
+    n: u64,
+    min: f64,
+    max: f64,
+}
+
+impl Default for LogHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LogHistogram {
+    /// An empty histogram.
+    pub fn new() -> Self {
+        LogHistogram { counts: vec![0; BUCKETS], n: 0, min: f64::INFINITY, max: f64::NEG_INFINITY }
+    }
+
+    /// Records one value.
+    pub fn record(&mut self, x: f64) {
+        let i = if x <= LOW { 0 } else { ((x / LOW).ln() / STEP.ln()) as usize };
+        let i = i.min(BUCKETS - 1);
+        self.counts[i] = self.counts[i].saturating_add(1);
+        self.n += 1;
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+    }
+
+    /// Values recorded.
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The `p` quantile (0..=1) by nearest rank on the sorted values (the rank `generate`'s
+    /// step percentiles use); 0 when empty.
+    pub fn quantile(&self, p: f64) -> f64 {
+        if self.n == 0 {
+            return 0.0;
+        }
+        let rank = (p * (self.n - 1) as f64).round() as u64;
+        let mut seen = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c as u64;
+            if seen > rank {
+                let centre = LOW * STEP.powf(i as f64 + 0.5);
+                return centre.clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+}
+
+/// What a serving run measured, after warm-up.
+#[derive(Clone, Debug, Default)]
+pub struct ServeStats {
+    /// Time to first token (queueing included), s.
+    pub ttft_s: LogHistogram,
+    /// Time per output token of each request (its decode time / its output tokens), ms.
+    pub tpot_ms: LogHistogram,
+    /// Arrival to last token, s.
+    pub e2e_s: LogHistogram,
+    /// Sum of measured requests' TTFT, ns.
+    pub ttft_sum_ns: u128,
+    /// Sum of measured requests' decode times, ns.
+    pub decode_sum_ns: u128,
+    /// Sum of measured requests' output tokens.
+    pub output_tokens: u64,
+    /// Sum of measured requests' decode rates (tokens/s), for the mean per-request rate.
+    pub per_request_rate_sum: f64,
+    /// Prompt tokens of measured requests.
+    pub prompt_tokens: u64,
+    /// Their prefill time (admission to first token), ns.
+    pub prefill_ns: u128,
+    /// Requests completed after warm-up.
+    pub completed: u64,
+    /// Requests turned away after warm-up.
+    pub rejected: u64,
+    /// Of the completed, those meeting every SLO target.
+    pub slo_met: u64,
+    /// Decode tokens produced inside the measurement window.
+    pub window_tokens: u64,
+    /// Sum over forwards of (sequences in the forward x its duration), ns, for the mean batch.
+    pub batch_ns: u128,
+    /// Sum over forwards of (requests waiting x its duration), ns, for the mean queue.
+    pub queue_ns: u128,
+    /// Time covered by forwards and idle gaps, ns.
+    pub covered_ns: u128,
+    /// Highest KV occupancy of any node, fraction of what its wired limit leaves for KV.
+    pub peak_kv: f64,
+    /// Most requests waiting at once.
+    pub peak_queue: u64,
+}
+
+impl ServeStats {
+    /// Records a completed request; `met` = it meets every SLO target.
+    pub fn complete(&mut self, r: &RequestRecord, met: bool) {
+        let ttft = r.first_token - r.arrival;
+        let decode = r.done - r.first_token;
+        self.ttft_s.record(ttft as f64 / 1e9);
+        self.tpot_ms.record(decode as f64 / r.output as f64 / 1e6);
+        self.e2e_s.record((r.done - r.arrival) as f64 / 1e9);
+        self.ttft_sum_ns += ttft as u128;
+        self.decode_sum_ns += decode as u128;
+        self.output_tokens += r.output;
+        self.per_request_rate_sum += r.output as f64 / (decode as f64 / 1e9);
+        self.prompt_tokens += r.prompt;
+        self.prefill_ns += (r.first_token - r.admitted) as u128;
+        self.completed += 1;
+        self.slo_met += met as u64;
+    }
+
+    /// Accounts a span of `ns` with `batch` sequences running and `queue` waiting.
+    pub fn span(&mut self, ns: Time, batch: usize, queue: usize) {
+        self.batch_ns += batch as u128 * ns as u128;
+        self.queue_ns += queue as u128 * ns as u128;
+        self.covered_ns += ns as u128;
+        self.peak_queue = self.peak_queue.max(queue as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_within_a_bucket_and_exact_for_one_value() {
+        let mut h = LogHistogram::new();
+        h.record(0.0123);
+        assert_eq!(h.quantile(0.99), 0.0123);
+        for i in 1..=1000 {
+            h.record(i as f64);
+        }
+        let p50 = h.quantile(0.5);
+        assert!((p50 / 500.0 - 1.0).abs() < 0.002, "{p50}");
+        assert_eq!(h.quantile(1.0), 1000.0);
+    }
+}
