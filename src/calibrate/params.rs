@@ -74,6 +74,10 @@ pub fn harness_params() -> Vec<String> {
         "bw_eff_attention",
         "compute_eff_attention",
         "runtimes.mlx.kernel_launch_us",
+        // Kernel families: qmm at 8 and 16 bits and gather_qmm at 8 bits pin these apart from
+        // the 4-bit kernels (dropped when a harness file has no such case).
+        "runtimes.mlx.bw_mult_8bit",
+        "runtimes.mlx.bw_mult_half",
     ]
     .iter()
     .map(|p| format!("chips.{HOST_CHIP}.{p}"))

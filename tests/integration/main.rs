@@ -13,6 +13,7 @@ mod invariants;
 mod layers;
 mod planner;
 mod proptests;
+mod quant;
 mod snapshots;
 mod sweep;
 mod timelines;
