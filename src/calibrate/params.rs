@@ -95,6 +95,9 @@ pub fn published_params() -> Vec<String> {
         "chips.m3-ultra.compute_eff_attention",
         "chips.m3-ultra.gpu_dynamic_w",
         "chips.m3-ultra.runtimes.mlx.kernel_launch_us",
+        // MLX 8-bit kernels apart from the 4-bit ones: the Qwen3-235B 8-bit exo rows against
+        // the DeepSeek V3.1 4-bit ones (g-qwen3-exo-*, g-dsv31-exo-*).
+        "chips.m3-ultra.runtimes.mlx.bw_mult_8bit",
         "chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us",
         "comm.jaccl_round_us",
         "comm.jaccl_peer_us",
