@@ -401,9 +401,10 @@ impl GgufFtype {
     }
 
     /// The type llama.cpp gives one tensor. Rules transcribed from `llama_tensor_get_type` in
-    /// llama.cpp `src/llama-quant.cpp` (as of release b5500, mid 2025; unchanged in substance
-    /// since the k-quants PR 1684 apart from the MoE layer indexing), for the non-imatrix
-    /// k-quant and Q8_0 file types, non-Falcon architectures. Router weights
+    /// llama.cpp `src/llama-quant.cpp` (2025 releases, around b5500; the k-quant rules date
+    /// from PR 1684 and were moved from `llama.cpp` to `llama-quant.cpp` in late 2024; not
+    /// re-checked against a checkout when written), for the non-imatrix k-quant and Q8_0 file
+    /// types, non-Falcon architectures; MoE layers are indexed by block number. Router weights
     /// (`ffn_gate_inp`) and norms are never quantized (kept F32 by `convert_hf_to_gguf.py`).
     fn tensor_type(self, role: TensorRole, part: Part, layer: u64, s: &QuantShape) -> GgufType {
         use GgufFtype as F;
