@@ -68,6 +68,35 @@ pub struct RuntimeParams {
     pub bw_scale: f64,
     /// Scale applied to the compute efficiencies for this runtime's kernels.
     pub compute_scale: f64,
+    /// Bandwidth multiplier of unquantized bf16/f16 matrix-vector kernels, relative to the
+    /// runtime's ~4-bit quantized kernels (MLX affine 2-5 bits, GGUF k-quants), whose efficiency
+    /// is the chip's `bw_eff_dense`/`bw_eff_expert` times `bw_scale`. Prior 1 (absent: 1).
+    #[serde(default = "one")]
+    pub bw_mult_half: f64,
+    /// The same for 6-8-bit kernels (MLX affine 6/8-bit, GGUF Q8_0 and other legacy blocks).
+    #[serde(default = "one")]
+    pub bw_mult_8bit: f64,
+    /// The same for MXFP4 kernels.
+    #[serde(default = "one")]
+    pub bw_mult_mxfp4: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl RuntimeParams {
+    /// The bandwidth multiplier of a kernel family on this chip and runtime (1 for the
+    /// reference ~4-bit families).
+    pub fn kernel_bw_mult(&self, kernel: crate::llm::KernelFamily) -> f64 {
+        use crate::llm::KernelFamily as K;
+        match kernel {
+            K::Half => self.bw_mult_half,
+            K::Affine8 | K::Legacy => self.bw_mult_8bit,
+            K::Mxfp4 => self.bw_mult_mxfp4,
+            K::Affine4 | K::KQuant => 1.0,
+        }
+    }
 }
 
 /// Communication parameters.
@@ -306,6 +335,7 @@ pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
 /// Parameters of a `[chips.<chip>.runtimes.<runtime>]` section.
 pub const RUNTIME_FIELDS: &[Field<RuntimeParams>] = fields!(RuntimeParams:
     kernel_launch_us "us" NonNegative, host_per_step_us "us" NonNegative, bw_scale "" Positive, compute_scale "" Positive,
+    bw_mult_half "" Positive, bw_mult_8bit "" Positive, bw_mult_mxfp4 "" Positive,
 );
 
 /// Parameters of the `[comm]` section.

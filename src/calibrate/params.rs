@@ -74,6 +74,10 @@ pub fn harness_params() -> Vec<String> {
         "bw_eff_attention",
         "compute_eff_attention",
         "runtimes.mlx.kernel_launch_us",
+        // Kernel families: qmm at 8 and 16 bits and gather_qmm at 8 bits pin these apart from
+        // the 4-bit kernels (dropped when a harness file has no such case).
+        "runtimes.mlx.bw_mult_8bit",
+        "runtimes.mlx.bw_mult_half",
     ]
     .iter()
     .map(|p| format!("chips.{HOST_CHIP}.{p}"))
@@ -91,6 +95,9 @@ pub fn published_params() -> Vec<String> {
         "chips.m3-ultra.compute_eff_attention",
         "chips.m3-ultra.gpu_dynamic_w",
         "chips.m3-ultra.runtimes.mlx.kernel_launch_us",
+        // MLX 8-bit kernels apart from the 4-bit ones: the Qwen3-235B 8-bit exo rows against
+        // the DeepSeek V3.1 4-bit ones (g-qwen3-exo-*, g-dsv31-exo-*).
+        "chips.m3-ultra.runtimes.mlx.bw_mult_8bit",
         "chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us",
         "comm.jaccl_round_us",
         "comm.jaccl_peer_us",

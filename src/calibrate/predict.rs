@@ -12,7 +12,7 @@ use crate::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanError, Pla
 use crate::estimate::microbench::{all_sum_seconds, op_seconds, segment_chain_seconds};
 use crate::estimate::simulate_generate;
 use crate::hw::Topology;
-use crate::llm::{ModelSpec, Op, Placement, QuantSpec};
+use crate::llm::{ModelSpec, Op, Placement, QuantSpec, TensorRole};
 use crate::profile::Profile;
 
 /// Why a harness measurement cannot be predicted.
@@ -67,13 +67,13 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
     match b.kind {
         HarnessKind::Qmm => {
             let plan = m.plan(1, &bench_model(m.num("K")?)?, &m.quant(m.num("bits")?)?, profile)?;
-            let op = Op::dense("qmm", m.count("K")? * m.count("N")?, Placement::Replicated);
+            let op = formatted(&plan, Op::dense("qmm", TensorRole::AttnQ, m.count("K")? * m.count("N")?, Placement::Replicated));
             Ok(op_seconds(&plan, &op, m.count("M")?.max(1), 0))
         }
         HarnessKind::GatherQmm => {
             let plan = m.plan(1, &bench_model(m.num("K")?)?, &m.quant(m.num("bits")?)?, profile)?;
             // Expert ops are sharded; on one rank the share is 1.
-            let op = Op::experts("gather_qmm", m.count("K")? * m.count("N")?, 1, m.count("experts")?, m.count("top_k")?);
+            let op = formatted(&plan, Op::experts("gather_qmm", m.count("K")? * m.count("N")?, 1, m.count("experts")?, m.count("top_k")?));
             Ok(op_seconds(&plan, &op, m.count("M")?.max(1), 0))
         }
         HarnessKind::Sdpa => {
@@ -97,6 +97,14 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
         HarnessKind::E2eDecode | HarnessKind::E2ePrefill => m.end_to_end(profile),
         other => Err(HarnessError::NotPredicted(other)),
     }
+}
+
+/// A microbenchmark's weight op with the stored format of the plan's quantization.
+fn formatted(plan: &Plan, mut op: Op) -> Op {
+    if let Some(role) = op.role {
+        op.format = plan.quant.format(role, 0, &plan.model.quant_shape());
+    }
+    op
 }
 
 /// Bytes per activation value in the harness's dtype.
@@ -223,7 +231,7 @@ impl Measurement<'_> {
                 .collect();
             // The chain's width: the input size of its first matmul (the hidden state).
             hidden = hidden.or(shapes.first().map(|s| s.1));
-            let mut ops: Vec<Op> = shapes.iter().map(|(n, k)| Op::dense("qmm", n * k, Placement::Replicated)).collect();
+            let mut ops: Vec<Op> = shapes.iter().map(|(n, k)| Op::dense("qmm", TensorRole::AttnQ, n * k, Placement::Replicated)).collect();
             let ew = blk
                 .get("elementwise")
                 .and_then(Value::as_u64)
@@ -233,6 +241,7 @@ impl Measurement<'_> {
         }
         let hidden = hidden.ok_or(HarnessError::MissingParam { kind: self.b.kind, key: "blocks[].shapes" })?;
         let plan = self.plan(self.ranks(), &bench_model(hidden as f64)?, &self.quant(self.num("bits")?)?, profile)?;
+        let blocks: Vec<Vec<Op>> = blocks.into_iter().map(|b| b.into_iter().map(|o| formatted(&plan, o)).collect()).collect();
         let repeats = self.count("repeats")?.max(1) as usize;
         Ok(segment_chain_seconds(&plan, &blocks, repeats, self.count("all_sum_bytes")?, CHAIN_SEED, CHAIN_REPS))
     }

@@ -137,60 +137,96 @@ fn first_word(s: &str) -> &str {
     s.split_whitespace().next().unwrap_or("")
 }
 
+/// A free-text field without its annotations: `512gb (assumed)` -> `512gb`, lower-cased.
+fn strip_notes(s: &str) -> String {
+    s.split('(').next().unwrap_or("").trim().to_lowercase()
+}
+
+/// Systems of the measurement CSV that are a family with a memory mix: the node-id prefix a
+/// mix entry (`512gb`) completes.
+const FAMILIES: &[(&str, &str)] =
+    &[("mac-studio-m3-ultra", "m3-ultra-80c-"), ("mac-studio-m2-ultra", "m2-ultra-76c-"), ("mac-studio-m4-max", "m4-max-40c-")];
+
+/// The engines a row may name, and the twin's engine for each.
+const ENGINES: &[(&str, &str)] = &[
+    ("exo", "exo"),
+    ("mlx-lm", "mlx-lm"),
+    ("mlx", "mlx-lm"),
+    ("llama-cpp", "llama-cpp"),
+    ("ollama", "llama-cpp"),
+    ("llama-cpp-rpc", "llama-cpp-rpc"),
+    // Not in FACTS.md: vllm-mlx runs MLX kernels; its scheduler is taken as mlx-lm's
+    // BatchGenerator until its source is read (said in the row's assumptions).
+    ("vllm-mlx", "mlx-lm"),
+];
+
+/// The metrics `validate` predicts.
+const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, node_power_w, cluster_power_w, aggregate_decode_tokens_per_s";
+
+/// The node preset ids of a row: a family system with its memory mix (`512gb`,
+/// `2x512gb+2x256gb`, annotations such as `(assumed)` dropped), or a catalog node id.
+fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> Result<Vec<String>, String> {
+    let cat = crate::catalog::catalog();
+    let system = row.system.trim();
+    let Some(prefix) = FAMILIES.iter().find(|(f, _)| *f == system).map(|(_, p)| *p) else {
+        if cat.node(system).is_some() {
+            return Ok(vec![system.to_string(); n]);
+        }
+        let families: Vec<&str> = FAMILIES.iter().map(|(f, _)| *f).collect();
+        return Err(format!(
+            "system `{system}` has no node preset: write a catalog node id ({}) or one of {}",
+            cat.node_ids().join(", "),
+            families.join(", ")
+        ));
+    };
+    let mix = strip_notes(&row.node_mix).replace(' ', "");
+    if row.node_mix.contains('(') {
+        assumptions.push(format!("node mix `{}` read as `{mix}`", row.node_mix.trim()));
+    }
+    let known = |size: &str| cat.node(&format!("{prefix}{size}")).is_some();
+    let mut list = Vec::new();
+    if !mix.starts_with("unknown") && (mix.contains('+') || mix.contains('x')) {
+        for part in mix.split('+') {
+            let (count, size) = part.split_once('x').map_or((Some(1), part), |(c, s)| (c.parse().ok(), s));
+            let count = count.ok_or_else(|| format!("node mix `{}`: `{part}` is not COUNTxSIZE (e.g. 2x512gb)", row.node_mix))?;
+            list.extend(std::iter::repeat_n(format!("{prefix}{size}"), count));
+        }
+    } else if mix.ends_with("gb") && !mix.starts_with("unknown") {
+        list = vec![format!("{prefix}{mix}"); n];
+    } else {
+        let size = cat.node_ids().into_iter().find_map(|id| id.strip_prefix(prefix).map(String::from)).unwrap_or_default();
+        assumptions.push(format!("node mix `{}` unknown: assumed {n}x {size}", row.node_mix.trim()));
+        list = vec![format!("{prefix}{size}"); n];
+    }
+    if let Some(bad) = list.iter().find(|id| !known(id.trim_start_matches(prefix))) {
+        return Err(format!("node mix `{}`: no node preset `{bad}` (write sizes such as 512gb, 2x512gb+2x256gb)", row.node_mix));
+    }
+    if list.len() != n {
+        return Err(format!("node mix `{}` gives {} nodes but `nodes` is {n}: make them agree", row.node_mix, list.len()));
+    }
+    Ok(list)
+}
+
 /// Turns a row into a scenario builder (validated by the same rules as a scenario file when
-/// built), with the assumptions made for what the row does not say; or says why it cannot.
+/// built), with the assumptions made for what the row does not say; or says why it cannot and
+/// what to change.
 pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(ScenarioBuilder, Vec<String>), String> {
     let mut assumptions = Vec::new();
-    let n: usize = row.nodes.trim().parse().map_err(|_| format!("node count `{}` is not a number", row.nodes))?;
-    // A system is a family with a memory mix, or directly a catalog node (rows imported from a
-    // user's own benchmarks name the node they ran on).
-    let prefix = match row.system.as_str() {
-        "mac-studio-m3-ultra" => "m3-ultra-80c-",
-        "mac-studio-m2-ultra" => "m2-ultra-76c-",
-        "mac-studio-m4-max" => "m4-max-40c-",
-        other if crate::catalog::catalog().node(other).is_some() => other,
-        other => return Err(format!("system `{other}` has no node preset")),
-    };
-    let nodes: Vec<String> = if prefix.ends_with('-') {
-        let mix = row.node_mix.trim();
-        let mut list = Vec::new();
-        if mix.contains('+') || mix.contains('x') && !mix.starts_with("unknown") {
-            for part in mix.split('+') {
-                let (count, size) = part.split_once('x').map_or((1, part), |(c, s)| (c.parse().unwrap_or(1), s));
-                for _ in 0..count {
-                    list.push(format!("{prefix}{}", size.trim()));
-                }
-            }
-        } else if mix.ends_with("gb") && !mix.starts_with("unknown") {
-            list = vec![format!("{prefix}{mix}"); n];
-        } else {
-            assumptions.push(format!("node mix `{mix}` unknown: assumed {n}x 512 GB"));
-            list = vec![format!("{prefix}512gb"); n];
-        }
-        list
-    } else {
-        vec![prefix.to_string(); n]
-    };
-    if nodes.len() != n {
-        return Err(format!("node mix `{}` does not give {n} nodes", row.node_mix));
+    let n: usize = row.nodes.trim().parse().map_err(|_| format!("node count `{}` is not a number: write an integer", row.nodes))?;
+    let nodes = row_nodes(row, n, &mut assumptions)?;
+    if first_word(row.engine.trim()) == "vllm-mlx" {
+        assumptions.push("vllm-mlx modelled as mlx-lm (MLX kernels, BatchGenerator scheduler)".into());
     }
-    let engine = match row.engine.as_str() {
-        "exo" => "exo",
-        "llama-cpp" | "ollama" => "llama-cpp",
-        "llama-cpp-rpc" => "llama-cpp-rpc",
-        "mlx-lm" => "mlx-lm",
-        "vllm-mlx" => {
-            // Not in FACTS.md: vllm-mlx runs MLX kernels; its scheduler is taken as mlx-lm's
-            // BatchGenerator until its source is read.
-            assumptions.push("vllm-mlx modelled as mlx-lm (MLX kernels, BatchGenerator scheduler)".into());
-            "mlx-lm"
-        }
+    let engine = match row.engine.trim() {
         "hpl" => return Err("HPL rows: the single-node CPU HPL rate is a catalog input, not a prediction".into()),
         "" => return Err("no engine: a catalog fact (idle power), not a prediction".into()),
-        other => return Err(format!("engine `{other}` is not modelled")),
+        e => ENGINES.iter().find(|(k, _)| *k == first_word(e)).map(|(_, v)| *v).ok_or_else(|| {
+            let names: Vec<&str> = ENGINES.iter().map(|(k, _)| *k).collect();
+            format!("engine `{e}` is not modelled: the twin runs {}", names.join(", "))
+        })?,
     };
     if row.model.is_empty() {
-        return Err("no model".into());
+        return Err("no model: name a model preset (supernode catalog models)".into());
     }
     let quant = resolve_quant(row, all, engine, &mut assumptions)?;
     let parallelism = if n == 1 { "none" } else { first_word(&row.parallelism) };
@@ -199,7 +235,7 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
         assumptions.push(format!("fabric not stated: assumed {fabric_word}"));
     }
     let (kind_prompt, generate) = match row.metric.as_str() {
-        "decode_tokens_per_s" | "node_power_w" => {
+        "decode_tokens_per_s" | "node_power_w" | "cluster_power_w" => {
             match row.prompt_tokens.trim().parse::<u64>() {
                 // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
                 // context: 0).
@@ -211,16 +247,20 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
             }
         }
         "prefill_tokens_per_s" => {
-            let p: u64 = row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length".to_string())?;
+            let p: u64 =
+                row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
             (p, 1)
         }
         "aggregate_decode_tokens_per_s" => serve_tokens(row, &mut assumptions),
-        other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled)")),
+        other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     };
     let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
     b.name(row.id.clone()).seed(1).nodes(&nodes).model(&row.model).quant(&quant).engine(engine).parallelism(parallelism);
     if n > 1 {
-        b.fabric(fabric_word).topology("full-mesh");
+        // Thunderbolt is cabled as a full mesh (no Thunderbolt switch exists); Ethernet, Wi-Fi
+        // and other fabrics that cannot be meshed go through a switch.
+        let meshable = crate::catalog::catalog().fabric(fabric_word).is_none_or(|f| f.topologies.contains(&crate::hw::Topology::FullMesh));
+        b.fabric(fabric_word).topology(if meshable { "full-mesh" } else { "switch" });
     }
     b.tokens(kind_prompt, generate);
     if row.metric == "aggregate_decode_tokens_per_s" {
@@ -255,7 +295,8 @@ fn serve_tokens(row: &MeasurementRow, assumptions: &mut Vec<String>) -> (u64, u6
 }
 
 fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, assumptions: &mut Vec<String>) -> Result<String, String> {
-    let q = first_word(&row.quant);
+    let q = first_word(&row.quant).to_lowercase();
+    let q = q.as_str();
     let known = crate::catalog::catalog().quant(q).is_some();
     if known && !row.quant.contains("unknown") {
         if row.quant.contains("inferred") {
@@ -263,8 +304,12 @@ fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, ass
         }
         return Ok(q.to_string());
     }
-    if engine == "exo" {
-        return Err(format!("quant `{}` unknown", row.quant));
+    if engine != "llama-cpp" && engine != "llama-cpp-rpc" {
+        return Err(format!(
+            "quant `{}` unknown: name a quantization preset ({})",
+            row.quant,
+            crate::catalog::catalog().quant_ids().join(", ")
+        ));
     }
     // Unknown GGUF quant: same bit class as the MLX quant of the same system and model.
     let sibling =
@@ -338,6 +383,8 @@ pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
         "node_power_w" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
         "aggregate_decode_tokens_per_s" => est.serve.as_ref().map_or(0.0, |s| s.aggregate_decode_tokens_per_s),
+        // The wall power of the whole cluster: every node's, added in node order.
+        "cluster_power_w" => est.node_power_w.iter().sum(),
         other => return Err(RowError::Metric(other.to_string())),
     })
 }
@@ -423,4 +470,58 @@ pub fn table(r: &Report) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str =
+        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n";
+
+    fn rows(body: &str) -> Vec<MeasurementRow> {
+        parse_csv(&format!("{HEADER}{body}"), "t.csv").unwrap()
+    }
+
+    #[test]
+    fn a_users_csv_as_written() {
+        let rs = rows(
+            "a,mac-studio-m3-ultra,1,512gb (assumed),llama-3.3-70b,Q4_K_M,ollama,none,none,,,decode_tokens_per_s,14,tok/s,me,\n\
+             b,mac-studio-m3-ultra,2,2x 512GB,llama-3.3-70b,q4_k_m,llama-cpp-rpc,pipeline,eth-10g,,,decode_tokens_per_s,9,tok/s,me,\n\
+             c,mac-studio-m3-ultra,2,512gb,llama-3.3-70b,q4_k_m,llama-cpp-rpc,pipeline,eth-10g,,,cluster_power_w,400,W,me,\n",
+        );
+        let (prepared, skipped) = prepare(&rs, &Profile::default_profile());
+        assert!(skipped.is_empty(), "{skipped:?}");
+        assert_eq!(prepared.len(), 3);
+        assert!(prepared[0].assumptions.iter().any(|a| a.contains("`512gb (assumed)` read as `512gb`")), "{:?}", prepared[0].assumptions);
+        // Ethernet goes through a switch: one port and one cable per node.
+        assert_eq!(prepared[1].scenario.topology, crate::hw::Topology::Switch);
+        // The cluster's power is every node's power added.
+        let est = estimate(&prepared[2].scenario, &Profile::default_profile()).unwrap();
+        let got = predict(&prepared[2], &Profile::default_profile()).unwrap();
+        assert_eq!(got, est.node_power_w.iter().sum::<f64>());
+        assert!(got > est.node_power_w[0]);
+    }
+
+    #[test]
+    fn every_skipped_row_says_what_to_change() {
+        let rs = rows(
+            "s,mac-pro-m9,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
+             e,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,vllm-mlx,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
+             m,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,watts_per_token,1,W,me,\n\
+             q,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,prefill_tokens_per_s,1,tok/s,me,\n\
+             x,mac-studio-m3-ultra,2,3x512gb,llama-3.3-70b,q4_k_m,llama-cpp-rpc,pipeline,tb5-tcp,,,decode_tokens_per_s,1,tok/s,me,\n\
+             n,mac-studio-m3-ultra,two,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
+             u,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,mystery,exo,none,none,,,decode_tokens_per_s,1,tok/s,me,\n",
+        );
+        let (_, skipped) = prepare(&rs, &Profile::default_profile());
+        let why = |id: &str| skipped.iter().find(|s| s.id == id).map(|s| s.reason.clone()).unwrap();
+        assert!(why("s").contains("write a catalog node id"), "{}", why("s"));
+        assert!(why("e").contains("the twin runs exo"), "{}", why("e"));
+        assert!(why("m").contains("predicted: decode_tokens_per_s"), "{}", why("m"));
+        assert!(why("q").contains("fill in prompt_tokens"), "{}", why("q"));
+        assert!(why("x").contains("make them agree"), "{}", why("x"));
+        assert!(why("n").contains("write an integer"), "{}", why("n"));
+        assert!(why("u").contains("name a quantization preset"), "{}", why("u"));
+    }
 }

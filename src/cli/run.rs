@@ -51,6 +51,9 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let source = read_source(&args.file).map_err(CliError::scenario)?;
     let sc = scenario::overrides::parse_with_overrides(source, &args.set).map_err(CliError::scenario)?;
     tracing::debug!("run: `{}` with profile `{}`", sc.name, profile.meta.name);
+    if let Some(w) = sc.size_warning() {
+        eprintln!("{w}");
+    }
     let t0 = std::time::Instant::now();
     let est = estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e))?;
     tracing::debug!("run: estimated in {:.3} s", t0.elapsed().as_secs_f64());

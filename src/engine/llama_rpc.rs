@@ -18,9 +18,9 @@ pub(super) fn lower_rpc(b: &mut Builder<'_>, tokens: u64) {
     let stage_ops = |i: usize| {
         let share = &plan.shares[i];
         let mut ops: Vec<Op> =
-            (share.first_layer..share.end_layer).flat_map(|l| model.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
+            (share.first_layer..share.end_layer).flat_map(|l| plan.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
         if share.head {
-            ops.extend(model.head_ops());
+            ops.extend(plan.head_ops());
         }
         ops
     };

@@ -28,7 +28,7 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
             // first ops (or the head): one task per node per all_sum interval.
             let mut seg_ops: Vec<Op> = Vec::new();
             for l in 0..model.layers {
-                for op in model.layer_ops(l) {
+                for op in plan.layer_ops(l) {
                     if op.class == OpClass::AllSum {
                         let ready: Vec<TaskId> = (0..n)
                             .map(|i| {
@@ -44,7 +44,7 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
                     }
                 }
             }
-            seg_ops.extend(model.head_ops());
+            seg_ops.extend(plan.head_ops());
             for (i, p) in prev.iter_mut().enumerate() {
                 let deps: Vec<TaskId> = p.iter().copied().collect();
                 let head = b.gpu(i, seg_ops.clone(), logits_all, &deps);
@@ -60,9 +60,9 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
             for i in 0..n {
                 let share = plan.shares[i].clone();
                 let mut ops: Vec<Op> =
-                    (share.first_layer..share.end_layer).flat_map(|l| model.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
+                    (share.first_layer..share.end_layer).flat_map(|l| plan.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
                 if share.head {
-                    ops.extend(model.head_ops());
+                    ops.extend(plan.head_ops());
                 }
                 let deps: Vec<TaskId> = prev.into_iter().collect();
                 let done = b.gpu(i, ops, logits_all, &deps);

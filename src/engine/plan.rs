@@ -192,16 +192,16 @@ impl Plan {
             let m = inp.model;
             let mut w = 0.0;
             for l in share.first_layer..share.end_layer {
-                for op in m.layer_ops(l) {
+                for op in m.quantized_layer_ops(l, inp.quant) {
                     let frac = if op.placement == Placement::Sharded { share.shard } else { 1.0 };
-                    w += inp.quant.bytes(op.class, op.total_params()) * frac;
+                    w += op.weight_bytes(op.total_params() as f64) * frac;
                 }
             }
             if share.embedding {
-                w += inp.quant.bytes(OpClass::Dense, m.embedding_params());
+                w += m.embedding_params() as f64 * m.embedding_format(inp.quant).bits / 8.0;
             }
             if share.head && !m.tie_embeddings {
-                w += inp.quant.bytes(OpClass::Dense, m.hidden * m.vocab);
+                w += m.quantized_head_ops(inp.quant).iter().map(|o| o.weight_bytes(o.total_params() as f64)).sum::<f64>();
             }
             let kv = kv_bytes(m, share, inp.options, inp.context);
             let wired = inp.wired_limit_fraction.unwrap_or(node.wired_fraction);
@@ -251,6 +251,16 @@ impl Plan {
             jitter_cv: inp.profile.misc.jitter_cv,
             lost_links: Vec::new(),
         })
+    }
+
+    /// The operations of layer `l` with their weights' stored formats.
+    pub fn layer_ops(&self, l: u64) -> Vec<Op> {
+        self.model.quantized_layer_ops(l, &self.quant)
+    }
+
+    /// The operations after the last layer, with the LM head's stored format.
+    pub fn head_ops(&self) -> Vec<Op> {
+        self.model.quantized_head_ops(&self.quant)
     }
 
     /// Number of nodes.
@@ -308,16 +318,18 @@ impl Plan {
         let launch = (op.kernels + extra_kernels) as f64 * rt.kernel_launch_us * 1e3;
         let secs = match op.class {
             OpClass::Dense => {
-                let bytes = self.quant.bytes(OpClass::Dense, op.params) * shard;
+                let bytes = op.weight_bytes(op.params as f64) * shard;
                 // The expanded MLA form runs the latent up-projections over the whole cache.
                 let rows = if expanded_mla && op.expands_latent { (context + tokens) as f64 } else { t };
                 let flops = 2.0 * op.params as f64 * shard * rows;
-                (bytes / (bw * chip.bw_eff_dense)).max(flops / (peak * chip.compute_eff_dense))
+                let eff = chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel);
+                (bytes / (bw * eff)).max(flops / (peak * chip.compute_eff_dense))
             }
             OpClass::Expert => {
-                let bytes = self.quant.bytes(OpClass::Expert, op.params) * op.experts_touched(tokens) * shard;
+                let bytes = op.weight_bytes(op.params as f64) * op.experts_touched(tokens) * shard;
                 let flops = 2.0 * op.active_params() as f64 * shard * t;
-                (bytes / (bw * chip.bw_eff_expert)).max(flops / (peak * chip.compute_eff_expert))
+                let eff = chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel);
+                (bytes / (bw * eff)).max(flops / (peak * chip.compute_eff_expert))
             }
             OpClass::Attention => {
                 let kv_share = if op.kv_sharded || per_head.is_some() { shard } else { 1.0 };

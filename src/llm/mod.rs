@@ -1,7 +1,10 @@
 //! Transformer shapes: Hugging Face config import ([`hf_config`]), model shapes and per-layer
-//! operations ([`model`], [`ops`]), quantized sizes ([`quant`]). Knows nothing about clusters.
+//! operations ([`model`], [`ops`]), quantized sizes per tensor class ([`quant`], from a config's quantization block in
+//! [`hf_quant`] or a GGUF tensor listing in [`gguf_table`]). Knows nothing about clusters.
 
+pub mod gguf_table;
 pub mod hf_config;
+pub mod hf_quant;
 pub mod model;
 pub mod ops;
 pub mod quant;
@@ -9,7 +12,9 @@ pub mod quant;
 pub use hf_config::LlmError;
 pub use model::{Attention, ModelSpec, Moe};
 pub use ops::{MlaExpanded, MlaPerHead, Op, OpClass, Placement};
-pub use quant::{QuantFamily, QuantSpec};
+pub use quant::{
+    ClassFormat, GgufFtype, GgufType, KernelFamily, QuantFamily, QuantScheme, QuantShape, QuantSpec, TensorClass, TensorFormat, TensorRole,
+};
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,7 @@
 //! cache and parameter counts.
 
 use super::ops::{MlaExpanded, MlaPerHead, Op, OpClass, Placement};
-use super::quant::QuantSpec;
+use super::quant::{QuantShape, QuantSpec, TensorFormat, TensorRole};
 
 /// Attention flavour of a model.
 #[derive(Clone, Debug, PartialEq)]
@@ -130,27 +130,36 @@ impl ModelSpec {
         ops.push(Op::elementwise("attn_norm", 1));
         match self.attention {
             Attention::Gqa { heads, kv_heads, head_dim } => {
-                ops.push(Op::dense("q_proj", h * heads * head_dim, Placement::Sharded));
-                ops.push(Op::dense("k_proj", h * kv_heads * head_dim, Placement::Sharded));
-                ops.push(Op::dense("v_proj", h * kv_heads * head_dim, Placement::Sharded));
+                ops.push(Op::dense("q_proj", TensorRole::AttnQ, h * heads * head_dim, Placement::Sharded));
+                ops.push(Op::dense("k_proj", TensorRole::AttnK, h * kv_heads * head_dim, Placement::Sharded));
+                ops.push(Op::dense("v_proj", TensorRole::AttnV, h * kv_heads * head_dim, Placement::Sharded));
                 let qk_norm = if self.arch.starts_with("qwen3") { 2 } else { 0 };
                 ops.push(Op::elementwise("rope+norms", 2 + qk_norm));
                 ops.push(Op::attention("sdpa", self.kv_bytes_per_token_layer(), true, 4 * heads * head_dim, self.layer_window(layer)));
-                ops.push(Op::dense("o_proj", heads * head_dim * h, Placement::Sharded));
+                ops.push(Op::dense("o_proj", TensorRole::AttnOutput, heads * head_dim * h, Placement::Sharded));
             }
             Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim } => {
                 let qk = qk_nope_head_dim + qk_rope_head_dim;
                 if q_lora_rank > 0 {
-                    ops.push(Op::dense("q_a_proj", h * q_lora_rank, Placement::Replicated));
+                    ops.push(Op::dense("q_a_proj", TensorRole::AttnLatent, h * q_lora_rank, Placement::Replicated));
                     ops.push(Op::elementwise("q_a_norm", 1));
-                    ops.push(Op::dense("q_b_proj", q_lora_rank * heads * qk, Placement::Sharded));
+                    ops.push(Op::dense("q_b_proj", TensorRole::AttnLatent, q_lora_rank * heads * qk, Placement::Sharded));
                 } else {
-                    ops.push(Op::dense("q_proj", h * heads * qk, Placement::Sharded));
+                    ops.push(Op::dense("q_proj", TensorRole::AttnQ, h * heads * qk, Placement::Sharded));
                 }
-                ops.push(Op::dense("kv_a_proj_with_mqa", h * (kv_lora_rank + qk_rope_head_dim), Placement::Replicated));
+                ops.push(Op::dense(
+                    "kv_a_proj_with_mqa",
+                    TensorRole::AttnLatent,
+                    h * (kv_lora_rank + qk_rope_head_dim),
+                    Placement::Replicated,
+                ));
                 ops.push(Op::elementwise("kv_a_norm+rope", 3));
-                let mut kv_b =
-                    Op::dense("kv_b_proj (absorbed)", kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim), Placement::Sharded);
+                let mut kv_b = Op::dense(
+                    "kv_b_proj (absorbed)",
+                    TensorRole::AttnLatent,
+                    kv_lora_rank * heads * (qk_nope_head_dim + v_head_dim),
+                    Placement::Sharded,
+                );
                 kv_b.expands_latent = true;
                 ops.push(kv_b);
                 let flops = 2 * heads * (2 * kv_lora_rank + qk_rope_head_dim);
@@ -161,25 +170,25 @@ impl ModelSpec {
                 });
                 sdpa.mla_per_head = self.mla_per_head();
                 ops.push(sdpa);
-                ops.push(Op::dense("o_proj", heads * v_head_dim * h, Placement::Sharded));
+                ops.push(Op::dense("o_proj", TensorRole::AttnOutput, heads * v_head_dim * h, Placement::Sharded));
             }
         }
         ops.push(Op::all_sum());
         ops.push(Op::elementwise("residual+ffn_norm", 2));
         match &self.moe {
             Some(m) if layer >= m.first_k_dense => {
-                ops.push(Op::dense("router", h * m.experts, Placement::Replicated));
+                ops.push(Op::dense("router", TensorRole::Router, h * m.experts, Placement::Replicated));
                 let routing_kernels = if self.arch.starts_with("deepseek") || self.arch == "kimi_k2" { 6 } else { 3 };
                 ops.push(Op::elementwise("routing", routing_kernels));
                 ops.push(Op::experts("experts (gather_qmm x3)", 3 * h * m.expert_ffn, 3, m.experts, m.active));
                 ops.push(Op::elementwise("act+combine", 3));
                 if m.shared > 0 {
-                    ops.push(Op::dense("shared_expert", 3 * h * m.expert_ffn * m.shared, Placement::Sharded));
+                    ops.push(Op::dense("shared_expert", TensorRole::SharedExpert, 3 * h * m.expert_ffn * m.shared, Placement::Sharded));
                     ops.push(Op::elementwise("shared act", 2));
                 }
             }
             Some(m) => {
-                ops.push(Op::dense("mlp gate+up+down", 3 * h * m.dense_ffn, Placement::Sharded));
+                ops.push(Op::dense("mlp gate+up+down", TensorRole::Mlp, 3 * h * m.dense_ffn, Placement::Sharded));
                 ops.push(Op::elementwise("act", 1));
                 // gate, up and down are three matmul kernels.
                 if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
@@ -187,7 +196,7 @@ impl ModelSpec {
                 }
             }
             None => {
-                ops.push(Op::dense("mlp gate+up+down", 3 * h * self.ffn, Placement::Sharded));
+                ops.push(Op::dense("mlp gate+up+down", TensorRole::Mlp, 3 * h * self.ffn, Placement::Sharded));
                 if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
                     op.kernels = 3;
                 }
@@ -203,7 +212,7 @@ impl ModelSpec {
     pub fn head_ops(&self) -> Vec<Op> {
         vec![
             Op::elementwise("final_norm", 1),
-            Op::dense("lm_head", self.hidden * self.vocab, Placement::Replicated),
+            Op::dense("lm_head", TensorRole::LmHead, self.hidden * self.vocab, Placement::Replicated),
             Op::elementwise("sample", 2),
         ]
     }
@@ -226,11 +235,92 @@ impl ModelSpec {
         layers + self.hidden * self.vocab
     }
 
+    /// The shape facts a quantization's rules look at.
+    pub fn quant_shape(&self) -> QuantShape {
+        let (heads, kv_heads, out_in) = match self.attention {
+            Attention::Gqa { heads, kv_heads, head_dim } => (heads, kv_heads, heads * head_dim),
+            Attention::Mla { heads, v_head_dim, .. } => (heads, heads, heads * v_head_dim),
+        };
+        QuantShape {
+            layers: self.layers,
+            experts: self.moe.as_ref().map_or(0, |m| m.experts),
+            gqa: heads / kv_heads.max(1),
+            llama_70b: self.arch == "llama" && self.layers == 80,
+            tied: self.tie_embeddings,
+            hidden: self.hidden,
+            attn_out_in: out_in,
+            ffn: self.moe.as_ref().map_or(self.ffn, |m| m.dense_ffn),
+            expert_ffn: self.moe.as_ref().map_or(self.ffn, |m| m.expert_ffn),
+        }
+    }
+
+    /// [`ModelSpec::layer_ops`] with every weight op's stored format under `quant`.
+    pub fn quantized_layer_ops(&self, layer: u64, quant: &QuantSpec) -> Vec<Op> {
+        let shape = self.quant_shape();
+        let mut ops = self.layer_ops(layer);
+        for op in &mut ops {
+            if let Some(role) = op.role {
+                op.format = quant.format(role, layer, &shape);
+            }
+        }
+        ops
+    }
+
+    /// [`ModelSpec::head_ops`] with the LM head's stored format under `quant` (a tied head reads
+    /// the embedding table, in the embedding's format).
+    pub fn quantized_head_ops(&self, quant: &QuantSpec) -> Vec<Op> {
+        let mut ops = self.head_ops();
+        let f = if self.tie_embeddings { self.embedding_format(quant) } else { self.format_of(quant, TensorRole::LmHead) };
+        for op in &mut ops {
+            if op.role.is_some() {
+                op.format = f;
+            }
+        }
+        ops
+    }
+
+    /// Stored format of the input embedding table under `quant`.
+    pub fn embedding_format(&self, quant: &QuantSpec) -> TensorFormat {
+        self.format_of(quant, TensorRole::Embedding)
+    }
+
+    fn format_of(&self, quant: &QuantSpec, role: TensorRole) -> TensorFormat {
+        quant.format(role, 0, &self.quant_shape())
+    }
+
     /// Stored bytes of all weights under `quant`.
     pub fn weight_bytes(&self, quant: &QuantSpec) -> f64 {
-        let layers: f64 =
-            (0..self.layers).map(|l| self.layer_ops(l).iter().map(|o| quant.bytes(o.class, o.total_params())).sum::<f64>()).sum();
-        let head = if self.tie_embeddings { 0.0 } else { quant.bytes(OpClass::Dense, self.hidden * self.vocab) };
-        quant.bytes(OpClass::Dense, self.embedding_params()) + layers + head
+        let layers: f64 = (0..self.layers)
+            .map(|l| self.quantized_layer_ops(l, quant).iter().map(|o| o.weight_bytes(o.total_params() as f64)).sum::<f64>())
+            .sum();
+        let head = if self.tie_embeddings {
+            0.0
+        } else {
+            self.quantized_head_ops(quant).iter().map(|o| o.weight_bytes(o.total_params() as f64)).sum::<f64>()
+        };
+        let emb = self.embedding_params() as f64 * self.embedding_format(quant).bits / 8.0;
+        emb + layers + head
+    }
+
+    /// Stored bytes per tensor class under `quant` (norm weights included, at f32).
+    pub fn bytes_by_class(&self, quant: &QuantSpec) -> Vec<(super::quant::TensorClass, f64)> {
+        use super::quant::TensorClass;
+        let mut out: Vec<(TensorClass, f64)> = TensorClass::ALL.iter().map(|&c| (c, 0.0)).collect();
+        let mut add = |c: TensorClass, b: f64| out.iter_mut().find(|x| x.0 == c).expect("every class").1 += b;
+        for l in 0..self.layers {
+            for o in self.quantized_layer_ops(l, quant) {
+                if let Some(role) = o.role {
+                    add(role.class(), o.weight_bytes(o.total_params() as f64));
+                }
+            }
+        }
+        if !self.tie_embeddings {
+            add(TensorClass::LmHead, (self.hidden * self.vocab) as f64 * self.format_of(quant, TensorRole::LmHead).bits / 8.0);
+        }
+        add(TensorClass::Embedding, self.embedding_params() as f64 * self.embedding_format(quant).bits / 8.0);
+        // Two norms per layer plus the final norm, hidden-sized, f32 in GGUF (bf16 in MLX: a
+        // difference of kilobytes).
+        add(TensorClass::Norm, ((2 * self.layers + 1) * self.hidden * 4) as f64);
+        out
     }
 }

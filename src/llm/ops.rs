@@ -1,6 +1,8 @@
 //! Operations: one kernel-level step of a layer, with its weights, FLOPs, KV traffic and how it
 //! shards under tensor parallelism.
 
+use super::quant::{TensorFormat, TensorRole};
+
 /// What kind of kernel an operation is; each class has its own calibrated efficiency.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OpClass {
@@ -58,6 +60,11 @@ pub struct Op {
     /// to every cached position of a multi-token step (FLOPs scale with the context, not the
     /// step's tokens).
     pub expands_latent: bool,
+    /// What the weights are (for per-class quantization); `None` for ops without weights.
+    pub role: Option<TensorRole>,
+    /// Stored format of the weights (bf16 until [`crate::llm::ModelSpec::quantized_layer_ops`]
+    /// applies a quantization).
+    pub format: TensorFormat,
 }
 
 /// MLA run as plain multi-head attention over a per-head cache: llama.cpp's `deepseek2` graph
@@ -104,12 +111,19 @@ impl Op {
             mla_expanded: None,
             mla_per_head: None,
             expands_latent: false,
+            role: None,
+            format: TensorFormat::BF16,
         }
     }
 
-    /// A dense weight op.
-    pub fn dense(name: &'static str, params: u64, placement: Placement) -> Self {
-        Op { params, ..Op::base(name, OpClass::Dense, 1, placement) }
+    /// A dense weight op in the role `role`.
+    pub fn dense(name: &'static str, role: TensorRole, params: u64, placement: Placement) -> Self {
+        Op { params, role: Some(role), ..Op::base(name, OpClass::Dense, 1, placement) }
+    }
+
+    /// Stored bytes of `params` of this op's weights.
+    pub fn weight_bytes(&self, params: f64) -> f64 {
+        params * self.format.bits / 8.0
     }
 
     /// An elementwise op (launch cost only).
@@ -126,7 +140,12 @@ impl Op {
     /// Routed experts: `params_per_expert` weights per expert, `active` of `experts` selected
     /// per token, `kernels` gather kernels.
     pub fn experts(name: &'static str, params_per_expert: u64, kernels: u32, experts: u64, active: u64) -> Self {
-        Op { params: params_per_expert, experts: Some((experts, active)), ..Op::base(name, OpClass::Expert, kernels, Placement::Sharded) }
+        Op {
+            params: params_per_expert,
+            experts: Some((experts, active)),
+            role: Some(TensorRole::RoutedExperts),
+            ..Op::base(name, OpClass::Expert, kernels, Placement::Sharded)
+        }
     }
 
     pub(super) fn all_sum() -> Self {

@@ -1,4 +1,10 @@
-//! Quantization formats: bits per weight by kernel class and which runtimes load them.
+//! Quantization formats per tensor class: which stored format (bits per weight with scales and
+//! biases, and the kernel family that reads it) each class of weight gets, and which runtimes
+//! load a format. Three sources: a preset (one format per class, e.g. natively INT4 routed
+//! experts with everything else bf16), llama.cpp's GGUF type rules for a file type
+//! ([`GgufFtype`], reproduced from `llama_tensor_get_type`), and a listing of a real file's
+//! tensor types ([`super::gguf_table`]) or a checkpoint's `config.json` quantization block
+//! ([`super::hf_quant`]).
 
 use super::ops::OpClass;
 
@@ -30,6 +36,475 @@ impl QuantFamily {
     }
 }
 
+/// The classes of weight tensors a quantization may treat differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TensorClass {
+    /// Attention projections (q, k, v, o; MLA's latent projections).
+    Attention,
+    /// Dense feed-forward (gate, up, down) of a dense model or a MoE's dense layers.
+    DenseMlp,
+    /// Always-on shared experts of a MoE.
+    SharedExpert,
+    /// Routed experts of a MoE.
+    RoutedExpert,
+    /// The MoE router (gate) projection.
+    Router,
+    /// The input token embedding table.
+    Embedding,
+    /// The output projection (`lm_head`).
+    LmHead,
+    /// Norm weights (vectors; counted for completeness, never quantized).
+    Norm,
+}
+
+impl TensorClass {
+    /// Every class, in this order.
+    pub const ALL: [TensorClass; 8] =
+        [Self::Attention, Self::DenseMlp, Self::SharedExpert, Self::RoutedExpert, Self::Router, Self::Embedding, Self::LmHead, Self::Norm];
+
+    /// The key used in catalog files (`attention`, `routed_expert`, ...).
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Attention => "attention",
+            Self::DenseMlp => "dense_mlp",
+            Self::SharedExpert => "shared_expert",
+            Self::RoutedExpert => "routed_expert",
+            Self::Router => "router",
+            Self::Embedding => "embedding",
+            Self::LmHead => "lm_head",
+            Self::Norm => "norm",
+        }
+    }
+
+    /// The class of a catalog key.
+    pub fn parse(s: &str) -> Option<TensorClass> {
+        Self::ALL.into_iter().find(|c| c.id() == s)
+    }
+}
+
+/// The role of a weight op in a layer: finer than [`TensorClass`] where llama.cpp's rules tell
+/// tensors of one class apart (the value projection, the output projection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TensorRole {
+    /// Query projection (`attn_q`).
+    AttnQ,
+    /// Key projection (`attn_k`).
+    AttnK,
+    /// Value projection (`attn_v`).
+    AttnV,
+    /// Attention output projection (`attn_output`).
+    AttnOutput,
+    /// MLA's latent projections (`attn_q_a`, `attn_q_b`, `attn_kv_a_mqa`, `attn_kv_b`).
+    AttnLatent,
+    /// Dense gate, up and down (one op, three equal tensors).
+    Mlp,
+    /// Shared experts' gate, up and down.
+    SharedExpert,
+    /// Routed experts' gate, up and down.
+    RoutedExperts,
+    /// MoE router.
+    Router,
+    /// Input embedding.
+    Embedding,
+    /// Output projection.
+    LmHead,
+}
+
+impl TensorRole {
+    /// The tensor class of this role.
+    pub fn class(self) -> TensorClass {
+        match self {
+            Self::AttnQ | Self::AttnK | Self::AttnV | Self::AttnOutput | Self::AttnLatent => TensorClass::Attention,
+            Self::Mlp => TensorClass::DenseMlp,
+            Self::SharedExpert => TensorClass::SharedExpert,
+            Self::RoutedExperts => TensorClass::RoutedExpert,
+            Self::Router => TensorClass::Router,
+            Self::Embedding => TensorClass::Embedding,
+            Self::LmHead => TensorClass::LmHead,
+        }
+    }
+
+    /// Whether the op is gate + up + down (three tensors of equal size).
+    fn is_ffn(self) -> bool {
+        matches!(self, Self::Mlp | Self::SharedExpert | Self::RoutedExperts)
+    }
+}
+
+/// The kernel family that reads a weight format: each has its own bandwidth multiplier on a
+/// chip and runtime (see `RuntimeParams` in the profile). Families that read ~4-bit blocks with
+/// a per-group scale (MLX affine 2-5 bits, GGUF k-quants and i-quants) are the reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelFamily {
+    /// Unquantized bf16/f16/f32 matrix-vector.
+    Half,
+    /// MLX affine quantized matmul at 2-5 bits (the reference family on MLX).
+    Affine4,
+    /// MLX affine quantized matmul at 6-8 bits.
+    Affine8,
+    /// GGUF k-quant and i-quant dequant kernels, Q2_K..Q6_K (the reference family on llama.cpp).
+    KQuant,
+    /// GGUF legacy block formats Q8_0, Q4_0, Q5_0, ... (one scale per 32).
+    Legacy,
+    /// OCP MXFP4 (gpt-oss experts).
+    Mxfp4,
+}
+
+impl KernelFamily {
+    /// Catalog id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Half => "half",
+            Self::Affine4 => "affine4",
+            Self::Affine8 => "affine8",
+            Self::KQuant => "kquant",
+            Self::Legacy => "legacy",
+            Self::Mxfp4 => "mxfp4",
+        }
+    }
+
+    /// The family of a catalog id.
+    pub fn parse(s: &str) -> Option<KernelFamily> {
+        [Self::Half, Self::Affine4, Self::Affine8, Self::KQuant, Self::Legacy, Self::Mxfp4].into_iter().find(|k| k.id() == s)
+    }
+
+    /// MLX affine quantization at `bits` bits.
+    pub fn affine(bits: u32) -> KernelFamily {
+        if bits >= 6 { Self::Affine8 } else { Self::Affine4 }
+    }
+}
+
+/// A stored weight format.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TensorFormat {
+    /// Stored bits per weight, scales and biases included.
+    pub bits: f64,
+    /// Kernel family that reads it.
+    pub kernel: KernelFamily,
+}
+
+impl TensorFormat {
+    /// bfloat16.
+    pub const BF16: TensorFormat = TensorFormat { bits: 16.0, kernel: KernelFamily::Half };
+
+    /// MLX affine quantization: `bits` bits plus a 16-bit scale and a 16-bit bias per group.
+    pub fn mlx_affine(bits: u32, group_size: u32) -> TensorFormat {
+        TensorFormat { bits: bits as f64 + 32.0 / group_size.max(1) as f64, kernel: KernelFamily::affine(bits) }
+    }
+}
+
+/// GGUF tensor types with their block sizes (ggml `ggml-common.h`: bytes per block of 32 or
+/// 256 weights).
+#[allow(non_camel_case_types, missing_docs)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GgufType {
+    F32,
+    F16,
+    BF16,
+    Q8_0,
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    Q2_K,
+    Q3_K,
+    Q4_K,
+    Q5_K,
+    Q6_K,
+    IQ4_NL,
+    IQ4_XS,
+    IQ3_XXS,
+    IQ3_S,
+    IQ2_XXS,
+    IQ2_XS,
+    IQ2_S,
+    IQ1_S,
+    IQ1_M,
+    MXFP4,
+}
+
+/// `(type, name, bytes per block, weights per block)`.
+const GGUF_TYPES: &[(GgufType, &str, u32, u32)] = &[
+    (GgufType::F32, "F32", 4, 1),
+    (GgufType::F16, "F16", 2, 1),
+    (GgufType::BF16, "BF16", 2, 1),
+    (GgufType::Q8_0, "Q8_0", 34, 32),
+    (GgufType::Q4_0, "Q4_0", 18, 32),
+    (GgufType::Q4_1, "Q4_1", 20, 32),
+    (GgufType::Q5_0, "Q5_0", 22, 32),
+    (GgufType::Q5_1, "Q5_1", 24, 32),
+    (GgufType::Q2_K, "Q2_K", 84, 256),
+    (GgufType::Q3_K, "Q3_K", 110, 256),
+    (GgufType::Q4_K, "Q4_K", 144, 256),
+    (GgufType::Q5_K, "Q5_K", 176, 256),
+    (GgufType::Q6_K, "Q6_K", 210, 256),
+    (GgufType::IQ4_NL, "IQ4_NL", 18, 32),
+    (GgufType::IQ4_XS, "IQ4_XS", 136, 256),
+    (GgufType::IQ3_XXS, "IQ3_XXS", 98, 256),
+    (GgufType::IQ3_S, "IQ3_S", 110, 256),
+    (GgufType::IQ2_XXS, "IQ2_XXS", 66, 256),
+    (GgufType::IQ2_XS, "IQ2_XS", 74, 256),
+    (GgufType::IQ2_S, "IQ2_S", 82, 256),
+    (GgufType::IQ1_S, "IQ1_S", 50, 256),
+    (GgufType::IQ1_M, "IQ1_M", 56, 256),
+    (GgufType::MXFP4, "MXFP4", 17, 32),
+];
+
+impl GgufType {
+    fn row(self) -> &'static (GgufType, &'static str, u32, u32) {
+        GGUF_TYPES.iter().find(|r| r.0 == self).expect("every type has a row")
+    }
+
+    /// The name ggml prints (`Q4_K`).
+    pub fn name(self) -> &'static str {
+        self.row().1
+    }
+
+    /// The type of a name as `gguf-dump` or llama.cpp's loader prints it (case-insensitive).
+    pub fn parse(s: &str) -> Option<GgufType> {
+        GGUF_TYPES.iter().find(|r| r.1.eq_ignore_ascii_case(s)).map(|r| r.0)
+    }
+
+    /// Stored bits per weight.
+    pub fn bits(self) -> f64 {
+        let r = self.row();
+        r.2 as f64 * 8.0 / r.3 as f64
+    }
+
+    /// Weights per block (256 for k-quants: a row length must be a multiple of it).
+    pub fn block(self) -> u64 {
+        self.row().3 as u64
+    }
+
+    /// The kernel family that dequantizes it.
+    pub fn kernel(self) -> KernelFamily {
+        use GgufType::*;
+        match self {
+            F32 | F16 | BF16 => KernelFamily::Half,
+            Q8_0 | Q4_0 | Q4_1 | Q5_0 | Q5_1 | IQ4_NL => KernelFamily::Legacy,
+            MXFP4 => KernelFamily::Mxfp4,
+            _ => KernelFamily::KQuant,
+        }
+    }
+
+    /// Stored format.
+    pub fn format(self) -> TensorFormat {
+        TensorFormat { bits: self.bits(), kernel: self.kernel() }
+    }
+
+    /// The type llama.cpp falls back to when a row length is not a multiple of 256
+    /// (`llama_tensor_get_type`, the `convert_incompatible_tensor` branch).
+    fn fallback(self) -> GgufType {
+        use GgufType::*;
+        match self {
+            Q2_K | Q3_K | IQ4_XS | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M => IQ4_NL,
+            Q4_K => Q5_0,
+            Q5_K => Q5_1,
+            Q6_K => Q8_0,
+            other => other,
+        }
+    }
+}
+
+/// A llama.cpp file type (`llama-quantize` target): a default tensor type plus rules that
+/// keep some tensors at higher precision.
+#[allow(non_camel_case_types, missing_docs)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GgufFtype {
+    Q2_K,
+    Q2_K_S,
+    Q3_K_S,
+    Q3_K_M,
+    Q3_K_L,
+    Q4_K_S,
+    Q4_K_M,
+    Q5_K_S,
+    Q5_K_M,
+    Q6_K,
+    Q8_0,
+}
+
+const FTYPES: &[(GgufFtype, &str)] = &[
+    (GgufFtype::Q2_K, "Q2_K"),
+    (GgufFtype::Q2_K_S, "Q2_K_S"),
+    (GgufFtype::Q3_K_S, "Q3_K_S"),
+    (GgufFtype::Q3_K_M, "Q3_K_M"),
+    (GgufFtype::Q3_K_L, "Q3_K_L"),
+    (GgufFtype::Q4_K_S, "Q4_K_S"),
+    (GgufFtype::Q4_K_M, "Q4_K_M"),
+    (GgufFtype::Q5_K_S, "Q5_K_S"),
+    (GgufFtype::Q5_K_M, "Q5_K_M"),
+    (GgufFtype::Q6_K, "Q6_K"),
+    (GgufFtype::Q8_0, "Q8_0"),
+];
+
+/// The shape facts llama.cpp's type rules look at.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QuantShape {
+    /// Decoder layers.
+    pub layers: u64,
+    /// Routed experts (0 for a dense model).
+    pub experts: u64,
+    /// Query heads per KV head.
+    pub gqa: u64,
+    /// llama.cpp's `LLM_TYPE_70B` (a llama with 80 layers).
+    pub llama_70b: bool,
+    /// Whether the embedding doubles as the output projection.
+    pub tied: bool,
+    /// Row length of most weights (the hidden size).
+    pub hidden: u64,
+    /// Row length of the attention output projection.
+    pub attn_out_in: u64,
+    /// Row length of the down projection of the dense MLP.
+    pub ffn: u64,
+    /// Row length of the down projection of an expert.
+    pub expert_ffn: u64,
+}
+
+/// `use_more_bits` of llama.cpp: the first and last eighth of the layers and every third in
+/// between.
+fn use_more_bits(i: u64, n: u64) -> bool {
+    let (i, n) = (i as i64, n as i64);
+    i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2
+}
+
+/// The part of a weight op a rule looks at.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// `attn_*`, `ffn_gate*`, `ffn_up*`, embeddings, output: named by the role.
+    Whole,
+    /// `ffn_down*` (dense, shared experts and routed experts alike).
+    Down,
+}
+
+impl GgufFtype {
+    /// The name `llama-quantize` takes (`Q4_K_M`).
+    pub fn name(self) -> &'static str {
+        FTYPES.iter().find(|f| f.0 == self).expect("every ftype has a name").1
+    }
+
+    /// The file type of a name (case-insensitive; `Q4_K_M`, `q4_k_m`).
+    pub fn parse(s: &str) -> Option<GgufFtype> {
+        FTYPES.iter().find(|f| f.1.eq_ignore_ascii_case(s)).map(|f| f.0)
+    }
+
+    /// The default tensor type of the file type (`llama_model_quantize_impl`).
+    pub fn default_type(self) -> GgufType {
+        use GgufFtype as F;
+        match self {
+            F::Q2_K | F::Q2_K_S => GgufType::Q2_K,
+            F::Q3_K_S | F::Q3_K_M | F::Q3_K_L => GgufType::Q3_K,
+            F::Q4_K_S | F::Q4_K_M => GgufType::Q4_K,
+            F::Q5_K_S | F::Q5_K_M => GgufType::Q5_K,
+            F::Q6_K => GgufType::Q6_K,
+            F::Q8_0 => GgufType::Q8_0,
+        }
+    }
+
+    /// The type llama.cpp gives one tensor. Rules transcribed from `llama_tensor_get_type` in
+    /// llama.cpp `src/llama-quant.cpp` (2025 releases, around b5500; the k-quant rules date
+    /// from PR 1684 and were moved from `llama.cpp` to `llama-quant.cpp` in late 2024; not
+    /// re-checked against a checkout when written), for the non-imatrix k-quant and Q8_0 file
+    /// types, non-Falcon architectures; MoE layers are indexed by block number. Router weights
+    /// (`ffn_gate_inp`) and norms are never quantized (kept F32 by `convert_hf_to_gguf.py`).
+    fn tensor_type(self, role: TensorRole, part: Part, layer: u64, s: &QuantShape) -> GgufType {
+        use GgufFtype as F;
+        use GgufType as T;
+        let def = self.default_type();
+        let n = s.layers;
+        let ty = match (role, part) {
+            (TensorRole::Router, _) => return T::F32,
+            (TensorRole::LmHead, _) => self.output_type(s.hidden),
+            (TensorRole::Embedding, _) if s.tied => self.output_type(s.hidden),
+            (TensorRole::AttnV, _) => {
+                let mut t = match self {
+                    F::Q2_K => {
+                        if s.gqa >= 4 {
+                            T::Q4_K
+                        } else {
+                            T::Q3_K
+                        }
+                    }
+                    F::Q2_K_S if s.gqa >= 4 => T::Q4_K,
+                    F::Q3_K_M if layer < 2 => T::Q5_K,
+                    F::Q3_K_M => T::Q4_K,
+                    F::Q3_K_L => T::Q5_K,
+                    F::Q4_K_M | F::Q5_K_M if use_more_bits(layer, n) => T::Q6_K,
+                    F::Q4_K_S if layer < 4 => T::Q5_K,
+                    _ => def,
+                };
+                if s.llama_70b && matches!(t, T::Q3_K | T::Q4_K) {
+                    t = T::Q5_K;
+                }
+                if s.experts == 8 {
+                    t = T::Q8_0;
+                }
+                t
+            }
+            (TensorRole::AttnK, _) if s.experts == 8 => T::Q8_0,
+            (TensorRole::AttnOutput, _) if s.experts == 8 => match self {
+                F::Q2_K | F::Q3_K_S | F::Q3_K_M | F::Q4_K_S | F::Q4_K_M => T::Q5_K,
+                _ => def,
+            },
+            (TensorRole::AttnOutput, _) => match self {
+                F::Q2_K => T::Q3_K,
+                F::Q3_K_M => T::Q4_K,
+                F::Q3_K_L => T::Q5_K,
+                _ => def,
+            },
+            (_, Part::Down) => match self {
+                F::Q2_K => T::Q3_K,
+                F::Q2_K_S if layer < n / 8 => T::Q4_K,
+                F::Q3_K_M if layer < n / 16 => T::Q5_K,
+                F::Q3_K_M => T::Q4_K,
+                F::Q3_K_L => T::Q5_K,
+                F::Q4_K_M | F::Q5_K_M if use_more_bits(layer, n) => T::Q6_K,
+                F::Q4_K_S if layer < n / 8 => T::Q5_K,
+                _ => def,
+            },
+            _ => def,
+        };
+        let row = match (role, part) {
+            (_, Part::Down) if role == TensorRole::RoutedExperts || role == TensorRole::SharedExpert => s.expert_ffn,
+            (_, Part::Down) => s.ffn,
+            (TensorRole::AttnOutput, _) => s.attn_out_in,
+            _ => s.hidden,
+        };
+        if row % ty.block() != 0 { ty.fallback() } else { ty }
+    }
+
+    /// `output.weight` (and a tied embedding): Q8_0 when rows do not split into 256-blocks,
+    /// else Q6_K unless the file is Q8_0.
+    fn output_type(self, hidden: u64) -> GgufType {
+        if hidden % 256 != 0 || self == GgufFtype::Q8_0 { GgufType::Q8_0 } else { GgufType::Q6_K }
+    }
+}
+
+/// A format for one class, optionally only in one layer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassFormat {
+    /// The class.
+    pub class: TensorClass,
+    /// The layer, or every layer.
+    pub layer: Option<u64>,
+    /// The format.
+    pub format: TensorFormat,
+}
+
+/// How a quantization assigns formats to tensors.
+#[derive(Clone, Debug, PartialEq)]
+pub enum QuantScheme {
+    /// One default format, with per-class (and per-layer) overrides; the last matching override
+    /// wins.
+    PerClass {
+        /// Format of every tensor without an override.
+        default: TensorFormat,
+        /// Overrides.
+        overrides: Vec<ClassFormat>,
+    },
+    /// llama.cpp's rules for a file type.
+    Gguf(GgufFtype),
+}
+
 /// A quantization format.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuantSpec {
@@ -37,25 +512,112 @@ pub struct QuantSpec {
     pub id: String,
     /// Which runtimes load it.
     pub family: QuantFamily,
-    /// Stored bits per weight (with scales and biases).
-    pub bits: f64,
-    /// Bits per weight of routed experts, if different.
-    pub expert_bits: Option<f64>,
-    /// Where the figure comes from.
+    /// How tensors get their formats.
+    pub scheme: QuantScheme,
+    /// Where the figures come from.
     pub source: String,
 }
 
 impl QuantSpec {
-    /// Bits per weight for a kernel class.
-    pub fn bits_for(&self, class: OpClass) -> f64 {
-        match class {
-            OpClass::Expert => self.expert_bits.unwrap_or(self.bits),
-            _ => self.bits,
+    /// A quantization with one format for every tensor.
+    pub fn uniform(id: &str, family: QuantFamily, format: TensorFormat, source: &str) -> QuantSpec {
+        QuantSpec { id: id.into(), family, scheme: QuantScheme::PerClass { default: format, overrides: vec![] }, source: source.into() }
+    }
+
+    /// The stored format of one weight op (for gate+up+down ops, the mean over the three
+    /// tensors' bits and the kernel of the gate/up pair, which carry two thirds of the bytes).
+    pub fn format(&self, role: TensorRole, layer: u64, shape: &QuantShape) -> TensorFormat {
+        match &self.scheme {
+            QuantScheme::PerClass { default, overrides } => overrides
+                .iter()
+                .rev()
+                .find(|o| o.class == role.class() && o.layer.is_none_or(|l| l == layer))
+                .map_or(*default, |o| o.format),
+            QuantScheme::Gguf(ft) => {
+                let whole = ft.tensor_type(role, Part::Whole, layer, shape).format();
+                if !role.is_ffn() {
+                    return whole;
+                }
+                let down = ft.tensor_type(role, Part::Down, layer, shape).format();
+                TensorFormat { bits: (2.0 * whole.bits + down.bits) / 3.0, kernel: whole.kernel }
+            }
         }
     }
 
-    /// Stored bytes of `params` weights of a class.
-    pub fn bytes(&self, class: OpClass, params: u64) -> f64 {
-        params as f64 * self.bits_for(class) / 8.0
+    /// The format of a whole class in layer-independent terms (for listings): the default
+    /// layer-0 format of its first role.
+    pub fn class_format(&self, class: TensorClass, shape: &QuantShape) -> TensorFormat {
+        let role = match class {
+            TensorClass::Attention => TensorRole::AttnQ,
+            TensorClass::DenseMlp => TensorRole::Mlp,
+            TensorClass::SharedExpert => TensorRole::SharedExpert,
+            TensorClass::RoutedExpert => TensorRole::RoutedExperts,
+            TensorClass::Router => TensorRole::Router,
+            TensorClass::Embedding => TensorRole::Embedding,
+            TensorClass::LmHead => TensorRole::LmHead,
+            TensorClass::Norm => return TensorFormat { bits: 32.0, kernel: KernelFamily::Half },
+        };
+        self.format(role, shape.layers / 2, shape)
+    }
+
+    /// Bits per weight of a coarse kernel class in the middle layer (for listings and old
+    /// callers): routed experts for `Expert`, attention projections otherwise.
+    pub fn bits_for(&self, class: OpClass, shape: &QuantShape) -> f64 {
+        let c = if class == OpClass::Expert { TensorClass::RoutedExpert } else { TensorClass::Attention };
+        self.class_format(c, shape).bits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_sizes_give_the_known_bits_per_weight() {
+        for (t, bits) in [
+            (GgufType::Q4_K, 4.5),
+            (GgufType::Q6_K, 6.5625),
+            (GgufType::Q2_K, 2.625),
+            (GgufType::Q3_K, 3.4375),
+            (GgufType::Q5_K, 5.5),
+            (GgufType::Q8_0, 8.5),
+            (GgufType::MXFP4, 4.25),
+        ] {
+            assert_eq!(t.bits(), bits, "{t:?}");
+        }
+        assert_eq!(TensorFormat::mlx_affine(4, 64).bits, 4.5);
+        assert_eq!(TensorFormat::mlx_affine(4, 32).bits, 5.0);
+    }
+
+    #[test]
+    fn use_more_bits_is_half_of_the_layers() {
+        // 80 layers: 10 + 10 at the ends and 20 of the 60 between.
+        assert_eq!((0..80).filter(|&i| use_more_bits(i, 80)).count(), 40);
+        assert!(use_more_bits(0, 80) && use_more_bits(79, 80) && use_more_bits(12, 80) && !use_more_bits(10, 80));
+    }
+
+    #[test]
+    fn q4_k_m_keeps_down_and_v_higher_and_the_router_f32() {
+        let s = QuantShape {
+            layers: 61,
+            experts: 256,
+            gqa: 1,
+            llama_70b: false,
+            tied: false,
+            hidden: 7168,
+            attn_out_in: 16384,
+            ffn: 18432,
+            expert_ffn: 2048,
+        };
+        let q = GgufFtype::Q4_K_M;
+        assert_eq!(q.tensor_type(TensorRole::RoutedExperts, Part::Down, 0, &s), GgufType::Q6_K);
+        assert_eq!(q.tensor_type(TensorRole::RoutedExperts, Part::Down, 10, &s), GgufType::Q4_K);
+        assert_eq!(q.tensor_type(TensorRole::RoutedExperts, Part::Whole, 0, &s), GgufType::Q4_K);
+        assert_eq!(q.tensor_type(TensorRole::LmHead, Part::Whole, 0, &s), GgufType::Q6_K);
+        assert_eq!(q.tensor_type(TensorRole::Router, Part::Whole, 0, &s), GgufType::F32);
+        assert_eq!(GgufFtype::Q2_K.tensor_type(TensorRole::AttnOutput, Part::Whole, 5, &s), GgufType::Q3_K);
+        // gpt-oss rows of 2880 are not 256-blocks: Q4_K falls back to Q5_0.
+        let odd = QuantShape { hidden: 2880, ..s };
+        assert_eq!(q.tensor_type(TensorRole::AttnQ, Part::Whole, 3, &odd), GgufType::Q5_0);
     }
 }

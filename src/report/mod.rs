@@ -267,17 +267,18 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
     }
     if want("quants") {
         let _ = writeln!(s, "QUANTIZATIONS");
-        let _ = writeln!(s, "  {:<11} {:>6} {:>6} {:>7}  source", "id", "family", "bits", "experts");
+        // Bits depend on the tensor (GGUF rules by layer and role): shown for a middle layer of
+        // DeepSeek V3's shapes, attention projections and routed experts.
+        let shape = c.model("deepseek-v3.1").map(|(_, m)| m.quant_shape());
+        let _ = writeln!(s, "  {:<11} {:>6} {:>6} {:>7}  source", "id", "family", "attn", "experts");
         for q in &c.quants {
-            let _ = writeln!(
-                s,
-                "  {:<11} {:>6} {:>6.2} {:>7}  {}",
-                q.id,
-                q.family.id(),
-                q.bits,
-                q.expert_bits.map_or("-".into(), |b| format!("{b:.2}")),
-                q.source
-            );
+            let (attn, experts) = shape.as_ref().map_or((0.0, 0.0), |sh| {
+                (
+                    q.class_format(crate::llm::TensorClass::Attention, sh).bits,
+                    q.class_format(crate::llm::TensorClass::RoutedExpert, sh).bits,
+                )
+            });
+            let _ = writeln!(s, "  {:<11} {:>6} {:>6.2} {:>7.2}  {}", q.id, q.family.id(), attn, experts, q.source);
         }
     }
     s

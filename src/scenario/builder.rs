@@ -31,6 +31,8 @@ pub const KEYS: &[&str] = &[
     "model.name",
     "model.hf_config",
     "model.quant",
+    "model.gguf_tensor_types",
+    "model.size_gb",
     "engine.name",
     "engine.parallelism",
     "engine.macos",
@@ -101,7 +103,7 @@ impl ScenarioBuilder {
             description: None,
             seed: None,
             cluster: sp(empty_cluster()),
-            model: sp(RawModel { name: None, hf_config: None, quant: None }),
+            model: sp(RawModel { name: None, hf_config: None, quant: None, gguf_tensor_types: None, size_gb: None }),
             engine: None,
             workload: None,
             slo: None,
@@ -274,6 +276,8 @@ impl ScenarioBuilder {
                 m.name = None;
             }
             "model.quant" => self.raw.model.get_mut().quant = Some(sp(v.string()?)),
+            "model.gguf_tensor_types" => self.raw.model.get_mut().gguf_tensor_types = Some(sp(v.string()?)),
+            "model.size_gb" => self.raw.model.get_mut().size_gb = Some(sp(v.float()?)),
             "engine.name" => {
                 let name = v.string()?;
                 self.engine(&name);

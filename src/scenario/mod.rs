@@ -120,6 +120,8 @@ pub struct Scenario {
     pub model: ModelSpec,
     /// Quantization.
     pub quant: QuantSpec,
+    /// The model's file size as the user stated it (`model.size_gb`), GB.
+    pub size_gb: Option<f64>,
     /// Engine and its options.
     pub engine: EngineOptions,
     /// Workload.
@@ -139,6 +141,27 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Stored weight bytes of the model under its quantization (every tensor class, norms
+    /// included), GB.
+    pub fn computed_size_gb(&self) -> f64 {
+        self.model.bytes_by_class(&self.quant).iter().map(|x| x.1).sum::<f64>() / 1e9
+    }
+
+    /// A warning when the user's `model.size_gb` differs from the computed size by more than
+    /// 5%: the quantization or the model is probably not the file they have.
+    pub fn size_warning(&self) -> Option<String> {
+        let stated = self.size_gb?;
+        let computed = self.computed_size_gb();
+        let off = (computed - stated) / stated;
+        (off.abs() > 0.05).then(|| {
+            format!(
+                "warning: model.size_gb = {stated} but {} under `{}` is {computed:.1} GB ({:+.0}%): the quantization or the model may not be the file you have; list its tensor types with model.gguf_tensor_types (gguf-dump output) or import its config.json",
+                self.model.id,
+                self.quant.id,
+                100.0 * off
+            )
+        })
+    }
     /// The engine plan of this scenario when its KV cache must hold `context` tokens.
     pub fn plan(&self, context: u64, profile: &Profile) -> Result<Plan, PlanError> {
         Plan::new(PlanInput {

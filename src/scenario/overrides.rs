@@ -38,6 +38,8 @@ const KEYS: &[(&str, KeyType)] = &[
     ("model.name", KeyType::Str),
     ("model.hf_config", KeyType::Str),
     ("model.quant", KeyType::Str),
+    ("model.gguf_tensor_types", KeyType::Str),
+    ("model.size_gb", KeyType::Float),
     ("engine.name", KeyType::Str),
     ("engine.parallelism", KeyType::Str),
     ("engine.macos", KeyType::Str),

@@ -39,6 +39,8 @@ pub(super) struct RawModel {
     pub(super) name: Option<Spanned<String>>,
     pub(super) hf_config: Option<Spanned<String>>,
     pub(super) quant: Option<Spanned<String>>,
+    pub(super) gguf_tensor_types: Option<Spanned<String>>,
+    pub(super) size_gb: Option<Spanned<f64>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -50,7 +50,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
 
     let model_span = raw.model.span();
     let rm = raw.model.into_inner();
-    let (model, default_quant) = model(src, cat, &rm, model_span.clone(), &mut spans)?;
+    let (model, default_quant, declared_quant) = model(src, cat, &rm, model_span.clone(), &mut spans)?;
 
     let (engine_name, engine_span, re) = match raw.engine {
         Some(e) => {
@@ -69,7 +69,13 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     })?;
     let parallelism = parallelism(src, re.as_ref(), kind, engine_span, n, &mut spans)?;
     check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
-    let quant = quant(src, cat, &rm, &default_quant, kind, &engine_name, &mut spans)?;
+    let quant = quant(src, cat, &rm, (&default_quant, declared_quant), kind, &engine_name, &mut spans)?;
+    let size_gb = match &rm.size_gb {
+        Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
+            return Err(src.error(v.span(), "`model.size_gb` must be a positive number of GB", None).with_kind(ErrorKind::BadValue));
+        }
+        v => v.as_ref().map(|v| *v.get_ref()),
+    };
     if parallelism == Parallelism::Tensor {
         check_tensor_split(&model, n).map_err(|e| split_error(src, &spans, e))?;
     }
@@ -121,6 +127,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         wired_limit_fraction,
         model,
         quant,
+        size_gb,
         engine: options,
         workload,
         slo,
@@ -311,14 +318,15 @@ fn wired_limit(src: &Source, cluster: &RawCluster) -> Result<Option<f64>, Scenar
     Ok(Some(x))
 }
 
-/// The model (a preset or an imported `config.json`) and its default quantization id.
+/// The model (a preset or an imported `config.json`), its default quantization id, and the
+/// quantization an imported `config.json` declares.
 fn model(
     src: &Source,
     cat: &Catalog,
     rm: &RawModel,
     model_span: Range<usize>,
     spans: &mut Spans,
-) -> Result<(ModelSpec, String), ScenarioError> {
+) -> Result<(ModelSpec, String, Option<QuantSpec>), ScenarioError> {
     match (&rm.name, &rm.hf_config) {
         (Some(name), None) => {
             spans.model = name.span();
@@ -330,11 +338,12 @@ fn model(
                 )
                 .with_kind(ErrorKind::UnknownPreset)
             })?;
-            Ok((spec.clone(), preset.default_quant.clone()))
+            Ok((spec.clone(), preset.default_quant.clone(), None))
         }
         (None, Some(path)) => {
             spans.model = path.span();
-            Ok((hf_model(src, path)?, "bf16".to_string()))
+            let (m, q) = hf_model(src, path)?;
+            Ok((m, "bf16".to_string(), q))
         }
         (Some(name), Some(_)) => Err(src.error(name.span(), "`model.name` and `model.hf_config` are both set", Some("keep one".into()))),
         (None, None) => Err(src.error(
@@ -345,8 +354,9 @@ fn model(
     }
 }
 
-/// A model imported from a Hugging Face `config.json` (path relative to the scenario file).
-fn hf_model(src: &Source, path: &Spanned<String>) -> Result<ModelSpec, ScenarioError> {
+/// A model imported from a Hugging Face `config.json` (path relative to the scenario file), with
+/// the quantization its `quantization`/`quantization_config` block declares.
+fn hf_model(src: &Source, path: &Spanned<String>) -> Result<(ModelSpec, Option<QuantSpec>), ScenarioError> {
     let p = src.dir.join(path.get_ref());
     let text = crate::util::read_bounded(&p, crate::util::MAX_INPUT_BYTES).map_err(|e| {
         src.error(
@@ -361,12 +371,29 @@ fn hf_model(src: &Source, path: &Spanned<String>) -> Result<ModelSpec, ScenarioE
         .parent()
         .and_then(|d| d.file_name())
         .map_or_else(|| path.get_ref().clone(), |s| s.to_string_lossy().into_owned());
-    ModelSpec::from_hf_config(&stem, &stem, &json).map_err(|e| {
+    let model = ModelSpec::from_hf_config(&stem, &stem, &json).map_err(|e| {
         src.error(
             path.span(),
             format!("cannot import `{}`: {e}", p.display()),
             Some("supported architectures: llama, qwen3_moe, deepseek_v3, kimi_k2, gpt_oss".into()),
         )
+    })?;
+    let quant = crate::llm::hf_quant::quant_from_hf_config(&format!("{stem} (config.json)"), &json)
+        .map_err(|e| src.error(path.span(), format!("cannot read the quantization of `{}`: {e}", p.display()), None))?;
+    Ok((model, quant))
+}
+
+/// The quantization of a tensor-type listing (`model.gguf_tensor_types`, relative to the
+/// scenario file).
+fn gguf_table(src: &Source, path: &Spanned<String>) -> Result<QuantSpec, ScenarioError> {
+    let p = src.dir.join(path.get_ref());
+    let text = crate::util::read_bounded(&p, crate::util::MAX_INPUT_BYTES).map_err(|e| {
+        src.error(path.span(), format!("cannot read `{}`: {e}", p.display()), Some("paths are relative to the scenario file".into()))
+    })?;
+    let id = format!("gguf:{}", path.get_ref());
+    crate::llm::gguf_table::quant_from_gguf_table(&id, &p.display().to_string(), &text).map_err(|e| {
+        src.error(path.span(), e.to_string(), Some("write it with `gguf-dump model.gguf > types.txt` (gguf-py)".into()))
+            .with_kind(ErrorKind::BadValue)
     })
 }
 
@@ -402,14 +429,25 @@ fn quant(
     src: &Source,
     cat: &Catalog,
     rm: &RawModel,
-    default_quant: &str,
+    (default_quant, declared): (&str, Option<QuantSpec>),
     kind: EngineKind,
     engine_name: &str,
     spans: &mut Spans,
 ) -> Result<QuantSpec, ScenarioError> {
     let format = kind.runtime().format();
-    let quant = match &rm.quant {
-        Some(q) => {
+    let quant = match (&rm.gguf_tensor_types, &rm.quant) {
+        (Some(t), Some(_)) => {
+            return Err(src.error(
+                t.span(),
+                "`model.gguf_tensor_types` and `model.quant` are both set",
+                Some("keep one: the listing gives the quantization".into()),
+            ));
+        }
+        (Some(t), None) => {
+            spans.quant = t.span();
+            gguf_table(src, t)?
+        }
+        (None, Some(q)) => {
             spans.quant = q.span();
             cat.quant(q.get_ref()).cloned().ok_or_else(|| {
                 src.error(
@@ -420,7 +458,11 @@ fn quant(
                 .with_kind(ErrorKind::UnknownPreset)
             })?
         }
-        None => {
+        (None, None) if declared.is_some() => {
+            spans.quant = spans.model.clone();
+            declared.expect("checked")
+        }
+        (None, None) => {
             spans.quant = spans.model.clone();
             let preset = cat.quant(default_quant).expect("default quant exists");
             if preset.family.loads_on(format) {

@@ -15,6 +15,7 @@ mod layers;
 mod planner;
 mod proptests;
 mod serve;
+mod quant;
 mod snapshots;
 mod sweep;
 mod timelines;

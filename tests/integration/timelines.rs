@@ -111,7 +111,8 @@ fn segment_chain_is_its_blocks_plus_one_all_sum_per_block() {
     let p = quiet_profile();
     let plan1 = plan(2, "tb5-rdma", &p);
     // One dense op of 64 x 256 bf16: 80 ns of bytes + a 10 us launch = 10,080 ns per block.
-    let ops = vec![vec![supernode::llm::Op::dense("qmm", 64 * 256, supernode::llm::Placement::Replicated)]];
+    let ops =
+        vec![vec![supernode::llm::Op::dense("qmm", supernode::llm::TensorRole::AttnQ, 64 * 256, supernode::llm::Placement::Replicated)]];
     let mut plain = lower_segment_chain(&plan1, &ops, 3, 0);
     plain.retime(&plan1, 0);
     assert_eq!(execute(&plain.graph, 0, &mut Jitter::none()).makespan, 3 * 10_080);
@@ -176,7 +177,7 @@ fn mla_prefill_expands_the_latent_on_mlx_and_stays_absorbed_for_decode() {
     let mut plan = mk(EngineKind::MlxLm);
     assert!(plan.options.mla_prefill_expanded, "mlx-lm expands the latent for L > 1");
     assert!(!mk(EngineKind::LlamaCpp).options.mla_prefill_expanded, "llama.cpp's MLA graph stays absorbed");
-    let ops = model.layer_ops(3);
+    let ops = model.quantized_layer_ops(3, c.quant("mlx-4bit").unwrap());
     let sdpa = ops.iter().find(|o| o.mla_expanded.is_some()).unwrap();
     let kv_b = ops.iter().find(|o| o.expands_latent).unwrap();
     let chip = &p.chips["m3-ultra"];
@@ -191,10 +192,8 @@ fn mla_prefill_expands_the_latent_on_mlx_and_stays_absorbed_for_decode() {
     assert!((plan.op_ns(0, sdpa, t, ctx) / expanded - 1.0).abs() < 1e-9, "{} vs {expanded}", plan.op_ns(0, sdpa, t, ctx));
     // The up-projections run over all 8,192 cached positions: 2 x 512 x 128 x 256 FLOPs each.
     let kv_b_flops = 2.0 * 512.0 * 128.0 * 256.0 * 8192.0;
-    let kv_b_expected = (kv_b_flops / (peak * chip.compute_eff_dense))
-        .max(c.quant("mlx-4bit").unwrap().bytes(kv_b.class, kv_b.params) / (bw * chip.bw_eff_dense))
-        * 1e9
-        + launch;
+    let kv_b_expected =
+        (kv_b_flops / (peak * chip.compute_eff_dense)).max(kv_b.params as f64 * 4.5 / 8.0 / (bw * chip.bw_eff_dense)) * 1e9 + launch;
     assert!((plan.op_ns(0, kv_b, t, ctx) / kv_b_expected - 1.0).abs() < 1e-9);
     let decode = plan.op_ns(0, sdpa, 1, ctx);
     plan.options.mla_prefill_expanded = false;

@@ -31,9 +31,9 @@ def test_single_rank_subset(tmp_path):
     assert doc["world_size"] == 1 and doc["backend"] == "none" and doc["quick"] is True
     assert doc["only"] == ["sync", "membw", "qmm"]
     qmm = [b for b in doc["benchmarks"] if b["kind"] == "qmm"]
-    # 3 model shapes x bits {4, 8}, plus the e2e model's 6 per-rank shapes at M=1 and, but for
-    # the LM head (last position only), at the e2e prompt length (its prefill chunk)
-    assert len(qmm) == 3 * 2 + 6 + 5
+    # 3 model shapes x bits {4, 8, 16 (bf16 GEMV)}, plus the e2e model's 6 per-rank shapes at M=1
+    # and, but for the LM head (last position only), at the e2e prompt length (its prefill chunk)
+    assert len(qmm) == 3 * 3 + 6 + 5
     assert sum(1 for b in qmm if b["params"]["label"].startswith("e2e")) == 11
     assert {b["params"]["M"] for b in qmm if b["params"]["label"].startswith("e2e")} == {1, 32}
     # every case ran in both rounds and reports its best one; sync runs once, before the rounds
@@ -50,7 +50,7 @@ def test_single_rank_subset(tmp_path):
     for b in qmm:
         p = b["params"]
         assert b["flops"] == 2 * p["M"] * p["N"] * p["K"]
-        # packed weights + fp scales/biases per group of 64
+        # packed weights + fp scales/biases per group of 64 (bits 16: the bf16 weights alone)
         assert b["bytes"] >= p["N"] * p["K"] * p["bits"] / 8
         assert b["bytes"] < p["N"] * p["K"] * (p["bits"] + 1.1) / 8
     mb = [b for b in doc["benchmarks"] if b["kind"] == "membw"][0]

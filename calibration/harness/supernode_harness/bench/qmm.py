@@ -27,22 +27,37 @@ def time_qmm(ctx: Context, w, N: int, K: int, bits: int, Ms, label: str) -> None
     --qmm-working-set bytes, so that, as in a forward pass over a model, the weights come
     from the shared cache or DRAM and not from a private cache (a GPU's or a core's). On
     this CPU-only VM it made no measurable difference (MLX's CPU qmm is compute-bound at
-    ~2.6 GFLOP/s either way)."""
+    ~2.6 GFLOP/s either way).
+
+    `bits` = 16 times the unquantized matmul `x @ w.T` in the weights' dtype (bf16/f16 GEMV,
+    its own kernel family in the twin), recorded as a `qmm` with bits 16."""
     gs = 64
-    wq, sc, bi = mx.quantize(w, group_size=gs, bits=bits)
-    mx.eval(wq, sc, bi)
-    wbytes = wq.nbytes + sc.nbytes + bi.nbytes
+    if bits == 16:
+        # 16-bit weights even when the run's dtype is float32 (a CPU host).
+        wq, sc, bi = (w.astype(mx.bfloat16) if w.dtype == mx.float32 else w), None, None
+        mx.eval(wq)
+        wbytes = wq.nbytes
+    else:
+        wq, sc, bi = mx.quantize(w, group_size=gs, bits=bits)
+        mx.eval(wq, sc, bi)
+        wbytes = wq.nbytes + sc.nbytes + bi.nbytes
     copies = max(1, min(64, -(-ctx.qmm_working_set // wbytes)))
-    ws = [(wq, sc, bi)] + [(wq + 0, sc + 0, bi + 0) for _ in range(copies - 1)]
-    mx.eval(ws)
+    if bits == 16:
+        ws = [(wq, None, None)] + [(wq + 0, None, None) for _ in range(copies - 1)]
+        mx.eval([c[0] for c in ws])
+    else:
+        ws = [(wq, sc, bi)] + [(wq + 0, sc + 0, bi + 0) for _ in range(copies - 1)]
+        mx.eval(ws)
     for M in Ms:
-        x = mx.random.normal((M, K)).astype(ctx.dtype)
+        x = mx.random.normal((M, K)).astype(wq.dtype if bits == 16 else ctx.dtype)
         mx.eval(x)
         turn = [0]
 
         def fn():
             turn[0] = (turn[0] + 1) % copies
             q, s_, b_ = ws[turn[0]]
+            if bits == 16:
+                return x @ q.T
             return mx.quantized_matmul(x, q, s_, b_, transpose=True, group_size=gs, bits=bits)
         samples, inner = ctx.time_fn(fn)
         params = {
@@ -56,7 +71,8 @@ def time_qmm(ctx: Context, w, N: int, K: int, bits: int, Ms, label: str) -> None
 
 
 def bench_qmm(ctx: Context) -> None:
-    """The large model shapes, 4- and 8-bit, group 64."""
+    """The large model shapes, 4- and 8-bit (group 64) and unquantized (bits 16), so that a run
+    pins the affine 4-bit, affine 8-bit and bf16 GEMV kernel families independently."""
     if not ctx.wants("qmm"):
         return
     # the large model shapes at M = 32 take ~0.4 s a call on a CPU; --quick times them at
@@ -64,7 +80,7 @@ def bench_qmm(ctx: Context) -> None:
     Ms = ctx.args.qmm_m or ([1, 8] if ctx.quick else [1, 4, 8, 32])
     for N, K, label in QMM_SHAPES:
         w = (mx.random.normal((N, K)) * 0.02).astype(ctx.dtype)
-        for bits in (4, 8):
+        for bits in (4, 8, 16):
             time_qmm(ctx, w, N, K, bits, Ms, label)
         del w
     clear_cache()
