@@ -330,10 +330,10 @@ impl<'a> Linearized<'a> {
                 cov[kp][kq] = s2 * ainv[(p, q)];
             }
         }
-        // Symmetric to the bit (the profile check compares both halves).
+        // Symmetric to the bit (the profile check compares both halves), six significant digits.
         for i in 0..n {
-            for j in 0..i {
-                let v = 0.5 * (cov[i][j] + cov[j][i]);
+            for j in 0..=i {
+                let v = crate::util::sig(0.5 * (cov[i][j] + cov[j][i]));
                 cov[i][j] = v;
                 cov[j][i] = v;
             }
