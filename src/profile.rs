@@ -211,7 +211,10 @@ impl Uncertainty {
         }
         let square = self.covariance.len() == n && self.covariance.iter().all(|r| r.len() == n);
         if !square {
-            return Err(Issue::new(&["uncertainty", "covariance"], format!("the covariance must be {n} rows of {n} numbers (one per parameter)")));
+            return Err(Issue::new(
+                &["uncertainty", "covariance"],
+                format!("the covariance must be {n} rows of {n} numbers (one per parameter)"),
+            ));
         }
         for (i, row) in self.covariance.iter().enumerate() {
             for (j, v) in row.iter().enumerate() {

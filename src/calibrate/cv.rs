@@ -128,7 +128,13 @@ impl<'a> Linearized<'a> {
     /// Linearises the twin at `profile` over `paths`, with a prior of `prior_weight` toward
     /// `center` (the sourced starting values, one per path). Costs one prediction of every row
     /// per parameter, plus one.
-    pub fn new(data: &'a Dataset, profile: &Profile, paths: Vec<String>, center: &[f64], prior_weight: f64) -> Result<Self, CalibrateError> {
+    pub fn new(
+        data: &'a Dataset,
+        profile: &Profile,
+        paths: Vec<String>,
+        center: &[f64],
+        prior_weight: f64,
+    ) -> Result<Self, CalibrateError> {
         let fractions: Vec<bool> = paths.iter().map(|p| is_fraction(profile, p)).collect();
         let mut xs = Vec::with_capacity(paths.len());
         for p in &paths {
@@ -348,10 +354,8 @@ impl<'a> Linearized<'a> {
         }
         let rms = |v: &[f64]| (v.iter().map(|e| e * e).sum::<f64>() / v.len().max(1) as f64).sqrt();
         let pooled = by_kind.get("all").map_or(0.0, |v| rms(v));
-        let scatter = by_kind
-            .iter()
-            .map(|(k, v)| (k.clone(), crate::util::sig(if v.len() >= 3 || k == "all" { rms(v) } else { pooled })))
-            .collect();
+        let scatter =
+            by_kind.iter().map(|(k, v)| (k.clone(), crate::util::sig(if v.len() >= 3 || k == "all" { rms(v) } else { pooled }))).collect();
         Uncertainty { params: self.paths.clone(), covariance: cov, scatter }
     }
 
@@ -652,10 +656,8 @@ fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fol
     let coverage_percent = crate::util::round3(coverage(data, folds).unwrap_or(0.0) * 100.0);
     let all = vec![true; lin.rows()];
     let held = lin.budget(&all);
-    let named = |k: usize| ParamRows {
-        name: lin.paths[k].clone(),
-        rows: lin.movers[k].iter().map(|&i| data.targets[i].id.clone()).collect(),
-    };
+    let named =
+        |k: usize| ParamRows { name: lin.paths[k].clone(), rows: lin.movers[k].iter().map(|&i| data.targets[i].id.clone()).collect() };
     CvReport {
         grouping: grouping.name().into(),
         report: super::validate::report(rows, skipped),
@@ -673,11 +675,7 @@ fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fol
 pub fn table(r: &CvReport) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<24} {:<22} {:>10} {:>10} {:>8} {:>10} {:>10}",
-        "id", "metric", "measured", "held-out", "error", "p5", "p95"
-    );
+    let _ = writeln!(s, "{:<24} {:<22} {:>10} {:>10} {:>8} {:>10} {:>10}", "id", "metric", "measured", "held-out", "error", "p5", "p95");
     for row in &r.report.rows {
         let inside = match (row.p5, row.p95) {
             (Some(a), Some(b)) if (a..=b).contains(&row.measured) => "",
@@ -702,11 +700,8 @@ pub fn table(r: &CvReport) -> String {
         }
     }
     let n = r.report.rows.len();
-    let _ = writeln!(
-        s,
-        "\nheld-out MAPE over {n} rows: {:.1}%   (decode rows: {:.1}%)",
-        r.report.mape_percent, r.report.decode_mape_percent
-    );
+    let _ =
+        writeln!(s, "\nheld-out MAPE over {n} rows: {:.1}%   (decode rows: {:.1}%)", r.report.mape_percent, r.report.decode_mape_percent);
     let _ = writeln!(s, "90% interval coverage: {}/{n} rows inside their own interval ({:.0}%)", r.inside_interval, r.coverage_percent);
     if let Some(d) = r.exact_vs_fast_max_percent {
         let _ = writeln!(s, "exact refits: held-out predictions differ from the fast folds' by at most {d:.2}% of measured");

@@ -102,7 +102,9 @@ pub fn intervals(sc: &Scenario, profile: &Profile, est: &Estimate) -> BTreeMap<S
             let Some(v) = get_param(profile, path) else { return BTreeMap::new() };
             let f = is_fraction(profile, path);
             let nudged = from_free(f, to_free(f, v) + STEP);
-            let Ok(est2) = set_params(profile, std::slice::from_ref(path), &[nudged]).map_err(|_| ()).and_then(|p| estimate(sc, &p).map_err(|_| ())) else {
+            let Ok(est2) =
+                set_params(profile, std::slice::from_ref(path), &[nudged]).map_err(|_| ()).and_then(|p| estimate(sc, &p).map_err(|_| ()))
+            else {
                 return BTreeMap::new();
             };
             let h2 = headlines(&est2);
@@ -123,8 +125,10 @@ pub fn intervals(sc: &Scenario, profile: &Profile, est: &Estimate) -> BTreeMap<S
             var += s * s;
         }
         let s = var.max(0.0).sqrt();
-        let r = |x: f64| crate::util::sig(x);
-        out.insert(key.clone(), Interval { p5: r(y * (-Z90 * s).exp()), p50: *y, p95: r(y * (Z90 * s).exp()) });
+        out.insert(
+            key.clone(),
+            Interval { p5: crate::util::sig(y * (-Z90 * s).exp()), p50: *y, p95: crate::util::sig(y * (Z90 * s).exp()) },
+        );
     }
     out
 }

@@ -166,10 +166,7 @@ fn cv_section(
         FoldMethod::Fast(n) => format!("at most {n} Gauss-Newton steps from the full fit"),
         FoldMethod::Exact => "a full Levenberg-Marquardt refit per fold".into(),
     };
-    out.text.push_str(&format!(
-        "\ncross-validation by {} (each group predicted by a fit without it; {how}):\n",
-        grouping.name()
-    ));
+    out.text.push_str(&format!("\ncross-validation by {} (each group predicted by a fit without it; {how}):\n", grouping.name()));
     out.text.push_str(&cv::table(&r));
     out.json["cv"] = serde_json::to_value(&r).expect("serializes");
     Ok(r)
@@ -196,7 +193,9 @@ fn plot_section(
     });
     let title = match held_out {
         Some("row") => format!("supernode: leave-one-out (held-out) predictions vs measured ({})", args.against.display()),
-        Some(g) => format!("supernode: held-out predictions (--cv {g}: each {g} left out of the fit) vs measured ({})", args.against.display()),
+        Some(g) => {
+            format!("supernode: held-out predictions (--cv {g}: each {g} left out of the fit) vs measured ({})", args.against.display())
+        }
         None => format!("supernode: predicted (in-sample fit) vs measured ({})", args.against.display()),
     };
     std::fs::create_dir_all(dir)

@@ -41,14 +41,7 @@ fn normal(i: u64) -> f64 {
 }
 
 fn input<'a>(profile: &'a Profile, data: &Dataset, grouping: Grouping, selected: &'a [usize], prior_weight: f64) -> CvInput<'a> {
-    CvInput {
-        profile,
-        paths: calibrate::default_params(data),
-        prior_weight,
-        grouping,
-        selected,
-        method: FoldMethod::Fast(cv::FOLD_STEPS),
-    }
+    CvInput { profile, paths: calibrate::default_params(data), prior_weight, grouping, selected, method: FoldMethod::Fast(cv::FOLD_STEPS) }
 }
 
 #[test]
@@ -194,6 +187,13 @@ fn run_json_carries_intervals_beside_unchanged_keys() {
         assert_eq!(p50, v[key].as_f64().unwrap(), "{key}: p50 is the prediction");
         assert!(p5 < p50 && p50 < p95, "{key}: {iv}");
     }
-    let table = bin().args(["run", "--no-write"]).arg(crate::scenario("geerling-2x-m3-ultra-qwen3-235b-a22b-exo-rdma.toml")).assert().success().get_output().stdout.clone();
+    let table = bin()
+        .args(["run", "--no-write"])
+        .arg(crate::scenario("geerling-2x-m3-ultra-qwen3-235b-a22b-exo-rdma.toml"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     assert!(String::from_utf8_lossy(&table).contains("(90%: "), "the table prints a range");
 }
