@@ -337,13 +337,8 @@ impl<'a> Linearized<'a> {
             }
         }
         // Symmetric to the bit (the profile check compares both halves), six significant digits.
-        for i in 0..n {
-            for j in 0..=i {
-                let v = crate::util::sig(0.5 * (cov[i][j] + cov[j][i]));
-                cov[i][j] = v;
-                cov[j][i] = v;
-            }
-        }
+        let raw = cov;
+        let cov: Vec<Vec<f64>> = (0..n).map(|i| (0..n).map(|j| crate::util::sig(0.5 * (raw[i][j] + raw[j][i]))).collect()).collect();
         let mut by_kind: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for &i in &rows {
             let ji = DVector::from_iterator(nf, free.iter().map(|&k| self.jac[(i, k)]));
