@@ -186,6 +186,9 @@ pub struct FittedParam {
     pub value: f64,
     /// One standard error (NaN-free: absent when the fit has no degrees of freedom).
     pub std_error: Option<f64>,
+    /// Ids of the measurements whose prediction moves with this parameter.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<String>,
 }
 
 /// Residual of one measurement after the fit.
@@ -240,6 +243,63 @@ pub struct Profile {
     /// The fit that produced this profile, if it was fitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<FitReport>,
+    /// The fit's own uncertainty, for prediction intervals (written by `calibrate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
+}
+
+/// What a fit knows about its uncertainty: the covariance of its fitted parameters and the
+/// scatter of held-out predictions around the measurements, per kind of measurement. Prediction
+/// intervals of `run` combine both.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Uncertainty {
+    /// The fitted parameters (dotted paths), in the order of the covariance's rows.
+    pub params: Vec<String>,
+    /// Covariance of the fitted parameters in the fit's free variables (natural log of the value,
+    /// logit for fractions), one row per parameter.
+    pub covariance: Vec<Vec<f64>>,
+    /// One standard deviation of log(measured / predicted) of a row left out of the fit, per
+    /// measurement kind (`decode_tokens_per_s`, `prefill_tokens_per_s`, `node_power_w`, ...)
+    /// and over all rows (`all`).
+    pub scatter: BTreeMap<String, f64>,
+}
+
+impl Uncertainty {
+    /// Checks shapes and values: a square, symmetric covariance over named profile parameters,
+    /// non-negative variances and finite, non-negative scatters.
+    fn check(&self, profile: &Profile) -> Result<(), Issue> {
+        let n = self.params.len();
+        for p in &self.params {
+            if profile.param(p).is_none() {
+                return Err(Issue::new(&["uncertainty", "params"], format!("`{p}` is not a parameter of this profile")));
+            }
+        }
+        let square = self.covariance.len() == n && self.covariance.iter().all(|r| r.len() == n);
+        if !square {
+            return Err(Issue::new(
+                &["uncertainty", "covariance"],
+                format!("the covariance must be {n} rows of {n} numbers (one per parameter)"),
+            ));
+        }
+        for (i, row) in self.covariance.iter().enumerate() {
+            for (j, v) in row.iter().enumerate() {
+                let sym = (v - self.covariance[j][i]).abs() <= 1e-9 * v.abs().max(1e-12);
+                if !v.is_finite() || (i == j && *v < 0.0) || !sym {
+                    return Err(Issue::new(
+                        &["uncertainty", "covariance"],
+                        format!("covariance[{i}][{j}] = {v}: a covariance is finite, symmetric, with variances >= 0"),
+                    ));
+                }
+            }
+        }
+        for (k, v) in &self.scatter {
+            if !v.is_finite() || *v < 0.0 {
+                return Err(Issue::new(&["uncertainty", "scatter", k], format!("scatter `{k}` = {v} must be a finite number >= 0")));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Where one parameter's value comes from.
@@ -469,7 +529,10 @@ impl Profile {
                 Some(_) => {}
             }
         }
-        Ok(())
+        match &self.uncertainty {
+            Some(u) => u.check(self),
+            None => Ok(()),
+        }
     }
 }
 

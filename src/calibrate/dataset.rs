@@ -113,6 +113,39 @@ impl Dataset {
         (0..self.sources.len()).into_par_iter().map(|i| self.predict_one(i, profile)).collect()
     }
 
+    /// Target `i` predicted at `predicted`, as a report row.
+    pub fn validated(&self, i: usize, predicted: f64) -> validate::ValidatedRow {
+        match &self.sources[i] {
+            TargetSource::Row(p) => validate::validated(p, predicted),
+            TargetSource::Harness(h, k) => validate::ValidatedRow {
+                id: self.targets[i].id.clone(),
+                metric: if h.benchmarks[*k].kind == super::HarnessKind::E2eDecode {
+                    "decode_tokens_per_s".into()
+                } else {
+                    "prefill_tokens_per_s".into()
+                },
+                measured: self.targets[i].measured,
+                predicted: crate::util::round3(predicted),
+                error_percent: crate::util::round3((predicted - self.targets[i].measured) / self.targets[i].measured * 100.0),
+                assumptions: vec![],
+                p5: None,
+                p95: None,
+            },
+        }
+    }
+
+    /// The targets `keep` marks, with their sources (skipped rows and files as they are).
+    pub fn subset(&self, keep: &[bool]) -> Dataset {
+        let pick = |i: &usize| keep[*i];
+        let idx: Vec<usize> = (0..self.targets.len()).filter(pick).collect();
+        Dataset {
+            targets: idx.iter().map(|&i| self.targets[i].clone()).collect(),
+            sources: idx.iter().map(|&i| self.sources[i].clone()).collect(),
+            skipped: self.skipped.clone(),
+            files: self.files.clone(),
+        }
+    }
+
     /// Whether any target is a published row.
     pub fn has_rows(&self) -> bool {
         self.sources.iter().any(|s| matches!(s, TargetSource::Row(_)))

@@ -210,8 +210,25 @@ pub fn fit_with_prior(
     prior_weight: f64,
 ) -> Result<(Profile, FitReport), CalibrateError> {
     let initial = starting_values(base, paths, targets)?;
+    fit_toward(base, paths, targets, predict, robust_rounds, prior_weight, &initial)
+}
+
+/// [`fit_with_prior`] with the prior centred on `center` (one value per path) instead of the
+/// starting values: a refit that starts from a previous fit (warm start) and keeps the prior
+/// of the original fit.
+pub fn fit_toward(
+    base: &Profile,
+    paths: &[String],
+    targets: &[Target],
+    predict: &Predictor<'_>,
+    robust_rounds: usize,
+    prior_weight: f64,
+    center: &[f64],
+) -> Result<(Profile, FitReport), CalibrateError> {
+    let initial = starting_values(base, paths, targets)?;
     let fractions: Vec<bool> = paths.iter().map(|p| is_fraction(base, p)).collect();
-    let x0 = DVector::from_iterator(paths.len(), initial.iter().zip(&fractions).map(|(v, f)| to_free(*f, *v)));
+    let free = |v: &[f64]| DVector::from_iterator(paths.len(), v.iter().zip(&fractions).map(|(v, f)| to_free(*f, *v)));
+    let (x0, xc) = (free(&initial), free(center));
     let mut prob = Problem {
         base,
         paths,
@@ -224,7 +241,7 @@ pub fn fit_with_prior(
         residuals: None,
         evaluations: Cell::new(0),
         prior_weight,
-        x0: x0.clone(),
+        x0: xc,
     };
     prob.residuals = prob.eval(&x0);
     if prob.residuals.is_none() {
@@ -282,7 +299,13 @@ fn result(mut prob: Problem<'_>, initial: &[f64], report: &MinimizationReport<f6
     let params = paths
         .iter()
         .enumerate()
-        .map(|(k, p)| FittedParam { name: p.clone(), initial: initial[k], value: sig(values[k]), std_error: std_errors[k].map(sig) })
+        .map(|(k, p)| FittedParam {
+            name: p.clone(),
+            initial: initial[k],
+            value: sig(values[k]),
+            std_error: std_errors[k].map(sig),
+            rows: Vec::new(),
+        })
         .collect();
     let residuals: Vec<Residual> =
         targets.iter().zip(r.iter()).map(|(t, e)| Residual { id: t.id.clone(), error_percent: round_to(e * 100.0, 3) }).collect();
@@ -329,9 +352,11 @@ fn check_identifiable(j: &DMatrix<f64>, paths: &[String]) -> Result<(), Calibrat
     Ok(())
 }
 
-/// Splits `paths` into those that move some prediction of `predict` when nudged by ten
-/// finite-difference steps (in the fitted, log / logit space) and those that move none.
-pub(crate) fn moving_params(base: &Profile, paths: Vec<String>, predict: &Predictor<'_>) -> (Vec<String>, Vec<String>) {
+/// Splits `paths` into those that move at least `min_rows` predictions of `predict` when nudged
+/// by ten finite-difference steps (in the fitted, log / logit space) and those that move fewer
+/// (a parameter one row alone constrains is held at its prior: the row would only be fitted
+/// exactly, and its error would vanish from every report).
+pub(crate) fn moving_params(base: &Profile, paths: Vec<String>, predict: &Predictor<'_>, min_rows: usize) -> (Vec<String>, Vec<String>) {
     let Ok(p0) = predict(base) else {
         return (paths, Vec::new()); // the fit reports the failure
     };
@@ -342,7 +367,7 @@ pub(crate) fn moving_params(base: &Profile, paths: Vec<String>, predict: &Predic
             Some(v) if v > 0.0 && v.is_finite() && !(fraction && v >= 1.0) => {
                 let nudged = from_free(fraction, to_free(fraction, v) + 10.0 * FD_STEP);
                 match set_params(base, std::slice::from_ref(&path), &[nudged]).ok().and_then(|p| predict(&p).ok()) {
-                    Some(p1) => p1.iter().zip(&p0).any(|(a, b)| (a / b - 1.0).abs() > 1e-9),
+                    Some(p1) => p1.iter().zip(&p0).filter(|(a, b)| (*a / *b - 1.0).abs() > 1e-9).count() >= min_rows.max(1),
                     None => true,
                 }
             }

@@ -7,6 +7,8 @@
 //! positive: efficiencies, costs in microseconds, watts), efficiencies in logit space.
 //!
 //! - [`fit`]: the least-squares problem, robust rounds, prior, identifiability.
+//! - [`cv`]: fast grouped cross-validation, the parameter budget and the fit's uncertainty.
+//! - [`interval`]: prediction intervals of `run`'s headline outputs.
 //! - [`params`]: parameter paths, free-space transforms, default parameter sets.
 //! - [`harness`]: harness files, measurement kinds, the host as a node and a fabric.
 //! - [`predict`]: each harness measurement predicted through the estimator's entry points.
@@ -15,9 +17,11 @@
 //! - [`validate`]: published rows as scenarios, and the validation report.
 //! - [`llama_bench`]: llama-bench output as measurement rows.
 
+pub mod cv;
 pub mod dataset;
 pub mod fit;
 pub mod harness;
+pub mod interval;
 pub mod llama_bench;
 pub mod params;
 pub mod predict;
@@ -26,7 +30,7 @@ pub mod validate;
 
 pub use crate::profile::{FitReport, FittedParam, HOST_CHIP, Residual};
 pub use dataset::{Coverage, Dataset, PredictError, TargetSource};
-pub use fit::{PRIOR_WEIGHT, Predictor, ROBUST_ROUNDS, Target, fit, fit_with, fit_with_prior, parse_prior_weight};
+pub use fit::{PRIOR_WEIGHT, Predictor, ROBUST_ROUNDS, Target, fit, fit_toward, fit_with, fit_with_prior, parse_prior_weight};
 pub use harness::{
     HarnessBench, HarnessFile, HarnessKind, HarnessUse, SourceError, harness_id, harness_measured, host_fabric, host_node,
     pace_drift_percent, pace_factors, read_harness,
@@ -102,16 +106,7 @@ pub fn calibrate(
     prior_weight: f64,
 ) -> Result<(Profile, FitReport, Vec<String>), CalibrateError> {
     let explicit = params.is_some();
-    let mut params = params.unwrap_or_else(|| {
-        let mut v = Vec::new();
-        if data.has_rows() {
-            v.extend(published_params());
-        }
-        if data.has_harness() {
-            v.extend(harness_params());
-        }
-        v
-    });
+    let mut params = params.unwrap_or_else(|| default_params(data));
     // Costs are fitted in log space and need a positive start: a collective's in-context cost is 0
     // in profiles fitted without segment chains, so a harness fit starts it at 10 us.
     let mut base = base.clone();
@@ -123,8 +118,10 @@ pub fn calibrate(
     let predictor = |p: &Profile| data.predict(p);
     if !explicit {
         // Parameters no measurement depends on (another chip's, a fabric nobody used) are left
-        // out before counting points against parameters.
-        let (kept, idle) = fit::moving_params(base, params, &predictor);
+        // out before counting points against parameters; so is, with published rows, a parameter
+        // only one row moves (held at its sourced prior: the parameter budget).
+        let min_rows = if data.has_rows() { cv::MIN_ROWS_PER_PARAM } else { 1 };
+        let (kept, idle) = fit::moving_params(base, params, &predictor, min_rows);
         params = kept;
         dropped.extend(idle);
     }
@@ -139,4 +136,36 @@ pub fn calibrate(
         params.retain(|x| *x != drop);
         dropped.push(drop);
     }
+}
+
+/// The parameters `calibrate` fits by default for `data`: [`published_params`] for published
+/// rows, [`harness_params`] for harness measurements.
+pub fn default_params(data: &Dataset) -> Vec<String> {
+    let mut v = Vec::new();
+    if data.has_rows() {
+        v.extend(published_params());
+    }
+    if data.has_harness() {
+        v.extend(harness_params());
+    }
+    v
+}
+
+/// The uncertainty of a fitted profile (for prediction intervals) and, per fitted parameter, the
+/// ids of the rows that move it: the twin linearised at the fit, the parameter covariance and
+/// the per-kind scatter of leave-one-out residuals (see [`cv::Linearized::uncertainty`]).
+pub fn fit_uncertainty(
+    data: &Dataset,
+    fitted: &Profile,
+    report: &FitReport,
+    prior_weight: f64,
+) -> Result<(crate::profile::Uncertainty, Vec<Vec<String>>), CalibrateError> {
+    let paths: Vec<String> = report.params.iter().map(|p| p.name.clone()).collect();
+    let center: Vec<f64> = report.params.iter().map(|p| p.initial).collect();
+    let lin = cv::Linearized::new(data, fitted, paths, &center, prior_weight)?;
+    let all = vec![true; lin.rows()];
+    let at = cv::full_fit(&lin, 0)?;
+    let u = lin.uncertainty(&at, &all);
+    let rows = lin.movers().iter().map(|rows| rows.iter().map(|&i| data.targets[i].id.clone()).collect()).collect();
+    Ok((u, rows))
 }

@@ -67,6 +67,12 @@ pub struct ValidatedRow {
     pub error_percent: f64,
     /// Assumptions made to turn the row into a scenario.
     pub assumptions: Vec<String>,
+    /// 5th percentile of the prediction (cross-validation reports), if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p5: Option<f64>,
+    /// 95th percentile of the prediction (cross-validation reports), if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p95: Option<f64>,
 }
 
 /// A row that was not predicted.
@@ -413,6 +419,8 @@ pub fn validated(p: &Prepared, predicted: f64) -> ValidatedRow {
         predicted: round3(predicted),
         error_percent: round3(err),
         assumptions: p.assumptions.clone(),
+        p5: None,
+        p95: None,
     }
 }
 

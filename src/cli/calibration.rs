@@ -41,6 +41,11 @@ pub struct CalibrateArgs {
     /// `--json` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub json: JsonArg,
+    /// Keep the values of the --profile's own fit and only compute its [uncertainty] (for
+    /// prediction intervals) and the rows that move each fitted parameter, on these
+    /// measurements: for a profile fitted before `calibrate` wrote them.
+    #[arg(long, conflicts_with = "params")]
+    pub uncertainty_only: bool,
 }
 
 /// Arguments of `import`.
@@ -164,11 +169,15 @@ fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     let data = load_dataset(&a.measurements, &base, HarnessUse::Fit).map_err(CliError::input)?;
     super::note!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
     let prior_weight = a.prior_weight.unwrap_or_else(|| data.default_prior_weight());
+    if a.uncertainty_only {
+        return uncertainty_only(a, base, &data, prior_weight);
+    }
     let fit = with_evaluation_counter(|| calibrate::calibrate(&data, &base, a.params.clone(), prior_weight));
     let (mut fitted, report, dropped) = fit.map_err(|e| CliError::input(e.to_string()))?;
     let name = a.out.file_stem().map_or_else(|| "fitted".to_string(), |s| s.to_string_lossy().into_owned());
     let ctx = calibrate::provenance::FitContext { name, date: crate::util::today(), data: &data, prior_weight };
     calibrate::provenance::describe_fit(&mut fitted, &base, &report, &ctx);
+    attach_uncertainty(&data, &mut fitted, prior_weight);
     let text = calibrate::provenance::profile_text(&fitted, &dropped);
     write_file(&a.out, text.as_bytes())?;
     if a.json.json {
@@ -177,6 +186,35 @@ fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         print!("{}", fit_table(&report, &dropped));
         println!("profile written to {}", a.out.display());
     }
+    Ok(())
+}
+
+/// Writes the fit's uncertainty and, per fitted parameter, the rows that move it into `fitted`
+/// (a warning, and no intervals, when the linearisation fails).
+fn attach_uncertainty(data: &Dataset, fitted: &mut Profile, prior_weight: f64) {
+    let Some(report) = fitted.fit.clone() else { return };
+    match calibrate::fit_uncertainty(data, fitted, &report, prior_weight) {
+        Ok((u, rows)) => {
+            fitted.uncertainty = Some(u);
+            if let Some(f) = fitted.fit.as_mut() {
+                f.params.iter_mut().zip(rows).for_each(|(p, r)| p.rows = r);
+            }
+        }
+        Err(e) => eprintln!("warning: no prediction intervals in the profile: {e}"),
+    }
+}
+
+/// `calibrate --uncertainty-only`: the --profile as it is, with its fit's uncertainty.
+fn uncertainty_only(a: &CalibrateArgs, base: Profile, data: &Dataset, prior_weight: f64) -> Result<(), CliError> {
+    if base.fit.is_none() {
+        return Err(CliError::input("--uncertainty-only needs a fitted --profile (one with a [fit] table, written by `calibrate`)"));
+    }
+    let mut out = base;
+    attach_uncertainty(data, &mut out, prior_weight);
+    let fitted: Vec<&str> = out.fit.iter().flat_map(|f| f.params.iter().map(|p| p.name.as_str())).collect();
+    let dropped: Vec<String> = calibrate::default_params(data).into_iter().filter(|p| !fitted.contains(&p.as_str())).collect();
+    write_file(&a.out, calibrate::provenance::profile_text(&out, &dropped).as_bytes())?;
+    println!("profile written to {} (values kept; uncertainty of its fit added)", a.out.display());
     Ok(())
 }
 

@@ -60,13 +60,14 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     if let Some(path) = &args.trace {
         write_trace(&sc, &profile, path, args.trace_steps)?;
     }
-    let body = report::to_json(&est);
+    let intervals = crate::calibrate::interval::intervals(&sc, &profile, &est);
+    let body = report::to_json_with(&est, &intervals);
     if !args.no_write {
         let path = args.out.join(format!("{}.json", output_stem(&est.name, &args.set)));
         crate::util::write_atomic(&path, format!("{body}\n").as_bytes())
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
     }
-    let text = if args.json.json { format!("{body}\n") } else { report::run_table(&est) };
+    let text = if args.json.json { format!("{body}\n") } else { report::run_table_with(&est, &intervals) };
     // A closed pipe (`| head`) ends the command quietly.
     std::io::stdout().lock().write_all(text.as_bytes()).map_err(|_| CliError::silent(ExitKind::Failure))
 }

@@ -6,7 +6,8 @@ use clap::Args;
 
 use super::args::{JsonArg, ProfileArg};
 use super::{CliError, ExitKind, calibration};
-use crate::calibrate::validate::{self as v, SkippedRow, ValidatedRow};
+use crate::calibrate::cv::{self, FoldMethod, Grouping};
+use crate::calibrate::validate::{self as v, SkippedRow};
 use crate::calibrate::{Dataset, HarnessUse, TargetSource};
 use crate::profile::Profile;
 
@@ -28,10 +29,22 @@ pub struct ValidateArgs {
     /// Exit with code 3 when the mean absolute percentage error exceeds this.
     #[arg(long)]
     pub max_mape: Option<f64>,
-    /// Also run leave-one-out cross-validation (refit without each row, predict it).
-    #[arg(long)]
+    /// Also cross-validate: leave each group of rows out in turn (a row, or every row of a
+    /// model, engine or system), refit without it and predict it, with 90% intervals.
+    #[arg(long, value_enum, value_name = "GROUPING")]
+    pub cv: Option<Grouping>,
+    /// Leave-one-out cross-validation: the same as `--cv row`.
+    #[arg(long, conflicts_with = "cv")]
     pub loo: bool,
-    /// Prior weight of the leave-one-out refits (as `calibrate --prior-weight`).
+    /// Gauss-Newton steps each cross-validation fold takes from the full fit (with the
+    /// Jacobian taken once at the full fit).
+    #[arg(long, default_value_t = crate::calibrate::cv::FOLD_STEPS as u64, value_parser = clap::value_parser!(u64).range(1..=50))]
+    pub cv_steps: u64,
+    /// Refit every cross-validation fold with the full Levenberg-Marquardt fit instead (minutes
+    /// per fold: for checking the fast folds, whose difference it reports).
+    #[arg(long)]
+    pub cv_exact: bool,
+    /// Prior weight of the cross-validation refits (as `calibrate --prior-weight`).
     #[arg(long, default_value_t = crate::calibrate::PRIOR_WEIGHT, value_parser = crate::calibrate::parse_prior_weight)]
     pub prior_weight: f64,
     /// Draw a predicted-vs-measured parity chart (PNG and SVG) into this directory.
@@ -49,8 +62,9 @@ struct Output {
 pub fn validate(args: ValidateArgs) -> Result<(), CliError> {
     let profile = crate::calibrate::with_host_chip(&args.profile.load()?);
     let data = calibration::load_dataset(std::slice::from_ref(&args.against), &profile, HarnessUse::Validate).map_err(CliError::input)?;
-    if args.loo && args.against.extension().is_some_and(|e| e == "json") {
-        return Err(CliError::input("--loo refits the profile without each row; it needs a measurement CSV"));
+    let grouping = if args.loo { Some(Grouping::Row) } else { args.cv };
+    if grouping.is_some() && args.against.extension().is_some_and(|e| e == "json") {
+        return Err(CliError::input("--cv / --loo refit the profile without each group of rows; they need a measurement CSV"));
     }
     let keep = |id: &str| args.rows.is_empty() || args.rows.iter().any(|p| id.starts_with(p.as_str()));
     let selected: Vec<usize> = (0..data.targets.len()).filter(|&i| keep(&data.targets[i].id)).collect();
@@ -60,15 +74,18 @@ pub fn validate(args: ValidateArgs) -> Result<(), CliError> {
     let predictions = data.predict(&profile).map_err(|e| CliError::failure(e.to_string()))?;
     let skipped: Vec<SkippedRow> =
         data.skipped.iter().filter(|(id, _)| keep(id)).map(|(id, reason)| SkippedRow { id: id.clone(), reason: reason.clone() }).collect();
-    let report = v::report(selected.iter().map(|&i| validated_row(&data, i, predictions[i])).collect(), skipped);
+    let report = v::report(selected.iter().map(|&i| data.validated(i, predictions[i])).collect(), skipped);
     let mut out = Output { text: v::table(&report), json: serde_json::to_value(&report).expect("report serializes") };
     harness_notes(&data, &mut out);
-    let loo = args.loo.then(|| loo_section(&data, &profile, &selected, args.prior_weight, &mut out));
+    let cv = match grouping {
+        Some(g) => Some(cv_section(&data, &profile, g, &selected, &args, &mut out)?),
+        None => None,
+    };
     if let Some(dir) = &args.plot {
-        plot_section(&report, false, dir, &args, &mut out)?;
-        // With --loo, a second chart of the held-out predictions (each row fitted without it).
-        if let Some(l) = &loo {
-            plot_section(l, true, dir, &args, &mut out)?;
+        plot_section(&report, None, dir, &args, &mut out)?;
+        // With --cv, a second chart of the held-out predictions (each group fitted without it).
+        if let Some(c) = &cv {
+            plot_section(&c.report, Some(&c.grouping), dir, &args, &mut out)?;
         }
     }
     if args.json.json {
@@ -81,25 +98,6 @@ pub fn validate(args: ValidateArgs) -> Result<(), CliError> {
             Err(CliError::note(ExitKind::OverBound, format!("MAPE {:.2}% exceeds --max-mape {m}", report.mape_percent)))
         }
         _ => Ok(()),
-    }
-}
-
-/// The validated row of target `i` predicted at `predicted`.
-fn validated_row(data: &Dataset, i: usize, predicted: f64) -> ValidatedRow {
-    match &data.sources[i] {
-        TargetSource::Row(p) => v::validated(p, predicted),
-        TargetSource::Harness(h, k) => ValidatedRow {
-            id: data.targets[i].id.clone(),
-            metric: if h.benchmarks[*k].kind == crate::calibrate::HarnessKind::E2eDecode {
-                "decode_tokens_per_s".into()
-            } else {
-                "prefill_tokens_per_s".into()
-            },
-            measured: data.targets[i].measured,
-            predicted: crate::util::round3(predicted),
-            error_percent: crate::util::round3((predicted - data.targets[i].measured) / data.targets[i].measured * 100.0),
-            assumptions: vec![],
-        },
     }
 }
 
@@ -140,32 +138,65 @@ fn harness_notes(data: &Dataset, out: &mut Output) {
     }
 }
 
-/// `--loo`: each row predicted by a profile refitted without it.
-fn loo_section(data: &Dataset, profile: &Profile, selected: &[usize], prior_weight: f64, out: &mut Output) -> v::Report {
-    super::note!("validate --loo: refitting without each of {} rows...", selected.len());
-    let (loo_rows, loo_skipped) = leave_one_out(data, profile, selected, prior_weight);
-    let loo_report = v::report(loo_rows, loo_skipped);
-    out.text.push_str("\nleave-one-out (each row predicted by a profile fitted without it):\n");
-    // The assumptions were listed under the first table.
-    let mut bare = loo_report.clone();
-    bare.rows.iter_mut().for_each(|r| r.assumptions.clear());
-    out.text.push_str(&v::table(&bare));
-    out.json["loo"] = serde_json::to_value(&loo_report).expect("serializes");
-    loo_report
+/// `--cv GROUPING`: each group predicted by a profile refitted without it, with 90% intervals.
+fn cv_section(
+    data: &Dataset,
+    profile: &Profile,
+    grouping: Grouping,
+    selected: &[usize],
+    args: &ValidateArgs,
+    out: &mut Output,
+) -> Result<cv::CvReport, CliError> {
+    let groups = cv::groups(data, grouping, selected).len();
+    super::note!("validate --cv {}: refitting without each of {groups} groups...", grouping.name());
+    let t0 = std::time::Instant::now();
+    let pb = super::progress_bar(groups as u64, "folds");
+    let input = cv::CvInput {
+        profile,
+        paths: crate::calibrate::default_params(data),
+        prior_weight: args.prior_weight,
+        grouping,
+        selected,
+        method: if args.cv_exact { FoldMethod::Exact } else { FoldMethod::Fast(args.cv_steps as usize) },
+    };
+    let r = cv::run(data, &input, &|| pb.inc(1)).map_err(|e| CliError::failure(format!("cross-validation: {e}")))?;
+    pb.finish_and_clear();
+    super::note!("validate --cv {}: {groups} folds in {:.1} s", grouping.name(), t0.elapsed().as_secs_f64());
+    let how = match input.method {
+        FoldMethod::Fast(n) => format!("at most {n} Gauss-Newton steps from the full fit"),
+        FoldMethod::Exact => "a full Levenberg-Marquardt refit per fold".into(),
+    };
+    out.text.push_str(&format!("\ncross-validation by {} (each group predicted by a fit without it; {how}):\n", grouping.name()));
+    out.text.push_str(&cv::table(&r));
+    out.json["cv"] = serde_json::to_value(&r).expect("serializes");
+    Ok(r)
 }
 
 /// `--plot DIR`: the predicted-vs-measured parity chart.
-fn plot_section(report: &v::Report, held_out: bool, dir: &std::path::Path, args: &ValidateArgs, out: &mut Output) -> Result<(), CliError> {
+fn plot_section(
+    report: &v::Report,
+    held_out: Option<&str>,
+    dir: &std::path::Path,
+    args: &ValidateArgs,
+    out: &mut Output,
+) -> Result<(), CliError> {
     use crate::report::charts::{ParityPoint, unit_of};
     let points: Vec<ParityPoint> = report
         .rows
         .iter()
         .map(|r| ParityPoint { label: r.id.clone(), unit: unit_of(&r.metric), measured: r.measured, predicted: r.predicted })
         .collect();
-    let stem = dir.join(if held_out { "parity-loo" } else { "parity" });
+    let stem = dir.join(match held_out {
+        Some("row") => "parity-loo".to_string(),
+        Some(g) => format!("parity-cv-{g}"),
+        None => "parity".to_string(),
+    });
     let title = match held_out {
-        true => format!("supernode: leave-one-out (held-out) predictions vs measured ({})", args.against.display()),
-        false => format!("supernode: predicted (in-sample fit) vs measured ({})", args.against.display()),
+        Some("row") => format!("supernode: leave-one-out (held-out) predictions vs measured ({})", args.against.display()),
+        Some(g) => {
+            format!("supernode: held-out predictions (--cv {g}: each {g} left out of the fit) vs measured ({})", args.against.display())
+        }
+        None => format!("supernode: predicted (in-sample fit) vs measured ({})", args.against.display()),
     };
     std::fs::create_dir_all(dir)
         .map_err(|e| e.to_string())
@@ -173,44 +204,4 @@ fn plot_section(report: &v::Report, held_out: bool, dir: &std::path::Path, args:
         .map_err(|e| CliError::failure(format!("cannot draw the parity chart: {e}")))?;
     out.text.push_str(&format!("\nparity chart: {}.png, {}.svg\n", stem.display(), stem.display()));
     Ok(())
-}
-
-/// Advances a progress bar when dropped (whichever way a fold ends).
-struct Tick<'a>(&'a indicatif::ProgressBar);
-
-impl Drop for Tick<'_> {
-    fn drop(&mut self) {
-        self.0.inc(1);
-    }
-}
-
-/// Refits the default parameters without each selected row and predicts it. Rows run in
-/// parallel; each fit is single-threaded and results are collected in row order.
-fn leave_one_out(data: &Dataset, profile: &Profile, selected: &[usize], prior_weight: f64) -> (Vec<ValidatedRow>, Vec<SkippedRow>) {
-    use rayon::prelude::*;
-    // Progress on stderr (indicatif hides it when stderr is not a terminal): a refit per row.
-    let pb = super::progress_bar(selected.len() as u64, "refits");
-    let results: Vec<Result<ValidatedRow, SkippedRow>> = selected
-        .par_iter()
-        .map(|&i| {
-            let _tick = Tick(&pb);
-            let skip = |reason: String| SkippedRow { id: data.targets[i].id.clone(), reason };
-            let rest = data.without(i);
-            let (fitted, _, _) = crate::calibrate::calibrate(&rest, profile, None, prior_weight)
-                .map_err(|e| skip(format!("refit without it failed: {e}")))?;
-            let one = Dataset { targets: vec![data.targets[i].clone()], sources: vec![data.sources[i].clone()], ..Default::default() };
-            let p = one.predict(&fitted).map_err(|e| skip(e.to_string()))?;
-            Ok(validated_row(data, i, p[0]))
-        })
-        .collect();
-    pb.finish_and_clear();
-    let mut rows = Vec::new();
-    let mut skipped = Vec::new();
-    for r in results {
-        match r {
-            Ok(x) => rows.push(x),
-            Err(s) => skipped.push(s),
-        }
-    }
-    (rows, skipped)
 }

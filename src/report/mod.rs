@@ -8,6 +8,19 @@ use crate::scenario::ErrorKind;
 
 /// The short human table for `supernode run`.
 pub fn run_table(e: &Estimate) -> String {
+    run_table_with(e, &Intervals::new())
+}
+
+/// Prediction intervals by output key (see [`crate::calibrate::interval`]).
+pub type Intervals = std::collections::BTreeMap<String, crate::calibrate::interval::Interval>;
+
+/// ` (90%: p5-p95)` for output `key` when it has an interval, formatted like its value.
+fn range(iv: &Intervals, key: &str, decimals: usize) -> String {
+    iv.get(key).map_or_else(String::new, |i| format!("  (90%: {:.decimals$}-{:.decimals$})", i.p5, i.p95))
+}
+
+/// [`run_table`] with each headline's 90% interval as a range beside it.
+pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", e.name);
     let _ = writeln!(
@@ -28,8 +41,8 @@ pub fn run_table(e: &Estimate) -> String {
     // An estimate exists only for a scenario that fits (see `estimate::Fits`).
     row(&mut s, "fits", "yes".into());
     if let Some(g) = e.hpl_gflops {
-        row(&mut s, "HPL", format!("{g:.1} Gflops"));
-        row(&mut s, "cluster power", format!("{:.1} W", e.cluster_power_w));
+        row(&mut s, "HPL", format!("{g:.1} Gflops{}", range(iv, "hpl_gflops", 1)));
+        row(&mut s, "cluster power", format!("{:.1} W{}", e.cluster_power_w, range(iv, "cluster_power_w", 1)));
         row(&mut s, "hardware cost", format!("${:.0}", e.cost_usd));
         fault_rows(&mut s, e);
         return s;
@@ -37,9 +50,13 @@ pub fn run_table(e: &Estimate) -> String {
     if let Some(sv) = &e.serve {
         serve_rows(&mut s, e, sv);
     } else {
-        row(&mut s, "decode", format!("{:.2} tok/s", e.decode_tokens_per_s));
-        row(&mut s, "prefill", format!("{:.1} tok/s ({} prompt tokens)", e.prefill_tokens_per_s, e.prompt_tokens));
-        row(&mut s, "time to first token", format!("{:.3} s", e.ttft_s));
+        row(&mut s, "decode", format!("{:.2} tok/s{}", e.decode_tokens_per_s, range(iv, "decode_tokens_per_s", 2)));
+        row(
+            &mut s,
+            "prefill",
+            format!("{:.1} tok/s ({} prompt tokens){}", e.prefill_tokens_per_s, e.prompt_tokens, range(iv, "prefill_tokens_per_s", 1)),
+        );
+        row(&mut s, "time to first token", format!("{:.3} s{}", e.ttft_s, range(iv, "ttft_s", 3)));
         row(&mut s, "TPOT p50 / p99", format!("{:.2} / {:.2} ms", e.tpot_ms.p50, e.tpot_ms.p99));
     }
     if !e.decode_gpu_busy_percent.is_empty() {
@@ -52,12 +69,13 @@ pub fn run_table(e: &Estimate) -> String {
         &mut s,
         "cluster power",
         format!(
-            "{:.1} W  (per node: {})",
+            "{:.1} W  (per node: {}){}",
             e.cluster_power_w,
-            e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ")
+            e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", "),
+            range(iv, "cluster_power_w", 1)
         ),
     );
-    row(&mut s, "energy", format!("{:.2} J/token", e.energy_j_per_token));
+    row(&mut s, "energy", format!("{:.2} J/token{}", e.energy_j_per_token, range(iv, "energy_j_per_token", 2)));
     row(&mut s, "hardware cost", format!("${:.0}  ({} cables)", e.cost_usd, e.cables));
     row(&mut s, "cost per Mtok", format!("${:.2}  (${:.0} per tok/s)", e.usd_per_mtok, e.usd_per_token_per_s));
     for (i, m) in e.memory.iter().enumerate() {
@@ -142,6 +160,20 @@ fn summarize_nodes(nodes: &[String]) -> String {
 /// Pretty JSON of an estimate (deterministic key order, fixed rounding).
 pub fn to_json(e: &Estimate) -> String {
     serde_json::to_string_pretty(e).expect("estimate serializes")
+}
+
+/// [`to_json`] with each headline's interval as `<key>_interval: {"p5", "p50", "p95"}` after
+/// the estimate's own keys (which stay as they are).
+pub fn to_json_with(e: &Estimate, iv: &Intervals) -> String {
+    #[derive(serde::Serialize)]
+    struct With<'a> {
+        #[serde(flatten)]
+        estimate: &'a Estimate,
+        #[serde(flatten)]
+        intervals: std::collections::BTreeMap<String, &'a crate::calibrate::interval::Interval>,
+    }
+    let intervals = iv.iter().map(|(k, v)| (format!("{k}{}", crate::calibrate::interval::SUFFIX), v)).collect();
+    serde_json::to_string_pretty(&With { estimate: e, intervals }).expect("estimate serializes")
 }
 
 /// The JSON a scenario that cannot run prints (DESIGN.md "Contracts"): `fits` false, the

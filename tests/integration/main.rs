@@ -4,6 +4,7 @@ mod bench_import;
 mod calibration;
 mod charts;
 mod cli;
+mod cv;
 mod determinism;
 mod errors;
 mod faults;

@@ -1,0 +1,134 @@
+//! Prediction intervals of `run`'s headline outputs: p5 / p50 / p95 from the fit's parameter
+//! covariance (each output's sensitivity to every fitted parameter, by finite differences
+//! through the same estimator) plus the scatter of held-out rows of the output's kind, on a
+//! log scale. The profile's `[uncertainty]` (written by `calibrate`) gives both; a profile
+//! without it falls back on its fit report (standard errors, residual RMS), and a hand-set
+//! profile with neither gets no intervals.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::cv::Z90;
+use super::params::{dvalue, from_free, get_param, is_fraction, set_params, to_free};
+use crate::estimate::{Estimate, estimate};
+use crate::profile::{Profile, Uncertainty};
+use crate::scenario::Scenario;
+
+/// Step in the free variables for an output's sensitivity: 1%, well above the simulation's
+/// integer-nanosecond rounding.
+const STEP: f64 = 1e-2;
+
+/// Headline outputs of an estimate that carry an interval (besides every `*_power_w` number).
+pub const HEADLINES: &[&str] = &["decode_tokens_per_s", "prefill_tokens_per_s", "ttft_s", "energy_j_per_token", "hpl_gflops"];
+
+/// Suffix of the JSON key of an output's interval: `decode_tokens_per_s_interval`.
+pub const SUFFIX: &str = "_interval";
+
+/// A 90% prediction interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Interval {
+    /// 5th percentile.
+    pub p5: f64,
+    /// Median (the point prediction).
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+}
+
+/// The measurement kinds whose scatter an output's interval adds (their variances add: energy
+/// per token is power over decode rate).
+pub fn kinds_of(output: &str) -> &'static [&'static str] {
+    match output {
+        "decode_tokens_per_s" => &["decode_tokens_per_s"],
+        "prefill_tokens_per_s" | "ttft_s" => &["prefill_tokens_per_s"],
+        "energy_j_per_token" => &["node_power_w", "decode_tokens_per_s"],
+        o if o.ends_with("_power_w") => &["node_power_w"],
+        _ => &["all"],
+    }
+}
+
+/// The profile's uncertainty, or one derived from its fit report (diagonal covariance from the
+/// standard errors, the residual RMS as scatter); `None` for a profile that was never fitted.
+pub fn uncertainty(profile: &Profile) -> Option<Uncertainty> {
+    if let Some(u) = &profile.uncertainty {
+        return Some(u.clone());
+    }
+    let fit = profile.fit.as_ref()?;
+    let params: Vec<_> = fit.params.iter().filter(|p| get_param(profile, &p.name).is_some()).collect();
+    let n = params.len();
+    let mut covariance = vec![vec![0.0; n]; n];
+    for (k, p) in params.iter().enumerate() {
+        let d = dvalue(is_fraction(profile, &p.name), p.value);
+        covariance[k][k] = p.std_error.filter(|_| d > 0.0).map_or(0.0, |s| (s / d).powi(2));
+    }
+    let scatter = BTreeMap::from([("all".to_string(), fit.rms_percent / 100.0)]);
+    Some(Uncertainty { params: params.iter().map(|p| p.name.clone()).collect(), covariance, scatter })
+}
+
+/// The numeric headline outputs of `est` (positive values only), by JSON key.
+fn headlines(est: &Estimate) -> BTreeMap<String, f64> {
+    let v = serde_json::to_value(est).expect("estimate serializes");
+    let obj = v.as_object().expect("an estimate is an object");
+    obj.iter()
+        .filter(|(k, _)| HEADLINES.contains(&k.as_str()) || k.ends_with("_power_w"))
+        .filter_map(|(k, x)| x.as_f64().filter(|x| x.is_finite() && *x > 0.0).map(|x| (k.clone(), x)))
+        .collect()
+}
+
+/// Whether parameter `path` can move a prediction for `sc`: a chip's parameters only move
+/// clusters with that chip.
+fn can_move(path: &str, sc: &Scenario) -> bool {
+    match path.strip_prefix("chips.").and_then(|r| r.split('.').next()) {
+        Some(chip) => sc.nodes.iter().any(|n| n.chip == chip),
+        None => true,
+    }
+}
+
+/// The 90% intervals of `est`'s headline outputs (`est` is `estimate(sc, profile)`), keyed by
+/// output; empty when the profile has no uncertainty. The sensitivities are estimated in
+/// parallel and combined in parameter order, so the result is the same at any thread count.
+pub fn intervals(sc: &Scenario, profile: &Profile, est: &Estimate) -> BTreeMap<String, Interval> {
+    use rayon::prelude::*;
+    let Some(u) = uncertainty(profile) else { return BTreeMap::new() };
+    let base = headlines(est);
+    let movable: Vec<usize> =
+        (0..u.params.len()).filter(|&k| can_move(&u.params[k], sc) && u.covariance[k].iter().any(|c| *c != 0.0)).collect();
+    // d ln(output) / d(free variable) per movable parameter.
+    let grads: Vec<BTreeMap<String, f64>> = movable
+        .par_iter()
+        .map(|&k| {
+            let path = &u.params[k];
+            let Some(v) = get_param(profile, path) else { return BTreeMap::new() };
+            let f = is_fraction(profile, path);
+            let nudged = from_free(f, to_free(f, v) + STEP);
+            let Ok(est2) =
+                set_params(profile, std::slice::from_ref(path), &[nudged]).map_err(|_| ()).and_then(|p| estimate(sc, &p).map_err(|_| ()))
+            else {
+                return BTreeMap::new();
+            };
+            let h2 = headlines(&est2);
+            base.iter().filter_map(|(key, y)| h2.get(key).map(|y2| (key.clone(), (y2 / y).ln() / STEP))).collect()
+        })
+        .collect();
+    let mut out = BTreeMap::new();
+    for (key, y) in &base {
+        let g: Vec<f64> = grads.iter().map(|m| m.get(key).copied().unwrap_or(0.0)).collect();
+        let mut var = 0.0;
+        for (a, &ka) in movable.iter().enumerate() {
+            for (b, &kb) in movable.iter().enumerate() {
+                var += g[a] * u.covariance[ka][kb] * g[b];
+            }
+        }
+        for kind in kinds_of(key) {
+            let s = u.scatter.get(*kind).or_else(|| u.scatter.get("all")).copied().unwrap_or(0.0);
+            var += s * s;
+        }
+        let s = var.max(0.0).sqrt();
+        out.insert(
+            key.clone(),
+            Interval { p5: crate::util::sig(y * (-Z90 * s).exp()), p50: *y, p95: crate::util::sig(y * (Z90 * s).exp()) },
+        );
+    }
+    out
+}
