@@ -18,9 +18,9 @@ pub mod trace;
 pub mod types;
 
 pub use envelope::envelope;
-pub use generate::{GenerateRun, simulate_generate, simulate_generate_traced};
+pub use generate::{GenerateRun, MAX_SIMULATED_DECODE_STEPS, MAX_SIMULATED_PREFILL_CHUNKS, simulate_generate, simulate_generate_traced};
 pub use power::hardware_cost;
-pub use trace::{Trace, TraceEvent, trace};
+pub use trace::{MAX_TRACE_EVENTS, MAX_TRACE_STEPS, Trace, TraceEvent, trace_plan, trace_run};
 pub use types::{Envelope, Estimate, Fits, NodeMemory, Percentiles};
 
 /// Why a scenario cannot be estimated.
