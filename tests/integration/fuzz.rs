@@ -249,6 +249,16 @@ fn fuzz_stream(
         if peak > w.largest.0 {
             w.largest = (peak, format!("{path} {edits:?}"));
         }
+        if w.cases % 10_000 == 0 && std::env::var_os("SUPERNODE_FUZZ_CASES").is_some() {
+            // The long run's progress, so a run cut short still says how far it got.
+            eprintln!(
+                "fuzz progress: {} cases; slowest {:.3} s CPU ({:.3} s wall at most); largest peak {:.1} MB",
+                w.cases,
+                w.slowest.0,
+                w.slowest_wall,
+                w.largest.0 as f64 / 1048576.0
+            );
+        }
         drop(w);
         prop_assert!(took <= bound, "{path} with {edits:?} took {took:?}; the mutated text:\n{mutated}");
         prop_assert!(peak <= max_bytes, "{path} with {edits:?} held {peak} bytes at its peak; the mutated text:\n{mutated}");
