@@ -43,6 +43,9 @@ pub struct RunArgs {
     /// at most 1,000,000 tasks in all).
     #[arg(long, default_value_t = 4, requires = "trace", value_parser = clap::value_parser!(u64).range(1..=crate::estimate::MAX_TRACE_STEPS))]
     pub trace_steps: u64,
+    /// Most tasks the trace holds (tests set a small cap; the default is the documented one).
+    #[arg(long, hide = true, default_value_t = crate::estimate::MAX_TRACE_EVENTS, requires = "trace")]
+    pub trace_max_tasks: u64,
 }
 
 /// Runs the scenario. With `--json`, a scenario that cannot be loaded or run is also reported on
@@ -56,7 +59,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let est = estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e))?;
     tracing::debug!("run: estimated in {:.3} s", t0.elapsed().as_secs_f64());
     if let Some(path) = &args.trace {
-        write_trace(&sc, &profile, path, args.trace_steps)?;
+        write_trace(&sc, &profile, path, args.trace_steps, args.trace_max_tasks)?;
     }
     let body = report::to_json(&est);
     if !args.no_write {
@@ -147,8 +150,8 @@ fn estimate_error(sc: &Scenario, err: EstimateError) -> CliError {
 
 /// Writes the Perfetto trace of a generate workload's run, streamed to a temporary file beside
 /// `path` and moved into place when complete (memory flat in the trace's length). At most
-/// [`crate::estimate::MAX_TRACE_EVENTS`] tasks are written; the note says when the cap cut it.
-fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64) -> Result<(), CliError> {
+/// `max_tasks` tasks ([`crate::estimate::MAX_TRACE_EVENTS`] by default) are written; the note says when the cap cut it.
+fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64, max_tasks: u64) -> Result<(), CliError> {
     if sc.workload.kind != WorkloadKind::Generate {
         return Err(CliError::input("--trace records generate workloads (prefill and decode steps), not HPL"));
     }
@@ -159,7 +162,7 @@ fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64) -> Res
     let steps = steps.min(sc.workload.generate_tokens);
     let (written, dropped) = {
         let mut sink = |e: &crate::estimate::TraceEvent<'_>| out.event(e);
-        let mut tr = crate::estimate::Trace::new(steps, crate::estimate::MAX_TRACE_EVENTS, &mut sink);
+        let mut tr = crate::estimate::Trace::new(steps, max_tasks, &mut sink);
         crate::estimate::trace_run(sc, &plan, &mut tr);
         (tr.recorded, tr.dropped)
     };
@@ -168,8 +171,7 @@ fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64) -> Res
     super::note!("trace: {written} tasks written to {} (open in ui.perfetto.dev)", path.display());
     if dropped > 0 {
         super::note!(
-            "trace: capped at {} tasks; {dropped} more were not written (trace fewer decode steps with --trace-steps, or a shorter prompt)",
-            crate::estimate::MAX_TRACE_EVENTS
+            "trace: capped at {max_tasks} tasks; {dropped} more were not written (trace fewer decode steps with --trace-steps, or a shorter prompt)"
         );
     }
     Ok(())

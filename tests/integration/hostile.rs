@@ -239,3 +239,96 @@ fn a_huge_prior_weight_is_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--prior-weight") && err.contains("from 0 to 1e6"), "{err}");
 }
+
+/// Issue 14 item 1 (the trace streams to disk with a cap): `run --trace` with many decode steps
+/// used to build the whole trace in memory (7 GB, then abort). Now tasks stream to a temporary
+/// file moved into place when complete, at most a cap of them (the note and the file's metadata
+/// say how many were left out), and `--trace-steps` is bounded.
+#[test]
+fn the_trace_streams_to_disk_with_a_cap_on_tasks_and_steps() {
+    let t = tempfile::tempdir().unwrap();
+    let s = write(t.path(), "s.toml", BASE);
+    let path = t.path().join("trace.json");
+    let o = bin()
+        .arg("run")
+        .arg(&s)
+        .args(["--no-write", "--set", "workload.generate_tokens=1024", "--trace-steps", "1024", "--trace-max-tasks", "500", "--trace"])
+        .arg(&path)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("trace: 500 tasks written") && err.contains("capped at 500 tasks;"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count(), 500);
+    assert_eq!(v["metadata"]["tasks_written"], 500);
+    assert!(v["metadata"]["tasks_not_written"].as_u64().unwrap() > 0, "{}", v["metadata"]);
+    // No temporary file is left beside it.
+    assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 2);
+    // --trace-steps past the bound is refused by name.
+    let o = bin()
+        .arg("run")
+        .arg(&s)
+        .args(["--no-write", "--trace-steps", "100000", "--trace"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--trace-steps") && err.contains("1..=1024"), "{err}");
+}
+
+/// Issue 14 item 6 (bounded work): a generation of a million tokens used to simulate every step
+/// (over 10 s for a four-node DeepSeek). Past 1,024 steps the steps are sampled over the context
+/// range, so the work is bounded and the prediction stays consistent with shorter runs.
+#[test]
+fn a_million_token_generation_is_estimated_in_bounded_work() {
+    let t = tempfile::tempdir().unwrap();
+    let s = write(t.path(), "s.toml", BASE);
+    let est = |generate: &str| -> serde_json::Value {
+        let o = bin()
+            .arg("run")
+            .arg(&s)
+            .args(["--no-write", "--json", "--set", &format!("workload.generate_tokens={generate}")])
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (short, long) = (est("1024"), est("1000000"));
+    let events = |v: &serde_json::Value| v["sim_events"].as_f64().unwrap();
+    assert!(events(&long) <= events(&short) * 1.01, "{} vs {}", events(&long), events(&short));
+    // A longer context makes decode slower, never faster, and not absurdly so.
+    let rate = |v: &serde_json::Value| v["decode_tokens_per_s"].as_f64().unwrap();
+    assert!(rate(&long) < rate(&short) && rate(&long) > rate(&short) / 100.0, "{} vs {}", rate(&long), rate(&short));
+}
+
+/// Issue 14 item 4 (`--json` on every error): a command line clap refuses (unknown flag,
+/// missing value) printed only clap's text. With `--json` it is also a JSON error object on
+/// stdout, kind `usage`, exit 2.
+#[test]
+fn json_usage_errors_are_json_objects() {
+    let o = bin().args(["validate", "--json", "--against"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"]["kind"], "usage");
+    assert!(v["error"]["message"].as_str().unwrap().contains("--against"), "{v}");
+    assert!(v["error"]["help"].as_str().unwrap().contains("supernode validate --help"), "{v}");
+    for k in ["file", "line", "column"] {
+        assert!(v["error"][k].is_null(), "{v}");
+    }
+    let o = bin().args(["run", "--json", "--bogus", "x.toml"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["fits"], false, "run keeps its contract: {v}");
+    assert_eq!(v["detail"]["kind"], "usage");
+    assert!(v["error"].as_str().unwrap().contains("--bogus"), "{v}");
+    // Without --json, stdout stays empty; clap's message is on stderr either way.
+    let o = bin().args(["run", "--bogus", "x.toml"]).assert().code(2).get_output().clone();
+    assert!(o.stdout.is_empty() && String::from_utf8_lossy(&o.stderr).contains("--bogus"));
+    // A --json after `--` is an argument, not the flag.
+    let o = bin().args(["validate", "--bogus", "--", "--json"]).assert().code(2).get_output().clone();
+    assert!(o.stdout.is_empty());
+}
