@@ -332,3 +332,43 @@ fn json_usage_errors_are_json_objects() {
     let o = bin().args(["validate", "--bogus", "--", "--json"]).assert().code(2).get_output().clone();
     assert!(o.stdout.is_empty());
 }
+
+/// Issue 14 item 3 (internal names in messages): serde's Rust words reached the user ("integer
+/// `99999999999999999999` as i128, expected i64", "expected f64", "RawCluster", "a sequence").
+/// Scenario, sweep and profile errors now speak TOML: integers, numbers, lists, tables.
+#[test]
+fn error_messages_name_no_rust_types() {
+    let t = tempfile::tempdir().unwrap();
+    let leaks = ["i128", "i64", "u64", "f64", "Raw", "struct ", "sequence", "map,"];
+    let check = |err: &str| {
+        for l in leaks {
+            assert!(!err.contains(l), "`{l}` in: {err}");
+        }
+    };
+    let cases = [
+        ("big.toml", BASE.replace("prompt_tokens = 8", "prompt_tokens = 99999999999999999999"), "is out of range"),
+        ("float.toml", format!("{BASE}[cost]\namortization_years = \"x\"\n"), "expected a number"),
+        ("list.toml", BASE.replace("count = 1", "count = 1\nnodes = 5"), "expected a list"),
+        (
+            "table.toml",
+            BASE.replace("[cluster]\nnode = \"m3-ultra-80c-512gb\"\ncount = 1\nfabric = \"tb5-rdma\"\n", "cluster = 5\n"),
+            "[cluster] table",
+        ),
+        ("sweep.toml", format!("{BASE}[sweep]\nseed = {{ from = 1, to = 99999999999999999999 }}\n"), "out of range"),
+    ];
+    for (name, text, want) in cases {
+        let f = write(t.path(), name, &text);
+        let sub = if name == "sweep.toml" { "sweep" } else { "run" };
+        let o = bin().arg(sub).arg(&f).arg("--out").arg(t.path().join("o")).assert().code(2).get_output().clone();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{name}: {err}");
+        check(&err);
+    }
+    let default = std::fs::read_to_string(crate::root().join("calibration/profiles/default.toml")).unwrap();
+    let p = write(t.path(), "p.toml", &default.replace("calibrated_max_context = 4097", "calibrated_max_context = 1.5"));
+    let s = write(t.path(), "s.toml", BASE);
+    let o = bin().arg("run").arg(&s).arg("--no-write").arg("--profile").arg(&p).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("p.toml"), "{err}");
+    check(&err);
+}
