@@ -299,7 +299,8 @@ fn a_million_token_generation_is_estimated_in_bounded_work() {
             .clone();
         serde_json::from_slice(&o.stdout).unwrap()
     };
-    let (short, long) = (est("1024"), est("1000000"));
+    // 131,000 steps (within Llama 3.2 3B's 131,072-token window): 128 times the simulated ones.
+    let (short, long) = (est("1024"), est("131000"));
     let events = |v: &serde_json::Value| v["sim_events"].as_f64().unwrap();
     assert!(events(&long) <= events(&short) * 1.01, "{} vs {}", events(&long), events(&short));
     // A longer context makes decode slower, never faster, and not absurdly so.
@@ -371,4 +372,49 @@ fn error_messages_name_no_rust_types() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("p.toml"), "{err}");
     check(&err);
+}
+
+/// Issue 14 item 2 (numeric options against the physics): `hpl_n = 10000000` "fit" (an 800 TB
+/// matrix on 1 TB of nodes), and a prompt past the model's context window was only flagged as an
+/// extrapolation. Now both are errors at the value, with the limit in the help.
+#[test]
+fn hpl_n_past_memory_and_a_prompt_past_the_context_window_are_refused() {
+    let hpl = crate::scenario("m3-ultra-hpl-2x.toml");
+    let o =
+        bin().arg("run").arg(&hpl).args(["--no-write", "--json", "--set", "workload.hpl_n=10000000"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "does-not-fit", "{v}");
+    assert!(v["detail"]["message"].as_str().unwrap().contains("does not fit in the 1024 GB"), "{v}");
+    assert!(v["detail"]["help"].as_str().unwrap().contains("at most 357770"), "{v}");
+    bin().arg("run").arg(&hpl).args(["--no-write", "--set", "workload.hpl_n=357770"]).assert().success();
+    let t = tempfile::tempdir().unwrap();
+    // Llama 3.2 3B reads 131,072 tokens.
+    let s = write(t.path(), "s.toml", &BASE.replace("prompt_tokens = 8", "prompt_tokens = 131070"));
+    let err = run_fails(&s, 60);
+    assert!(err.contains("s.toml:16:17") && err.contains("131074 tokens is past Llama 3.2 3B's context window of 131072"), "{err}");
+    assert!(err.contains("at most 131072 tokens"), "{err}");
+    let ok = write(t.path(), "ok.toml", &BASE.replace("prompt_tokens = 8", "prompt_tokens = 131068"));
+    bin().arg("run").arg(&ok).arg("--no-write").assert().success();
+}
+
+/// Issue 14 item 5 (`--set` errors at the `--set` argument, on every path): the library's
+/// `scenario::load` applied overrides and then pointed errors at a line of re-serialised TOML
+/// ("s.toml (with --set):17:17"). Now it shares the CLI's path: an error in a `--set` value
+/// points at the argument, an error elsewhere at the user's own file.
+#[test]
+fn set_errors_point_at_the_argument_or_the_file_on_every_path() {
+    let t = tempfile::tempdir().unwrap();
+    let s = write(t.path(), "s.toml", BASE);
+    let e = supernode::scenario::load(&s, &["workload.prompt_tokens=-3".into()]).unwrap_err();
+    assert_eq!((e.path.as_str(), e.line, e.col), ("--set", 1, 24), "{e}");
+    // The context check blames the prompt (the larger part), which the file sets at 16:17.
+    let e = supernode::scenario::load(&s, &["workload.generate_tokens=7".into(), "workload.prompt_tokens=131070".into()]).unwrap_err();
+    assert_eq!((e.path.as_str(), e.col), ("--set", 24), "{e}");
+    let big = write(t.path(), "big.toml", &BASE.replace("prompt_tokens = 8", "prompt_tokens = 131070"));
+    let e = supernode::scenario::load(&big, &["seed=3".into()]).unwrap_err();
+    assert!(e.path.ends_with("big.toml") && (e.line, e.col) == (16, 17), "{e}");
+    // The CLI says the same.
+    let o = bin().arg("run").arg(&big).args(["--no-write", "--set", "seed=3"]).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("big.toml:16:17") && !err.contains("with --set"), "{err}");
 }
