@@ -620,7 +620,7 @@ impl Profile {
         let p: Profile = toml::from_str(text).map_err(|e| ProfileError::Parse {
             path: path.to_string(),
             line: line_of(text, e.span().map_or(0, |s| s.start)),
-            message: e.message().trim().to_string(),
+            message: crate::util::user_words(e.message().trim()),
         })?;
         p.check().map_err(|issue| ProfileError::Invalid {
             path: path.to_string(),

@@ -210,7 +210,8 @@ pub fn read_harness(path: &std::path::Path) -> Result<HarnessFile, SourceError> 
     if tool.is_some() && (tool != Some("supernode-harness") || version != Some(1)) {
         return Err(format(format!("unsupported harness file (tool `{}`, schema {})", tool.unwrap_or("?"), version.unwrap_or(0))));
     }
-    let f: HarnessFile = serde_json::from_value(head).map_err(|e| format(format!("not a harness file: {e}")))?;
+    let f: HarnessFile =
+        serde_json::from_value(head).map_err(|e| format(format!("not a harness file: {}", crate::util::user_words(&e.to_string()))))?;
     for b in &f.benchmarks {
         if !b.median_s.is_finite() || b.median_s <= 0.0 {
             return Err(format(format!("benchmark `{}` {} has median {}", b.kind, b.params, b.median_s)));

@@ -38,6 +38,8 @@ enum Message {
     Note(String),
     /// Nothing: the command's output already says why.
     Silent,
+    /// A command line clap refused (it prints the message itself): the JSON object's parts.
+    Usage { message: String, help: String },
 }
 
 /// The parts of a located error, for the JSON error object.
@@ -71,6 +73,12 @@ pub struct CliError {
 }
 
 impl CliError {
+    /// A command line clap refused (exit 2), for its JSON error object: kind `usage`, the
+    /// message and clap's tip as help; no file.
+    pub fn usage(message: impl Into<String>, help: impl Into<String>) -> Self {
+        Self::new(ExitKind::Input, Message::Usage { message: message.into(), help: help.into() })
+    }
+
     /// Bad input (exit 2), printed as `error: MESSAGE`.
     pub fn input(message: impl Into<String>) -> Self {
         Self::new(ExitKind::Input, Message::Error(message.into()))
@@ -112,6 +120,7 @@ impl CliError {
         use serde_json::json;
         let kind = match (self.error_kind, self.kind) {
             (Some(k), _) => json!(k),
+            (None, _) if matches!(self.message, Message::Usage { .. }) => json!("usage"),
             (None, ExitKind::Input) => json!("input"),
             (None, ExitKind::Failure) => json!("failure"),
             (None, ExitKind::OverBound) => json!("over-bound"),
@@ -120,6 +129,9 @@ impl CliError {
             Message::Error(m) => json!({"kind": kind, "message": m, "file": null, "line": null, "column": null, "help": null}),
             Message::Diagnostic { detail: d, .. } => {
                 json!({"kind": kind, "message": d.message, "file": d.file, "line": d.line, "column": d.column, "help": d.help})
+            }
+            Message::Usage { message, help } => {
+                json!({"kind": kind, "message": message, "file": null, "line": null, "column": null, "help": help})
             }
             Message::Note(_) | Message::Silent => return None,
         };
@@ -137,7 +149,7 @@ impl CliError {
     /// The one-line message (`None` when silent).
     pub fn summary(&self) -> Option<&str> {
         match &self.message {
-            Message::Error(s) | Message::Note(s) | Message::Diagnostic { summary: s, .. } => Some(s),
+            Message::Error(s) | Message::Note(s) | Message::Diagnostic { summary: s, .. } | Message::Usage { message: s, .. } => Some(s),
             Message::Silent => None,
         }
     }
@@ -151,6 +163,7 @@ impl CliError {
             Message::Error(s) => eprintln!("error: {s}"),
             Message::Diagnostic { report, .. } => eprintln!("{report:?}"),
             Message::Note(s) => eprintln!("{s}"),
+            Message::Usage { message, help } => eprintln!("error: {message}\n  {help}"),
             Message::Silent => {}
         }
         self.kind.code()

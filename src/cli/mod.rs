@@ -134,13 +134,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     // Long lines stay whole so that file:line:column and messages are greppable in logs; colour
     // and unicode only on a terminal (miette checks the stream itself).
     let _ = miette::set_hook(Box::new(|_| Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())));
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { ExitKind::Input.code() } else { EXIT_OK };
-            let _ = e.print();
-            return code;
-        }
+        Err(e) => return usage_error(&e, &args),
     };
     init_tracing(cli.verbose);
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
@@ -162,6 +159,33 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
         Ok(()) => EXIT_OK,
         Err(e) => e.with_json(json).report(),
     }
+}
+
+/// A command line clap refused (unknown flag, missing argument, bad value; exit 2), or a help or
+/// version request (exit 0). With `--json` among the arguments a refusal is also printed on
+/// stdout as the JSON error object of the command (`run`: `{"fits": false, ...}`, others:
+/// `{"error": {kind: "usage", message, file, line, column, help}}`), as for any other error.
+fn usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> i32 {
+    if !e.use_stderr() {
+        let _ = e.print();
+        return EXIT_OK;
+    }
+    // Arguments before a `--` terminator; the first one is the program.
+    let words: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).take_while(|a| a != "--").collect();
+    if words.iter().any(|w| w == "--json") {
+        let style = if words.iter().find(|w| !w.starts_with('-')).is_some_and(|w| w == "run") { JsonStyle::Run } else { JsonStyle::Error };
+        let text = e.render().to_string();
+        let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+        let message = lines.next().unwrap_or("invalid command line").trim_start_matches("error: ").to_string();
+        let tips: Vec<&str> = lines.filter(|l| l.starts_with("tip:") || l.starts_with("Usage:")).collect();
+        let sub = words.iter().find(|w| !w.starts_with('-')).map_or(String::new(), |w| format!("{w} "));
+        let help = if tips.is_empty() { format!("see `supernode {sub}--help`") } else { tips.join("; ") };
+        if let Some(v) = CliError::usage(message, help).json_object(style) {
+            println!("{v}");
+        }
+    }
+    let _ = e.print();
+    ExitKind::Input.code()
 }
 
 /// Sends `tracing` events to stderr when asked: `RUST_LOG` when set (e.g.

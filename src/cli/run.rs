@@ -39,9 +39,13 @@ pub struct RunArgs {
     /// Also write a Perfetto / chrome://tracing trace of the run (every prefill chunk and the first decode steps) to this file.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// Decode steps the trace records.
-    #[arg(long, default_value_t = 4, requires = "trace")]
+    /// Decode steps the trace records (1 to 1024; the trace also holds every prefill chunk, and
+    /// at most 1,000,000 tasks in all).
+    #[arg(long, default_value_t = 4, requires = "trace", value_parser = clap::value_parser!(u64).range(1..=crate::estimate::MAX_TRACE_STEPS))]
     pub trace_steps: u64,
+    /// Most tasks the trace holds (tests set a small cap; the default is the documented one).
+    #[arg(long, hide = true, default_value_t = crate::estimate::MAX_TRACE_EVENTS, requires = "trace")]
+    pub trace_max_tasks: u64,
 }
 
 /// Runs the scenario. With `--json`, a scenario that cannot be loaded or run is also reported on
@@ -58,7 +62,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let est = estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e))?;
     tracing::debug!("run: estimated in {:.3} s", t0.elapsed().as_secs_f64());
     if let Some(path) = &args.trace {
-        write_trace(&sc, &profile, path, args.trace_steps)?;
+        write_trace(&sc, &profile, path, args.trace_steps, args.trace_max_tasks)?;
     }
     let intervals = crate::calibrate::interval::intervals(&sc, &profile, &est);
     let body = report::to_json_with(&est, &intervals);
@@ -148,17 +152,34 @@ fn estimate_error(sc: &Scenario, err: EstimateError) -> CliError {
     CliError::scenario(sc.error_at(span, err.to_string(), Some(pe.fix())).with_kind(err.kind()))
 }
 
-/// Writes the Perfetto trace of a generate workload's run.
-fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64) -> Result<(), CliError> {
+/// Writes the Perfetto trace of a generate workload's run, streamed to a temporary file beside
+/// `path` and moved into place when complete (memory flat in the trace's length). At most
+/// `max_tasks` tasks ([`crate::estimate::MAX_TRACE_EVENTS`] by default) are written; the note says when the cap cut it.
+fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64, max_tasks: u64) -> Result<(), CliError> {
     if sc.workload.kind != WorkloadKind::Generate {
         return Err(CliError::input(
             "--trace records generate workloads (prefill and decode steps), not HPL or serving runs (per-request tracks are not built yet)",
         ));
     }
     let cannot = |e: String| CliError::failure(format!("cannot write the trace {}: {e}", path.display()));
-    let (plan, tr) = crate::estimate::trace(sc, profile, steps).map_err(|e| cannot(e.to_string()))?;
-    crate::util::write_atomic(path, report::trace_json(&plan, &tr).as_bytes()).map_err(|e| cannot(e.to_string()))?;
-    super::note!("trace: {} tasks written to {} (open in ui.perfetto.dev)", tr.events.len(), path.display());
+    let plan = crate::estimate::trace_plan(sc, profile).map_err(|e| cannot(e.to_string()))?;
+    let file = crate::util::AtomicFile::create(path).map_err(|e| cannot(e.to_string()))?;
+    let mut out = report::TraceWriter::begin(file, &plan);
+    let steps = steps.min(sc.workload.generate_tokens);
+    let (written, dropped) = {
+        let mut sink = |e: &crate::estimate::TraceEvent<'_>| out.event(e);
+        let mut tr = crate::estimate::Trace::new(steps, max_tasks, &mut sink);
+        crate::estimate::trace_run(sc, &plan, &mut tr);
+        (tr.recorded, tr.dropped)
+    };
+    let file = out.finish(&plan, steps, written, dropped).map_err(|e| cannot(e.to_string()))?;
+    file.commit().map_err(|e| cannot(e.to_string()))?;
+    super::note!("trace: {written} tasks written to {} (open in ui.perfetto.dev)", path.display());
+    if dropped > 0 {
+        super::note!(
+            "trace: capped at {max_tasks} tasks; {dropped} more were not written (trace fewer decode steps with --trace-steps, or a shorter prompt)"
+        );
+    }
     Ok(())
 }
 

@@ -6,6 +6,17 @@ use crate::sim::{Jitter, ResourceKind, Time, execute};
 
 use super::trace::Trace;
 
+/// Most decode steps simulated one by one. A longer generation is simulated at this many steps
+/// spread evenly over its context range, each standing for its share of the steps (a step's time
+/// varies smoothly with the context: attention grows linearly with it), so the work of an
+/// estimate is bounded whatever `generate_tokens` is. Generations up to this length are simulated
+/// step by step, exactly as before.
+pub const MAX_SIMULATED_DECODE_STEPS: u64 = 1024;
+
+/// Most full-size prefill chunks simulated one by one; more are sampled like decode steps (see
+/// [`MAX_SIMULATED_DECODE_STEPS`]). A 131,072-token prompt in 512-token chunks is 256 chunks.
+pub const MAX_SIMULATED_PREFILL_CHUNKS: u64 = 1024;
+
 /// Timing of a generate run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GenerateRun {
@@ -13,13 +24,16 @@ pub struct GenerateRun {
     pub prefill_ns: Time,
     /// Decode time, ns.
     pub decode_ns: Time,
-    /// Each decode step, ns.
+    /// Decode steps the run stands for (the workload's `generate_tokens`).
+    pub decode_steps: u64,
+    /// The simulated decode steps, ns: every step, or [`MAX_SIMULATED_DECODE_STEPS`] evenly
+    /// spread ones for a longer generation (each standing for an equal share of the steps).
     pub step_ns: Vec<Time>,
     /// GPU busy time per node during decode, ns.
     pub decode_busy_gpu: Vec<Time>,
     /// CPU busy time per node during decode, ns.
     pub decode_busy_cpu: Vec<Time>,
-    /// Events processed.
+    /// Events processed (by the simulated steps).
     pub events: u64,
     /// Bytes put on links during decode.
     pub decode_bytes_sent: u64,
@@ -61,55 +75,53 @@ pub fn sample_generate(plan: &Plan, prompt: u64, generate: u64, samples: u64, se
         now = tl.makespan;
     }
     run.decode_ns = decode.round() as Time;
+    run.decode_steps = generate;
     run.decode_bytes_sent = bytes.round() as u64;
     run
 }
 
-/// [`simulate_generate`], recording the executed tasks into `trace` when given.
-pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u64, mut trace: Option<&mut Trace>) -> GenerateRun {
-    let mut jitter = Jitter::new(seed, plan.jitter_cv);
-    let mut now: Time = 0;
-    let mut events = 0;
-    let mut cached: Option<Lowered> = None;
-    let mut done = 0;
-    let mut chunks = 0;
-    while done < prompt {
-        let t = prefill_piece(plan, prompt, done);
-        if cached.as_ref().is_none_or(|c| c.tokens != t) {
-            cached = Some(lower_step(plan, t));
-        }
-        let low = cached.as_mut().expect("just built");
-        low.retime(plan, done);
-        let tl = execute(&low.graph, now, &mut jitter);
-        if let Some(tr) = trace.as_deref_mut() {
-            tr.record(low, &tl, "prefill", chunks);
-        }
-        chunks += 1;
-        events += tl.events;
-        now = tl.makespan;
-        done += t;
+/// The `k`-th of `samples` evenly spread samples of `total` items: (first item it stands for,
+/// how many it stands for). With `samples >= total`, item `k` alone.
+fn sample(k: u64, samples: u64, total: u64) -> (u64, u64) {
+    if samples >= total {
+        return (k, 1);
     }
-    let prefill_ns = now;
+    // u128: `k * total` can exceed u64 for absurd totals.
+    let at = |k: u64| (u128::from(k) * u128::from(total) / u128::from(samples)) as u64;
+    (at(k), at(k + 1) - at(k))
+}
+
+/// [`simulate_generate`], recording the executed tasks into `trace` when given.
+pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u64, mut trace: Option<&mut Trace<'_>>) -> GenerateRun {
+    let mut jitter = Jitter::new(seed, plan.jitter_cv);
+    let mut events = 0;
+    let (prefill_ns, prefill_events) = prefill(plan, prompt, &mut jitter, trace.as_deref_mut());
+    events += prefill_events;
+    let mut now = prefill_ns;
     let mut low = lower_step(plan, 1);
     let n = plan.n();
     let mut busy_gpu = vec![0; n];
     let mut busy_cpu = vec![0; n];
-    let mut steps = Vec::with_capacity(generate as usize);
+    let samples = generate.min(MAX_SIMULATED_DECODE_STEPS);
+    let mut steps = Vec::with_capacity(samples as usize);
     let mut bytes = 0;
-    for g in 0..generate {
-        low.retime(plan, prompt + g);
+    for k in 0..samples {
+        let (g, weight) = sample(k, samples, generate);
+        // The sample stands for steps g..g+weight: time it at their middle context.
+        low.retime(plan, prompt + g + (weight - 1) / 2);
         let tl = execute(&low.graph, now, &mut jitter);
-        if let Some(tr) = trace.as_deref_mut().filter(|tr| g < tr.max_decode_steps) {
+        if let Some(tr) = trace.as_deref_mut() {
             tr.record(&low, &tl, "decode", g);
         }
         events += tl.events;
-        steps.push(tl.makespan - now);
-        now = tl.makespan;
-        bytes += low.bytes_sent;
+        let step = tl.makespan - now;
+        steps.push(step);
+        now = now.saturating_add(step.saturating_mul(weight));
+        bytes += low.bytes_sent * weight;
         for (r, res) in low.graph.resources.iter().enumerate() {
             match res.kind {
-                ResourceKind::Gpu => busy_gpu[res.node as usize] += tl.busy[r],
-                ResourceKind::Cpu => busy_cpu[res.node as usize] += tl.busy[r],
+                ResourceKind::Gpu => busy_gpu[res.node as usize] += tl.busy[r] * weight,
+                ResourceKind::Cpu => busy_cpu[res.node as usize] += tl.busy[r] * weight,
                 ResourceKind::Link | ResourceKind::Virtual => {}
             }
         }
@@ -117,10 +129,50 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
     GenerateRun {
         prefill_ns,
         decode_ns: now - prefill_ns,
+        decode_steps: generate,
         step_ns: steps,
         decode_busy_gpu: busy_gpu,
         decode_busy_cpu: busy_cpu,
         events,
         decode_bytes_sent: bytes,
     }
+}
+
+/// Prefill in chunks (mlx-lm chunks all but the last prompt token, then runs that token alone);
+/// more than [`MAX_SIMULATED_PREFILL_CHUNKS`] full-size chunks are sampled. Returns the prefill
+/// time and the events processed.
+fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut Trace<'_>>) -> (Time, u64) {
+    let chunk = plan.options.prefill_chunk.max(1);
+    let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
+    // The full-size chunks, then the rest of the chunked part, then the lone last token.
+    let full = chunked / chunk;
+    let mut tail = vec![chunked % chunk, prompt - chunked];
+    tail.retain(|&t| t > 0);
+    let samples = full.min(MAX_SIMULATED_PREFILL_CHUNKS);
+    let (mut now, mut events): (Time, u64) = (0, 0);
+    let mut cached: Option<Lowered> = None;
+    let mut run = |tokens: u64, done: u64, index: u64, weight: u64, now: &mut Time| {
+        if cached.as_ref().is_none_or(|c| c.tokens != tokens) {
+            cached = Some(lower_step(plan, tokens));
+        }
+        let low = cached.as_mut().expect("just built");
+        low.retime(plan, done);
+        let tl = execute(&low.graph, *now, jitter);
+        if let Some(tr) = trace.as_deref_mut() {
+            tr.record(low, &tl, "prefill", index);
+        }
+        *now = now.saturating_add((tl.makespan - *now).saturating_mul(weight));
+        tl.events
+    };
+    for k in 0..samples {
+        let (c, weight) = sample(k, samples, full);
+        // The sample stands for chunks c..c+weight: time it at their middle.
+        events += run(chunk, (c + (weight - 1) / 2) * chunk, c, weight, &mut now);
+    }
+    let mut done = full * chunk;
+    for (i, t) in tail.into_iter().enumerate() {
+        events += run(t, done, full + i as u64, 1, &mut now);
+        done += t;
+    }
+    (now, events)
 }

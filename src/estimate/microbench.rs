@@ -33,7 +33,7 @@ pub fn segment_chain_seconds(plan: &Plan, blocks: &[Vec<Op>], repeats: usize, al
 impl GenerateRun {
     /// Decode throughput: decoded tokens over the decode time, tokens/s.
     pub fn decode_tokens_per_s(&self) -> f64 {
-        self.step_ns.len() as f64 / (self.decode_ns as f64 / 1e9)
+        self.decode_steps as f64 / (self.decode_ns as f64 / 1e9)
     }
 
     /// Prefill throughput of a `prompt`-token prompt over the prefill time, tokens/s.

@@ -20,10 +20,12 @@ pub mod trace;
 pub mod types;
 
 pub use envelope::envelope;
-pub use generate::{GenerateRun, sample_generate, simulate_generate, simulate_generate_traced};
+pub use generate::{
+    GenerateRun, MAX_SIMULATED_DECODE_STEPS, MAX_SIMULATED_PREFILL_CHUNKS, sample_generate, simulate_generate, simulate_generate_traced,
+};
 pub use power::hardware_cost;
 pub use serve::{ServeRun, ServeSim, simulate_serve};
-pub use trace::{Trace, TraceEvent, trace};
+pub use trace::{MAX_TRACE_EVENTS, MAX_TRACE_STEPS, Trace, TraceEvent, trace_plan, trace_run};
 pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, NodeMemory, Percentiles, Quantiles, ServeMetrics};
 
 /// Why a scenario cannot be estimated.
@@ -125,6 +127,7 @@ fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut Estimate) 
     let span = GenerateRun {
         prefill_ns: 0,
         decode_ns: run.end_ns.max(1),
+        decode_steps: 0, // the span carries utilisation only; rates come from the serve statistics
         step_ns: Vec::new(),
         decode_busy_gpu: run.busy_gpu.clone(),
         decode_busy_cpu: run.busy_cpu.clone(),

@@ -1,4 +1,6 @@
-//! Recording what a run executes, for the Perfetto trace of `run --trace`.
+//! Recording what a run executes, for the Perfetto trace of `run --trace`. Tasks are handed to a
+//! sink as they execute (the CLI streams them to disk), so memory stays flat in the trace's
+//! length; a cap on tasks bounds the file.
 
 use crate::engine::{Lowered, Plan};
 use crate::profile::Profile;
@@ -8,21 +10,32 @@ use crate::sim::{ResourceKind, Time};
 use super::EstimateError;
 use super::generate::simulate_generate_traced;
 
-/// Traces the scenario's generate run as [`super::estimate`] simulates it (same plan, seed and jitter
-/// stream): every prefill chunk and the first `max_decode_steps` decode steps.
-pub fn trace(s: &Scenario, profile: &Profile, max_decode_steps: u64) -> Result<(Plan, Trace), EstimateError> {
-    let plan = super::generate_plan(s, profile)?;
-    let mut tr = Trace { max_decode_steps, events: Vec::new() };
-    let steps = s.workload.generate_tokens.min(max_decode_steps);
-    simulate_generate_traced(&plan, s.workload.prompt_tokens, steps, s.seed, Some(&mut tr));
-    Ok((plan, tr))
+/// Most decode steps a trace may record (`run --trace-steps`); a longer generation's steps past
+/// it are sampled by the estimate (see [`super::generate::MAX_SIMULATED_DECODE_STEPS`]).
+pub const MAX_TRACE_STEPS: u64 = super::generate::MAX_SIMULATED_DECODE_STEPS;
+
+/// Most tasks a trace records (about 150 bytes each in the file: ~150 MB); tasks past it are
+/// counted, not written.
+pub const MAX_TRACE_EVENTS: u64 = 1_000_000;
+
+/// The plan a trace of the scenario runs (the one [`super::estimate`] uses).
+pub fn trace_plan(s: &Scenario, profile: &Profile) -> Result<Plan, EstimateError> {
+    Ok(super::generate_plan(s, profile)?)
+}
+
+/// Runs the scenario's generate workload as [`super::estimate`] simulates it (same plan, seed and
+/// jitter stream), handing every prefill chunk's and the first `tr.max_decode_steps` decode
+/// steps' tasks to the trace's sink (at most `tr.max_events`).
+pub fn trace_run(s: &Scenario, plan: &Plan, tr: &mut Trace<'_>) {
+    let steps = s.workload.generate_tokens.min(tr.max_decode_steps);
+    simulate_generate_traced(plan, s.workload.prompt_tokens, steps, s.seed, Some(tr));
 }
 
 /// One task of a traced run: what ran where, and when.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TraceEvent {
+pub struct TraceEvent<'a> {
     /// Resource name (`node0.gpu`, `node1.cpu`, `link 0->1`, ...).
-    pub resource: String,
+    pub resource: &'a str,
     /// Node the resource belongs to (for links: the sender).
     pub node: u32,
     /// Task label (`compute`, `gpu->cpu`, `send`, `host`, ...).
@@ -36,41 +49,65 @@ pub struct TraceEvent {
     /// End, ns.
     pub end: Time,
     /// For a GPU task: the operations it runs, comma-separated.
-    pub ops: Option<String>,
+    pub ops: Option<&'a str>,
 }
 
-/// A recorder of the tasks a run executes (every prefill chunk, the first `max_decode_steps`
-/// decode steps); zero-length tasks and join points are left out.
-#[derive(Clone, Debug, Default)]
-pub struct Trace {
+/// A recorder of the tasks a run executes (zero-length tasks and join points are left out): it
+/// hands each to its sink, up to `max_events`, and counts the rest.
+pub struct Trace<'a> {
     /// Decode steps to record.
     pub max_decode_steps: u64,
-    /// The tasks, in execution-graph order per step.
-    pub events: Vec<TraceEvent>,
+    /// Tasks to record at most.
+    pub max_events: u64,
+    /// Tasks handed to the sink.
+    pub recorded: u64,
+    /// Tasks past `max_events`, not handed on.
+    pub dropped: u64,
+    /// Prefill chunks and decode steps executed while tracing.
+    pub steps: u64,
+    sink: &'a mut dyn FnMut(&TraceEvent<'_>),
 }
 
-impl Trace {
+impl std::fmt::Debug for Trace<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trace").field("recorded", &self.recorded).field("dropped", &self.dropped).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Trace<'a> {
+    /// A recorder of `max_decode_steps` decode steps (and every prefill chunk), at most
+    /// `max_events` tasks, handing each to `sink`.
+    pub fn new(max_decode_steps: u64, max_events: u64, sink: &'a mut dyn FnMut(&TraceEvent<'_>)) -> Self {
+        Trace { max_decode_steps, max_events, recorded: 0, dropped: 0, steps: 0, sink }
+    }
+
     pub(super) fn record(&mut self, low: &Lowered, tl: &crate::sim::Timeline, phase: &'static str, step: u64) {
+        self.steps += 1;
         let graph = &low.graph;
         let mut ops: Vec<Option<String>> = vec![None; graph.tasks.len()];
         for &(task, seg) in &low.gpu_tasks {
             let names: Vec<&str> = low.segments[seg].ops.iter().map(|o| o.name).collect();
             ops[task.0 as usize] = Some(names.join(", "));
         }
-        for ((task, t), ops) in graph.tasks.iter().zip(&tl.timings).zip(ops) {
+        for ((task, t), ops) in graph.tasks.iter().zip(&tl.timings).zip(&ops) {
             let res = &graph.resources[task.resource.0 as usize];
             if res.kind == ResourceKind::Virtual || t.end == t.start {
                 continue;
             }
-            self.events.push(TraceEvent {
-                resource: res.name.clone(),
+            if self.recorded >= self.max_events {
+                self.dropped += 1;
+                continue;
+            }
+            self.recorded += 1;
+            (self.sink)(&TraceEvent {
+                resource: &res.name,
                 node: res.node,
                 label: task.label,
                 phase,
                 step,
                 start: t.start,
                 end: t.end,
-                ops,
+                ops: ops.as_deref(),
             });
         }
     }

@@ -52,6 +52,8 @@ const BOUNDS: &[(&str, u64)] = &[
     ("num_experts_per_tok", 100_000),
     ("first_k_dense_replace", 1_000),
     ("sliding_window", 1_000_000_000),
+    ("max_position_embeddings", 100_000_000),
+    ("original_max_position_embeddings", 100_000_000),
 ];
 /// Bound of a key without its own entry in [`BOUNDS`] (ranks and head dimensions of MLA).
 const MAX_OTHER: u64 = 1_000_000;
@@ -111,6 +113,23 @@ fn params_estimate(layers: u64, hidden: u64, vocab: u64, attention: &Attention, 
     let ffn = 3.0 * h * f(ffn);
     let moe = moe.map_or(0.0, |m| 3.0 * h * (f(m.experts) + f(m.shared)) * f(m.expert_ffn) + 3.0 * h * f(m.dense_ffn) + h * f(m.experts));
     f(layers) * (att + ffn + moe) + 2.0 * f(vocab) * h
+}
+
+/// The longest context: `max_position_embeddings`, or with `rope_scaling` (`factor` and
+/// `original_max_position_embeddings`) the scaled length when larger; None without the key.
+fn max_context(v: &Value) -> Result<Option<u64>, LlmError> {
+    let Some(mpe) = opt(v, "max_position_embeddings")? else { return Ok(None) };
+    let scaled = match v.get("rope_scaling").filter(|r| r.is_object()) {
+        Some(r) => {
+            let factor = r.get("factor").and_then(Value::as_f64).filter(|f| f.is_finite() && *f >= 1.0 && *f <= 1e3);
+            match (factor, opt(r, "original_max_position_embeddings")?) {
+                (Some(f), Some(orig)) => (orig as f64 * f) as u64,
+                _ => 0,
+            }
+        }
+        None => 0,
+    };
+    Ok(Some(mpe.max(scaled)))
 }
 
 impl ModelSpec {
@@ -213,6 +232,7 @@ impl ModelSpec {
             moe,
             sliding_window: sliding,
             tie_embeddings: tie,
+            max_context: max_context(v)?,
         })
     }
 }

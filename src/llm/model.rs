@@ -75,6 +75,10 @@ pub struct ModelSpec {
     pub sliding_window: Option<u64>,
     /// Input embeddings shared with the LM head.
     pub tie_embeddings: bool,
+    /// Longest context the model reads, tokens: `max_position_embeddings` (or, with rope
+    /// scaling, its factor times `original_max_position_embeddings` when larger); None when the
+    /// config does not say.
+    pub max_context: Option<u64>,
 }
 
 impl ModelSpec {

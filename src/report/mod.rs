@@ -187,51 +187,93 @@ pub fn error_json(kind: Option<ErrorKind>, message: &str) -> String {
 }
 
 /// A traced run in the Chrome trace-event format that Perfetto (ui.perfetto.dev) and
-/// chrome://tracing open: one process per node, one thread per resource (GPU stream, CPU, each
-/// link direction), one complete event per task, timestamps in microseconds.
-pub fn trace_json(plan: &crate::engine::Plan, trace: &crate::estimate::Trace) -> String {
-    use serde_json::json;
-    let mut threads: Vec<(u32, &str)> = Vec::new();
-    for e in &trace.events {
-        if !threads.iter().any(|(n, r)| *n == e.node && *r == e.resource) {
-            threads.push((e.node, &e.resource));
+/// chrome://tracing open, written as the run goes (memory flat in the trace's length): one
+/// process per node, one thread per resource (GPU stream, CPU, each link direction; named where
+/// first used), one complete event per task, timestamps in microseconds.
+#[derive(Debug)]
+pub struct TraceWriter<W: std::io::Write> {
+    w: W,
+    threads: Vec<(u32, String)>,
+    any_item: bool,
+    error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> TraceWriter<W> {
+    /// Starts the document: the process (node) names.
+    pub fn begin(w: W, plan: &crate::engine::Plan) -> Self {
+        use serde_json::json;
+        let mut t = TraceWriter { w, threads: Vec::new(), any_item: false, error: None };
+        t.raw("{\"traceEvents\":[");
+        for (i, node) in plan.nodes.iter().enumerate() {
+            t.item(&json!({"ph": "M", "name": "process_name", "pid": i, "tid": 0, "args": {"name": format!("node{i} {}", node.id)}}));
+            t.item(&json!({"ph": "M", "name": "process_sort_index", "pid": i, "tid": 0, "args": {"sort_index": i}}));
+        }
+        t
+    }
+
+    fn raw(&mut self, s: &str) {
+        if self.error.is_none() {
+            if let Err(e) = self.w.write_all(s.as_bytes()) {
+                self.error = Some(e);
+            }
         }
     }
-    let tid = |node: u32, res: &str| threads.iter().position(|(n, r)| *n == node && *r == res).unwrap_or(0);
-    let mut events = Vec::with_capacity(trace.events.len() + plan.n() + threads.len());
-    for (i, node) in plan.nodes.iter().enumerate() {
-        events.push(json!({"ph": "M", "name": "process_name", "pid": i, "tid": 0, "args": {"name": format!("node{i} {}", node.id)}}));
-        events.push(json!({"ph": "M", "name": "process_sort_index", "pid": i, "tid": 0, "args": {"sort_index": i}}));
+
+    fn item(&mut self, v: &serde_json::Value) {
+        if self.error.is_none() {
+            // Every item but the first follows a comma.
+            let r = if self.any_item { self.w.write_all(b",") } else { Ok(()) };
+            if let Err(e) = r.and_then(|()| serde_json::to_writer(&mut self.w, v).map_err(std::io::Error::from)) {
+                self.error = Some(e);
+            }
+        }
+        self.any_item = true;
     }
-    for (k, (node, res)) in threads.iter().enumerate() {
-        events.push(json!({"ph": "M", "name": "thread_name", "pid": node, "tid": k, "args": {"name": res}}));
-    }
-    for e in &trace.events {
-        events.push(json!({
+
+    /// Writes one task (and its thread's name, the first time the thread is seen).
+    pub fn event(&mut self, e: &crate::estimate::TraceEvent<'_>) {
+        use serde_json::json;
+        let tid = match self.threads.iter().position(|(n, r)| *n == e.node && r == e.resource) {
+            Some(k) => k,
+            None => {
+                self.threads.push((e.node, e.resource.to_string()));
+                let k = self.threads.len() - 1;
+                self.item(&json!({"ph": "M", "name": "thread_name", "pid": e.node, "tid": k, "args": {"name": e.resource}}));
+                k
+            }
+        };
+        self.item(&json!({
             "ph": "X",
             "name": e.label,
             "cat": e.phase,
             "pid": e.node,
-            "tid": tid(e.node, &e.resource),
+            "tid": tid,
             "ts": e.start as f64 / 1e3,
             "dur": (e.end - e.start) as f64 / 1e3,
-            "args": match &e.ops {
+            "args": match e.ops {
                 Some(ops) => json!({"phase": e.phase, "step": e.step, "ops": ops}),
                 None => json!({"phase": e.phase, "step": e.step}),
             },
         }));
     }
-    let doc = json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "metadata": {
+
+    /// Ends the document with its metadata (decode steps traced, tasks written and not written
+    /// past the cap) and returns the writer, or the first write error.
+    pub fn finish(mut self, plan: &crate::engine::Plan, decode_steps: u64, written: u64, not_written: u64) -> std::io::Result<W> {
+        let meta = serde_json::json!({
             "tool": "supernode",
             "model": plan.model.id,
             "quant": plan.quant.id,
-            "decode_steps_traced": trace.max_decode_steps,
-        },
-    });
-    serde_json::to_string(&doc).expect("trace serializes")
+            "decode_steps_traced": decode_steps,
+            "tasks_written": written,
+            "tasks_not_written": not_written,
+        });
+        self.raw(&format!("],\"displayTimeUnit\":\"ns\",\"metadata\":{meta}}}"));
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.w),
+        }
+    }
 }
 
 /// The catalog as a human listing.

@@ -183,7 +183,8 @@ impl Scenario {
     }
 }
 
-/// Reads a scenario file, applies `--set key=value` overrides, and validates it.
+/// Reads a scenario file, applies `--set key=value` overrides, and validates it; errors point at
+/// the `--set` argument or at the file, never at re-serialised TOML.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
     let shown = path.display().to_string();
     let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES).map_err(|e| {
@@ -192,8 +193,7 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError
     })?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let source = Source { path: shown, dir, text };
-    let source = apply_overrides(source, overrides)?;
-    parse(source)
+    overrides::parse_with_overrides(source, overrides)
 }
 
 #[cfg(test)]

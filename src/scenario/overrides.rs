@@ -127,13 +127,51 @@ pub fn apply_overrides(source: Source, overrides: &[String]) -> Result<Source, S
 /// Applies the overrides and validates the scenario; an error located in a value that a
 /// `--set` argument gave points at that argument instead of the re-serialised TOML.
 pub fn parse_with_overrides(source: Source, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    if overrides.is_empty() {
+        return super::parse(source);
+    }
+    let original = source.clone();
     let applied = apply_overrides(source, overrides)?;
     let text = applied.text.clone();
-    super::parse(applied).map_err(|e| retarget(e, &text, overrides))
+    super::parse(applied).map_err(|e| retarget(e, &text, overrides, &original))
+}
+
+/// Moves an error still in the re-serialised `text` (a key no `--set` gave) to the same key in
+/// the file the user wrote; left as it is when the key is not found there.
+fn back_to_file(e: ScenarioError, text: &str, original: &Source) -> ScenarioError {
+    let at = e.span().start;
+    if e.span().is_empty() && at == 0 {
+        return e;
+    }
+    let (Ok(doc), Ok(orig)) = (toml::de::DeTable::parse(text), toml::de::DeTable::parse(&original.text)) else { return e };
+    let Some((path, on_key)) = leaf_at(doc.get_ref(), at, "") else { return e };
+    match find(orig.get_ref(), &path) {
+        Some((k, v)) => original.error(if on_key { k } else { v }, e.message.clone(), e.help.clone()).with_kind(e.kind),
+        None => e,
+    }
+}
+
+/// The dotted path of the key or value at byte `at`, and whether `at` is on the key.
+fn leaf_at(table: &toml::de::DeTable<'_>, at: usize, prefix: &str) -> Option<(String, bool)> {
+    for (k, v) in table.iter() {
+        let path = if prefix.is_empty() { k.get_ref().to_string() } else { format!("{prefix}.{}", k.get_ref()) };
+        if let toml::de::DeValue::Table(t) = v.get_ref() {
+            if let Some(found) = leaf_at(t, at, &path) {
+                return Some(found);
+            }
+        }
+        if k.span().contains(&at) {
+            return Some((path, true));
+        }
+        if v.span().contains(&at) {
+            return Some((path, false));
+        }
+    }
+    None
 }
 
 /// Moves an error that lies inside a `--set` value (in the re-serialised `text`) to the argument.
-fn retarget(e: ScenarioError, text: &str, overrides: &[String]) -> ScenarioError {
+fn retarget(e: ScenarioError, text: &str, overrides: &[String], original: &Source) -> ScenarioError {
     if overrides.is_empty() {
         return e;
     }
@@ -152,7 +190,7 @@ fn retarget(e: ScenarioError, text: &str, overrides: &[String]) -> ScenarioError
             }
         }
     }
-    e
+    back_to_file(e, text, original)
 }
 
 /// The spans of a dotted key and its value in a parsed document.

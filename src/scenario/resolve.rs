@@ -88,7 +88,10 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         Some(w) => {
             spans.workload = w.span();
             let span = w.span();
-            workload(src, &w.into_inner(), span)?
+            let w = w.into_inner();
+            let workload = workload(src, &w, span)?;
+            check_workload_limits(src, &w, &workload, &nodes, &model)?;
+            workload
         }
         None => Workload::default(),
     };
@@ -616,6 +619,62 @@ fn workload(src: &Source, w: &RawWorkload, whole: Range<usize>) -> Result<Worklo
         workload.serve = Some(serve::serve(src, w, whole)?);
     }
     Ok(workload)
+}
+
+/// Limits of the workload against the cluster and the model: an HPL matrix (8 N^2 bytes, spread
+/// over the nodes, the smallest node bounding each share) must fit in the nodes' memory, and a
+/// prompt plus its generated tokens must fit in the model's context window.
+fn check_workload_limits(
+    src: &Source,
+    w: &RawWorkload,
+    workload: &Workload,
+    nodes: &[NodeSpec],
+    model: &ModelSpec,
+) -> Result<(), ScenarioError> {
+    if let (WorkloadKind::Hpl, Some(h)) = (workload.kind, &w.hpl_n) {
+        let mem = nodes.iter().map(|n| n.memory_gb * 1e9).fold(f64::INFINITY, f64::min) * nodes.len() as f64;
+        let max_n = (mem / 8.0).sqrt().floor() as u64;
+        if workload.hpl_n > max_n {
+            let matrix_gb = 8.0 * (workload.hpl_n as f64).powi(2) / 1e9;
+            return Err(src
+                .error(
+                    h.span(),
+                    format!(
+                        "`workload.hpl_n` = {}: its matrix (8 N^2 bytes = {matrix_gb:.0} GB) does not fit in the {:.0} GB of the {} node(s)",
+                        workload.hpl_n,
+                        mem / 1e9,
+                        nodes.len()
+                    ),
+                    Some(format!(
+                        "use N at most {max_n}; HPL runs usually fill about 80% of memory (N about {}), or leave hpl_n out to get that",
+                        ((0.8 * mem / 8.0).sqrt() / 256.0).floor() as u64 * 256
+                    )),
+                )
+                .with_kind(ErrorKind::DoesNotFit));
+        }
+    }
+    if let (WorkloadKind::Generate, Some(max)) = (workload.kind, model.max_context) {
+        let context = workload.prompt_tokens + workload.generate_tokens;
+        if context > max {
+            // At the larger of the two (the one to shorten), else whichever the file sets.
+            let (p, g) = (w.prompt_tokens.as_ref(), w.generate_tokens.as_ref());
+            let first = if workload.generate_tokens > workload.prompt_tokens { g.or(p) } else { p.or(g) };
+            let span = first.map_or(0..0, Spanned::span);
+            return Err(src
+                .error(
+                    span,
+                    format!(
+                        "prompt_tokens {} + generate_tokens {} = {context} tokens is past {}'s context window of {max} tokens",
+                        workload.prompt_tokens, workload.generate_tokens, model.name
+                    ),
+                    Some(format!(
+                        "shorten the prompt or the generation so that together they are at most {max} tokens (the model's max_position_embeddings, with its rope scaling)"
+                    )),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+    }
+    Ok(())
 }
 
 /// The `[cost]` table.

@@ -195,7 +195,7 @@ fn user_words(msg: &str) -> String {
         ("struct RawWorkload", "a [workload] table"),
         ("struct RawCost", "a [cost] table"),
     ];
-    TABLES.iter().fold(msg.to_string(), |m, (raw, words)| m.replace(raw, words))
+    crate::util::user_words(&TABLES.iter().fold(msg.to_string(), |m, (raw, words)| m.replace(raw, words)))
 }
 
 /// "did you mean" plus the known names.

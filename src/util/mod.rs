@@ -172,6 +172,42 @@ pub fn today() -> String {
     jiff::Timestamp::now().strftime("%Y-%m-%d").to_string()
 }
 
+/// A serde/TOML message in the user's words, without Rust type names: `expected i64` becomes
+/// `expected an integer`, `f64` a number, a sequence a list, a map a table, `struct Foo` a
+/// table, and an integer too large for 64 bits (`as i128`) says its range.
+pub fn user_words(msg: &str) -> String {
+    if let (Some(start), Some(end)) = (msg.find("integer `"), msg.find("` as i128")) {
+        if start < end {
+            let n = &msg[start + "integer `".len()..end];
+            return format!("integer `{n}` is out of range (whole numbers from -9223372036854775808 to 9223372036854775807)");
+        }
+    }
+    const WORDS: [(&str, &str); 14] = [
+        ("expected i64", "expected an integer"),
+        ("expected i32", "expected an integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u16", "expected a non-negative integer"),
+        ("expected u8", "expected a non-negative integer"),
+        ("expected usize", "expected a non-negative integer"),
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected a sequence", "expected a list"),
+        ("invalid type: sequence", "invalid type: list"),
+        ("invalid type: map", "invalid type: table"),
+        ("expected a map", "expected a table"),
+        ("expected a boolean", "expected true or false"),
+    ];
+    let mut out = WORDS.iter().fold(msg.to_string(), |m, (raw, words)| m.replace(raw, words));
+    // `struct Name` (a table's Rust type): the words "a table".
+    while let Some(i) = out.find("struct ") {
+        let rest = &out[i + "struct ".len()..];
+        let end = rest.find(|c: char| !c.is_alphanumeric() && c != '_').unwrap_or(rest.len());
+        out = format!("{}a table{}", &out[..i], &rest[end..]);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

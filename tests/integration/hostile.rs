@@ -239,3 +239,182 @@ fn a_huge_prior_weight_is_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--prior-weight") && err.contains("from 0 to 1e6"), "{err}");
 }
+
+/// Issue 14 item 1 (the trace streams to disk with a cap): `run --trace` with many decode steps
+/// used to build the whole trace in memory (7 GB, then abort). Now tasks stream to a temporary
+/// file moved into place when complete, at most a cap of them (the note and the file's metadata
+/// say how many were left out), and `--trace-steps` is bounded.
+#[test]
+fn the_trace_streams_to_disk_with_a_cap_on_tasks_and_steps() {
+    let t = tempfile::tempdir().unwrap();
+    let s = write(t.path(), "s.toml", BASE);
+    let path = t.path().join("trace.json");
+    let o = bin()
+        .arg("run")
+        .arg(&s)
+        .args(["--no-write", "--set", "workload.generate_tokens=1024", "--trace-steps", "1024", "--trace-max-tasks", "500", "--trace"])
+        .arg(&path)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("trace: 500 tasks written") && err.contains("capped at 500 tasks;"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count(), 500);
+    assert_eq!(v["metadata"]["tasks_written"], 500);
+    assert!(v["metadata"]["tasks_not_written"].as_u64().unwrap() > 0, "{}", v["metadata"]);
+    // No temporary file is left beside it.
+    assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 2);
+    // --trace-steps past the bound is refused by name.
+    let o = bin()
+        .arg("run")
+        .arg(&s)
+        .args(["--no-write", "--trace-steps", "100000", "--trace"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--trace-steps") && err.contains("1..=1024"), "{err}");
+}
+
+/// Issue 14 item 6 (bounded work): a generation of a million tokens used to simulate every step
+/// (over 10 s for a four-node DeepSeek). Past 1,024 steps the steps are sampled over the context
+/// range, so the work is bounded and the prediction stays consistent with shorter runs.
+#[test]
+fn a_million_token_generation_is_estimated_in_bounded_work() {
+    let t = tempfile::tempdir().unwrap();
+    let s = write(t.path(), "s.toml", BASE);
+    let est = |generate: &str| -> serde_json::Value {
+        let o = bin()
+            .arg("run")
+            .arg(&s)
+            .args(["--no-write", "--json", "--set", &format!("workload.generate_tokens={generate}")])
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // 131,000 steps (within Llama 3.2 3B's 131,072-token window): 128 times the simulated ones.
+    let (short, long) = (est("1024"), est("131000"));
+    let events = |v: &serde_json::Value| v["sim_events"].as_f64().unwrap();
+    assert!(events(&long) <= events(&short) * 1.01, "{} vs {}", events(&long), events(&short));
+    // A longer context makes decode slower, never faster, and not absurdly so.
+    let rate = |v: &serde_json::Value| v["decode_tokens_per_s"].as_f64().unwrap();
+    assert!(rate(&long) < rate(&short) && rate(&long) > rate(&short) / 100.0, "{} vs {}", rate(&long), rate(&short));
+}
+
+/// Issue 14 item 4 (`--json` on every error): a command line clap refuses (unknown flag,
+/// missing value) printed only clap's text. With `--json` it is also a JSON error object on
+/// stdout, kind `usage`, exit 2.
+#[test]
+fn json_usage_errors_are_json_objects() {
+    let o = bin().args(["validate", "--json", "--against"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"]["kind"], "usage");
+    assert!(v["error"]["message"].as_str().unwrap().contains("--against"), "{v}");
+    assert!(v["error"]["help"].as_str().unwrap().contains("supernode validate --help"), "{v}");
+    for k in ["file", "line", "column"] {
+        assert!(v["error"][k].is_null(), "{v}");
+    }
+    let o = bin().args(["run", "--json", "--bogus", "x.toml"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["fits"], false, "run keeps its contract: {v}");
+    assert_eq!(v["detail"]["kind"], "usage");
+    assert!(v["error"].as_str().unwrap().contains("--bogus"), "{v}");
+    // Without --json, stdout stays empty; clap's message is on stderr either way.
+    let o = bin().args(["run", "--bogus", "x.toml"]).assert().code(2).get_output().clone();
+    assert!(o.stdout.is_empty() && String::from_utf8_lossy(&o.stderr).contains("--bogus"));
+    // A --json after `--` is an argument, not the flag.
+    let o = bin().args(["validate", "--bogus", "--", "--json"]).assert().code(2).get_output().clone();
+    assert!(o.stdout.is_empty());
+}
+
+/// Issue 14 item 3 (internal names in messages): serde's Rust words reached the user ("integer
+/// `99999999999999999999` as i128, expected i64", "expected f64", "RawCluster", "a sequence").
+/// Scenario, sweep and profile errors now speak TOML: integers, numbers, lists, tables.
+#[test]
+fn error_messages_name_no_rust_types() {
+    let t = tempfile::tempdir().unwrap();
+    let leaks = ["i128", "i64", "u64", "f64", "Raw", "struct ", "sequence", "map,"];
+    let check = |err: &str| {
+        for l in leaks {
+            assert!(!err.contains(l), "`{l}` in: {err}");
+        }
+    };
+    let cases = [
+        ("big.toml", BASE.replace("prompt_tokens = 8", "prompt_tokens = 99999999999999999999"), "is out of range"),
+        ("float.toml", format!("{BASE}[cost]\namortization_years = \"x\"\n"), "expected a number"),
+        ("list.toml", BASE.replace("count = 1", "count = 1\nnodes = 5"), "expected a list"),
+        (
+            "table.toml",
+            BASE.replace("[cluster]\nnode = \"m3-ultra-80c-512gb\"\ncount = 1\nfabric = \"tb5-rdma\"\n", "cluster = 5\n"),
+            "[cluster] table",
+        ),
+        ("sweep.toml", format!("{BASE}[sweep]\nseed = {{ from = 1, to = 99999999999999999999 }}\n"), "out of range"),
+    ];
+    for (name, text, want) in cases {
+        let f = write(t.path(), name, &text);
+        let sub = if name == "sweep.toml" { "sweep" } else { "run" };
+        let o = bin().arg(sub).arg(&f).arg("--out").arg(t.path().join("o")).assert().code(2).get_output().clone();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{name}: {err}");
+        check(&err);
+    }
+    let default = std::fs::read_to_string(crate::root().join("calibration/profiles/default.toml")).unwrap();
+    let p = write(t.path(), "p.toml", &default.replace("calibrated_max_context = 4097", "calibrated_max_context = 1.5"));
+    let s = write(t.path(), "s.toml", BASE);
+    let o = bin().arg("run").arg(&s).arg("--no-write").arg("--profile").arg(&p).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("p.toml"), "{err}");
+    check(&err);
+}
+
+/// Issue 14 item 2 (numeric options against the physics): `hpl_n = 10000000` "fit" (an 800 TB
+/// matrix on 1 TB of nodes), and a prompt past the model's context window was only flagged as an
+/// extrapolation. Now both are errors at the value, with the limit in the help.
+#[test]
+fn hpl_n_past_memory_and_a_prompt_past_the_context_window_are_refused() {
+    let hpl = crate::scenario("m3-ultra-hpl-2x.toml");
+    let o =
+        bin().arg("run").arg(&hpl).args(["--no-write", "--json", "--set", "workload.hpl_n=10000000"]).assert().code(2).get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "does-not-fit", "{v}");
+    assert!(v["detail"]["message"].as_str().unwrap().contains("does not fit in the 1024 GB"), "{v}");
+    assert!(v["detail"]["help"].as_str().unwrap().contains("at most 357770"), "{v}");
+    bin().arg("run").arg(&hpl).args(["--no-write", "--set", "workload.hpl_n=357770"]).assert().success();
+    let t = tempfile::tempdir().unwrap();
+    // Llama 3.2 3B reads 131,072 tokens.
+    let s = write(t.path(), "s.toml", &BASE.replace("prompt_tokens = 8", "prompt_tokens = 131070"));
+    let err = run_fails(&s, 60);
+    assert!(err.contains("s.toml:16:17") && err.contains("131074 tokens is past Llama 3.2 3B's context window of 131072"), "{err}");
+    assert!(err.contains("at most 131072 tokens"), "{err}");
+    let ok = write(t.path(), "ok.toml", &BASE.replace("prompt_tokens = 8", "prompt_tokens = 131068"));
+    bin().arg("run").arg(&ok).arg("--no-write").assert().success();
+}
+
+/// Issue 14 item 5 (`--set` errors at the `--set` argument, on every path): the library's
+/// `scenario::load` applied overrides and then pointed errors at a line of re-serialised TOML
+/// ("s.toml (with --set):17:17"). Now it shares the CLI's path: an error in a `--set` value
+/// points at the argument, an error elsewhere at the user's own file.
+#[test]
+fn set_errors_point_at_the_argument_or_the_file_on_every_path() {
+    let t = tempfile::tempdir().unwrap();
+    let s = write(t.path(), "s.toml", BASE);
+    let e = supernode::scenario::load(&s, &["workload.prompt_tokens=-3".into()]).unwrap_err();
+    assert_eq!((e.path.as_str(), e.line, e.col), ("--set", 1, 24), "{e}");
+    // The context check blames the prompt (the larger part), which the file sets at 16:17.
+    let e = supernode::scenario::load(&s, &["workload.generate_tokens=7".into(), "workload.prompt_tokens=131070".into()]).unwrap_err();
+    assert_eq!((e.path.as_str(), e.col), ("--set", 24), "{e}");
+    let big = write(t.path(), "big.toml", &BASE.replace("prompt_tokens = 8", "prompt_tokens = 131070"));
+    let e = supernode::scenario::load(&big, &["seed=3".into()]).unwrap_err();
+    assert!(e.path.ends_with("big.toml") && (e.line, e.col) == (16, 17), "{e}");
+    // The CLI says the same.
+    let o = bin().arg("run").arg(&big).args(["--no-write", "--set", "seed=3"]).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("big.toml:16:17") && !err.contains("with --set"), "{err}");
+}

@@ -147,7 +147,8 @@ impl Sweep {
         // The file without [sweep] must be a valid scenario: it is what `supernode run` runs.
         let base_scenario = scenario::parse(source.clone())?;
         let src = &source;
-        let doc = DeTable::parse(&src.text).map_err(|e| src.error(e.span().unwrap_or(0..0), e.message().trim(), None))?;
+        let doc = DeTable::parse(&src.text)
+            .map_err(|e| src.error(e.span().unwrap_or(0..0), crate::util::user_words(e.message().trim()), None))?;
         let doc = doc.into_inner();
         let Some((sweep_key, sweep_val)) = doc.iter().find(|(k, _)| k.get_ref() == "sweep") else {
             return Err(src
@@ -175,8 +176,8 @@ impl Sweep {
             return Err(src.error(sweep_key.span(), "the `[sweep]` table has no axes", Some(GRAMMAR_HELP.into())).into());
         }
         // Values, read from the plain TOML (exact types), spans from the spanned parse.
-        let mut plain: toml::Table =
-            toml::from_str(&src.text).map_err(|e| src.error(e.span().unwrap_or(0..0), e.message().trim(), None))?;
+        let mut plain: toml::Table = toml::from_str(&src.text)
+            .map_err(|e| src.error(e.span().unwrap_or(0..0), crate::util::user_words(e.message().trim()), None))?;
         let Some(toml::Value::Table(sweep_plain)) = plain.remove("sweep") else { unreachable!("checked above") };
         let axes = axes(src, raw, &sweep_plain)?;
         let groups = groups(src, axes, zip)?;

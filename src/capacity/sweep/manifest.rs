@@ -48,8 +48,9 @@ impl Manifest {
         let p = dir.join(MANIFEST);
         let text = crate::util::read_bounded(&p, crate::util::MAX_INPUT_BYTES)
             .map_err(|e| SweepError::Input(format!("{} is not a sweep output directory (cannot read {MANIFEST}: {e})", dir.display())))?;
-        let m: Manifest =
-            serde_json::from_str(&text).map_err(|e| SweepError::Input(format!("{}: not a sweep manifest: {e}", p.display())))?;
+        let m: Manifest = serde_json::from_str(&text).map_err(|e| {
+            SweepError::Input(format!("{}: not a sweep manifest: {}", p.display(), crate::util::user_words(&e.to_string())))
+        })?;
         if m.format != FORMAT {
             return Err(SweepError::Input(format!("{}: format `{}`, expected `{FORMAT}`", p.display(), m.format)));
         }

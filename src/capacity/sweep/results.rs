@@ -180,8 +180,9 @@ pub fn for_each_row(dir: &Path, mut f: impl FnMut(Row) -> Result<(), SweepError>
         if line.trim().is_empty() {
             continue;
         }
-        let mut row: Row =
-            serde_json::from_str(&line).map_err(|e| SweepError::Input(format!("{}:{}: not a result line: {e}", path.display(), i + 1)))?;
+        let mut row: Row = serde_json::from_str(&line).map_err(|e| {
+            SweepError::Input(format!("{}:{}: not a result line: {}", path.display(), i + 1, crate::util::user_words(&e.to_string())))
+        })?;
         if row.scenario.is_none() {
             row.scenario = row.estimate.as_ref().map(PointInfo::of_estimate);
         }

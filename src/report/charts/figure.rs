@@ -480,17 +480,41 @@ pub(super) fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &
         }
         if !s.labels.is_empty() {
             let font = (FONT, 15).into_font().color(&RGBColor(40, 40, 40));
+            let labelled: Vec<_> = pts.iter().zip(&s.labels).filter(|(q, l)| q.1.is_finite() && !l.is_empty()).collect();
+            let shifts = label_shifts(&labelled.iter().map(|(c, l)| (chart.backend_coord(c), l.chars().count())).collect::<Vec<_>>());
             chart
                 .draw_series(
-                    pts.iter()
-                        .zip(&s.labels)
-                        .filter(|(q, l)| q.1.is_finite() && !l.is_empty())
-                        .map(|(&c, l)| EmptyElement::at(c) + Text::new(l.clone(), (8, -20), font.clone())),
+                    labelled
+                        .iter()
+                        .zip(shifts)
+                        .map(|((c, l), dy)| EmptyElement::at(**c) + Text::new((*l).clone(), (8, -20 + dy), font.clone())),
                 )
                 .map_err(draw_err)?;
         }
     }
     Ok(())
+}
+
+/// Vertical pixel shifts that keep point labels from overlapping: labels (at a point's pixel
+/// position, `chars` long, 15 px type) are placed from the top down, each moved down a line at
+/// a time while its box overlaps one already placed.
+fn label_shifts(labels: &[((i32, i32), usize)]) -> Vec<i32> {
+    const LINE: i32 = 18;
+    let boxes: Vec<(i32, i32, i32)> = labels.iter().map(|&((x, y), n)| (x + 8, x + 8 + 8 * n as i32, y - 20)).collect();
+    let mut order: Vec<usize> = (0..labels.len()).collect();
+    order.sort_by_key(|&i| (boxes[i].2, boxes[i].0));
+    let mut shifts = vec![0; labels.len()];
+    let mut placed: Vec<(i32, i32, i32)> = Vec::new();
+    for i in order {
+        let (x0, x1, y) = boxes[i];
+        let mut top = y;
+        while placed.iter().any(|&(a0, a1, t)| x0 < a1 && a0 < x1 && (top - t).abs() < LINE) {
+            top += LINE;
+        }
+        shifts[i] = top - y;
+        placed.push((x0, x1, top));
+    }
+    shifts
 }
 
 pub(super) fn draw_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, g: &Grid) -> Result<(), ChartError> {
