@@ -12,6 +12,7 @@ mod hostile;
 mod invariants;
 mod layers;
 mod planner;
+mod planner_fleets;
 mod proptests;
 mod snapshots;
 mod sweep;

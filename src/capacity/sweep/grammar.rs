@@ -159,17 +159,18 @@ impl Sweep {
             other => other,
         })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let applied = scenario::overrides::apply_overrides(Source { path: shown, dir, text }, overrides)?;
-        let sweep = Self::from_source(applied, profile)?;
+        let source = Source { path: shown, dir, text };
+        let plain = Self::from_source(source.clone(), profile)?;
         for o in overrides {
             let key = o.split('=').next().unwrap_or("").trim();
-            if sweep.groups.iter().flatten().any(|a| a.key == key) {
+            if plain.groups.iter().flatten().any(|a| a.key == key) {
                 return Err(SweepError::Input(format!(
                     "--set {o}: `{key}` is a sweep axis of {}; drop the --set, or edit the axis",
                     path.display()
                 )));
             }
         }
+        let sweep = Self::from_source(scenario::overrides::apply_overrides(source, overrides)?, profile)?;
         Ok(sweep)
     }
 
