@@ -16,6 +16,7 @@
 //! - [`llama_bench`]: llama-bench output as measurement rows.
 
 pub mod dataset;
+pub mod exo_bench;
 pub mod fit;
 pub mod harness;
 pub mod llama_bench;

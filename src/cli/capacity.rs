@@ -10,7 +10,7 @@ use super::args::{JobsArg, JsonArg, ProfileArg, SweepOutArgs};
 use super::{CliError, ExitKind};
 use crate::capacity::planner::{self, Goal, Objective, PlanRequest, PlanSpec};
 use crate::capacity::sweep::{self, Manifest, RunOptions, Sweep};
-use crate::report::charts;
+use crate::report::{charts, html};
 use crate::util::slug;
 
 /// Prints a line on stdout; a closed pipe (`| head`) is not an error worth a panic.
@@ -32,6 +32,19 @@ pub enum CapacityCommand {
     /// Search clusters (node mix, count, fabric, wiring, engine, split) for a model and an
     /// objective; print the best, the Pareto front, why the others lost, and the cabling.
     Plan(PlanArgs),
+    /// Write one self-contained HTML page for a sweep directory, a plan (`plan --out FILE`) or
+    /// a run's JSON: question, answer, charts, candidates, cabling picture, extrapolations.
+    Report(ReportArgs),
+}
+
+/// Arguments of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A sweep output directory, a plan JSON (`plan --out FILE`) or a run's JSON (`run` writes one under output/).
+    pub path: PathBuf,
+    /// The page to write (default: DIR/report.html for a sweep, FILE.html beside a JSON).
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// Arguments of `sweep`.
@@ -162,6 +175,7 @@ pub fn dispatch(c: CapacityCommand) -> Result<(), CliError> {
             Ok(())
         }
         CapacityCommand::Plan(a) => run_plan(a),
+        CapacityCommand::Report(a) => run_report(&a),
     }
 }
 
@@ -220,6 +234,17 @@ fn run_plan(a: PlanArgs) -> Result<(), CliError> {
         let _ = std::io::stdout().lock().write_all(p.report(a.top, a.all).as_bytes());
     }
     if p.winner.is_some() { Ok(()) } else { Err(CliError::silent(ExitKind::Input)) }
+}
+
+/// Writes the report page; bad input is exit 2, a failed write exit 1.
+fn run_report(a: &ReportArgs) -> Result<(), CliError> {
+    let out = a.out.clone().unwrap_or_else(|| html::default_out(&a.path));
+    let bytes = html::write(&a.path, &out).map_err(|e| match e {
+        html::ReportError::Input(m) => CliError::input(m),
+        html::ReportError::Io(m) => CliError::failure(m),
+    })?;
+    say!("report: {} ({} KB, self-contained; open it in a browser)", out.display(), bytes.div_ceil(1024));
+    Ok(())
 }
 
 fn print_files(files: &[PathBuf]) {

@@ -229,3 +229,4 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
     s
 }
 pub mod charts;
+pub mod html;

@@ -305,6 +305,11 @@ pub(super) fn money(x: f64) -> String {
     out
 }
 
+/// A cluster's nodes as people say them: `2x m3-ultra-80c-512gb + 1x dell-pro-max-gb10`.
+pub fn nodes_text(nodes: &[String]) -> String {
+    nodes_label(nodes)
+}
+
 pub(super) fn nodes_label(nodes: &[String]) -> String {
     let mut out: Vec<(String, usize)> = Vec::new();
     for n in nodes {

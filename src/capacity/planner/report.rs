@@ -13,6 +13,11 @@ use crate::scenario::ErrorKind;
 use super::enumerate::split_context;
 use super::{Goal, Outcome, Plan, money};
 
+/// Dollars with thousands separators, no cents: `23,468`.
+pub fn money_text(x: f64) -> String {
+    money(x)
+}
+
 /// The `format` of the plan JSON `plan --out` writes.
 pub const PLAN_FORMAT: &str = "supernode-plan-1";
 
