@@ -49,7 +49,7 @@ fn import_reads_exo_bench_and_validate_predicts_its_rows() {
     let csv = std::fs::read_to_string(&out).unwrap();
     assert!(csv.starts_with("id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens"), "{csv}");
     // The rows are valid input to validate (each predicted by the twin).
-    let o = bin().arg("validate").arg(&out).arg("--json").output().unwrap();
+    let o = bin().args(["validate", "--against"]).arg(&out).arg("--json").output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // exo-bench records no hardware: --node is required, and named in the error.
     let o = bin().arg("import").arg(fixture()).output().unwrap();

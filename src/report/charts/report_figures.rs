@@ -39,19 +39,27 @@ fn scatter(color: RGBColor, points: Vec<(f64, f64)>) -> Series {
     Series { line: Line::None, ..Series::line(color, points) }
 }
 
-/// The Pareto chart: every point grey by (cost, score), the front as a line, the winner in red.
+/// The Pareto chart: every point grey by (cost, score), the cost-score front as a line (each
+/// cluster that scores higher than every cheaper one), the winner in red.
 /// `None` when there is nothing to draw.
 pub fn pareto_svg(title: &str, subtitle: &str, score_desc: &str, points: &[ReportPoint]) -> Result<Option<String>, ChartError> {
     if points.is_empty() {
         return Ok(None);
     }
     let all = scatter(GREY, points.iter().map(|p| (p.cost_usd, p.score)).collect());
-    let mut front: Vec<(f64, f64)> = points.iter().filter(|p| p.pareto).map(|p| (p.cost_usd, p.score)).collect();
-    front.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    // The front in the plotted plane: by rising cost, each cluster that beats every cheaper one.
+    let mut by_cost: Vec<(f64, f64)> = points.iter().map(|p| (p.cost_usd, p.score)).filter(|q| q.0.is_finite() && q.1.is_finite()).collect();
+    by_cost.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    let mut front: Vec<(f64, f64)> = Vec::new();
+    for q in by_cost {
+        if front.last().is_none_or(|l| q.1 > l.1) {
+            front.push(q);
+        }
+    }
     let front = Series { width: 2, ..Series::line(PALETTE[0], front) };
     let mut series = vec![all, front];
     let mut legend =
-        vec![("every cluster predicted".to_string(), GREY, Swatch::Box), ("Pareto front".to_string(), PALETTE[0], Swatch::Line)];
+        vec![("every cluster predicted".to_string(), GREY, Swatch::Box), ("front: no cheaper cluster scores higher".to_string(), PALETTE[0], Swatch::Line)];
     if let Some(w) = points.iter().find(|p| p.winner) {
         let mut s = scatter(PALETTE[3], vec![(w.cost_usd, w.score)]);
         s.labels = vec![format!("answer: {}", fmt_num(w.score))];
@@ -72,7 +80,7 @@ pub fn pareto_svg(title: &str, subtitle: &str, score_desc: &str, points: &[Repor
         subtitle: subtitle.into(),
         body: Body::Panels(vec![panel]),
         legend,
-        footnotes: vec!["Pareto front over decode tokens/s, hardware $ and power: no other cluster is better in all three.".into()],
+        footnotes: vec!["Grey: every cluster predicted. The table's Pareto column is the front over tokens/s, hardware $ and power together.".into()],
         size: (1200, 760),
     };
     svg_string(&fig).map(Some)

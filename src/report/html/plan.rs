@@ -45,7 +45,7 @@ pub(super) fn page(v: &Value) -> Result<String, ReportError> {
     let model = s(v, "model");
     page.h2("pareto", "Pareto chart: every predicted cluster");
     page.chart(
-        pareto_svg(&format!("{model}: {unit} vs hardware cost (predicted)"), &question, &unit, &rp)?,
+        pareto_svg(&format!("{model}: {unit} vs hardware cost (predicted)"), &format!("{} clusters predicted", rp.len()), &unit, &rp)?,
         "no cluster was predicted: nothing to chart",
     );
     page.h2("scaling", "Scaling");
@@ -144,6 +144,7 @@ fn candidates(page: &mut Page, v: &Value, points: &[&Value], winner: Option<&str
                     num(f(p, "cluster_power_w"), 0),
                     Cell::Text(if p["mixed_fleet"] == true { "mixed".into() } else { String::new() }),
                     Cell::Text(if cal == "inside" { cal } else { "extrapolation".into() }),
+                    Cell::Text(if p["pareto"] == true { "yes".into() } else { String::new() }),
                     Cell::Text(s(p, "verdict").to_string()),
                 ],
             )
@@ -160,6 +161,7 @@ fn candidates(page: &mut Page, v: &Value, points: &[&Value], winner: Option<&str
         "W",
         "fleet",
         "envelope",
+        "Pareto",
         "why it lost",
     ];
     page.table(&header, &rows);
