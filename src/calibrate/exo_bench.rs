@@ -31,6 +31,9 @@ use serde_json::Value;
 use crate::calibrate::validate::MeasurementRow;
 use crate::catalog::catalog;
 
+/// A configuration that became no row: (what, why).
+pub type Skipped = (String, String);
+
 /// One exo-bench run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExoRun {
@@ -162,7 +165,7 @@ pub fn to_rows(
     fabric: Option<&str>,
     stem: &str,
     source: &str,
-) -> Result<(Vec<MeasurementRow>, Vec<(String, String)>), String> {
+) -> Result<(Vec<MeasurementRow>, Vec<Skipped>), String> {
     let cat = catalog();
     if cat.node(node).is_none() {
         let hint = crate::util::did_you_mean(node, &cat.node_ids()).map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));

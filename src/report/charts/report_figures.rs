@@ -33,6 +33,9 @@ pub struct ReportPoint {
     pub winner: bool,
 }
 
+/// A point's (low, high) range, e.g. TPOT p50 and p99.
+type RangeOf = dyn Fn(&ReportPoint) -> (f64, f64);
+
 const GREY: RGBColor = RGBColor(190, 190, 190);
 
 fn scatter(color: RGBColor, points: Vec<(f64, f64)>) -> Series {
@@ -116,7 +119,7 @@ fn node_panel(
     y_desc: &str,
     groups: &[(String, Vec<&ReportPoint>)],
     y: impl Fn(&ReportPoint) -> f64,
-    band: Option<&dyn Fn(&ReportPoint) -> (f64, f64)>,
+    band: Option<&RangeOf>,
 ) -> Panel {
     let mut ticks: Vec<f64> = groups.iter().flat_map(|g| g.1.iter().map(|p| p.nodes as f64)).collect();
     ticks.sort_by(f64::total_cmp);
