@@ -29,7 +29,7 @@ pub fn cabling_svg(nodes: &[String], fabric: &str, topology: &str) -> (String, V
     let switch = topo == Topology::Switch && n > 1;
     let (w, h) = (980.0, if n > 4 { 760.0 } else { 640.0 });
     let (cx, cy, r) = (w / 2.0, h / 2.0 + 10.0, if n > 1 { h / 2.0 - 110.0 } else { 0.0 });
-    let (bw, bh) = (200.0, 64.0);
+    let (bw, bh) = (240.0, 64.0);
     let at = |i: usize| {
         let a = -std::f64::consts::FRAC_PI_2 + std::f64::consts::TAU * i as f64 / n.max(1) as f64;
         (cx + r * 1.3 * a.cos(), cy + r * a.sin())
@@ -103,7 +103,7 @@ pub fn cabling_svg(nodes: &[String], fabric: &str, topology: &str) -> (String, V
         let sub = node.map_or(String::new(), |nd| format!("{} · {:.0} GB", nd.chip, nd.memory_gb));
         let _ = write!(
             s,
-            r##"<rect x="{:.1}" y="{:.1}" width="{bw}" height="{bh}" rx="8" fill="#eef4fb" stroke="#1f4e79" stroke-width="2"/><text x="{x:.1}" y="{:.1}" font-size="14" font-weight="bold" text-anchor="middle" fill="#1f2d3d">node {i}: {}</text><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#333">{}</text>"##,
+            r##"<rect x="{:.1}" y="{:.1}" width="{bw}" height="{bh}" rx="8" fill="#eef4fb" stroke="#1f4e79" stroke-width="2"/><text x="{x:.1}" y="{:.1}" font-size="13" font-weight="bold" text-anchor="middle" fill="#1f2d3d">node {i}: {}</text><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#333">{}</text>"##,
             x - bw / 2.0,
             y - bh / 2.0,
             y - 6.0,
