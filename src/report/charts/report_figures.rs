@@ -51,7 +51,8 @@ pub fn pareto_svg(title: &str, subtitle: &str, score_desc: &str, points: &[Repor
     }
     let all = scatter(GREY, points.iter().map(|p| (p.cost_usd, p.score)).collect());
     // The front in the plotted plane: by rising cost, each cluster that beats every cheaper one.
-    let mut by_cost: Vec<(f64, f64)> = points.iter().map(|p| (p.cost_usd, p.score)).filter(|q| q.0.is_finite() && q.1.is_finite()).collect();
+    let mut by_cost: Vec<(f64, f64)> =
+        points.iter().map(|p| (p.cost_usd, p.score)).filter(|q| q.0.is_finite() && q.1.is_finite()).collect();
     by_cost.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
     let mut front: Vec<(f64, f64)> = Vec::new();
     for q in by_cost {
@@ -61,8 +62,10 @@ pub fn pareto_svg(title: &str, subtitle: &str, score_desc: &str, points: &[Repor
     }
     let front = Series { width: 2, ..Series::line(PALETTE[0], front) };
     let mut series = vec![all, front];
-    let mut legend =
-        vec![("every cluster predicted".to_string(), GREY, Swatch::Box), ("front: no cheaper cluster scores higher".to_string(), PALETTE[0], Swatch::Line)];
+    let mut legend = vec![
+        ("every cluster predicted".to_string(), GREY, Swatch::Box),
+        ("front: no cheaper cluster scores higher".to_string(), PALETTE[0], Swatch::Line),
+    ];
     if let Some(w) = points.iter().find(|p| p.winner) {
         let mut s = scatter(PALETTE[3], vec![(w.cost_usd, w.score)]);
         s.labels = vec![format!("answer: {}", fmt_num(w.score))];
@@ -83,7 +86,9 @@ pub fn pareto_svg(title: &str, subtitle: &str, score_desc: &str, points: &[Repor
         subtitle: subtitle.into(),
         body: Body::Panels(vec![panel]),
         legend,
-        footnotes: vec!["Grey: every cluster predicted. The table's Pareto column is the front over tokens/s, hardware $ and power together.".into()],
+        footnotes: vec![
+            "Grey: every cluster predicted. The table's Pareto column is the front over tokens/s, hardware $ and power together.".into(),
+        ],
         size: (1200, 760),
     };
     svg_string(&fig).map(Some)
@@ -115,12 +120,7 @@ fn best_per_count(points: &[ReportPoint]) -> Vec<(String, Vec<&ReportPoint>)> {
     groups
 }
 
-fn node_panel(
-    y_desc: &str,
-    groups: &[(String, Vec<&ReportPoint>)],
-    y: impl Fn(&ReportPoint) -> f64,
-    band: Option<&RangeOf>,
-) -> Panel {
+fn node_panel(y_desc: &str, groups: &[(String, Vec<&ReportPoint>)], y: impl Fn(&ReportPoint) -> f64, band: Option<&RangeOf>) -> Panel {
     let mut ticks: Vec<f64> = groups.iter().flat_map(|g| g.1.iter().map(|p| p.nodes as f64)).collect();
     ticks.sort_by(f64::total_cmp);
     ticks.dedup();
