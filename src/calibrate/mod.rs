@@ -19,6 +19,7 @@
 
 pub mod cv;
 pub mod dataset;
+pub mod exo_bench;
 pub mod fit;
 pub mod harness;
 pub mod interval;

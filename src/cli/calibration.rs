@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 
 use super::CliError;
 use super::args::{JsonArg, ProfileArg};
-use crate::calibrate::{self, Dataset, HarnessUse, llama_bench};
+use crate::calibrate::{self, Dataset, HarnessUse, exo_bench, llama_bench};
 use crate::profile::Profile;
 
 /// Calibration subcommands.
@@ -14,7 +14,7 @@ use crate::profile::Profile;
 pub enum CalibrationCommand {
     /// Fit the twin's parameters to measurements (harness JSON and/or measurement CSV) and write a profile.
     Calibrate(CalibrateArgs),
-    /// Turn llama-bench output (-o md, json, jsonl or csv) into measurement CSV rows for `validate` and `calibrate`.
+    /// Turn llama-bench output (-o md, json, jsonl or csv) or exo-bench JSON into measurement CSV rows for `validate` and `calibrate`.
     Import(ImportArgs),
 }
 
@@ -51,9 +51,12 @@ pub struct CalibrateArgs {
 /// Arguments of `import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// llama-bench output files.
+    /// llama-bench output files (md, json, jsonl, csv) or exo-bench JSON (told apart by content).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// exo-bench only: the fabric of multi-node runs (default: tb5-rdma for JACCL, tb5-tcp for the ring).
+    #[arg(long)]
+    pub fabric: Option<String>,
     /// The catalog node the benchmarks ran on (default: matched from the GPU name llama-bench records, when unique).
     #[arg(long)]
     pub node: Option<String>,
@@ -76,19 +79,26 @@ pub fn dispatch(c: CalibrationCommand) -> Result<(), CliError> {
 fn run_import(a: &ImportArgs) -> Result<(), CliError> {
     let mut rows = Vec::new();
     let mut tests = 0;
+    let mut what = "llama-bench tests";
     let mut stems: Vec<String> = Vec::new();
     for f in &a.files {
+        // Row ids start with the file's stem; two files of the same name get -2, -3, ...
+        let base = f.file_stem().map_or_else(|| "bench".to_string(), |s| s.to_string_lossy().into_owned());
+        let same = stems.iter().filter(|s| **s == base).count();
+        stems.push(base.clone());
+        let stem = if same == 0 { base } else { format!("{base}-{}", same + 1) };
+        if let Some(got) = import_exo(a, f, &stem)? {
+            tests += got.1;
+            what = "benchmark tests";
+            rows.extend(got.0);
+            continue;
+        }
         let records = llama_bench::read(f).map_err(|e| CliError::input(e.to_string()))?;
         tests += records.len();
         if let (Some(node), false) = (a.node.as_deref(), a.force) {
             llama_bench::check_node(&records, node, crate::catalog::catalog())
                 .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
         }
-        // Row ids start with the file's stem; two files of the same name get -2, -3, ...
-        let base = f.file_stem().map_or_else(|| "bench".to_string(), |s| s.to_string_lossy().into_owned());
-        let same = stems.iter().filter(|s| **s == base).count();
-        stems.push(base.clone());
-        let stem = if same == 0 { base } else { format!("{base}-{}", same + 1) };
         let (mut got, skipped) = llama_bench::to_rows(&records, a.node.as_deref(), &stem, &f.display().to_string())
             .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
         for s in &skipped {
@@ -97,20 +107,42 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
         rows.append(&mut got);
     }
     if rows.is_empty() {
-        return Err(CliError::input(format!("none of the {tests} llama-bench tests became a measurement row (reasons above)")));
+        return Err(CliError::input(format!("none of the {tests} {what} became a measurement row (reasons above)")));
     }
     let text = llama_bench::rows_csv(&rows);
     match &a.out {
         Some(path) => {
             write_file(path, text.as_bytes())?;
-            super::note!("import: {} rows from {tests} llama-bench tests written to {}", rows.len(), path.display());
+            super::note!("import: {} rows from {tests} {what} written to {}", rows.len(), path.display());
         }
         None => {
             print!("{text}");
-            super::note!("import: {} rows from {tests} llama-bench tests", rows.len());
+            super::note!("import: {} rows from {tests} {what}", rows.len());
         }
     }
     Ok(())
+}
+
+/// An exo-bench file's rows and run count, or `None` when the file is not exo-bench JSON.
+fn import_exo(a: &ImportArgs, f: &Path, stem: &str) -> Result<Option<(Vec<calibrate::validate::MeasurementRow>, usize)>, CliError> {
+    let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES)
+        .map_err(|e| CliError::input(format!("cannot read {}: {e}", f.display())))?;
+    if !exo_bench::looks_like(&text) {
+        return Ok(None);
+    }
+    let runs = exo_bench::parse(&text).map_err(|e| CliError::input(format!("{}: exo-bench output: {e}", f.display())))?;
+    let node = a.node.as_deref().ok_or_else(|| {
+        CliError::input(format!(
+            "{}: exo-bench records no hardware: pass --node (e.g. --node m3-ultra-80c-512gb; `supernode catalog nodes` lists them)",
+            f.display()
+        ))
+    })?;
+    let (rows, skipped) = exo_bench::to_rows(&runs, node, a.fabric.as_deref(), stem, &f.display().to_string())
+        .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
+    for (what, why) in &skipped {
+        eprintln!("skipped {what}: {why}");
+    }
+    Ok(Some((rows, runs.len())))
 }
 
 /// Writes a file atomically; failing is an I/O error naming it.

@@ -8,9 +8,9 @@ use clap::{Args, Subcommand};
 
 use super::args::{JobsArg, JsonArg, ProfileArg, SweepOutArgs};
 use super::{CliError, ExitKind};
-use crate::capacity::planner::{self, Objective, PlanRequest};
+use crate::capacity::planner::{self, Goal, Objective, PlanRequest, PlanSpec};
 use crate::capacity::sweep::{self, Manifest, RunOptions, Sweep};
-use crate::report::charts;
+use crate::report::{charts, html};
 use crate::util::slug;
 
 /// Prints a line on stdout; a closed pipe (`| head`) is not an error worth a panic.
@@ -32,6 +32,19 @@ pub enum CapacityCommand {
     /// Search clusters (node mix, count, fabric, wiring, engine, split) for a model and an
     /// objective; print the best, the Pareto front, why the others lost, and the cabling.
     Plan(PlanArgs),
+    /// Write one self-contained HTML page for a sweep directory, a plan (`plan --out FILE`) or
+    /// a run's JSON: question, answer, charts, candidates, cabling picture, extrapolations.
+    Report(ReportArgs),
+}
+
+/// Arguments of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A sweep output directory, a plan JSON (`plan --out FILE`) or a run's JSON (`run` writes one under output/).
+    pub path: PathBuf,
+    /// The page to write (default: DIR/report.html for a sweep, FILE.html beside a JSON).
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// Arguments of `sweep`.
@@ -54,6 +67,10 @@ pub struct SweepArgs {
     /// Keep the points already in DIR/results.jsonl and run the rest.
     #[arg(long)]
     pub resume: bool,
+    /// Override a key of the base scenario, e.g. --set workload.prompt_tokens=4096 (repeatable;
+    /// like `run --set`; not a key the sweep varies).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// `--profile` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub profile: ProfileArg,
@@ -83,15 +100,18 @@ pub struct PlotArgs {
 /// Arguments of `plan`.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// Model preset.
+    /// A plan spec file (TOML: every key is a flag of this command; flags given here win).
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+    /// Model preset (required, here or in --spec).
     #[arg(long)]
-    pub model: String,
+    pub model: Option<String>,
     /// Quantization (default: the engine's format of the model's default).
     #[arg(long)]
     pub quant: Option<String>,
     /// Context the cluster must hold (prompt + 128 generated tokens; default 256).
-    #[arg(long, default_value_t = 256)]
-    pub context: u64,
+    #[arg(long)]
+    pub context: Option<u64>,
     /// Cheapest cluster reaching this decode rate.
     #[arg(long, value_name = "TOK/S")]
     pub target_tokens_per_s: Option<f64>,
@@ -101,18 +121,33 @@ pub struct PlanArgs {
     /// Fastest cluster drawing at most this much power during decode.
     #[arg(long, value_name = "W")]
     pub max_power_w: Option<f64>,
+    /// What to maximize: speed (default), tokens-per-s-per-dollar, tokens-per-day-per-dollar.
+    #[arg(long)]
+    pub goal: Option<String>,
     /// Node presets allowed (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
     pub nodes: Vec<String>,
-    /// Largest cluster considered.
-    #[arg(long, default_value_t = 8)]
-    pub max_nodes: usize,
+    /// Largest cluster considered (default 8).
+    #[arg(long)]
+    pub max_nodes: Option<usize>,
     /// Fabrics allowed (comma-separated; default: all).
     #[arg(long, value_delimiter = ',')]
     pub fabrics: Vec<String>,
     /// Engines allowed (comma-separated: exo, mlx-lm, llama-cpp, llama-cpp-rpc; default: all).
     #[arg(long, value_delimiter = ',')]
     pub engines: Vec<String>,
+    /// Also mix chip families where the runtime allows it (llama.cpp RPC: any; exo: Macs).
+    #[arg(long)]
+    pub mixed_fleets: bool,
+    /// Also vary engine options (all-reduce, macOS frame size, fast sync, prefill chunk).
+    #[arg(long)]
+    pub vary_options: bool,
+    /// Simulate over-budget candidates too (only to measure what pruning saves).
+    #[arg(long)]
+    pub no_prune: bool,
+    /// Also write the plan as JSON to this file (what `supernode report FILE` renders).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
     /// How many of the best to list.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
@@ -140,24 +175,47 @@ pub fn dispatch(c: CapacityCommand) -> Result<(), CliError> {
             Ok(())
         }
         CapacityCommand::Plan(a) => run_plan(a),
+        CapacityCommand::Report(a) => run_report(&a),
     }
+}
+
+/// The request of `plan`: the spec file's keys, overridden by the flags given.
+fn plan_request(a: &PlanArgs) -> Result<PlanRequest, CliError> {
+    let spec = match &a.spec {
+        Some(p) => PlanSpec::load(p).map_err(CliError::input)?,
+        None => PlanSpec::default(),
+    };
+    let or_list = |flag: &Vec<String>, file: &Vec<String>| if flag.is_empty() { file.clone() } else { flag.clone() };
+    let goal_name = a.goal.clone().or(spec.goal.clone()).unwrap_or_else(|| "speed".into());
+    let goal =
+        Goal::parse(&goal_name).ok_or_else(|| CliError::input(format!("unknown goal `{goal_name}`; goals: {}", Goal::NAMES.join(", "))))?;
+    let objective = Objective::new(
+        a.target_tokens_per_s.or(spec.target_tokens_per_s),
+        a.budget_usd.or(spec.budget_usd),
+        a.max_power_w.or(spec.max_power_w),
+        goal,
+    )
+    .map_err(CliError::input)?;
+    let model = a.model.clone().or(spec.model.clone()).ok_or_else(|| CliError::input("give --model M (or `model` in --spec)"))?;
+    let mut req = PlanRequest::new(model, objective);
+    req.question = spec.question.clone();
+    req.quant = a.quant.clone().or(spec.quant.clone());
+    req.context = a.context.or(spec.context).unwrap_or(256);
+    req.nodes = or_list(&a.nodes, &spec.nodes);
+    req.max_nodes = a.max_nodes.or(spec.max_nodes).unwrap_or(8);
+    req.fabrics = or_list(&a.fabrics, &spec.fabrics);
+    req.engines = or_list(&a.engines, &spec.engines);
+    req.mixed_fleets = a.mixed_fleets || spec.mixed_fleets;
+    req.vary_options = a.vary_options || spec.vary_options;
+    req.prune = !a.no_prune;
+    req.jobs = a.jobs.get();
+    Ok(req)
 }
 
 /// Searches clusters; no cluster meeting the objective is exit 2 (the report says which came closest).
 fn run_plan(a: PlanArgs) -> Result<(), CliError> {
     let profile = a.profile.load()?;
-    let objective = Objective::new(a.target_tokens_per_s, a.budget_usd, a.max_power_w).map_err(CliError::input)?;
-    let req = PlanRequest {
-        model: a.model,
-        quant: a.quant,
-        context: a.context,
-        objective,
-        nodes: a.nodes,
-        max_nodes: a.max_nodes,
-        fabrics: a.fabrics,
-        engines: a.engines,
-        jobs: a.jobs.get(),
-    };
+    let req = plan_request(&a)?;
     let pb = super::progress_bar(0, "candidates");
     let p = planner::plan_with_progress(&req, &profile, &|done, total| {
         pb.set_length(total);
@@ -165,12 +223,28 @@ fn run_plan(a: PlanArgs) -> Result<(), CliError> {
     });
     pb.finish_and_clear();
     let p = p.map_err(CliError::input)?;
+    if let Some(path) = &a.out {
+        let text = serde_json::to_string(&p.to_report_json()).expect("plan serializes");
+        crate::util::write_atomic(path, text.as_bytes()).map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
+        super::note!("plan written to {} (render it with `supernode report {}`)", path.display(), path.display());
+    }
     if a.json.json {
         say!("{}", serde_json::to_string_pretty(&p.to_json(a.top)).expect("plan serializes"));
     } else {
         let _ = std::io::stdout().lock().write_all(p.report(a.top, a.all).as_bytes());
     }
     if p.winner.is_some() { Ok(()) } else { Err(CliError::silent(ExitKind::Input)) }
+}
+
+/// Writes the report page; bad input is exit 2, a failed write exit 1.
+fn run_report(a: &ReportArgs) -> Result<(), CliError> {
+    let out = a.out.clone().unwrap_or_else(|| html::default_out(&a.path));
+    let bytes = html::write(&a.path, &out).map_err(|e| match e {
+        html::ReportError::Input(m) => CliError::input(m),
+        html::ReportError::Io(m) => CliError::failure(m),
+    })?;
+    say!("report: {} ({} KB, self-contained; open it in a browser)", out.display(), bytes.div_ceil(1024));
+    Ok(())
 }
 
 fn print_files(files: &[PathBuf]) {
@@ -182,7 +256,7 @@ fn print_files(files: &[PathBuf]) {
 fn run_sweep(a: SweepArgs) -> Result<(), CliError> {
     let profile = a.profile.load()?;
     let shard = sweep::resolve_shard(a.shard.as_deref(), a.shard_count, |k| std::env::var(k).ok()).map_err(CliError::input)?;
-    let sw = Sweep::load(&a.file, &profile)?;
+    let sw = Sweep::load_with_overrides(&a.file, &a.set, &profile)?;
     let out = a.out.out.clone().unwrap_or_else(|| {
         let base = PathBuf::from("output").join(format!("sweep-{}", slug(&sw.name)));
         if shard.count > 1 { base.join(format!("shard-{}-of-{}", shard.index, shard.count)) } else { base }

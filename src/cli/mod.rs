@@ -54,7 +54,7 @@ pub enum Command {
     Run(RunArgs),
     /// Predict every row of a measurement CSV (or a harness file's end-to-end runs) and report the error of each.
     Validate(ValidateArgs),
-    /// Capacity planning: sweep, merge, plot, plan.
+    /// Capacity planning: sweep, merge, plot, plan, report.
     #[command(flatten)]
     Capacity(capacity::CapacityCommand),
     /// Calibration: calibrate, import.

@@ -1,6 +1,7 @@
 //! Which splits a runtime can run: single-node engines, llama.cpp RPC's layer split, and the
 //! divisibility rules of a tensor-parallel split (exo shards heads and hidden across ranks).
 
+use crate::hw::{NodeSpec, Os};
 use crate::llm::ModelSpec;
 
 use super::options::{EngineKind, Parallelism};
@@ -45,6 +46,16 @@ pub enum SplitError {
         /// Node counts up to 16 that would be legal.
         legal: Vec<u64>,
     },
+    /// A runtime asked to span chip families it cannot mix.
+    #[error(
+        "engine `{engine}` cannot mix chip families {chips}: exo (MLX) mixes only Macs (Metal); across Mac, GB10 and Ryzen nodes only llama.cpp RPC runs"
+    )]
+    MixedFleet {
+        /// Engine name as written.
+        engine: String,
+        /// The chips of the cluster, comma-separated.
+        chips: String,
+    },
 }
 
 impl SplitError {
@@ -54,6 +65,9 @@ impl SplitError {
             Self::SingleNodeEngine { .. } => "use engine exo (tensor/pipeline) or llama-cpp-rpc (pipeline)".into(),
             Self::RpcSplitsLayers => "use parallelism = \"pipeline\" or engine exo".into(),
             Self::NoSplitOnCluster { .. } => "use count = 1, or engine exo / llama-cpp-rpc".into(),
+            Self::MixedFleet { .. } => {
+                "use engine = \"llama-cpp-rpc\" (pipeline), or nodes of one chip family (exo mixes Macs of any size)".into()
+            }
             Self::IllegalTensorSplit { legal, .. } => {
                 let ok: Vec<String> = legal.iter().map(u64::to_string).collect();
                 format!("use a node count in {{{}}}, or parallelism = \"pipeline\"", ok.join(", "))
@@ -84,6 +98,31 @@ pub fn check_split(engine: &str, kind: EngineKind, parallelism: Parallelism, nod
         return Err(SplitError::NoSplitOnCluster { engine: engine.to_string(), nodes });
     }
     Ok(())
+}
+
+/// Whether engine `kind` can run one cluster on `nodes` (the runtimes' fleet rules): one chip
+/// family is always allowed; llama.cpp RPC runs any mix (each `rpc-server` is a ggml device of
+/// its own backend: Metal, CUDA, Vulkan/ROCm); exo (MLX) mixes chips only when every node is a
+/// Mac (Metal; e.g. an M3 Ultra with an M4 Max, exo issue 2070's M4 Max + M5 Max pair).
+pub fn fleet_is_legal(kind: EngineKind, nodes: &[&NodeSpec]) -> bool {
+    let one_chip = nodes.windows(2).all(|w| w[0].chip == w[1].chip);
+    one_chip
+        || match kind {
+            EngineKind::LlamaCppRpc => true,
+            EngineKind::Exo => nodes.iter().all(|n| n.os == Os::Macos),
+            _ => false,
+        }
+}
+
+/// Checks [`fleet_is_legal`], naming the chips when it is not.
+pub fn check_fleet(engine: &str, kind: EngineKind, nodes: &[NodeSpec]) -> Result<(), SplitError> {
+    let refs: Vec<&NodeSpec> = nodes.iter().collect();
+    if fleet_is_legal(kind, &refs) {
+        return Ok(());
+    }
+    let mut chips: Vec<&str> = nodes.iter().map(|n| n.chip.as_str()).collect();
+    chips.dedup();
+    Err(SplitError::MixedFleet { engine: engine.to_string(), chips: chips.join(", ") })
 }
 
 /// Whether `nodes` ranks can shard `model` tensor-parallel: the count must divide the hidden

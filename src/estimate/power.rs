@@ -2,7 +2,6 @@
 //! token, hardware cost and the cost of a million tokens.
 
 use crate::engine::Plan;
-use crate::hw::Topology;
 use crate::scenario::Scenario;
 use crate::util::{round3, round6};
 
@@ -11,12 +10,7 @@ use super::{Estimate, GenerateRun};
 /// Hardware cost of a scenario's cluster: nodes, cables, and a switch for switched fabrics, USD.
 /// Cheap (no simulation), so planners can prune by budget before estimating.
 pub fn hardware_cost(s: &Scenario) -> f64 {
-    let cables = s.topology.cables(s.nodes.len());
-    let mut cost: f64 = s.nodes.iter().map(|n| n.price_usd).sum::<f64>() + cables as f64 * s.fabric.cable_usd;
-    if s.topology == Topology::Switch && s.nodes.len() > 1 {
-        cost += s.fabric.switch_usd;
-    }
-    cost
+    crate::hw::cluster_cost(s.nodes.iter(), &s.fabric, s.topology)
 }
 
 /// Fills power (per node and cluster, from GPU and CPU utilization over the decode phase), GPU

@@ -12,6 +12,19 @@ pub use fabric::{Backend, FabricSpec, PortKind, Transport};
 pub use node::{NodeSpec, Os};
 pub use topology::{Topology, cabling, connected, route_around};
 
+/// Hardware cost of a cluster, USD: node prices (summed in order), cables, and a switch for a
+/// switched fabric of 2+ nodes. No simulation: planners prune by budget with it before
+/// estimating, and `estimate::hardware_cost` is this function, so the two never disagree.
+pub fn cluster_cost<'a>(nodes: impl ExactSizeIterator<Item = &'a NodeSpec>, fabric: &FabricSpec, topology: Topology) -> f64 {
+    let n = nodes.len();
+    let cables = topology.cables(n);
+    let mut cost: f64 = nodes.map(|x| x.price_usd).sum::<f64>() + cables as f64 * fabric.cable_usd;
+    if topology == Topology::Switch && n > 1 {
+        cost += fabric.switch_usd;
+    }
+    cost
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -358,3 +358,4 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
     s
 }
 pub mod charts;
+pub mod html;

@@ -11,7 +11,7 @@ use std::path::Path;
 use toml::Spanned;
 
 use crate::catalog::{Catalog, catalog};
-use crate::engine::split::{SplitError, check_split, check_tensor_split, default_parallelism};
+use crate::engine::split::{SplitError, check_fleet, check_split, check_tensor_split, default_parallelism};
 use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism};
 use crate::hw::cabling::{CablingError, check_cluster, check_node};
 use crate::hw::{Backend, FabricSpec, NodeSpec, Topology, Transport};
@@ -69,6 +69,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     })?;
     let parallelism = parallelism(src, re.as_ref(), kind, engine_span, n, &mut spans)?;
     check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
+    check_fleet(&engine_name, kind, &nodes).map_err(|e| split_error(src, &spans, e))?;
     let quant = quant(src, cat, &rm, (&default_quant, declared_quant), kind, &engine_name, &mut spans)?;
     let size_gb = match &rm.size_gb {
         Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
@@ -422,7 +423,9 @@ fn parallelism(
 fn split_error(src: &Source, spans: &Spans, e: SplitError) -> ScenarioError {
     let span = match e {
         SplitError::SingleNodeEngine { .. } | SplitError::RpcSplitsLayers => spans.parallelism.clone(),
-        SplitError::NoSplitOnCluster { .. } | SplitError::IllegalTensorSplit { .. } => spans.cluster_nodes.clone(),
+        SplitError::NoSplitOnCluster { .. } | SplitError::IllegalTensorSplit { .. } | SplitError::MixedFleet { .. } => {
+            spans.cluster_nodes.clone()
+        }
     };
     src.error(span, e.to_string(), Some(e.fix())).with_kind(ErrorKind::from(&e))
 }

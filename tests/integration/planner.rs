@@ -102,7 +102,7 @@ fn fastest_under_20000_dollars_for_deepseek_v3_1() {
 #[test]
 fn report_names_winner_pareto_losers_and_cabling() {
     let o = bin()
-        .args(["plan", "--model", "deepseek-v3.1", "--budget-usd", "20000", "--nodes", "m3-ultra-80c-256gb", "--max-nodes", "3"])
+        .args(["plan", "--model", "deepseek-v3.1", "--budget-usd", "30000", "--nodes", "m3-ultra-80c-256gb", "--max-nodes", "3"])
         .assert()
         .success()
         .get_output()

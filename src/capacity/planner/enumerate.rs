@@ -1,8 +1,12 @@
-//! The candidates of a planning request: node mixes (one chip per mix, up to `max_nodes`), and
-//! per mix every fabric, topology, engine and split allowed, each as a [`ScenarioBuilder`].
+//! The candidates of a planning request: node mixes (one chip per mix, up to `max_nodes`; with
+//! `mixed_fleets` also mixes across chip families), and per mix every fabric, topology, engine,
+//! split (and with `vary_options`, engine option set) allowed, each as a [`ScenarioBuilder`]
+//! with its hardware cost computed up front (for pruning).
 
 use crate::catalog::{Catalog, catalog};
-use crate::hw::NodeSpec;
+use crate::engine::EngineKind;
+use crate::engine::split::fleet_is_legal;
+use crate::hw::{NodeSpec, Topology, cluster_cost};
 use crate::scenario::ScenarioBuilder;
 use crate::util::did_you_mean;
 
@@ -87,34 +91,118 @@ fn node_mixes(req: &PlanRequest, cat: &Catalog) -> Vec<Vec<String>> {
             }
         }
     }
+    if req.mixed_fleets {
+        mixes.extend(cross_family_mixes(&families, req.max_nodes));
+    }
     mixes
 }
 
-/// Wiring (fabric, topology) if more than one node, engine, parallelism.
-type Config = (Option<(String, String)>, &'static str, &'static str);
-
-/// The configurations of a mix of `n` nodes the request allows.
-fn configs(req: &PlanRequest, cat: &Catalog, n: usize) -> Vec<Config> {
-    let allowed_engine = |e: &str| req.engines.is_empty() || req.engines.iter().any(|x| x == e);
-    let mut configs: Vec<Config> = Vec::new();
-    if n == 1 {
-        for (e, p) in [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none")] {
-            if allowed_engine(e) {
-                configs.push((None, e, p));
+/// Mixes across chip families: for every set of 2+ families, one node type from each, and
+/// every split of 2..=`max` nodes giving each family at least one (families in catalog order).
+fn cross_family_mixes(families: &[Vec<&NodeSpec>], max: usize) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for subset in 1u32..(1 << families.len()) {
+        let fams: Vec<&Vec<&NodeSpec>> = (0..families.len()).filter(|i| subset & (1 << i) != 0).map(|i| &families[i]).collect();
+        if fams.len() < 2 || fams.len() > max {
+            continue;
+        }
+        // Every choice of one type per family.
+        let mut choices: Vec<Vec<&NodeSpec>> = vec![vec![]];
+        for f in &fams {
+            choices = choices.iter().flat_map(|c| f.iter().map(move |t| [c.clone(), vec![*t]].concat())).collect();
+        }
+        for types in &choices {
+            for counts in compositions(types.len(), max) {
+                out.push(types.iter().zip(&counts).flat_map(|(t, &k)| std::iter::repeat_n(t.id.clone(), k)).collect());
             }
+        }
+    }
+    out
+}
+
+/// Every way to give `parts` parts at least one each, at most `max` in all.
+fn compositions(parts: usize, max: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut cur = vec![1; parts];
+    loop {
+        out.push(cur.clone());
+        // Odometer: increase the last part that can grow; reset the ones after it.
+        let mut i = parts;
+        loop {
+            if i == 0 {
+                return out;
+            }
+            i -= 1;
+            cur[i] += 1;
+            if cur.iter().sum::<usize>() <= max {
+                break;
+            }
+            cur[i] = 1;
+        }
+    }
+}
+
+/// Wiring (fabric, topology) if more than one node, engine, parallelism, engine options.
+type Config = (Option<(String, String)>, &'static str, &'static str, Vec<(&'static str, toml::Value)>);
+
+/// The configurations of a mix the request allows (engines the runtimes' fleet rules allow on
+/// it; with `vary_options`, one per engine option set).
+fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
+    let allowed_engine = |e: &str| {
+        (req.engines.is_empty() || req.engines.iter().any(|x| x == e)) && EngineKind::parse(e).is_some_and(|k| fleet_is_legal(k, mix))
+    };
+    let mut configs: Vec<Config> = Vec::new();
+    let mut push = |wiring: Option<(String, String)>, jaccl: bool, e: &'static str, p: &'static str| {
+        if allowed_engine(e) {
+            for opts in option_sets(req.vary_options, e, p, jaccl, mix.len()) {
+                configs.push((wiring.clone(), e, p, opts));
+            }
+        }
+    };
+    if mix.len() == 1 {
+        for (e, p) in [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none")] {
+            push(None, false, e, p);
         }
         return configs;
     }
     for f in cat.fabrics.iter().filter(|f| f.id != "none" && (req.fabrics.is_empty() || req.fabrics.contains(&f.id))) {
         for t in &f.topologies {
             for (e, p) in [("exo", "tensor"), ("exo", "pipeline"), ("llama-cpp-rpc", "pipeline")] {
-                if allowed_engine(e) {
-                    configs.push((Some((f.id.clone(), t.id().to_string())), e, p));
-                }
+                push(Some((f.id.clone(), t.id().to_string())), f.backend == crate::hw::Backend::Jaccl, e, p);
             }
         }
     }
     configs
+}
+
+/// Engine option sets of a configuration: only the defaults, or with `vary` the cartesian
+/// product of the options that engine, split and backend read: for exo over JACCL the macOS
+/// version (26.2: 4 KiB RDMA frames, 26.3: 512 KiB), `MLX_METAL_FAST_SYNCH` on or off and (tensor)
+/// the all-reduce algorithm (Dec 2025 fully connected, or mlx PR 3901's rs-ag); for exo over
+/// TCP, fast sync; and for every engine two prefill chunks (exo/mlx-lm 2,048 or 4,096; llama.cpp
+/// 512 or 2,048).
+pub fn option_sets(vary: bool, engine: &str, par: &str, jaccl: bool, nodes: usize) -> Vec<Vec<(&'static str, toml::Value)>> {
+    if !vary {
+        return vec![vec![]];
+    }
+    let s = |x: &str| toml::Value::String(x.into());
+    let mut axes: Vec<(&'static str, Vec<toml::Value>)> = Vec::new();
+    if engine == "exo" && nodes > 1 {
+        if jaccl {
+            axes.push(("engine.macos", vec![s("26.2"), s("26.3")]));
+            if par == "tensor" {
+                axes.push(("engine.allreduce", vec![s("fully-connected"), s("rs-ag")]));
+            }
+        }
+        axes.push(("engine.fast_sync", vec![toml::Value::Boolean(true), toml::Value::Boolean(false)]));
+    }
+    let chunks = if engine.starts_with("llama-cpp") { [512, 2048] } else { [2048, 4096] };
+    axes.push(("engine.prefill_chunk", chunks.iter().map(|&c| toml::Value::Integer(c)).collect()));
+    let mut sets: Vec<Vec<(&'static str, toml::Value)>> = vec![vec![]];
+    for (key, values) in &axes {
+        sets = sets.iter().flat_map(|set| values.iter().map(move |v| [set.clone(), vec![(*key, v.clone())]].concat())).collect();
+    }
+    sets
 }
 
 /// Prompt and generated tokens of a context: 128 generated (at most half), the rest prompt.
@@ -124,7 +212,7 @@ pub fn split_context(context: u64) -> (u64, u64) {
 }
 
 /// The scenario of one candidate.
-fn scenario(req: &PlanRequest, id: usize, mix: &[String], (wiring, engine, par): &Config) -> ScenarioBuilder {
+fn scenario(req: &PlanRequest, id: usize, mix: &[String], (wiring, engine, par, opts): &Config) -> ScenarioBuilder {
     let (prompt, generate) = split_context(req.context);
     let name =
         format!("plan: {}{} {engine} {par}", nodes_label(mix), wiring.as_ref().map(|(f, tp)| format!(" {f} {tp}")).unwrap_or_default());
@@ -138,17 +226,33 @@ fn scenario(req: &PlanRequest, id: usize, mix: &[String], (wiring, engine, par):
         b.quant(q);
     }
     b.engine(engine).parallelism(par).workload_kind("generate").tokens(prompt, generate);
+    for (k, v) in opts {
+        // The keys and value types are the builder's own (KEYS); values are checked on build.
+        let _ = b.set(k, v);
+    }
     b
 }
 
-/// Enumerates candidate scenarios (not yet predicted).
+/// Hardware cost of a mix wired as `wiring` (one node: no fabric), from the catalog alone.
+fn cost_of(cat: &Catalog, mix: &[&NodeSpec], wiring: Option<&(String, String)>) -> f64 {
+    let (fabric, topology) = match wiring {
+        Some((f, t)) => (cat.fabric(f), Topology::parse(t).unwrap_or(Topology::None)),
+        None => (cat.fabric("none"), Topology::None),
+    };
+    let none = cat.fabric("none").expect("the catalog has fabric `none`");
+    cluster_cost(mix.iter().copied(), fabric.unwrap_or(none), topology)
+}
+
+/// Enumerates candidate scenarios (not yet predicted), each with its hardware cost.
 pub fn candidates(req: &PlanRequest) -> Result<Vec<Candidate>, String> {
     let cat = catalog();
     check_request(req, cat)?;
     let mut out = Vec::new();
     for mix in node_mixes(req, cat) {
-        for config in configs(req, cat, mix.len()) {
+        let specs: Vec<&NodeSpec> = mix.iter().filter_map(|id| cat.node(id)).collect();
+        for config in configs(req, cat, &specs) {
             let id = out.len();
+            let hardware_usd = cost_of(cat, &specs, config.0.as_ref());
             let (fabric, topology) = config.0.clone().unzip();
             out.push(Candidate {
                 id,
@@ -158,6 +262,9 @@ pub fn candidates(req: &PlanRequest) -> Result<Vec<Candidate>, String> {
                 topology,
                 engine: config.1.to_string(),
                 parallelism: config.2.to_string(),
+                options: config.3.iter().map(|(k, v)| (k.to_string(), v.to_string().trim_matches('"').to_string())).collect(),
+                hardware_usd,
+                availability: 1.0,
                 outcome: Outcome::Failed { kind: ErrorKind::Invalid, message: "not evaluated".into() },
             });
         }
@@ -176,5 +283,10 @@ mod tests {
         assert_eq!(out.len(), 6);
         assert_eq!(split_context(8192), (8064, 128));
         assert_eq!(split_context(3), (2, 1));
+        // 2 parts of >= 1 within 4: (1,1) (1,2) (1,3) (2,1) (2,2) (3,1).
+        assert_eq!(compositions(2, 4).len(), 6);
+        assert_eq!(compositions(3, 3), vec![vec![1, 1, 1]]);
+        assert_eq!(option_sets(true, "exo", "tensor", true, 4).len(), 16);
+        assert_eq!(option_sets(false, "exo", "tensor", true, 4).len(), 1);
     }
 }

@@ -16,11 +16,70 @@ use crate::scenario::{ErrorKind, ScenarioBuilder};
 
 pub mod enumerate;
 pub mod report;
+pub mod spec;
 
 pub use enumerate::candidates;
+pub use spec::PlanSpec;
 
-/// What to optimize. With a target rate: minimize hardware cost (then power); otherwise
-/// maximize decode tokens/s. Budget and power caps are constraints in both cases.
+/// What "best" means among the candidates that meet the constraints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Goal {
+    /// Raw decode speed, tokens/s (with a target rate: the cheapest reaching it instead).
+    #[default]
+    Speed,
+    /// Decode tokens/s per hardware dollar.
+    TokensPerSecondPerDollar,
+    /// Tokens a day per hardware dollar: tokens/s x 86,400 x availability / hardware USD.
+    TokensPerDayPerDollar,
+}
+
+impl Goal {
+    /// The goals' command-line names.
+    pub const NAMES: [&'static str; 3] = ["speed", "tokens-per-s-per-dollar", "tokens-per-day-per-dollar"];
+
+    /// Parses a command-line name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "speed" => Some(Goal::Speed),
+            "tokens-per-s-per-dollar" => Some(Goal::TokensPerSecondPerDollar),
+            "tokens-per-day-per-dollar" => Some(Goal::TokensPerDayPerDollar),
+            _ => None,
+        }
+    }
+
+    /// The command-line name.
+    pub fn id(self) -> &'static str {
+        match self {
+            Goal::Speed => "speed",
+            Goal::TokensPerSecondPerDollar => "tokens-per-s-per-dollar",
+            Goal::TokensPerDayPerDollar => "tokens-per-day-per-dollar",
+        }
+    }
+
+    /// What the score measures, with its unit.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Goal::Speed => "tok/s",
+            Goal::TokensPerSecondPerDollar => "tok/s per $",
+            Goal::TokensPerDayPerDollar => "tokens/day per $",
+        }
+    }
+
+    /// The score of an estimate (higher is better). `availability` is the fraction of the time
+    /// the cluster serves (1.0 until a fault model supplies it; see [`Candidate::availability`]).
+    pub fn score(self, e: &Estimate, availability: f64) -> f64 {
+        let per_dollar = |x: f64| if e.cost_usd > 0.0 { x / e.cost_usd } else { 0.0 };
+        match self {
+            Goal::Speed => e.decode_tokens_per_s,
+            Goal::TokensPerSecondPerDollar => per_dollar(e.decode_tokens_per_s),
+            Goal::TokensPerDayPerDollar => per_dollar(e.decode_tokens_per_s * 86_400.0 * availability),
+        }
+    }
+}
+
+/// What to optimize. With a target rate and the speed goal: minimize hardware cost (then
+/// power); otherwise maximize the goal's score. Budget and power caps are constraints in both
+/// cases.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Objective {
     /// Minimum decode tokens/s.
@@ -29,14 +88,17 @@ pub struct Objective {
     pub budget_usd: Option<f64>,
     /// Maximum cluster power during decode, W.
     pub max_power_w: Option<f64>,
+    /// What to maximize.
+    pub goal: Goal,
 }
 
 impl Objective {
     /// Checks that at least one objective is given and that values are positive.
-    pub fn new(target_tokens_per_s: Option<f64>, budget_usd: Option<f64>, max_power_w: Option<f64>) -> Result<Self, String> {
-        if target_tokens_per_s.is_none() && budget_usd.is_none() && max_power_w.is_none() {
+    pub fn new(target_tokens_per_s: Option<f64>, budget_usd: Option<f64>, max_power_w: Option<f64>, goal: Goal) -> Result<Self, String> {
+        if target_tokens_per_s.is_none() && budget_usd.is_none() && max_power_w.is_none() && goal == Goal::Speed {
             return Err(
-                "give an objective: --target-tokens-per-s X (cheapest reaching X), --budget-usd X or --max-power-w X (fastest within X)"
+                "give an objective: --target-tokens-per-s X (cheapest reaching X), --budget-usd X or --max-power-w X (fastest within X), \
+                 or --goal tokens-per-day-per-dollar"
                     .into(),
             );
         }
@@ -47,15 +109,19 @@ impl Objective {
                 }
             }
         }
-        Ok(Objective { target_tokens_per_s, budget_usd, max_power_w })
+        Ok(Objective { target_tokens_per_s, budget_usd, max_power_w, goal })
     }
 
     pub(super) fn minimizes_cost(&self) -> bool {
-        self.target_tokens_per_s.is_some()
+        self.target_tokens_per_s.is_some() && self.goal == Goal::Speed
     }
 
-    pub(super) fn describe(&self, model: &str) -> String {
+    /// The question, in words.
+    pub fn describe(&self, model: &str) -> String {
         let mut limits = Vec::new();
+        if let Some(t) = self.target_tokens_per_s.filter(|_| !self.minimizes_cost()) {
+            limits.push(format!(">= {t} tok/s"));
+        }
         if let Some(b) = self.budget_usd {
             limits.push(format!("hardware <= ${}", money(b)));
         }
@@ -63,9 +129,11 @@ impl Objective {
             limits.push(format!("power <= {p:.0} W"));
         }
         let lim = if limits.is_empty() { String::new() } else { format!(" with {}", limits.join(" and ")) };
-        match self.target_tokens_per_s {
-            Some(t) => format!("cheapest cluster that runs {model} at >= {t} tok/s{lim}"),
-            None => format!("fastest cluster for {model}{lim}"),
+        match (self.target_tokens_per_s, self.goal) {
+            (Some(t), Goal::Speed) => format!("cheapest cluster that runs {model} at >= {t} tok/s{lim}"),
+            (None, Goal::Speed) => format!("fastest cluster for {model}{lim}"),
+            (_, Goal::TokensPerSecondPerDollar) => format!("most tokens/s per hardware dollar for {model}{lim}"),
+            (_, Goal::TokensPerDayPerDollar) => format!("most tokens per day per hardware dollar for {model}{lim}"),
         }
     }
 }
@@ -73,6 +141,8 @@ impl Objective {
 /// A planning request.
 #[derive(Clone, Debug)]
 pub struct PlanRequest {
+    /// The question in the asker's words (a spec file's `question`), for reports.
+    pub question: Option<String>,
     /// Model preset.
     pub model: String,
     /// Quantization (None: the engine's format of the model's default).
@@ -89,8 +159,39 @@ pub struct PlanRequest {
     pub fabrics: Vec<String>,
     /// Engines allowed (empty: all).
     pub engines: Vec<String>,
+    /// Also mix chip families where the runtime allows it (llama.cpp RPC across any chips,
+    /// exo across Macs): one node type per family, every count split up to `max_nodes`.
+    pub mixed_fleets: bool,
+    /// Also vary engine options: all-reduce algorithm, macOS (JACCL frame size), fast sync,
+    /// prefill chunk ([`enumerate::option_sets`]).
+    pub vary_options: bool,
+    /// Skip candidates over the budget before building or simulating them (on by default;
+    /// off only to measure what pruning saves).
+    pub prune: bool,
     /// Worker threads.
     pub jobs: Option<usize>,
+}
+
+impl PlanRequest {
+    /// A request with the defaults of `supernode plan` (context 256, up to 8 nodes, all nodes,
+    /// fabrics and engines, no mixed fleets or option variants, pruning on).
+    pub fn new(model: impl Into<String>, objective: Objective) -> Self {
+        PlanRequest {
+            question: None,
+            model: model.into(),
+            quant: None,
+            context: 256,
+            objective,
+            nodes: vec![],
+            max_nodes: 8,
+            fabrics: vec![],
+            engines: vec![],
+            mixed_fleets: false,
+            vary_options: false,
+            prune: true,
+            jobs: None,
+        }
+    }
 }
 
 /// What happened to a candidate.
@@ -98,6 +199,12 @@ pub struct PlanRequest {
 pub enum Outcome {
     /// Predicted.
     Ran(Box<Estimate>),
+    /// Over the budget: skipped before building or simulating it (its hardware cost is known
+    /// without the twin; it could not have won).
+    Pruned {
+        /// Hardware cost, USD.
+        cost_usd: f64,
+    },
     /// The scenario is not buildable (too few ports, illegal split, wrong format, ...), or is
     /// valid but cannot run (does not fit, ...).
     Failed {
@@ -123,6 +230,13 @@ pub struct Candidate {
     pub engine: String,
     /// Parallelism id.
     pub parallelism: String,
+    /// Engine options set beyond the defaults (key, value), e.g. `("engine.macos", "26.3")`.
+    pub options: Vec<(String, String)>,
+    /// Hardware cost (nodes, cables, switch), USD, computed before any simulation.
+    pub hardware_usd: f64,
+    /// Fraction of the time the cluster serves, in 0..=1. 1.0 here: the hook a fault model
+    /// (issue 13 item 1) fills per candidate; the tokens-per-day goal multiplies by it.
+    pub availability: f64,
     /// The scenario.
     pub scenario: ScenarioBuilder,
     /// The prediction or why not.
@@ -134,7 +248,7 @@ impl Candidate {
     pub fn estimate(&self) -> Option<&Estimate> {
         match &self.outcome {
             Outcome::Ran(e) => Some(e),
-            Outcome::Failed { .. } => None,
+            Outcome::Failed { .. } | Outcome::Pruned { .. } => None,
         }
     }
 
@@ -149,7 +263,16 @@ impl Candidate {
             (Some(f), Some(t)) => format!(", {f} {t}"),
             _ => String::new(),
         };
-        format!("{}{wiring}, {} {}", nodes_label(&self.nodes), self.engine, self.parallelism)
+        let opts: Vec<String> = self.options.iter().map(|(k, v)| format!("{}={v}", k.trim_start_matches("engine."))).collect();
+        let opts = if opts.is_empty() { String::new() } else { format!(" [{}]", opts.join(" ")) };
+        format!("{}{wiring}, {} {}{opts}", nodes_label(&self.nodes), self.engine, self.parallelism)
+    }
+
+    /// Whether the cluster mixes chip families.
+    pub fn is_mixed_fleet(&self) -> bool {
+        let cat = crate::catalog::catalog();
+        let chip = |id: &String| cat.node(id).map(|n| n.chip.clone());
+        self.nodes.windows(2).any(|w| chip(&w[0]) != chip(&w[1]))
     }
 }
 
@@ -180,6 +303,11 @@ pub(super) fn money(x: f64) -> String {
         out.push(c);
     }
     out
+}
+
+/// A cluster's nodes as people say them: `2x m3-ultra-80c-512gb + 1x dell-pro-max-gb10`.
+pub fn nodes_text(nodes: &[String]) -> String {
+    nodes_label(nodes)
 }
 
 pub(super) fn nodes_label(nodes: &[String]) -> String {
@@ -213,15 +341,23 @@ pub fn plan(req: &PlanRequest, profile: &Profile) -> Result<Plan, String> {
 pub fn plan_with_progress(req: &PlanRequest, profile: &Profile, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Plan, String> {
     let t0 = Instant::now();
     let mut cands = candidates(req)?;
+    let o = &req.objective;
+    // Prune by budget first: the hardware cost needs no simulation, and a candidate over the
+    // budget cannot meet the objective, so dropping it never changes the winner.
+    if let (true, Some(b)) = (req.prune, o.budget_usd) {
+        for c in cands.iter_mut().filter(|c| c.hardware_usd > b) {
+            c.outcome = Outcome::Pruned { cost_usd: c.hardware_usd };
+        }
+    }
     let pool = rayon::ThreadPoolBuilder::new().num_threads(req.jobs.unwrap_or(0)).build().map_err(|e| e.to_string())?;
-    let (done, total) = (std::sync::atomic::AtomicU64::new(0), cands.len() as u64);
+    let mut todo: Vec<&mut Candidate> = cands.iter_mut().filter(|c| !matches!(c.outcome, Outcome::Pruned { .. })).collect();
+    let (done, total) = (std::sync::atomic::AtomicU64::new(0), todo.len() as u64);
     pool.install(|| {
-        cands.par_iter_mut().for_each(|c| {
+        todo.par_iter_mut().for_each(|c| {
             c.outcome = evaluate(c, profile);
             progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
         })
     });
-    let o = &req.objective;
     let feasible = |e: &Estimate| {
         o.target_tokens_per_s.is_none_or(|t| e.decode_tokens_per_s >= t)
             && o.budget_usd.is_none_or(|b| e.cost_usd <= b)
@@ -229,12 +365,13 @@ pub fn plan_with_progress(req: &PlanRequest, profile: &Profile, progress: &(dyn 
     };
     let mut ranked: Vec<usize> = cands.iter().filter(|c| c.estimate().is_some_and(feasible)).map(|c| c.id).collect();
     let est = |i: usize| cands[i].estimate().expect("ran");
+    let score = |i: usize| o.goal.score(est(i), cands[i].availability);
     ranked.sort_by(|&a, &b| {
         let (x, y) = (est(a), est(b));
         let by_cost = x.cost_usd.total_cmp(&y.cost_usd);
-        let by_speed = y.decode_tokens_per_s.total_cmp(&x.decode_tokens_per_s);
+        let by_score = score(b).total_cmp(&score(a));
         let by_power = x.cluster_power_w.total_cmp(&y.cluster_power_w);
-        let primary = if o.minimizes_cost() { by_cost.then(by_power).then(by_speed) } else { by_speed.then(by_cost).then(by_power) };
+        let primary = if o.minimizes_cost() { by_cost.then(by_power).then(by_score) } else { by_score.then(by_cost).then(by_power) };
         primary.then(a.cmp(&b))
     });
     let pareto = pareto_front(&cands);
@@ -279,6 +416,7 @@ mod tests {
     fn mixes_and_money() {
         assert_eq!(money(23468.4), "23,468");
         assert_eq!(money(999.0), "999");
-        assert!(Objective::new(None, None, None).is_err());
+        assert!(Objective::new(None, None, None, Goal::Speed).is_err());
+        assert!(Objective::new(None, None, None, Goal::TokensPerDayPerDollar).is_ok());
     }
 }

@@ -11,7 +11,26 @@ use crate::hw::{PortKind, Topology, cabling};
 use crate::scenario::ErrorKind;
 
 use super::enumerate::split_context;
-use super::{Outcome, Plan, money};
+use super::{Goal, Outcome, Plan, money};
+
+/// Dollars with thousands separators, no cents: `23,468`.
+pub fn money_text(x: f64) -> String {
+    money(x)
+}
+
+/// The `format` of the plan JSON `plan --out` writes.
+pub const PLAN_FORMAT: &str = "supernode-plan-1";
+
+/// A score with three significant digits (tokens/day per $ run from ~10 to ~1,000).
+pub fn sig_text(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
 
 /// The failure group of a kind, as the report names it.
 pub fn cause(kind: ErrorKind) -> &'static str {
@@ -32,12 +51,26 @@ impl Plan {
         self.candidates[i].estimate().expect("ran")
     }
 
+    /// The objective's score of candidate `i` (it must have run).
+    pub fn score(&self, i: usize) -> f64 {
+        self.request.objective.goal.score(self.est(i), self.candidates[i].availability)
+    }
+
+    /// Candidates skipped by budget pruning.
+    pub fn pruned(&self) -> usize {
+        self.candidates.iter().filter(|c| matches!(c.outcome, Outcome::Pruned { .. })).count()
+    }
+
     /// Why candidate `i` is not the winner.
     pub fn verdict(&self, i: usize) -> String {
         let c = &self.candidates[i];
         let o = &self.request.objective;
         let e = match &c.outcome {
             Outcome::Failed { kind, message } => return format!("{}: {message}", cause(*kind)),
+            Outcome::Pruned { cost_usd } => {
+                let b = o.budget_usd.unwrap_or(0.0);
+                return format!("over budget (pruned, not simulated): ${} > ${}", money(*cost_usd), money(b));
+            }
             Outcome::Ran(e) => e,
         };
         if Some(i) == self.winner {
@@ -61,6 +94,9 @@ impl Plan {
             } else {
                 format!("tie on cost and power; slower or enumerated later ({:.1} tok/s)", e.decode_tokens_per_s)
             }
+        } else if o.goal != Goal::Speed && self.score(i) < self.score(self.winner.expect("winner")) {
+            let (x, y) = (self.score(i), self.score(self.winner.expect("winner")));
+            format!("lower {}: {} vs {}", o.goal.unit(), sig_text(x), sig_text(y))
         } else if e.decode_tokens_per_s < w.decode_tokens_per_s {
             format!("slower: {:.1} vs {:.1} tok/s", e.decode_tokens_per_s, w.decode_tokens_per_s)
         } else if e.cost_usd > w.cost_usd {
@@ -76,7 +112,7 @@ impl Plan {
         for c in &self.candidates {
             let (k, msg) = match &c.outcome {
                 Outcome::Failed { kind, message } => (cause(*kind), message),
-                Outcome::Ran(_) => continue,
+                Outcome::Ran(_) | Outcome::Pruned { .. } => continue,
             };
             match out.iter_mut().find(|x| x.0 == k) {
                 Some(x) => x.1 += 1,
@@ -152,12 +188,23 @@ impl Plan {
         s
     }
 
+    /// The question asked, in words.
+    pub fn question(&self) -> String {
+        let req = &self.request;
+        let model = catalog().model(&req.model).map_or(req.model.clone(), |(p, _)| format!("{} ({})", p.name, p.id));
+        match &req.question {
+            Some(q) => format!("{q} ({})", req.objective.describe(&model)),
+            None => req.objective.describe(&model),
+        }
+    }
+
     /// The objective, the search space and how much of it ran.
     fn write_header(&self, s: &mut String) {
         let req = &self.request;
         let model = catalog().model(&req.model).map_or(req.model.clone(), |(p, _)| format!("{} ({})", p.name, p.id));
         let ran = self.candidates.iter().filter(|c| c.estimate().is_some()).count();
-        let _ = writeln!(s, "Plan: {}", req.objective.describe(&model));
+        let _ = writeln!(s, "Plan: {}", self.question());
+        let _ = &model;
         let (prompt, generate) = split_context(req.context);
         let _ = writeln!(
             s,
@@ -170,13 +217,15 @@ impl Plan {
             if req.fabrics.is_empty() { "all".into() } else { req.fabrics.join(",") },
             if req.engines.is_empty() { "all".into() } else { req.engines.join(",") },
         );
+        let pruned = self.pruned();
         let _ = writeln!(
             s,
-            "  searched {} candidates in {:.1} s with the run estimator: {ran} predicted, {} could not run, {} meet the objective",
+            "  searched {} candidates in {:.1} s with the run estimator: {pruned} over budget (pruned before simulating), {ran} predicted, {} could not run, {} meet the objective{}",
             self.candidates.len(),
             self.seconds,
-            self.candidates.len() - ran,
-            self.ranked.len()
+            self.candidates.len() - ran - pruned,
+            self.ranked.len(),
+            if req.mixed_fleets { "; mixed fleets on" } else { "" }
         );
     }
 
@@ -186,6 +235,16 @@ impl Plan {
             Some(w) => {
                 let e = self.est(w);
                 let _ = writeln!(s, "WINNER  {}", self.candidates[w].describe());
+                let goal = self.request.objective.goal;
+                if goal != Goal::Speed {
+                    let _ = writeln!(
+                        s,
+                        "        {} {} (availability {:.3})",
+                        sig_text(self.score(w)),
+                        goal.unit(),
+                        self.candidates[w].availability
+                    );
+                }
                 let _ = writeln!(
                     s,
                     "        {:.2} tok/s decode, TTFT {:.2} s, ${} hardware, {:.0} W, {:.2} J/token, ${:.2}/Mtok, memory/node {} GB{}",
@@ -285,6 +344,47 @@ impl Plan {
         }
     }
 
+    /// The plan as the JSON `plan --out FILE` writes for `supernode report`: [`Self::to_json`]
+    /// (with the best 50) plus `format` = `supernode-plan-1`, every predicted candidate as a
+    /// point (figures, verdict, envelope), and the winner's full estimate.
+    pub fn to_report_json(&self) -> serde_json::Value {
+        let mut v = self.to_json(50);
+        v["format"] = json!(PLAN_FORMAT);
+        let points: Vec<serde_json::Value> = self
+            .candidates
+            .iter()
+            .filter_map(|c| c.estimate().map(|e| (c, e)))
+            .map(|(c, e)| {
+                json!({
+                    "id": c.id,
+                    "cluster": c.describe(),
+                    "nodes": c.nodes.len(),
+                    "engine": c.engine,
+                    "parallelism": c.parallelism,
+                    "fabric": c.fabric,
+                    "mixed_fleet": c.is_mixed_fleet(),
+                    "decode_tokens_per_s": e.decode_tokens_per_s,
+                    "cost_usd": e.cost_usd,
+                    "cluster_power_w": e.cluster_power_w,
+                    "ttft_s": e.ttft_s,
+                    "tpot_ms": e.tpot_ms,
+                    "usd_per_mtok": e.usd_per_mtok,
+                    "score": self.score(c.id),
+                    "availability": c.availability,
+                    "meets_objective": self.ranked.contains(&c.id),
+                    "pareto": self.pareto.contains(&c.id),
+                    "calibration": e.calibration,
+                    "verdict": self.verdict(c.id),
+                })
+            })
+            .collect();
+        v["points"] = json!(points);
+        if let Some(w) = self.winner {
+            v["winner"]["estimate"] = serde_json::to_value(self.est(w)).expect("estimate serializes");
+        }
+        v
+    }
+
     /// The plan as JSON.
     pub fn to_json(&self, top: usize) -> serde_json::Value {
         let cand = |i: usize| {
@@ -303,6 +403,11 @@ impl Plan {
                 "energy_j_per_token": e.map(|e| e.energy_j_per_token),
                 "usd_per_mtok": e.map(|e| e.usd_per_mtok),
                 "calibration": e.map(|e| e.calibration.status.clone()),
+                "options": c.options.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>(),
+                "hardware_usd": c.hardware_usd,
+                "availability": c.availability,
+                "score": e.map(|_| self.score(i)),
+                "mixed_fleet": c.is_mixed_fleet(),
                 "verdict": self.verdict(i),
             })
         };
@@ -320,7 +425,12 @@ impl Plan {
                 "target_tokens_per_s": self.request.objective.target_tokens_per_s,
                 "budget_usd": self.request.objective.budget_usd,
                 "max_power_w": self.request.objective.max_power_w,
+                "goal": self.request.objective.goal.id(),
+                "score_unit": self.request.objective.goal.unit(),
             },
+            "question": self.question(),
+            "mixed_fleets": self.request.mixed_fleets,
+            "pruned": self.pruned(),
             "context": self.request.context,
             "candidates": self.candidates.len(),
             "predicted": self.candidates.iter().filter(|c| c.estimate().is_some()).count(),

@@ -142,6 +142,38 @@ impl Sweep {
         Self::from_source(Source { path: shown, dir, text }, profile)
     }
 
+    /// Reads a sweep file with `--set KEY=VALUE` overrides applied to its base scenario (like
+    /// `run --set`). An override of a key the sweep varies, or of the `[sweep]` table itself,
+    /// is an error (the axis would silently win). The overrides are part of the sweep's
+    /// identity: `--resume` needs the same ones.
+    pub fn load_with_overrides(path: &Path, overrides: &[String], profile: &Profile) -> Result<Sweep, SweepError> {
+        if overrides.is_empty() {
+            return Self::load(path, profile);
+        }
+        if let Some(o) = overrides.iter().find(|o| o.trim_start().starts_with("sweep.") || o.trim_start().starts_with("sweep=")) {
+            return Err(SweepError::Input(format!("--set {o}: the [sweep] table cannot be overridden; edit the file")));
+        }
+        let shown = path.display().to_string();
+        let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES).map_err(|e| match io_err("read", path, e) {
+            SweepError::Io(m) => SweepError::Input(m),
+            other => other,
+        })?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let source = Source { path: shown, dir, text };
+        let plain = Self::from_source(source.clone(), profile)?;
+        for o in overrides {
+            let key = o.split('=').next().unwrap_or("").trim();
+            if plain.groups.iter().flatten().any(|a| a.key == key) {
+                return Err(SweepError::Input(format!(
+                    "--set {o}: `{key}` is a sweep axis of {}; drop the --set, or edit the axis",
+                    path.display()
+                )));
+            }
+        }
+        let sweep = Self::from_source(scenario::overrides::apply_overrides(source, overrides)?, profile)?;
+        Ok(sweep)
+    }
+
     /// Parses a sweep from scenario text with a `[sweep]` table.
     pub fn from_source(source: Source, profile: &Profile) -> Result<Sweep, SweepError> {
         // The file without [sweep] must be a valid scenario: it is what `supernode run` runs.

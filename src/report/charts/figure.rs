@@ -223,6 +223,18 @@ pub(super) fn render(stem: &Path, fig: &Figure) -> Result<Vec<PathBuf>, ChartErr
     Ok(vec![png, svg])
 }
 
+/// The figure as SVG text (what a page inlines), drawn like [`render`]'s SVG file.
+pub(super) fn svg_string(fig: &Figure) -> Result<String, ChartError> {
+    init_fonts();
+    let mut svg_text = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg_text, fig.size).into_drawing_area();
+        draw_figure(&root, fig)?;
+        root.present().map_err(|e| ChartError::Draw(format!("cannot draw an SVG chart: {e}")))?;
+    }
+    Ok(svg_text)
+}
+
 pub(super) fn draw_figure<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig: &Figure) -> Result<(), ChartError> {
     root.fill(&WHITE).map_err(draw_err)?;
     let (w, h) = root.dim_in_pixel();

@@ -18,10 +18,12 @@ pub mod figure;
 pub mod labels;
 pub mod lines;
 pub mod parity;
+pub mod report_figures;
 pub mod sweep_figures;
 
 pub use figure::{fmt_num, init_fonts};
 pub use parity::{ParityPoint, parity_chart, unit_of};
+pub use report_figures::{ReportPoint, latency_svg, pareto_svg, scaling_svg};
 
 use figure::render;
 use labels::model_name;
@@ -123,12 +125,15 @@ pub struct ChartRow {
     /// The first replicate's row.
     pub row: Row,
     sums: [f64; Metric::ALL.len()],
+    lo: [f64; Metric::ALL.len()],
+    hi: [f64; Metric::ALL.len()],
     replicates: u32,
 }
 
 impl ChartRow {
     fn new(row: Row) -> Self {
-        let mut r = ChartRow { row, sums: [0.0; Metric::ALL.len()], replicates: 0 };
+        const N: usize = Metric::ALL.len();
+        let mut r = ChartRow { row, sums: [0.0; N], lo: [f64::INFINITY; N], hi: [f64::NEG_INFINITY; N], replicates: 0 };
         if let Some(e) = r.row.estimate.clone() {
             r.add(&e);
         }
@@ -137,9 +142,22 @@ impl ChartRow {
 
     fn add(&mut self, e: &Estimate) {
         for m in Metric::ALL {
-            self.sums[m as usize] += m.of(e);
+            let v = m.of(e);
+            self.sums[m as usize] += v;
+            self.lo[m as usize] = self.lo[m as usize].min(v);
+            self.hi[m as usize] = self.hi[m as usize].max(v);
         }
         self.replicates += 1;
+    }
+
+    /// The lowest and highest value of a metric over the replicates (seeds), when it runs.
+    pub fn range(&self, m: Metric) -> Option<(f64, f64)> {
+        (self.replicates > 0).then(|| (self.lo[m as usize], self.hi[m as usize]))
+    }
+
+    /// How many replicates (seeds) the row merges.
+    pub fn replicates(&self) -> u32 {
+        self.replicates
     }
 
     /// The mean of a metric over the replicates (0 when the point does not run).
@@ -246,7 +264,6 @@ const NODE_CHARTS: [NodeChartKind; 3] = [
 
 /// Draws the charts of a set of rows into `dir/charts/`.
 pub fn draw_rows(dir: &Path, manifest: &Manifest, rows: &[ChartRow], only: Option<&str>) -> Result<Vec<PathBuf>, ChartError> {
-    let want = |k: &str| only.is_none_or(|o| o == k);
     let out = dir.join("charts");
     if only.is_none() {
         // A full redraw replaces the chart set: charts of models no longer in the results go.
@@ -259,36 +276,9 @@ pub fn draw_rows(dir: &Path, manifest: &Manifest, rows: &[ChartRow], only: Optio
             }
         }
     }
-    let axes = &manifest.axes;
-    let name = &manifest.name;
     let mut files = Vec::new();
-    for (model, group) in by_model(rows) {
-        let mname = model_name(&model);
-        let ms = slug(&model);
-        if let Some(nc) = node_chart(&group, axes) {
-            let sub = format!("{} · {} · sweep {name}", cluster_text(&group), workload_text(&group));
-            for (kind, what, panels, note) in NODE_CHARTS {
-                if want(kind) {
-                    let fig = nc.figure(format!("{mname}: {what} vs nodes (predicted)"), sub.clone(), panels, axes, note);
-                    files.extend(render(&out.join(format!("{kind}-{ms}")), &fig)?);
-                }
-            }
-        }
-        if want("ttft") {
-            if let Some(fig) = ttft(&model, &group, axes, name) {
-                files.extend(render(&out.join(format!("ttft-{ms}")), &fig)?);
-            }
-        }
-        if want("equal-budget") {
-            if let Some(fig) = equal_budget(&model, &group, name) {
-                files.extend(render(&out.join(format!("equal-budget-{ms}")), &fig)?);
-            }
-        }
-    }
-    if want("memory-fit") {
-        if let Some(fig) = memory_fit(rows, name) {
-            files.extend(render(&out.join("memory-fit"), &fig)?);
-        }
+    for (stem, fig) in sweep_figures(manifest, rows, only) {
+        files.extend(render(&out.join(stem), &fig)?);
     }
     if files.is_empty() {
         if let Some(o) = only {
@@ -299,6 +289,48 @@ pub fn draw_rows(dir: &Path, manifest: &Manifest, rows: &[ChartRow], only: Optio
         }
     }
     Ok(files)
+}
+
+/// The charts of a sweep as inline SVG text, (file stem, SVG), for a report page.
+pub fn sweep_svgs(manifest: &Manifest, rows: &[ChartRow]) -> Result<Vec<(String, String)>, ChartError> {
+    sweep_figures(manifest, rows, None).into_iter().map(|(stem, fig)| Ok((stem, figure::svg_string(&fig)?))).collect()
+}
+
+/// The figures a set of rows supports, with their file stems (`only`: one kind of [`CHARTS`]).
+fn sweep_figures(manifest: &Manifest, rows: &[ChartRow], only: Option<&str>) -> Vec<(String, figure::Figure)> {
+    let want = |k: &str| only.is_none_or(|o| o == k);
+    let axes = &manifest.axes;
+    let name = &manifest.name;
+    let mut figs = Vec::new();
+    for (model, group) in by_model(rows) {
+        let mname = model_name(&model);
+        let ms = slug(&model);
+        if let Some(nc) = node_chart(&group, axes) {
+            let sub = format!("{} · {} · sweep {name}", cluster_text(&group), workload_text(&group));
+            for (kind, what, panels, note) in NODE_CHARTS {
+                if want(kind) {
+                    let fig = nc.figure(format!("{mname}: {what} vs nodes (predicted)"), sub.clone(), panels, axes, note);
+                    figs.push((format!("{kind}-{ms}"), fig));
+                }
+            }
+        }
+        if want("ttft") {
+            if let Some(fig) = ttft(&model, &group, axes, name) {
+                figs.push((format!("ttft-{ms}"), fig));
+            }
+        }
+        if want("equal-budget") {
+            if let Some(fig) = equal_budget(&model, &group, name) {
+                figs.push((format!("equal-budget-{ms}"), fig));
+            }
+        }
+    }
+    if want("memory-fit") {
+        if let Some(fig) = memory_fit(rows, name) {
+            figs.push(("memory-fit".to_string(), fig));
+        }
+    }
+    figs
 }
 
 #[cfg(test)]

@@ -1,0 +1,238 @@
+//! exo-bench output as measurement rows, so exo users calibrate from what they already run.
+//!
+//! exo ships a benchmark script (`bench/exo_bench.py` in the exo repository) that places a model
+//! on the cluster with a given sharding and instance type, sends prompts of `pp` tokens, asks for
+//! `tg` generated tokens, repeats, and writes every run as JSON. The script could not be fetched
+//! when this reader was written, so the fields below are the ones **assumed** from exo 1.0's
+//! placement and stats vocabulary (FACTS.md: tensor/pipeline sharding, MLX ring or JACCL
+//! instances); the parser is strict about them (a missing or mistyped field is an error naming
+//! the run and the field) and ignores any other key, so a newer script that adds fields still
+//! reads. The file is a JSON list of runs, or an object whose `runs` (or `results`) is that list:
+//!
+//! ```json
+//! [{"model_id": "mlx-community/Kimi-K2-Thinking", "placement_sharding": "Tensor",
+//!   "placement_instance_meta": "MlxJaccl", "placement_nodes": 4, "repeat_index": 0,
+//!   "stats": {"prompt_tps": 212.4, "generation_tps": 24.9, "prompt_tokens": 512, "generation_tokens": 128}}]
+//! ```
+//!
+//! - `placement_sharding`: `Tensor` | `Pipeline` (case-insensitive).
+//! - `placement_instance_meta`: `MlxJaccl` (JACCL over Thunderbolt 5 RDMA) | `MlxRing` (the MLX
+//!   ring over TCP, taken as the Thunderbolt 5 bridge unless `--fabric` says otherwise).
+//! - `stats.prompt_tps` / `stats.generation_tps`: prefill and decode tokens/s of that run.
+//! - `model_id`: a Hugging Face repo id; the model is matched to a catalog preset by name, the
+//!   quantization from its suffix (`-4bit`, `-6bit`, `-8bit`, `-bf16`; Kimi K2 Thinking's native
+//!   INT4 is `int4-g32`).
+//!
+//! Runs of the same configuration (repeats) become one row per metric: the mean, with the
+//! spread and the repeat count in the notes.
+
+use serde_json::Value;
+
+use crate::calibrate::validate::MeasurementRow;
+use crate::catalog::catalog;
+
+/// A configuration that became no row: (what, why).
+pub type Skipped = (String, String);
+
+/// One exo-bench run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExoRun {
+    /// Hugging Face repo id of the model.
+    pub model_id: String,
+    /// `tensor` or `pipeline`.
+    pub sharding: String,
+    /// `jaccl` or `ring`.
+    pub backend: String,
+    /// Nodes the instance spans.
+    pub nodes: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Generated tokens.
+    pub generation_tokens: u64,
+    /// Prefill tokens/s.
+    pub prompt_tps: f64,
+    /// Decode tokens/s.
+    pub generation_tps: f64,
+}
+
+/// Whether a JSON text looks like exo-bench output (a list of runs with `placement_sharding`).
+pub fn looks_like(text: &str) -> bool {
+    let t = text.trim_start();
+    (t.starts_with('[') || t.starts_with('{')) && text.contains("\"placement_sharding\"")
+}
+
+fn field<'a>(run: &'a Value, path: &[&str], i: usize) -> Result<&'a Value, String> {
+    let mut v = run;
+    for k in path {
+        v = v.get(k).ok_or_else(|| format!("run {i}: missing field `{}` (exo-bench runs carry model_id, placement_sharding, placement_instance_meta, placement_nodes and stats)", path.join(".")))?;
+    }
+    Ok(v)
+}
+
+fn uint(run: &Value, path: &[&str], i: usize) -> Result<u64, String> {
+    let v = field(run, path, i)?;
+    v.as_u64().ok_or_else(|| format!("run {i}: `{}` must be a non-negative integer, not {v}", path.join(".")))
+}
+
+fn rate(run: &Value, path: &[&str], i: usize) -> Result<f64, String> {
+    let v = field(run, path, i)?;
+    v.as_f64()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| format!("run {i}: `{}` must be a non-negative number, not {v}", path.join(".")))
+}
+
+fn text<'a>(run: &'a Value, path: &[&str], i: usize) -> Result<&'a str, String> {
+    let v = field(run, path, i)?;
+    v.as_str().ok_or_else(|| format!("run {i}: `{}` must be a string, not {v}", path.join(".")))
+}
+
+/// Parses exo-bench JSON text; errors name the run (0-based) and the field.
+pub fn parse(text_in: &str) -> Result<Vec<ExoRun>, String> {
+    let doc: Value = serde_json::from_str(text_in).map_err(|e| format!("not JSON: {e}"))?;
+    let list = match &doc {
+        Value::Array(a) => a,
+        Value::Object(o) => match o.get("runs").or_else(|| o.get("results")) {
+            Some(Value::Array(a)) => a,
+            _ => return Err("expected a JSON list of exo-bench runs, or an object with a `runs` list".into()),
+        },
+        _ => return Err("expected a JSON list of exo-bench runs".into()),
+    };
+    if list.is_empty() {
+        return Err("the file holds no exo-bench runs".into());
+    }
+    let mut out = Vec::with_capacity(list.len());
+    for (i, run) in list.iter().enumerate() {
+        let sharding = text(run, &["placement_sharding"], i)?.to_ascii_lowercase();
+        if sharding != "tensor" && sharding != "pipeline" {
+            return Err(format!("run {i}: `placement_sharding` = \"{sharding}\"; expected Tensor or Pipeline"));
+        }
+        let meta = text(run, &["placement_instance_meta"], i)?.to_ascii_lowercase();
+        let backend = match meta.trim_start_matches("mlx") {
+            "jaccl" | "_jaccl" => "jaccl",
+            "ring" | "_ring" => "ring",
+            _ => return Err(format!("run {i}: `placement_instance_meta` = \"{meta}\"; expected MlxJaccl or MlxRing")),
+        };
+        let nodes = uint(run, &["placement_nodes"], i)?;
+        if nodes == 0 || nodes > 64 {
+            return Err(format!("run {i}: `placement_nodes` = {nodes} is out of range (1 to 64)"));
+        }
+        out.push(ExoRun {
+            model_id: text(run, &["model_id"], i)?.to_string(),
+            sharding,
+            backend: backend.into(),
+            nodes,
+            prompt_tokens: uint(run, &["stats", "prompt_tokens"], i)?,
+            generation_tokens: uint(run, &["stats", "generation_tokens"], i)?,
+            prompt_tps: rate(run, &["stats", "prompt_tps"], i)?,
+            generation_tps: rate(run, &["stats", "generation_tps"], i)?,
+        });
+    }
+    Ok(out)
+}
+
+fn squash(s: &str) -> String {
+    s.chars().filter(|c| c.is_ascii_alphanumeric()).flat_map(|c| c.to_lowercase()).collect()
+}
+
+/// The catalog model and quantization of a Hugging Face repo id.
+pub fn model_and_quant(model_id: &str) -> Result<(String, String), String> {
+    let base = model_id.rsplit('/').next().unwrap_or(model_id);
+    let lower = base.to_ascii_lowercase();
+    let quant = ["4bit", "6bit", "8bit"]
+        .iter()
+        .find(|q| lower.ends_with(*q))
+        .map(|q| format!("mlx-{q}"))
+        .or_else(|| lower.ends_with("bf16").then(|| "bf16".to_string()));
+    let name = squash(&lower);
+    let best =
+        catalog().models.iter().map(|(p, _)| p.id.as_str()).filter(|id| name.starts_with(&squash(id))).max_by_key(|id| squash(id).len());
+    let model = best.ok_or_else(|| format!("model `{model_id}` matches no catalog model (`supernode catalog models` lists them)"))?;
+    let quant = match quant {
+        Some(q) => q,
+        None if model == "kimi-k2-thinking" => "int4-g32".into(),
+        None => return Err(format!("model `{model_id}`: no quantization suffix (-4bit, -6bit, -8bit, -bf16) to tell its format")),
+    };
+    Ok((model.to_string(), quant))
+}
+
+/// Turns runs into measurement rows on `node` (a catalog node id: exo-bench records no
+/// hardware). `fabric`: the fabric of a multi-node run (default: `tb5-rdma` for JACCL,
+/// `tb5-tcp` for the ring). Ids are `{stem}-{n}-{metric}`. Runs whose model cannot be matched
+/// are returned as (what, why) instead of rows.
+pub fn to_rows(
+    runs: &[ExoRun],
+    node: &str,
+    fabric: Option<&str>,
+    stem: &str,
+    source: &str,
+) -> Result<(Vec<MeasurementRow>, Vec<Skipped>), String> {
+    let cat = catalog();
+    if cat.node(node).is_none() {
+        let hint = crate::util::did_you_mean(node, &cat.node_ids()).map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
+        return Err(format!("unknown node `{node}`{hint}; `supernode catalog nodes` lists them"));
+    }
+    if let Some(f) = fabric.filter(|f| cat.fabric(f).is_none()) {
+        return Err(format!("unknown fabric `{f}`; known: {}", cat.fabric_ids().join(", ")));
+    }
+    // Group repeats of one configuration, in first-seen order.
+    let mut groups: Vec<(ExoRun, Vec<&ExoRun>)> = Vec::new();
+    for r in runs {
+        let key = |x: &ExoRun| (x.model_id.clone(), x.sharding.clone(), x.backend.clone(), x.nodes, x.prompt_tokens, x.generation_tokens);
+        match groups.iter_mut().find(|g| key(&g.0) == key(r)) {
+            Some(g) => g.1.push(r),
+            None => groups.push((r.clone(), vec![r])),
+        }
+    }
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for (n, (r, reps)) in groups.iter().enumerate() {
+        let what = format!("{} {} x{} pp{} tg{}", r.model_id, r.sharding, r.nodes, r.prompt_tokens, r.generation_tokens);
+        let (model, quant) = match model_and_quant(&r.model_id) {
+            Ok(x) => x,
+            Err(e) => {
+                skipped.push((what, e));
+                continue;
+            }
+        };
+        let fab = if r.nodes == 1 {
+            "none".to_string()
+        } else {
+            fabric.map(String::from).unwrap_or_else(|| if r.backend == "jaccl" { "tb5-rdma".into() } else { "tb5-tcp".into() })
+        };
+        for (metric, pick, prompt) in [
+            ("prefill_tokens_per_s", (|x: &ExoRun| x.prompt_tps) as fn(&ExoRun) -> f64, r.prompt_tokens),
+            ("decode_tokens_per_s", |x: &ExoRun| x.generation_tps, r.prompt_tokens),
+        ] {
+            let vals: Vec<f64> = reps.iter().map(|x| pick(x)).collect();
+            let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+            if mean <= 0.0 {
+                skipped.push((format!("{what} {metric}"), "rate is 0".into()));
+                continue;
+            }
+            let (lo, hi) = vals.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+            rows.push(MeasurementRow {
+                id: format!("{stem}-{}-{}", n + 1, if metric.starts_with("prefill") { "pp" } else { "tg" }),
+                system: node.to_string(),
+                nodes: r.nodes.to_string(),
+                node_mix: String::new(),
+                model: model.clone(),
+                quant: quant.clone(),
+                engine: "exo".into(),
+                parallelism: if r.nodes == 1 { "none".into() } else { r.sharding.clone() },
+                fabric: fab.clone(),
+                prompt_tokens: prompt.to_string(),
+                metric: metric.into(),
+                value: (mean * 1000.0).round() / 1000.0,
+                unit: "tok/s".into(),
+                concurrency: String::new(),
+                source: format!("exo-bench {source} ({} pp{} tg{})", r.model_id, r.prompt_tokens, r.generation_tokens),
+                notes: format!(
+                    "mean of {} repeats (min {lo}, max {hi}); instance Mlx{}",
+                    vals.len(),
+                    if r.backend == "jaccl" { "Jaccl" } else { "Ring" }
+                ),
+            });
+        }
+    }
+    Ok((rows, skipped))
+}
