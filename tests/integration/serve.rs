@@ -90,7 +90,7 @@ fn littles_law_holds_on_a_long_poisson_run() {
     );
     let s = sc(&text);
     let plan = s.plan(2048, &Profile::default_profile()).unwrap();
-    let run = ServeSim::new(&plan, s.workload.serve.as_ref().unwrap(), &s.slo, s.seed).run();
+    let run = ServeSim::new(&plan, s.workload.serve.as_ref().unwrap(), &s.slo, s.seed).with_max_forwards(u64::MAX).run();
     let st = &run.stats;
     let t = run.window_ns as f64;
     // L: time-average of requests in the system (running + waiting).

@@ -102,7 +102,14 @@ pub struct ServeSim<'a> {
     warmup: Time,
     horizon: Option<Time>,
     log: Option<Vec<RequestRecord>>,
+    max_forwards: u64,
 }
+
+/// Most forwards (batched model steps) one serving run simulates. A longer workload stops there
+/// and reports its statistics over the window it simulated (`window_ns` ends at the cap), so the
+/// work of an estimate is bounded whatever `duration_s` or `requests` says; the shipped
+/// scenarios stay below it.
+pub const MAX_SERVE_FORWARDS: u64 = 2_500;
 
 /// Simulates a serving workload on a plan; one jitter stream per run (seeded like `generate`'s)
 /// and one workload stream for arrivals and lengths.
@@ -139,7 +146,15 @@ impl<'a> ServeSim<'a> {
                 Stop::Requests(_) => None,
             },
             log: None,
+            max_forwards: MAX_SERVE_FORWARDS,
         }
+    }
+
+    /// Replaces the cap on simulated forwards ([`MAX_SERVE_FORWARDS`]): long-run checks of
+    /// the simulator itself.
+    pub fn with_max_forwards(mut self, max_forwards: u64) -> Self {
+        self.max_forwards = max_forwards;
+        self
     }
 
     /// Keeps every request's lifecycle in [`ServeRun::log`] (memory grows with the run).
@@ -165,6 +180,10 @@ impl<'a> ServeSim<'a> {
         loop {
             self.take_arrivals();
             if self.finished() {
+                break;
+            }
+            if self.forwards >= self.max_forwards {
+                self.horizon = Some(self.now);
                 break;
             }
             let worked = match self.policy {
