@@ -48,8 +48,10 @@ pub struct ChipParams {
     pub compute_eff_expert: f64,
     /// Fraction of peak FP16 FLOPs reached by attention in prefill.
     pub compute_eff_attention: f64,
-    /// Wall power added when the GPU is busy, W.
-    pub gpu_dynamic_w: f64,
+    /// Wall energy per byte the GPU streams from DRAM, pJ (fitted on memory-bound decode).
+    pub pj_per_byte: f64,
+    /// Wall energy per GPU floating-point operation, pJ (fitted on compute-bound prefill).
+    pub pj_per_flop: f64,
     /// Wall power added per busy CPU core, W.
     pub cpu_core_w: f64,
     /// Per-runtime costs on this chip, keyed by runtime (`mlx`, `llama-cpp`).
@@ -263,7 +265,7 @@ macro_rules! fields {
 pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
     bw_eff_dense "" Fraction, bw_eff_expert "" Fraction, bw_eff_attention "" Fraction,
     compute_eff_dense "" Fraction, compute_eff_expert "" Fraction, compute_eff_attention "" Fraction,
-    gpu_dynamic_w "W" NonNegative, cpu_core_w "W" NonNegative,
+    pj_per_byte "pJ" NonNegative, pj_per_flop "pJ" NonNegative, cpu_core_w "W" NonNegative,
 );
 
 /// Parameters of a `[chips.<chip>.runtimes.<runtime>]` section.

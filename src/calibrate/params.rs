@@ -89,7 +89,7 @@ pub fn published_params() -> Vec<String> {
         "chips.m3-ultra.compute_eff_dense",
         "chips.m3-ultra.compute_eff_expert",
         "chips.m3-ultra.compute_eff_attention",
-        "chips.m3-ultra.gpu_dynamic_w",
+        "chips.m3-ultra.pj_per_flop",
         "chips.m3-ultra.runtimes.mlx.kernel_launch_us",
         "chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us",
         "comm.jaccl_round_us",

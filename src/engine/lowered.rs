@@ -4,7 +4,7 @@
 use crate::llm::Op;
 use crate::sim::{TaskGraph, TaskId, Time};
 
-use super::plan::Plan;
+use super::plan::{Plan, Work};
 
 /// A run of operations on one node's GPU between two communication points.
 #[derive(Clone, Debug)]
@@ -34,6 +34,9 @@ pub struct Lowered {
     /// Per segment: the context-independent part of its time (ns) and the ops whose time grows
     /// with the context. Filled on the first [`Lowered::retime`].
     pub(super) seg_parts: Vec<(f64, Vec<Op>)>,
+    /// Per segment: the context-independent part of its work. Filled on the first
+    /// [`Lowered::work`].
+    pub(super) seg_work: Vec<Work>,
 }
 
 impl Lowered {
@@ -66,5 +69,33 @@ impl Lowered {
             // Clamp to ~11 days so sums of durations can never overflow.
             self.graph.tasks[task.0 as usize].duration = ns.round().clamp(0.0, 1e15) as Time;
         }
+    }
+
+    /// Bytes and FLOPs each node's GPU does in one step at `context` tokens of history (what
+    /// the power model charges energy for), indexed by node.
+    pub fn work(&mut self, plan: &Plan, context: u64) -> Vec<Work> {
+        let lm_tokens = |s: &Segment, op: &Op| if op.name == "lm_head" && !s.logits_all_tokens { 1 } else { self.tokens };
+        if self.seg_work.is_empty() {
+            self.seg_work = self
+                .segments
+                .iter()
+                .map(|s| {
+                    let mut w = Work::default();
+                    for op in s.ops.iter().filter(|op| !op.depends_on_context()) {
+                        w += plan.op_work(s.node, op, lm_tokens(s, op), 0);
+                    }
+                    w
+                })
+                .collect();
+        }
+        let mut out = vec![Work::default(); plan.n()];
+        for &(_, seg) in &self.gpu_tasks {
+            let s = &self.segments[seg];
+            out[s.node] += self.seg_work[seg];
+            for op in s.ops.iter().filter(|op| op.depends_on_context()) {
+                out[s.node] += plan.op_work(s.node, op, self.tokens, context);
+            }
+        }
+        out
     }
 }

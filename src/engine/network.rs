@@ -260,6 +260,7 @@ impl<'a> Builder<'a> {
             tokens,
             bytes_sent: self.bytes_sent,
             seg_parts: Vec::new(),
+            seg_work: Vec::new(),
         }
     }
 }

@@ -323,6 +323,60 @@ impl Plan {
     }
 }
 
+/// The work one operation does on one node: bytes streamed from DRAM and floating-point
+/// operations. What the power model charges energy for; the same byte and FLOP counts
+/// [`Plan::op_ns`] divides by the achieved bandwidth and compute rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Work {
+    /// Bytes read from (or written to) DRAM.
+    pub bytes: f64,
+    /// Floating-point operations.
+    pub flops: f64,
+}
+
+impl std::ops::AddAssign for Work {
+    fn add_assign(&mut self, o: Work) {
+        self.bytes += o.bytes;
+        self.flops += o.flops;
+    }
+}
+
+impl Plan {
+    /// Bytes and FLOPs of one operation on one node (the counts [`Plan::op_ns`] times).
+    pub fn op_work(&self, node: usize, op: &Op, tokens: u64, context: u64) -> Work {
+        let shard = if op.placement == Placement::Sharded { self.shares[node].shard } else { 1.0 };
+        let t = tokens as f64;
+        let per_head = op.mla_per_head.filter(|_| self.options.mla_per_head_cache);
+        let expanded_mla = tokens > 1 && self.options.mla_prefill_expanded && per_head.is_none();
+        match op.class {
+            OpClass::Dense => {
+                let rows = if expanded_mla && op.expands_latent { (context + tokens) as f64 } else { t };
+                Work { bytes: self.quant.bytes(OpClass::Dense, op.params) * shard, flops: 2.0 * op.params as f64 * shard * rows }
+            }
+            OpClass::Expert => Work {
+                bytes: self.quant.bytes(OpClass::Expert, op.params) * op.experts_touched(tokens) * shard,
+                flops: 2.0 * op.active_params() as f64 * shard * t,
+            },
+            OpClass::Attention => {
+                let kv_share = if op.kv_sharded || per_head.is_some() { shard } else { 1.0 };
+                let kv_tokens = op.effective_context(context + tokens) as f64;
+                let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
+                let (flops_per_ctx, score_bytes_per_ctx, kv_per_ctx) = match (per_head, op.mla_expanded) {
+                    (Some(p), _) => (p.attn_flops_per_ctx, 0, p.kv_bytes_per_ctx),
+                    (None, Some(x)) if expanded_mla => (x.attn_flops_per_ctx, x.score_bytes_per_ctx, op.kv_bytes_per_ctx),
+                    _ => (op.attn_flops_per_ctx, 0, op.kv_bytes_per_ctx),
+                };
+                Work {
+                    bytes: kv_per_ctx as f64 * kv_tokens * kv_share + score_bytes_per_ctx as f64 * shard * t * mean_ctx,
+                    flops: flops_per_ctx as f64 * shard * t * mean_ctx,
+                }
+            }
+            OpClass::Elementwise => Work { bytes: op.kernels as f64 * t * self.model.hidden as f64 * 4.0, flops: 0.0 },
+            OpClass::AllSum => Work::default(),
+        }
+    }
+}
+
 /// Microseconds (a profile value) to integer nanoseconds, never negative.
 pub(super) fn us_to_ns(us: f64) -> Time {
     (us * 1e3).round().max(0.0) as Time

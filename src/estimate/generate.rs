@@ -1,7 +1,7 @@
 //! The generate workload on the event core: prefill in chunks, then decode step by step, one
 //! jitter stream per run.
 
-use crate::engine::{Lowered, Plan, lower_step};
+use crate::engine::{Lowered, Plan, Work, lower_step};
 use crate::sim::{Jitter, ResourceKind, Time, execute};
 
 use super::trace::Trace;
@@ -23,6 +23,32 @@ pub struct GenerateRun {
     pub events: u64,
     /// Bytes put on links during decode.
     pub decode_bytes_sent: u64,
+    /// GPU busy time per node during prefill, ns.
+    pub prefill_busy_gpu: Vec<Time>,
+    /// CPU busy time per node during prefill, ns.
+    pub prefill_busy_cpu: Vec<Time>,
+    /// DRAM bytes and FLOPs per node over the prefill.
+    pub prefill_work: Vec<Work>,
+    /// DRAM bytes and FLOPs per node over the decode.
+    pub decode_work: Vec<Work>,
+}
+
+/// Adds a step's per-resource busy time to per-node GPU and CPU totals.
+fn add_busy(low: &Lowered, busy: &[Time], gpu: &mut [Time], cpu: &mut [Time]) {
+    for (r, res) in low.graph.resources.iter().enumerate() {
+        match res.kind {
+            ResourceKind::Gpu => gpu[res.node as usize] += busy[r],
+            ResourceKind::Cpu => cpu[res.node as usize] += busy[r],
+            ResourceKind::Link | ResourceKind::Virtual => {}
+        }
+    }
+}
+
+/// Adds a step's per-node work to the totals.
+fn add_work(total: &mut [Work], step: Vec<Work>) {
+    for (t, w) in total.iter_mut().zip(step) {
+        *t += w;
+    }
 }
 
 /// Simulates prefill (in chunks) and `generate` decode steps; one ChaCha stream per run.
@@ -41,6 +67,8 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
     let mut chunks = 0;
     // mlx-lm chunks all but the last prompt token, then runs that token alone.
     let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
+    let n = plan.n();
+    let (mut pre_gpu, mut pre_cpu, mut pre_work) = (vec![0; n], vec![0; n], vec![Work::default(); n]);
     while done < prompt {
         let t = if done < chunked { chunk.min(chunked - done) } else { prompt - done };
         if cached.as_ref().is_none_or(|c| c.tokens != t) {
@@ -52,6 +80,8 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         if let Some(tr) = trace.as_deref_mut() {
             tr.record(low, &tl, "prefill", chunks);
         }
+        add_busy(low, &tl.busy, &mut pre_gpu, &mut pre_cpu);
+        add_work(&mut pre_work, low.work(plan, done));
         chunks += 1;
         events += tl.events;
         now = tl.makespan;
@@ -59,7 +89,7 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
     }
     let prefill_ns = now;
     let mut low = lower_step(plan, 1);
-    let n = plan.n();
+    let mut decode_work = vec![Work::default(); n];
     let mut busy_gpu = vec![0; n];
     let mut busy_cpu = vec![0; n];
     let mut steps = Vec::with_capacity(generate as usize);
@@ -74,13 +104,8 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         steps.push(tl.makespan - now);
         now = tl.makespan;
         bytes += low.bytes_sent;
-        for (r, res) in low.graph.resources.iter().enumerate() {
-            match res.kind {
-                ResourceKind::Gpu => busy_gpu[res.node as usize] += tl.busy[r],
-                ResourceKind::Cpu => busy_cpu[res.node as usize] += tl.busy[r],
-                ResourceKind::Link | ResourceKind::Virtual => {}
-            }
-        }
+        add_busy(&low, &tl.busy, &mut busy_gpu, &mut busy_cpu);
+        add_work(&mut decode_work, low.work(plan, prompt + g));
     }
     GenerateRun {
         prefill_ns,
@@ -90,5 +115,9 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         decode_busy_cpu: busy_cpu,
         events,
         decode_bytes_sent: bytes,
+        prefill_busy_gpu: pre_gpu,
+        prefill_busy_cpu: pre_cpu,
+        prefill_work: pre_work,
+        decode_work,
     }
 }

@@ -49,12 +49,16 @@ impl EstimateError {
 
 /// Runs the whole estimate for a scenario.
 pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateError> {
-    let plan = generate_plan(s, profile)?;
-    let mut out = skeleton(s, &plan, profile);
     if s.workload.kind == WorkloadKind::Hpl {
-        hpl::hpl(s, &mut out);
+        // HPL runs no model: no plan, no memory of weights.
+        let mut out = skeleton(s, vec![], profile);
+        out.model = s.model.id.clone();
+        out.quant = "fp64".into();
+        hpl::hpl(s, profile, &mut out)?;
         return Ok(out);
     }
+    let plan = generate_plan(s, profile)?;
+    let mut out = skeleton(s, node_memory(s, &plan), profile);
     let run = simulate_generate(&plan, s.workload.prompt_tokens, s.workload.generate_tokens, s.seed);
     let decode_s = run.decode_ns as f64 / 1e9;
     let prefill_s = run.prefill_ns as f64 / 1e9;
@@ -76,10 +80,9 @@ fn percentiles(step_ns: &[crate::sim::Time]) -> Percentiles {
     Percentiles { p50: round6(pct(0.5)), p99: round6(pct(0.99)), mean: round6(mean) }
 }
 
-/// The estimate's identity, memory, hardware cost and envelope; the rates are filled in by the
-/// workload.
-fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
-    let memory: Vec<NodeMemory> = plan
+/// Memory of each node of a generate plan, for reports.
+fn node_memory(s: &Scenario, plan: &Plan) -> Vec<NodeMemory> {
+    plan
         .memory
         .iter()
         .zip(&plan.shares)
@@ -93,7 +96,12 @@ fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
             total_gb: round3(m.total_gb),
             limit_gb: round3(m.limit_gb),
         })
-        .collect();
+        .collect()
+}
+
+/// The estimate's identity, memory, hardware cost and envelope; the rates are filled in by the
+/// workload.
+fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile) -> Estimate {
     Estimate {
         name: s.name.clone(),
         fits: Fits,
@@ -117,6 +125,10 @@ fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
         tpot_ms: Percentiles { p50: 0.0, p99: 0.0, mean: 0.0 },
         cluster_power_w: 0.0,
         node_power_w: vec![],
+        prefill_power_w: 0.0,
+        node_prefill_power_w: vec![],
+        peak_power_w: 0.0,
+        node_peak_power_w: vec![],
         decode_gpu_busy_percent: vec![],
         energy_j_per_token: 0.0,
         memory_per_node_gb: memory.iter().map(|m| m.total_gb).collect(),

@@ -81,14 +81,26 @@ pub struct Estimate {
     pub ttft_s: f64,
     /// Time per output token, ms.
     pub tpot_ms: Percentiles,
-    /// Cluster wall power during decode, W.
+    /// Cluster wall power during decode (its average), W.
     pub cluster_power_w: f64,
-    /// Per-node wall power during decode, W.
+    /// Per-node wall power during decode (its average), W.
     pub node_power_w: Vec<f64>,
+    /// Cluster wall power during prefill (its average), W.
+    #[serde(default)]
+    pub prefill_power_w: f64,
+    /// Per-node wall power during prefill, W.
+    #[serde(default)]
+    pub node_prefill_power_w: Vec<f64>,
+    /// The run's peak cluster wall power: the larger of the phases, W.
+    #[serde(default)]
+    pub peak_power_w: f64,
+    /// Per node, the larger of its phase powers (what a wall meter's maximum shows), W.
+    #[serde(default)]
+    pub node_peak_power_w: Vec<f64>,
     /// Per node, the share of decode time its GPU computes; the rest it waits on GPU<->CPU
     /// crossings, collectives and transfers, %.
     pub decode_gpu_busy_percent: Vec<f64>,
-    /// Energy per generated token, J.
+    /// Energy per generated token at the decode average power, J.
     pub energy_j_per_token: f64,
     /// Memory used per node, GB.
     pub memory_per_node_gb: Vec<f64>,

@@ -44,6 +44,9 @@ pub const KEYS: &[&str] = &[
     "workload.prompt_tokens",
     "workload.generate_tokens",
     "workload.hpl_n",
+    "workload.hpl_nb",
+    "workload.hpl_p",
+    "workload.hpl_q",
     "cost.amortization_years",
     "cost.electricity_usd_per_kwh",
 ];
@@ -206,7 +209,7 @@ impl ScenarioBuilder {
     fn workload_mut(&mut self) -> &mut RawWorkload {
         self.raw
             .workload
-            .get_or_insert_with(|| sp(RawWorkload { kind: None, prompt_tokens: None, generate_tokens: None, hpl_n: None }))
+            .get_or_insert_with(|| sp(RawWorkload { kind: None, prompt_tokens: None, generate_tokens: None, hpl_n: None, hpl_nb: None, hpl_p: None, hpl_q: None }))
             .get_mut()
     }
 
@@ -275,6 +278,9 @@ impl ScenarioBuilder {
             "workload.prompt_tokens" => self.workload_mut().prompt_tokens = Some(sp(v.int()?)),
             "workload.generate_tokens" => self.workload_mut().generate_tokens = Some(sp(v.int()?)),
             "workload.hpl_n" => self.workload_mut().hpl_n = Some(sp(v.int()?)),
+            "workload.hpl_nb" => self.workload_mut().hpl_nb = Some(sp(v.int()?)),
+            "workload.hpl_p" => self.workload_mut().hpl_p = Some(sp(v.int()?)),
+            "workload.hpl_q" => self.workload_mut().hpl_q = Some(sp(v.int()?)),
             "cost.amortization_years" => self.cost_mut().amortization_years = Some(sp(v.float()?)),
             "cost.electricity_usd_per_kwh" => self.cost_mut().electricity_usd_per_kwh = Some(sp(v.float()?)),
             _ => return Err(v.unknown_key()),
@@ -318,10 +324,12 @@ impl ScenarioBuilder {
         key(&mut t, "topology", s(&c.topology));
         key(&mut t, "wired_limit_fraction", f(&c.wired_limit_fraction));
         let m = r.model.get_ref();
-        let _ = writeln!(t, "\n[model]");
-        key(&mut t, "name", s(&m.name));
-        key(&mut t, "hf_config", s(&m.hf_config));
-        key(&mut t, "quant", s(&m.quant));
+        if m.name.is_some() || m.hf_config.is_some() || m.quant.is_some() {
+            let _ = writeln!(t, "\n[model]");
+            key(&mut t, "name", s(&m.name));
+            key(&mut t, "hf_config", s(&m.hf_config));
+            key(&mut t, "quant", s(&m.quant));
+        }
         if let Some(e) = &r.engine {
             let e = e.get_ref();
             let _ = writeln!(t, "\n[engine]");
@@ -342,6 +350,9 @@ impl ScenarioBuilder {
             key(&mut t, "prompt_tokens", i(&w.prompt_tokens));
             key(&mut t, "generate_tokens", i(&w.generate_tokens));
             key(&mut t, "hpl_n", i(&w.hpl_n));
+            key(&mut t, "hpl_nb", i(&w.hpl_nb));
+            key(&mut t, "hpl_p", i(&w.hpl_p));
+            key(&mut t, "hpl_q", i(&w.hpl_q));
         }
         if let Some(co) = &r.cost {
             let co = co.get_ref();

@@ -51,6 +51,9 @@ const KEYS: &[(&str, KeyType)] = &[
     ("workload.prompt_tokens", KeyType::Int),
     ("workload.generate_tokens", KeyType::Int),
     ("workload.hpl_n", KeyType::Int),
+    ("workload.hpl_nb", KeyType::Int),
+    ("workload.hpl_p", KeyType::Int),
+    ("workload.hpl_q", KeyType::Int),
     ("cost.amortization_years", KeyType::Float),
     ("cost.electricity_usd_per_kwh", KeyType::Float),
 ];

@@ -12,6 +12,8 @@ pub(super) struct RawScenario {
     pub(super) description: Option<String>,
     pub(super) seed: Option<Spanned<i64>>,
     pub(super) cluster: Spanned<RawCluster>,
+    /// Absent for `kind = "hpl"` (HPL runs no model).
+    #[serde(default = "no_model")]
     pub(super) model: Spanned<RawModel>,
     pub(super) engine: Option<Spanned<RawEngine>>,
     pub(super) workload: Option<Spanned<RawWorkload>>,
@@ -60,6 +62,14 @@ pub(super) struct RawWorkload {
     pub(super) prompt_tokens: Option<Spanned<i64>>,
     pub(super) generate_tokens: Option<Spanned<i64>>,
     pub(super) hpl_n: Option<Spanned<i64>>,
+    pub(super) hpl_nb: Option<Spanned<i64>>,
+    pub(super) hpl_p: Option<Spanned<i64>>,
+    pub(super) hpl_q: Option<Spanned<i64>>,
+}
+
+/// An absent `[model]` table: no name, no config (an error unless the workload is HPL).
+fn no_model() -> Spanned<RawModel> {
+    Spanned::new(0..0, RawModel { name: None, hf_config: None, quant: None })
 }
 
 #[derive(Clone, Debug, Deserialize)]

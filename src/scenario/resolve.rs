@@ -47,9 +47,21 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     check_cabling(src, &nodes, &node_ids, &fabric, topology, &spans)?;
     let wired_limit_fraction = wired_limit(src, &cluster)?;
 
+    let workload = match raw.workload {
+        Some(w) => {
+            spans.workload = w.span();
+            workload(src, &w.into_inner())?
+        }
+        None => Workload::default(),
+    };
+    let hpl = workload.kind == WorkloadKind::Hpl;
     let model_span = raw.model.span();
     let rm = raw.model.into_inner();
-    let (model, default_quant) = model(src, cat, &rm, model_span.clone(), &mut spans)?;
+    let (model, default_quant) = if hpl && rm.name.is_none() && rm.hf_config.is_none() {
+        no_model(cat)
+    } else {
+        model(src, cat, &rm, model_span.clone(), &mut spans)?
+    };
 
     let (engine_name, engine_span, re) = match raw.engine {
         Some(e) => {
@@ -67,9 +79,12 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         .with_kind(ErrorKind::UnknownPreset)
     })?;
     let parallelism = parallelism(src, re.as_ref(), kind, engine_span, n, &mut spans)?;
-    check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
+    if !hpl {
+        // HPL runs no model: the engine's splits do not apply.
+        check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
+    }
     let quant = quant(src, cat, &rm, &default_quant, kind, &engine_name, &mut spans)?;
-    if parallelism == Parallelism::Tensor {
+    if parallelism == Parallelism::Tensor && !hpl {
         check_tensor_split(&model, n).map_err(|e| split_error(src, &spans, e))?;
     }
     let mut options = EngineOptions::december_2025(kind, parallelism);
@@ -77,13 +92,6 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         engine_options(src, e, &fabric, &engine_name, &mut options)?;
     }
 
-    let workload = match raw.workload {
-        Some(w) => {
-            spans.workload = w.span();
-            workload(src, &w.into_inner())?
-        }
-        None => Workload::default(),
-    };
     let cost = match raw.cost {
         Some(c) => cost(src, &c.into_inner())?,
         None => CostConfig::default(),
@@ -291,6 +299,16 @@ fn wired_limit(src: &Source, cluster: &RawCluster) -> Result<Option<f64>, Scenar
             .with_kind(ErrorKind::BadValue));
     }
     Ok(Some(x))
+}
+
+/// The stand-in model of an HPL scenario without `[model]`: the smallest preset, renamed `none`
+/// (HPL never reads it; scenarios carry a model by type).
+fn no_model(cat: &Catalog) -> (ModelSpec, String) {
+    let (preset, spec) = cat.model("llama-3.2-3b").expect("catalog has llama-3.2-3b");
+    let mut spec = spec.clone();
+    spec.id = "none".into();
+    spec.name = "no model (HPL)".into();
+    (spec, preset.default_quant.clone())
 }
 
 /// The model (a preset or an imported `config.json`) and its default quantization id.
@@ -543,6 +561,15 @@ fn workload(src: &Source, w: &RawWorkload) -> Result<Workload, ScenarioError> {
     }
     if let Some(h) = &w.hpl_n {
         workload.hpl_n = positive(src, h, "workload.hpl_n", 10_000_000)?;
+    }
+    if let Some(h) = &w.hpl_nb {
+        workload.hpl_nb = positive(src, h, "workload.hpl_nb", 4096)?;
+    }
+    if let Some(h) = &w.hpl_p {
+        workload.hpl_p = positive(src, h, "workload.hpl_p", 1 << 16)?;
+    }
+    if let Some(h) = &w.hpl_q {
+        workload.hpl_q = positive(src, h, "workload.hpl_q", 1 << 16)?;
     }
     Ok(workload)
 }
