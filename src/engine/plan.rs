@@ -332,18 +332,26 @@ pub struct Work {
     pub bytes: f64,
     /// Floating-point operations.
     pub flops: f64,
+    /// The ALU work issued for them: FLOPs over the kernel's compute efficiency (a kernel at 38%
+    /// of peak keeps the ALUs issuing dequantisation, index arithmetic and masked lanes for the
+    /// rest), i.e. peak FLOP/s times the time the op would take if compute-bound.
+    pub issued_flops: f64,
 }
 
 impl std::ops::AddAssign for Work {
     fn add_assign(&mut self, o: Work) {
         self.bytes += o.bytes;
         self.flops += o.flops;
+        self.issued_flops += o.issued_flops;
     }
 }
 
 impl Plan {
     /// Bytes and FLOPs of one operation on one node (the counts [`Plan::op_ns`] times).
     pub fn op_work(&self, node: usize, op: &Op, tokens: u64, context: u64) -> Work {
+        let chip = &self.chips[node];
+        let scale = self.runtimes[node].compute_scale;
+        let work = |bytes: f64, flops: f64, eff: f64| Work { bytes, flops, issued_flops: flops / (eff * scale).max(1e-6) };
         let shard = if op.placement == Placement::Sharded { self.shares[node].shard } else { 1.0 };
         let t = tokens as f64;
         let per_head = op.mla_per_head.filter(|_| self.options.mla_per_head_cache);
@@ -351,12 +359,13 @@ impl Plan {
         match op.class {
             OpClass::Dense => {
                 let rows = if expanded_mla && op.expands_latent { (context + tokens) as f64 } else { t };
-                Work { bytes: self.quant.bytes(OpClass::Dense, op.params) * shard, flops: 2.0 * op.params as f64 * shard * rows }
+                work(self.quant.bytes(OpClass::Dense, op.params) * shard, 2.0 * op.params as f64 * shard * rows, chip.compute_eff_dense)
             }
-            OpClass::Expert => Work {
-                bytes: self.quant.bytes(OpClass::Expert, op.params) * op.experts_touched(tokens) * shard,
-                flops: 2.0 * op.active_params() as f64 * shard * t,
-            },
+            OpClass::Expert => work(
+                self.quant.bytes(OpClass::Expert, op.params) * op.experts_touched(tokens) * shard,
+                2.0 * op.active_params() as f64 * shard * t,
+                chip.compute_eff_expert,
+            ),
             OpClass::Attention => {
                 let kv_share = if op.kv_sharded || per_head.is_some() { shard } else { 1.0 };
                 let kv_tokens = op.effective_context(context + tokens) as f64;
@@ -366,12 +375,13 @@ impl Plan {
                     (None, Some(x)) if expanded_mla => (x.attn_flops_per_ctx, x.score_bytes_per_ctx, op.kv_bytes_per_ctx),
                     _ => (op.attn_flops_per_ctx, 0, op.kv_bytes_per_ctx),
                 };
-                Work {
-                    bytes: kv_per_ctx as f64 * kv_tokens * kv_share + score_bytes_per_ctx as f64 * shard * t * mean_ctx,
-                    flops: flops_per_ctx as f64 * shard * t * mean_ctx,
-                }
+                work(
+                    kv_per_ctx as f64 * kv_tokens * kv_share + score_bytes_per_ctx as f64 * shard * t * mean_ctx,
+                    flops_per_ctx as f64 * shard * t * mean_ctx,
+                    chip.compute_eff_attention,
+                )
             }
-            OpClass::Elementwise => Work { bytes: op.kernels as f64 * t * self.model.hidden as f64 * 4.0, flops: 0.0 },
+            OpClass::Elementwise => Work { bytes: op.kernels as f64 * t * self.model.hidden as f64 * 4.0, ..Work::default() },
             OpClass::AllSum => Work::default(),
         }
     }

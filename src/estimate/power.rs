@@ -1,10 +1,13 @@
 //! Power, energy and cost. Wall power per node and per phase (prefill, decode) from the work the
 //! phase does:
 //!
-//! `P = idle + e_byte x DRAM bytes/s + e_flop x FLOP/s + cpu_core_w x busy cores`
+//! `P = idle + e_byte x DRAM bytes/s + e_flop x issued FLOP/s + cpu_core_w x busy cores`
 //!
 //! with `e_byte` (`chips.*.pj_per_byte`) fitted on memory-bound evidence (decode), `e_flop`
-//! (`chips.*.pj_per_flop`) on compute-bound evidence (prefill), and busy cores = the runtime's
+//! (`chips.*.pj_per_flop`) on compute-bound evidence (prefill). FLOPs count as issued: an op's
+//! FLOPs over its kernel's compute efficiency ([`crate::engine::Work::issued_flops`]), so a
+//! compute-bound phase draws near full ALU power whatever its kernels' efficiency, while a
+//! memory-bound one, whose ALUs stall on DRAM, draws little. Busy cores = the runtime's
 //! host thread (its CPU busy share on the timeline) plus threads that spin for the whole phase
 //! ([`spinning_cores`]). A memory-bound decode whose GPU stalls on collectives reads fewer bytes
 //! per second and so draws less than a compute-bound prefill. `energy_j_per_token` comes from the
@@ -62,7 +65,7 @@ pub fn phase_power_w(plan: &Plan, i: usize, load: &PhaseLoad) -> f64 {
     let cores = (load.cpu_busy as f64 / load.ns as f64 + spinning_cores(plan)).min(node.cpu_cores as f64);
     let p = node.idle_w
         + chip.pj_per_byte * 1e-12 * load.work.bytes / secs
-        + chip.pj_per_flop * 1e-12 * load.work.flops / secs
+        + chip.pj_per_flop * 1e-12 * load.work.issued_flops / secs
         + chip.cpu_core_w * cores;
     p.min(node.max_w)
 }
