@@ -207,6 +207,7 @@ pub(super) fn hpl(s: &Scenario, profile: &Profile, out: &mut Estimate) -> Result
     let secs = g.seconds(&m, n_nodes);
     let flops = hpl_flops(g.n);
     out.hpl_gflops = Some(round3(flops / secs / 1e9));
+    out.hpl_problem = Some(super::HplProblem { n: g.n, nb: g.nb, p: g.p, q: g.q });
     let ranks = g.node_of_rank.len() as f64;
     let mut power = Vec::with_capacity(n_nodes);
     for (i, node) in s.nodes.iter().enumerate() {

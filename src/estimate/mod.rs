@@ -21,7 +21,7 @@ pub use envelope::envelope;
 pub use generate::{GenerateRun, simulate_generate, simulate_generate_traced};
 pub use power::hardware_cost;
 pub use trace::{Trace, TraceEvent, trace};
-pub use types::{Envelope, Estimate, Fits, NodeMemory, Percentiles};
+pub use types::{Envelope, Estimate, Fits, HplProblem, NodeMemory, Percentiles};
 
 /// Why a scenario cannot be estimated.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -138,6 +138,7 @@ fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile) -> Estimat
         usd_per_token_per_s: 0.0,
         cables: s.topology.cables(s.nodes.len()),
         hpl_gflops: None,
+        hpl_problem: None,
         calibration: envelope(s, profile),
         sim_events: 0,
     }

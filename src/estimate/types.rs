@@ -43,6 +43,19 @@ pub struct NodeMemory {
     pub limit_gb: f64,
 }
 
+/// The shape of an HPL run.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HplProblem {
+    /// Matrix order N.
+    pub n: u64,
+    /// Block size NB.
+    pub nb: u64,
+    /// Process grid rows P.
+    pub p: u64,
+    /// Process grid columns Q.
+    pub q: u64,
+}
+
 /// The result of one scenario. Field names are the JSON contract of DESIGN.md.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Estimate {
@@ -117,6 +130,9 @@ pub struct Estimate {
     /// HPL result, Gflops (HPL workload only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hpl_gflops: Option<f64>,
+    /// The HPL run's problem size, block size and process grid (HPL workload only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hpl_problem: Option<HplProblem>,
     /// Calibration envelope.
     pub calibration: Envelope,
     /// Events processed by the simulation.

@@ -10,6 +10,26 @@ use crate::scenario::ErrorKind;
 pub fn run_table(e: &Estimate) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", e.name);
+    if let (Some(g), Some(h)) = (e.hpl_gflops, e.hpl_problem) {
+        let _ = writeln!(
+            s,
+            "  {} node(s): {} over {} ({}); HPL N = {}, NB = {}, P x Q = {} x {} (one MPI rank per core)",
+            e.nodes.len(),
+            summarize_nodes(&e.nodes),
+            e.fabric,
+            e.topology,
+            h.n,
+            h.nb,
+            h.p,
+            h.q
+        );
+        let per = e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ");
+        row_to(&mut s, "fits", "yes".into());
+        row_to(&mut s, "HPL", format!("{g:.1} Gflops"));
+        row_to(&mut s, "cluster power", format!("{:.1} W  (per node: {per}; ranks busy-poll)", e.cluster_power_w));
+        row_to(&mut s, "hardware cost", format!("${:.0}", e.cost_usd));
+        return s;
+    }
     let _ = writeln!(
         s,
         "  {} node(s): {} over {} ({}); {} {} on {} ({})",
@@ -22,17 +42,9 @@ pub fn run_table(e: &Estimate) -> String {
         e.engine,
         e.parallelism
     );
-    let row = |s: &mut String, k: &str, v: String| {
-        let _ = writeln!(s, "  {k:<22} {v}");
-    };
+    let row = row_to;
     // An estimate exists only for a scenario that fits (see `estimate::Fits`).
     row(&mut s, "fits", "yes".into());
-    if let Some(g) = e.hpl_gflops {
-        row(&mut s, "HPL", format!("{g:.1} Gflops"));
-        row(&mut s, "cluster power", format!("{:.1} W", e.cluster_power_w));
-        row(&mut s, "hardware cost", format!("${:.0}", e.cost_usd));
-        return s;
-    }
     row(&mut s, "decode", format!("{:.2} tok/s", e.decode_tokens_per_s));
     row(&mut s, "prefill", format!("{:.1} tok/s ({} prompt tokens)", e.prefill_tokens_per_s, e.prompt_tokens));
     row(&mut s, "time to first token", format!("{:.3} s", e.ttft_s));
@@ -47,11 +59,12 @@ pub fn run_table(e: &Estimate) -> String {
         &mut s,
         "cluster power",
         format!(
-            "{:.1} W  (per node: {})",
+            "{:.1} W in decode  (per node: {})",
             e.cluster_power_w,
             e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ")
         ),
     );
+    row(&mut s, "power by phase", format!("prefill {:.1} W, decode {:.1} W, peak {:.1} W", e.prefill_power_w, e.cluster_power_w, e.peak_power_w));
     row(&mut s, "energy", format!("{:.2} J/token", e.energy_j_per_token));
     row(&mut s, "hardware cost", format!("${:.0}  ({} cables)", e.cost_usd, e.cables));
     row(&mut s, "cost per Mtok", format!("${:.2}  (${:.0} per tok/s)", e.usd_per_mtok, e.usd_per_token_per_s));
@@ -72,6 +85,11 @@ pub fn run_table(e: &Estimate) -> String {
     };
     row(&mut s, "calibration", cal);
     s
+}
+
+/// One `key value` row of the run table.
+fn row_to(s: &mut String, k: &str, v: String) {
+    let _ = writeln!(s, "  {k:<22} {v}");
 }
 
 fn summarize_nodes(nodes: &[String]) -> String {

@@ -12,6 +12,7 @@ mod hostile;
 mod invariants;
 mod layers;
 mod planner;
+mod power;
 mod proptests;
 mod snapshots;
 mod sweep;
