@@ -70,6 +70,11 @@ pub struct RuntimeParams {
     pub bw_scale: f64,
     /// Scale applied to the compute efficiencies for this runtime's kernels.
     pub compute_scale: f64,
+    /// Host and synchronisation cost of one pipeline stage per forward (building the stage's
+    /// graph, the GPU->CPU sync before its send, the next rank's wake-up on the receive),
+    /// microseconds; fitted from the harness's pipeline-parallel e2e case (0 where none ran).
+    #[serde(default)]
+    pub stage_us: f64,
 }
 
 /// Communication parameters.
@@ -271,6 +276,7 @@ pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
 /// Parameters of a `[chips.<chip>.runtimes.<runtime>]` section.
 pub const RUNTIME_FIELDS: &[Field<RuntimeParams>] = fields!(RuntimeParams:
     kernel_launch_us "us" NonNegative, host_per_step_us "us" NonNegative, bw_scale "" Positive, compute_scale "" Positive,
+    stage_us "us" NonNegative,
 );
 
 /// Parameters of the `[comm]` section.

@@ -74,6 +74,7 @@ pub fn harness_params() -> Vec<String> {
         "bw_eff_attention",
         "compute_eff_attention",
         "runtimes.mlx.kernel_launch_us",
+        "runtimes.mlx.stage_us",
     ]
     .iter()
     .map(|p| format!("chips.{HOST_CHIP}.{p}"))
