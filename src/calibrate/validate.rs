@@ -257,7 +257,12 @@ fn sibling_prompt(row: &MeasurementRow, all: &[MeasurementRow]) -> Option<u64> {
 /// A cluster HPL row as a scenario: the nodes over the row's fabric (cabled as the fabric's
 /// first topology: a switch for Ethernet, a mesh for Thunderbolt), N, NB and grid by the
 /// top500-benchmark convention.
-fn hpl_scenario(row: &MeasurementRow, nodes: &[String], n: usize, mut assumptions: Vec<String>) -> Result<(ScenarioBuilder, Vec<String>), String> {
+fn hpl_scenario(
+    row: &MeasurementRow,
+    nodes: &[String],
+    n: usize,
+    mut assumptions: Vec<String>,
+) -> Result<(ScenarioBuilder, Vec<String>), String> {
     if row.metric != "hpl_gflops" && !is_power(&row.metric) {
         return Err(format!("metric `{}` is not predicted for HPL", row.metric));
     }

@@ -82,8 +82,7 @@ fn percentiles(step_ns: &[crate::sim::Time]) -> Percentiles {
 
 /// Memory of each node of a generate plan, for reports.
 fn node_memory(s: &Scenario, plan: &Plan) -> Vec<NodeMemory> {
-    plan
-        .memory
+    plan.memory
         .iter()
         .zip(&plan.shares)
         .zip(&s.nodes)

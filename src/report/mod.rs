@@ -64,7 +64,11 @@ pub fn run_table(e: &Estimate) -> String {
             e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ")
         ),
     );
-    row(&mut s, "power by phase", format!("prefill {:.1} W, decode {:.1} W, peak {:.1} W", e.prefill_power_w, e.cluster_power_w, e.peak_power_w));
+    row(
+        &mut s,
+        "power by phase",
+        format!("prefill {:.1} W, decode {:.1} W, peak {:.1} W", e.prefill_power_w, e.cluster_power_w, e.peak_power_w),
+    );
     row(&mut s, "energy", format!("{:.2} J/token", e.energy_j_per_token));
     row(&mut s, "hardware cost", format!("${:.0}  ({} cables)", e.cost_usd, e.cables));
     row(&mut s, "cost per Mtok", format!("${:.2}  (${:.0} per tok/s)", e.usd_per_mtok, e.usd_per_token_per_s));

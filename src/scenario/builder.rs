@@ -209,7 +209,17 @@ impl ScenarioBuilder {
     fn workload_mut(&mut self) -> &mut RawWorkload {
         self.raw
             .workload
-            .get_or_insert_with(|| sp(RawWorkload { kind: None, prompt_tokens: None, generate_tokens: None, hpl_n: None, hpl_nb: None, hpl_p: None, hpl_q: None }))
+            .get_or_insert_with(|| {
+                sp(RawWorkload {
+                    kind: None,
+                    prompt_tokens: None,
+                    generate_tokens: None,
+                    hpl_n: None,
+                    hpl_nb: None,
+                    hpl_p: None,
+                    hpl_q: None,
+                })
+            })
             .get_mut()
     }
 
