@@ -39,9 +39,13 @@ pub fn hardware_cost(s: &Scenario) -> f64 {
 /// the GPU wait and the collective on the same CPU stream). Blocking waits (the default Metal
 /// fence, TCP sockets, llama.cpp's command-buffer wait) sleep.
 pub fn spinning_cores(plan: &Plan) -> f64 {
+    // Only MLX runs its collectives through these backends; llama.cpp RPC talks TCP sockets
+    // over any fabric.
+    if plan.options.kind.runtime() != Runtime::Mlx {
+        return 0.0;
+    }
     let polls_nic = plan.n() > 1 && matches!(plan.fabric.backend, Backend::Jaccl | Backend::Nccl);
-    let mlx_spin = plan.options.kind.runtime() == Runtime::Mlx && plan.fast_sync();
-    if polls_nic || mlx_spin { 1.0 } else { 0.0 }
+    if polls_nic || plan.fast_sync() { 1.0 } else { 0.0 }
 }
 
 /// What one node did over one phase.
