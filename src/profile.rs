@@ -48,8 +48,10 @@ pub struct ChipParams {
     pub compute_eff_expert: f64,
     /// Fraction of peak FP16 FLOPs reached by attention in prefill.
     pub compute_eff_attention: f64,
-    /// Wall power added when the GPU is busy, W.
-    pub gpu_dynamic_w: f64,
+    /// Wall energy per byte the GPU streams from DRAM, pJ (fitted on memory-bound decode).
+    pub pj_per_byte: f64,
+    /// Wall energy per GPU floating-point operation, pJ (fitted on compute-bound prefill).
+    pub pj_per_flop: f64,
     /// Wall power added per busy CPU core, W.
     pub cpu_core_w: f64,
     /// Per-runtime costs on this chip, keyed by runtime (`mlx`, `llama-cpp`).
@@ -68,6 +70,11 @@ pub struct RuntimeParams {
     pub bw_scale: f64,
     /// Scale applied to the compute efficiencies for this runtime's kernels.
     pub compute_scale: f64,
+    /// Host and synchronisation cost of one pipeline stage per forward (building the stage's
+    /// graph, the GPU->CPU sync before its send, the next rank's wake-up on the receive),
+    /// microseconds; fitted from the harness's pipeline-parallel e2e case (0 where none ran).
+    #[serde(default)]
+    pub stage_us: f64,
     /// Bandwidth multiplier of unquantized bf16/f16 matrix-vector kernels, relative to the
     /// runtime's ~4-bit quantized kernels (MLX affine 2-5 bits, GGUF k-quants), whose efficiency
     /// is the chip's `bw_eff_dense`/`bw_eff_expert` times `bw_scale`. Prior 1 (absent: 1).
@@ -389,13 +396,14 @@ macro_rules! fields {
 pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
     bw_eff_dense "" Fraction, bw_eff_expert "" Fraction, bw_eff_attention "" Fraction,
     compute_eff_dense "" Fraction, compute_eff_expert "" Fraction, compute_eff_attention "" Fraction,
-    gpu_dynamic_w "W" NonNegative, cpu_core_w "W" NonNegative,
+    pj_per_byte "pJ" NonNegative, pj_per_flop "pJ" NonNegative, cpu_core_w "W" NonNegative,
 );
 
 /// Parameters of a `[chips.<chip>.runtimes.<runtime>]` section.
 pub const RUNTIME_FIELDS: &[Field<RuntimeParams>] = fields!(RuntimeParams:
     kernel_launch_us "us" NonNegative, host_per_step_us "us" NonNegative, bw_scale "" Positive, compute_scale "" Positive,
     bw_mult_half "" Positive, bw_mult_8bit "" Positive, bw_mult_mxfp4 "" Positive,
+    stage_us "us" NonNegative,
 );
 
 /// Parameters of the `[comm]` section.

@@ -84,7 +84,7 @@ impl Dataset {
     pub fn add_harness(&mut self, path: &Path, use_: HarnessUse) -> Result<(), SourceError> {
         let h = Arc::new(read_harness(path)?);
         for (i, b) in h.benchmarks.iter().enumerate() {
-            if b.kind.usage() == use_ {
+            if b.usage() == use_ {
                 self.targets.push(Target { id: harness_id(b, i), measured: harness_measured(b) });
                 self.sources.push(TargetSource::Harness(h.clone(), i));
             } else if use_ == HarnessUse::Fit {
@@ -149,6 +149,18 @@ impl Dataset {
     /// Whether any target is a published row.
     pub fn has_rows(&self) -> bool {
         self.sources.iter().any(|s| matches!(s, TargetSource::Row(_)))
+    }
+
+    /// Whether a fit target is a pipeline-parallel harness e2e decode (what pins
+    /// `runtimes.mlx.stage_us`).
+    pub fn has_pipeline_e2e(&self) -> bool {
+        self.sources.iter().any(|s| match s {
+            TargetSource::Harness(h, k) => {
+                let b = &h.benchmarks[*k];
+                b.kind == super::HarnessKind::E2eDecode && b.usage() == super::HarnessUse::Fit
+            }
+            TargetSource::Row(_) => false,
+        })
     }
 
     /// Whether any target is a harness measurement.

@@ -114,6 +114,12 @@ pub fn calibrate(
     if params.iter().any(|p| p == "comm.collective_in_context_us") && base.comm.collective_in_context_us <= 0.0 {
         base.comm.collective_in_context_us = 10.0;
     }
+    // Likewise a per-stage cost is 0 where no pipeline case was fitted: start it at 100 us.
+    for p in params.iter().filter(|p| p.ends_with(".stage_us")) {
+        if base.param(p).is_some_and(|(v, _)| v <= 0.0) {
+            base.set_param(p, 100.0);
+        }
+    }
     let base = &base;
     let mut dropped = Vec::new();
     let predictor = |p: &Profile| data.predict(p);
@@ -147,7 +153,8 @@ pub fn default_params(data: &Dataset) -> Vec<String> {
         v.extend(published_params());
     }
     if data.has_harness() {
-        v.extend(harness_params());
+        // The per-stage cost is fitted only from a pipeline e2e case.
+        v.extend(harness_params().into_iter().filter(|p| data.has_pipeline_e2e() || !p.ends_with(".stage_us")));
     }
     v
 }

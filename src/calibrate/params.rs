@@ -78,6 +78,7 @@ pub fn harness_params() -> Vec<String> {
         // the 4-bit kernels (dropped when a harness file has no such case).
         "runtimes.mlx.bw_mult_8bit",
         "runtimes.mlx.bw_mult_half",
+        "runtimes.mlx.stage_us",
     ]
     .iter()
     .map(|p| format!("chips.{HOST_CHIP}.{p}"))
@@ -93,7 +94,7 @@ pub fn published_params() -> Vec<String> {
         "chips.m3-ultra.compute_eff_dense",
         "chips.m3-ultra.compute_eff_expert",
         "chips.m3-ultra.compute_eff_attention",
-        "chips.m3-ultra.gpu_dynamic_w",
+        "chips.m3-ultra.pj_per_flop",
         "chips.m3-ultra.runtimes.mlx.kernel_launch_us",
         // MLX 8-bit kernels apart from the 4-bit ones: the Qwen3-235B 8-bit exo rows against
         // the DeepSeek V3.1 4-bit ones (g-qwen3-exo-*, g-dsv31-exo-*).

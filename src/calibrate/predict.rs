@@ -254,14 +254,21 @@ impl Measurement<'_> {
         let model = e2e_model(kind, cfg)?;
         let quant = self.quant(model_count(kind, cfg, "bits")? as f64)?;
         let n = model_count(kind, cfg, "ranks")? as usize;
-        if let Some(p) = cfg.get("parallelism").and_then(Value::as_str).filter(|p| *p != "tensor") {
-            return Err(HarnessError::Unsupported { kind, what: format!("parallelism `{p}` (the harness model is tensor parallel)") });
-        }
+        let pipeline = match cfg.get("parallelism").and_then(Value::as_str) {
+            None | Some("tensor") | Some("none") => false,
+            Some("pipeline") => true,
+            Some(p) => return Err(HarnessError::Unsupported { kind, what: format!("parallelism `{p}` (tensor or pipeline)") }),
+        };
         let prompt = self.count("prompt_tokens")?;
         if prompt == 0 {
             return Err(HarnessError::MissingParam { kind, key: "prompt_tokens" });
         }
         let mut options = self.options(n);
+        if pipeline && n > 1 {
+            // exo's pipeline: contiguous layer ranges, send/recv hand-off, all_gather of the
+            // last stage's output (the harness's `e2e.pipeline`).
+            options.parallelism = Parallelism::Pipeline;
+        }
         options.prefill_chunk = self.b.params.get("chunk").and_then(Value::as_f64).filter(|c| *c >= 1.0).map_or(prompt, |c| c as u64);
         // The harness's model applies the LM head to the last position only; files that say
         // otherwise (`"prefill_logits": "all"`) are honoured.

@@ -2,6 +2,13 @@
 //! `shared/data/measurements.csv`) becomes a scenario, goes through the same estimator as
 //! `run`, and is compared with the measured value. Rows that cannot be predicted are listed with
 //! the reason.
+//!
+//! Power rows say their phase in the metric name: `node_power_w` / `cluster_power_w` are the
+//! peak a wall meter shows during the benchmark (the larger of the run's prefill and decode
+//! powers; for HPL its one phase); `node_power_w_decode` / `cluster_power_w_decode` (and
+//! `_prefill`) are that phase's average. A power row without a prompt length takes the longest
+//! prompt of its sibling rows (same system, node mix, model, quant, engine and source, e.g.
+//! llama-bench's pp512/pp4096 beside a "peak during the benchmark" row): the benchmark ran it.
 
 use std::path::Path;
 
@@ -224,7 +231,8 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
         assumptions.push("vllm-mlx modelled as mlx-lm (MLX kernels, BatchGenerator scheduler)".into());
     }
     let engine = match row.engine.trim() {
-        "hpl" => return Err("HPL rows: the single-node CPU HPL rate is a catalog input, not a prediction".into()),
+        "hpl" if n == 1 => return Err("HPL rows: the single-node CPU HPL rate and power are catalog inputs, not predictions".into()),
+        "hpl" => return hpl_scenario(row, &nodes, n, assumptions),
         "" => return Err("no engine: a catalog fact (idle power), not a prediction".into()),
         e => ENGINES.iter().find(|(k, _)| *k == first_word(e)).map(|(_, v)| *v).ok_or_else(|| {
             let names: Vec<&str> = ENGINES.iter().map(|(k, _)| *k).collect();
@@ -241,7 +249,12 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
         assumptions.push(format!("fabric not stated: assumed {fabric_word}"));
     }
     let (kind_prompt, generate) = match row.metric.as_str() {
-        "decode_tokens_per_s" | "node_power_w" | "cluster_power_w" => {
+        m if is_power(m) && row.prompt_tokens.trim().is_empty() && sibling_prompt(row, all).is_some() => {
+            let p = sibling_prompt(row, all).expect("checked");
+            assumptions.push(format!("power row: prompt {p} tokens, the longest of its benchmark's rows"));
+            (p, 128)
+        }
+        m if m == "decode_tokens_per_s" || is_power(m) => {
             match row.prompt_tokens.trim().parse::<u64>() {
                 // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
                 // context: 0).
@@ -298,6 +311,59 @@ fn serve_tokens(row: &MeasurementRow, assumptions: &mut Vec<String>) -> (u64, u6
         128
     });
     (prompt, generate)
+}
+
+/// Whether a metric is a wall-power figure the twin predicts.
+fn is_power(metric: &str) -> bool {
+    POWER_METRICS.contains(&metric)
+}
+
+/// Power metrics: peak during the benchmark (no suffix) or a phase's average.
+const POWER_METRICS: [&str; 6] =
+    ["node_power_w", "cluster_power_w", "node_power_w_decode", "cluster_power_w_decode", "node_power_w_prefill", "cluster_power_w_prefill"];
+
+/// The source without its parenthesised detail: rows of one benchmark run share it.
+fn source_stem(s: &str) -> &str {
+    s.split('(').next().unwrap_or("").trim()
+}
+
+/// The longest prompt among rows of the same benchmark run as `row`.
+fn sibling_prompt(row: &MeasurementRow, all: &[MeasurementRow]) -> Option<u64> {
+    all.iter()
+        .filter(|r| {
+            r.system == row.system
+                && r.node_mix == row.node_mix
+                && r.model == row.model
+                && r.quant == row.quant
+                && r.engine == row.engine
+                && source_stem(&r.source) == source_stem(&row.source)
+        })
+        .filter_map(|r| r.prompt_tokens.trim().parse::<u64>().ok())
+        .max()
+}
+
+/// A cluster HPL row as a scenario: the nodes over the row's fabric (cabled as the fabric's
+/// first topology: a switch for Ethernet, a mesh for Thunderbolt), N, NB and grid by the
+/// top500-benchmark convention.
+fn hpl_scenario(
+    row: &MeasurementRow,
+    nodes: &[String],
+    n: usize,
+    mut assumptions: Vec<String>,
+) -> Result<(ScenarioBuilder, Vec<String>), String> {
+    if row.metric != "hpl_gflops" && !is_power(&row.metric) {
+        return Err(format!("metric `{}` is not predicted for HPL", row.metric));
+    }
+    let fabric_word = first_word(&row.fabric);
+    let fabric = crate::catalog::catalog().fabric(fabric_word).ok_or_else(|| format!("fabric `{fabric_word}` is not in the catalog"))?;
+    let topology = fabric.topologies.first().map(|t| t.id()).unwrap_or("switch");
+    if n > 1 && row.fabric.contains("not stated") {
+        assumptions.push(format!("fabric not stated: assumed {fabric_word}"));
+    }
+    let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
+    b.name(row.id.clone()).seed(1).nodes(nodes).fabric(fabric_word).topology(topology);
+    b.set("workload.kind", &toml::Value::String("hpl".into())).map_err(|e| e.message)?;
+    Ok((b, assumptions))
 }
 
 fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, assumptions: &mut Vec<String>) -> Result<String, String> {
@@ -387,10 +453,14 @@ pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
     Ok(match p.row.metric.as_str() {
         "decode_tokens_per_s" => est.decode_tokens_per_s,
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
-        "node_power_w" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
+        "hpl_gflops" => est.hpl_gflops.ok_or_else(|| RowError::Metric(p.row.metric.clone()))?,
+        "node_power_w" => est.node_peak_power_w.iter().cloned().fold(0.0, f64::max),
+        "node_power_w_decode" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
+        "node_power_w_prefill" => est.node_prefill_power_w.iter().cloned().fold(0.0, f64::max),
+        "cluster_power_w" => est.peak_power_w,
+        "cluster_power_w_decode" => est.cluster_power_w,
+        "cluster_power_w_prefill" => est.prefill_power_w,
         "aggregate_decode_tokens_per_s" => est.serve.as_ref().map_or(0.0, |s| s.aggregate_decode_tokens_per_s),
-        // The wall power of the whole cluster: every node's, added in node order.
-        "cluster_power_w" => est.node_power_w.iter().sum(),
         other => return Err(RowError::Metric(other.to_string())),
     })
 }

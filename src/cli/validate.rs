@@ -109,7 +109,7 @@ fn harness_notes(data: &Dataset, out: &mut Output) {
     });
     for b in harness.map(|h| h.benchmarks.as_slice()).unwrap_or_default() {
         let per_round = b.round_tokens_per_s();
-        if b.kind.usage() == crate::calibrate::HarnessUse::Validate && per_round.len() > 1 {
+        if b.usage() == crate::calibrate::HarnessUse::Validate && per_round.len() > 1 {
             let list: Vec<String> = per_round.iter().map(|v| format!("{v:.2}")).collect();
             out.text.push_str(&format!("\n{}, each repeat: {} tok/s (the best is the measured value)", b.kind, list.join(", ")));
             out.json["rounds_tokens_per_s"][b.kind.id()] = serde_json::json!(per_round);

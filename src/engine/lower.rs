@@ -65,7 +65,10 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
                     ops.extend(plan.head_ops());
                 }
                 let deps: Vec<TaskId> = prev.into_iter().collect();
-                let done = b.gpu(i, ops, logits_all, &deps);
+                let gpu = b.gpu(i, ops, logits_all, &deps);
+                // The stage's own host and sync cost (graph build, eval, wake-up), serial with it.
+                let stage = us_to_ns(plan.runtimes[i].stage_us);
+                let done = if stage > 0 { b.cpu(i, stage, "stage", &[gpu]) } else { gpu };
                 outputs.push(done);
                 if i + 1 < n {
                     let s = b.cpu(i, plan.sync_ns(i), "gpu->cpu", &[done]);

@@ -4,7 +4,7 @@
 use crate::llm::Op;
 use crate::sim::{TaskGraph, TaskId, Time};
 
-use super::plan::Plan;
+use super::plan::{Plan, Work};
 
 /// A run of operations on one node's GPU between two communication points.
 #[derive(Clone, Debug)]
@@ -31,9 +31,10 @@ pub struct Lowered {
     pub tokens: u64,
     /// Bytes the engine put on links (for conservation checks).
     pub bytes_sent: u64,
-    /// Per segment: the context-independent part of its time (ns) and the ops whose time grows
-    /// with the context. Filled on the first [`Lowered::retime`].
-    pub(super) seg_parts: Vec<(f64, Vec<Op>)>,
+    /// Per segment: the context-independent part of its time (ns) and of its work, and the ops
+    /// whose cost grows with the context. Filled on the first [`Lowered::retime`] or
+    /// [`Lowered::work`].
+    pub(super) seg_parts: Vec<(f64, Work, Vec<Op>)>,
     /// LM-head rows `seg_parts` was summed for.
     pub(super) head_rows: u64,
 }
@@ -53,34 +54,66 @@ impl Lowered {
     /// every token.
     pub fn retime_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) {
         debug_assert_eq!(rows.iter().map(|r| r.0).sum::<u64>(), self.tokens, "rows must cover the step's tokens");
-        if self.seg_parts.is_empty() || self.head_rows != head_rows {
-            self.head_rows = head_rows;
-            // Only some ops depend on the context (Op::depends_on_context): sum the rest once.
-            self.seg_parts = self
-                .segments
-                .iter()
-                .map(|s| {
-                    let mut fixed = 0.0;
-                    let mut by_context = Vec::new();
-                    for op in &s.ops {
-                        if op.depends_on_context() {
-                            by_context.push(op.clone());
-                        } else {
-                            let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
-                            fixed += plan.op_ns(s.node, op, toks, 0);
-                        }
-                    }
-                    (fixed, by_context)
-                })
-                .collect();
-        }
+        self.split_parts(plan, head_rows);
         for &(task, seg) in &self.gpu_tasks {
-            let (fixed, by_context) = &self.seg_parts[seg];
+            let (fixed, _, by_context) = &self.seg_parts[seg];
             let node = self.segments[seg].node;
             let ns = by_context.iter().fold(*fixed, |acc, op| acc + per_sequence_ns(plan, node, op, rows));
             // Clamp to ~11 days so sums of durations can never overflow.
             self.graph.tasks[task.0 as usize].duration = ns.round().clamp(0.0, 1e15) as Time;
         }
+    }
+
+    /// Bytes and FLOPs each node's GPU does in one step at `context` tokens of history (what
+    /// the power model charges energy for), indexed by node.
+    pub fn work(&mut self, plan: &Plan, context: u64) -> Vec<Work> {
+        self.work_rows(plan, &[(self.tokens, context)], 1)
+    }
+
+    /// [`Lowered::work`] for a batched step (`rows` and `head_rows` as in
+    /// [`Lowered::retime_rows`]).
+    pub fn work_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) -> Vec<Work> {
+        self.split_parts(plan, head_rows);
+        let mut out = vec![Work::default(); plan.n()];
+        for &(_, seg) in &self.gpu_tasks {
+            let node = self.segments[seg].node;
+            let (_, fixed, by_context) = &self.seg_parts[seg];
+            out[node] += *fixed;
+            for op in by_context {
+                for &(t, c) in rows {
+                    out[node] += plan.op_work(node, op, t, c);
+                }
+            }
+        }
+        out
+    }
+
+    /// Splits each segment into its context-independent cost (time and work, summed once for
+    /// `head_rows` LM-head rows) and the ops that depend on the context.
+    fn split_parts(&mut self, plan: &Plan, head_rows: u64) {
+        if !self.seg_parts.is_empty() && self.head_rows == head_rows {
+            return;
+        }
+        self.head_rows = head_rows;
+        // Only some ops depend on the context (Op::depends_on_context): sum the rest once.
+        self.seg_parts = self
+            .segments
+            .iter()
+            .map(|s| {
+                let (mut fixed, mut work) = (0.0, Work::default());
+                let mut by_context = Vec::new();
+                for op in &s.ops {
+                    if op.depends_on_context() {
+                        by_context.push(op.clone());
+                    } else {
+                        let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
+                        fixed += plan.op_ns(s.node, op, toks, 0);
+                        work += plan.op_work(s.node, op, toks, 0);
+                    }
+                }
+                (fixed, work, by_context)
+            })
+            .collect();
     }
 }
 

@@ -304,33 +304,62 @@ impl Plan {
     /// Time for one operation on one node, ns (before jitter).
     pub fn op_ns(&self, node: usize, op: &Op, tokens: u64, context: u64) -> f64 {
         let spec = &self.nodes[node];
+        let rt = &self.runtimes[node];
+        let bw = spec.mem_bw() * rt.bw_scale;
+        let peak = spec.flops() * rt.compute_scale;
+        let c = self.op_terms(node, op, tokens, context);
+        let launch = c.kernels as f64 * rt.kernel_launch_us * 1e3;
+        let secs = if c.bw_eff > 0.0 {
+            let side = if c.side_bytes > 0.0 { c.side_bytes / (bw * c.side_bw_eff) } else { 0.0 };
+            (c.bytes / (bw * c.bw_eff)).max(c.flops / (peak * c.compute_eff)) + side
+        } else {
+            // Elementwise kernels: plain array traffic at the full bandwidth.
+            c.bytes / bw
+        };
+        secs * 1e9 + launch
+    }
+
+    /// Bytes and FLOPs of one operation on one node (the counts [`Plan::op_ns`] times): what the
+    /// power model charges energy for.
+    pub fn op_work(&self, node: usize, op: &Op, tokens: u64, context: u64) -> Work {
+        let c = self.op_terms(node, op, tokens, context);
+        let scale = self.runtimes[node].compute_scale;
+        let issued_flops = if c.flops > 0.0 { c.flops / (c.compute_eff * scale).max(1e-6) } else { 0.0 };
+        Work { bytes: c.bytes + c.side_bytes, flops: c.flops, issued_flops }
+    }
+
+    /// The byte and FLOP counts of one operation on one node and the efficiencies they run at:
+    /// the one place [`Plan::op_ns`] and [`Plan::op_work`] read an operation's cost from.
+    fn op_terms(&self, node: usize, op: &Op, tokens: u64, context: u64) -> OpTerms {
         let chip = &self.chips[node];
         let rt = &self.runtimes[node];
         let shard = if op.placement == Placement::Sharded { self.shares[node].shard } else { 1.0 };
-        let bw = spec.mem_bw() * rt.bw_scale;
-        let peak = spec.flops() * rt.compute_scale;
         let t = tokens as f64;
         let per_head = op.mla_per_head.filter(|_| self.options.mla_per_head_cache);
         // A per-head cache is already expanded: the latent form's prefill choice does not apply.
         let expanded_mla = tokens > 1 && self.options.mla_prefill_expanded && per_head.is_none();
         // The expanded MLA form adds two kernels: the rope-score matmul and its masking.
         let extra_kernels = if expanded_mla && op.mla_expanded.is_some() { 2 } else { 0 };
-        let launch = (op.kernels + extra_kernels) as f64 * rt.kernel_launch_us * 1e3;
-        let secs = match op.class {
+        let base = OpTerms { kernels: op.kernels + extra_kernels, ..OpTerms::default() };
+        match op.class {
             OpClass::Dense => {
-                let bytes = op.weight_bytes(op.params as f64) * shard;
                 // The expanded MLA form runs the latent up-projections over the whole cache.
                 let rows = if expanded_mla && op.expands_latent { (context + tokens) as f64 } else { t };
-                let flops = 2.0 * op.params as f64 * shard * rows;
-                let eff = chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel);
-                (bytes / (bw * eff)).max(flops / (peak * chip.compute_eff_dense))
+                OpTerms {
+                    bytes: op.weight_bytes(op.params as f64) * shard,
+                    bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel),
+                    flops: 2.0 * op.params as f64 * shard * rows,
+                    compute_eff: chip.compute_eff_dense,
+                    ..base
+                }
             }
-            OpClass::Expert => {
-                let bytes = op.weight_bytes(op.params as f64) * op.experts_touched(tokens) * shard;
-                let flops = 2.0 * op.active_params() as f64 * shard * t;
-                let eff = chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel);
-                (bytes / (bw * eff)).max(flops / (peak * chip.compute_eff_expert))
-            }
+            OpClass::Expert => OpTerms {
+                bytes: op.weight_bytes(op.params as f64) * op.experts_touched(tokens) * shard,
+                bw_eff: chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel),
+                flops: 2.0 * op.active_params() as f64 * shard * t,
+                compute_eff: chip.compute_eff_expert,
+                ..base
+            },
             OpClass::Attention => {
                 let kv_share = if op.kv_sharded || per_head.is_some() { shard } else { 1.0 };
                 let kv_tokens = op.effective_context(context + tokens) as f64;
@@ -340,17 +369,21 @@ impl Plan {
                     (None, Some(x)) if expanded_mla => (x.attn_flops_per_ctx, x.score_bytes_per_ctx, op.kv_bytes_per_ctx),
                     _ => (op.attn_flops_per_ctx, 0, op.kv_bytes_per_ctx),
                 };
-                let bytes = kv_per_ctx as f64 * kv_tokens * kv_share;
-                let flops = flops_per_ctx as f64 * shard * t * mean_ctx;
-                // The rope-score mask streams through memory in its own kernels, before the
-                // attention kernel: plain array traffic, at the dense bandwidth efficiency.
-                let scores = score_bytes_per_ctx as f64 * shard * t * mean_ctx / (bw * chip.bw_eff_dense);
-                (bytes / (bw * chip.bw_eff_attention)).max(flops / (peak * chip.compute_eff_attention)) + scores
+                OpTerms {
+                    bytes: kv_per_ctx as f64 * kv_tokens * kv_share,
+                    bw_eff: chip.bw_eff_attention,
+                    flops: flops_per_ctx as f64 * shard * t * mean_ctx,
+                    compute_eff: chip.compute_eff_attention,
+                    // The rope-score mask streams through memory in its own kernels, before the
+                    // attention kernel: plain array traffic, at the dense bandwidth efficiency.
+                    side_bytes: score_bytes_per_ctx as f64 * shard * t * mean_ctx,
+                    side_bw_eff: chip.bw_eff_dense,
+                    ..base
+                }
             }
-            OpClass::Elementwise => op.kernels as f64 * t * self.model.hidden as f64 * 4.0 / bw,
-            OpClass::AllSum => 0.0,
-        };
-        secs * 1e9 + launch
+            OpClass::Elementwise => OpTerms { bytes: op.kernels as f64 * t * self.model.hidden as f64 * 4.0, ..base },
+            OpClass::AllSum => base,
+        }
     }
 }
 
@@ -367,7 +400,51 @@ fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64)
         * kv_share
 }
 
+/// The work one operation does on one node: bytes streamed from DRAM and floating-point
+/// operations. What the power model charges energy for; the same byte and FLOP counts
+/// [`Plan::op_ns`] divides by the achieved bandwidth and compute rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Work {
+    /// Bytes read from (or written to) DRAM.
+    pub bytes: f64,
+    /// Floating-point operations.
+    pub flops: f64,
+    /// The ALU work issued for them: FLOPs over the kernel's compute efficiency (a kernel at 38%
+    /// of peak keeps the ALUs issuing dequantisation, index arithmetic and masked lanes for the
+    /// rest), i.e. peak FLOP/s times the time the op would take if compute-bound.
+    pub issued_flops: f64,
+}
+
+impl Work {
+    /// This work done `k` times.
+    pub fn scaled(self, k: f64) -> Work {
+        Work { bytes: self.bytes * k, flops: self.flops * k, issued_flops: self.issued_flops * k }
+    }
+}
+
+impl std::ops::AddAssign for Work {
+    fn add_assign(&mut self, o: Work) {
+        self.bytes += o.bytes;
+        self.flops += o.flops;
+        self.issued_flops += o.issued_flops;
+    }
+}
+
 /// Microseconds (a profile value) to integer nanoseconds, never negative.
 pub(super) fn us_to_ns(us: f64) -> Time {
     (us * 1e3).round().max(0.0) as Time
+}
+
+/// One operation's cost terms on one node: bytes at a bandwidth efficiency and FLOPs at a
+/// compute efficiency (the roofline: the slower wins), plus traffic in side kernels that runs
+/// before it. `bw_eff == 0` marks plain array traffic at full bandwidth (elementwise kernels).
+#[derive(Clone, Copy, Debug, Default)]
+struct OpTerms {
+    kernels: u32,
+    bytes: f64,
+    bw_eff: f64,
+    flops: f64,
+    compute_eff: f64,
+    side_bytes: f64,
+    side_bw_eff: f64,
 }

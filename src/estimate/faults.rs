@@ -110,14 +110,14 @@ struct FaultSim<'a> {
 }
 
 /// Simulates `cfg` over its horizon for scenario `s` (planned as `plan`).
-pub fn simulate(s: &Scenario, cfg: &FaultConfig, plan: &Plan, profile: &Profile) -> FaultReport {
+pub fn simulate(s: &Scenario, cfg: &FaultConfig, plan: Option<&Plan>, profile: &Profile) -> FaultReport {
     let mut sim = FaultSim::new(s, cfg, plan, profile);
     sim.run();
     sim.report()
 }
 
 impl<'a> FaultSim<'a> {
-    fn new(s: &'a Scenario, cfg: &'a FaultConfig, plan: &Plan, profile: &'a Profile) -> Self {
+    fn new(s: &'a Scenario, cfg: &'a FaultConfig, plan: Option<&Plan>, profile: &'a Profile) -> Self {
         let n = s.nodes.len();
         let cables: Vec<(usize, usize)> = cabling(s.topology, n).into_iter().map(|(a, _, b, _)| (a, b)).collect();
         let reload_s = reload_seconds(s, cfg, plan);
@@ -206,7 +206,7 @@ impl<'a> FaultSim<'a> {
         let transport = ms.fabric.transport;
         let tb_tcp = transport == Transport::Tcp && ms.fabric.port == PortKind::Thunderbolt;
         if ms.workload.kind == WorkloadKind::Hpl {
-            let (_, seconds, _) = super::hpl::hpl_run(&ms);
+            let (_, seconds) = super::hpl::hpl_run(&ms);
             return Rate { request_s: seconds, link_util: 1.0, transport, tb_tcp, cause };
         }
         let Ok(mut plan) = super::generate_plan(&ms, self.profile) else {
@@ -242,10 +242,11 @@ fn link_directions(t: Topology, n: usize) -> usize {
 /// Seconds each node takes to load its weights again: from its disk, or for a llama.cpp RPC
 /// server over the network from the client (rpc-server holds no files). HPL loads nothing: a
 /// crashed run starts again from scratch.
-fn reload_seconds(s: &Scenario, cfg: &FaultConfig, plan: &Plan) -> Vec<f64> {
-    if s.workload.kind == WorkloadKind::Hpl {
+fn reload_seconds(s: &Scenario, cfg: &FaultConfig, plan: Option<&Plan>) -> Vec<f64> {
+    // HPL loads no model.
+    let Some(plan) = plan.filter(|_| s.workload.kind != WorkloadKind::Hpl) else {
         return vec![0.0; s.nodes.len()];
-    }
+    };
     let disk = cfg.disk_read_gbs.unwrap_or(crate::hw::node::DEFAULT_DISK_READ_GBS) * 1e9;
     plan.memory
         .iter()
@@ -517,6 +518,5 @@ impl FaultSim<'_> {
 
 /// Floating-point operations of one HPL run.
 fn hpl_flops(s: &Scenario) -> f64 {
-    let (gflops, seconds, _) = super::hpl::hpl_run(s);
-    gflops * 1e9 * seconds
+    super::hpl::hpl_run(s).0
 }

@@ -1,7 +1,7 @@
 //! The generate workload on the event core: prefill in chunks, then decode step by step, one
 //! jitter stream per run.
 
-use crate::engine::{Lowered, Plan, lower_step};
+use crate::engine::{Lowered, Plan, Work, lower_step};
 use crate::sim::{Jitter, ResourceKind, Time, execute};
 
 use super::trace::Trace;
@@ -37,6 +37,42 @@ pub struct GenerateRun {
     pub events: u64,
     /// Bytes put on links during decode.
     pub decode_bytes_sent: u64,
+    /// GPU busy time per node during prefill, ns.
+    pub prefill_busy_gpu: Vec<Time>,
+    /// CPU busy time per node during prefill, ns.
+    pub prefill_busy_cpu: Vec<Time>,
+    /// DRAM bytes and FLOPs per node over the prefill.
+    pub prefill_work: Vec<Work>,
+    /// DRAM bytes and FLOPs per node over the decode.
+    pub decode_work: Vec<Work>,
+}
+
+/// Per-node totals of a phase: GPU and CPU busy time and the work done.
+struct PhaseTotals {
+    gpu: Vec<Time>,
+    cpu: Vec<Time>,
+    work: Vec<Work>,
+}
+
+impl PhaseTotals {
+    fn new(n: usize) -> Self {
+        PhaseTotals { gpu: vec![0; n], cpu: vec![0; n], work: vec![Work::default(); n] }
+    }
+
+    /// Adds a simulated step standing for `weight` steps: its per-resource busy time and its
+    /// per-node work.
+    fn add(&mut self, low: &Lowered, busy: &[Time], work: Vec<Work>, weight: u64) {
+        for (r, res) in low.graph.resources.iter().enumerate() {
+            match res.kind {
+                ResourceKind::Gpu => self.gpu[res.node as usize] += busy[r] * weight,
+                ResourceKind::Cpu => self.cpu[res.node as usize] += busy[r] * weight,
+                ResourceKind::Link | ResourceKind::Virtual => {}
+            }
+        }
+        for (t, w) in self.work.iter_mut().zip(work) {
+            *t += w.scaled(weight as f64);
+        }
+    }
 }
 
 /// The tokens of the next prefill forward of a `prompt`-token prompt with `done` tokens
@@ -66,8 +102,12 @@ pub fn sample_generate(plan: &Plan, prompt: u64, generate: u64, samples: u64, se
     let (mut decode, mut bytes) = (0.0, 0.0);
     let share = generate as f64 / k as f64;
     for j in 0..k {
-        low.retime(plan, prompt + (2 * j + 1) * generate / (2 * k));
+        let context = prompt + (2 * j + 1) * generate / (2 * k);
+        low.retime(plan, context);
         let tl = execute(&low.graph, now, &mut jitter);
+        for (t, w) in run.decode_work.iter_mut().zip(low.work(plan, context)) {
+            *t += w.scaled(share);
+        }
         run.events += tl.events;
         run.step_ns.push(tl.makespan - now);
         decode += (tl.makespan - now) as f64 * share;
@@ -95,20 +135,21 @@ fn sample(k: u64, samples: u64, total: u64) -> (u64, u64) {
 pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u64, mut trace: Option<&mut Trace<'_>>) -> GenerateRun {
     let mut jitter = Jitter::new(seed, plan.jitter_cv);
     let mut events = 0;
-    let (prefill_ns, prefill_events) = prefill(plan, prompt, &mut jitter, trace.as_deref_mut());
+    let n = plan.n();
+    let mut pre = PhaseTotals::new(n);
+    let (prefill_ns, prefill_events) = prefill(plan, prompt, &mut jitter, trace.as_deref_mut(), &mut pre);
     events += prefill_events;
     let mut now = prefill_ns;
     let mut low = lower_step(plan, 1);
-    let n = plan.n();
-    let mut busy_gpu = vec![0; n];
-    let mut busy_cpu = vec![0; n];
+    let mut dec = PhaseTotals::new(n);
     let samples = generate.min(MAX_SIMULATED_DECODE_STEPS);
     let mut steps = Vec::with_capacity(samples as usize);
     let mut bytes = 0;
     for k in 0..samples {
         let (g, weight) = sample(k, samples, generate);
         // The sample stands for steps g..g+weight: time it at their middle context.
-        low.retime(plan, prompt + g + (weight - 1) / 2);
+        let context = prompt + g + (weight - 1) / 2;
+        low.retime(plan, context);
         let tl = execute(&low.graph, now, &mut jitter);
         if let Some(tr) = trace.as_deref_mut() {
             tr.record(&low, &tl, "decode", g);
@@ -118,30 +159,29 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         steps.push(step);
         now = now.saturating_add(step.saturating_mul(weight));
         bytes += low.bytes_sent * weight;
-        for (r, res) in low.graph.resources.iter().enumerate() {
-            match res.kind {
-                ResourceKind::Gpu => busy_gpu[res.node as usize] += tl.busy[r] * weight,
-                ResourceKind::Cpu => busy_cpu[res.node as usize] += tl.busy[r] * weight,
-                ResourceKind::Link | ResourceKind::Virtual => {}
-            }
-        }
+        let work = low.work(plan, context);
+        dec.add(&low, &tl.busy, work, weight);
     }
     GenerateRun {
         prefill_ns,
         decode_ns: now - prefill_ns,
         decode_steps: generate,
         step_ns: steps,
-        decode_busy_gpu: busy_gpu,
-        decode_busy_cpu: busy_cpu,
+        decode_busy_gpu: dec.gpu,
+        decode_busy_cpu: dec.cpu,
         events,
         decode_bytes_sent: bytes,
+        prefill_busy_gpu: pre.gpu,
+        prefill_busy_cpu: pre.cpu,
+        prefill_work: pre.work,
+        decode_work: dec.work,
     }
 }
 
 /// Prefill in chunks (mlx-lm chunks all but the last prompt token, then runs that token alone);
 /// more than [`MAX_SIMULATED_PREFILL_CHUNKS`] full-size chunks are sampled. Returns the prefill
-/// time and the events processed.
-fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut Trace<'_>>) -> (Time, u64) {
+/// time and the events processed; adds busy time and work to `totals`.
+fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut Trace<'_>>, totals: &mut PhaseTotals) -> (Time, u64) {
     let chunk = plan.options.prefill_chunk.max(1);
     let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
     // The full-size chunks, then the rest of the chunked part, then the lone last token.
@@ -161,6 +201,8 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
         if let Some(tr) = trace.as_deref_mut() {
             tr.record(low, &tl, "prefill", index);
         }
+        let work = low.work(plan, done);
+        totals.add(low, &tl.busy, work, weight);
         *now = now.saturating_add((tl.makespan - *now).saturating_mul(weight));
         tl.events
     };

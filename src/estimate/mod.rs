@@ -26,7 +26,7 @@ pub use generate::{
 pub use power::hardware_cost;
 pub use serve::{ServeRun, ServeSim, simulate_serve};
 pub use trace::{MAX_TRACE_EVENTS, MAX_TRACE_STEPS, Trace, TraceEvent, trace_plan, trace_run};
-pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, NodeMemory, Percentiles, Quantiles, ServeMetrics};
+pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, HplProblem, NodeMemory, Percentiles, Quantiles, ServeMetrics};
 
 /// Why a scenario cannot be estimated.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -54,13 +54,17 @@ impl EstimateError {
 
 /// Runs the whole estimate for a scenario.
 pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateError> {
-    let plan = generate_plan(s, profile)?;
-    let mut out = skeleton(s, &plan, profile);
     if s.workload.kind == WorkloadKind::Hpl {
-        hpl::hpl(s, &mut out);
-        out.faults = s.faults.as_ref().map(|f| faults::simulate(s, f, &plan, profile));
+        // HPL runs no model: no plan, no memory of weights.
+        let mut out = skeleton(s, vec![], profile);
+        out.model = s.model.id.clone();
+        out.quant = "fp64".into();
+        hpl::hpl(s, profile, &mut out)?;
+        out.faults = s.faults.as_ref().map(|f| faults::simulate(s, f, None, profile));
         return Ok(out);
     }
+    let plan = generate_plan(s, profile)?;
+    let mut out = skeleton(s, node_memory(s, &plan), profile);
     if let Some(sv) = &s.workload.serve {
         let run = simulate_serve(&plan, sv, &s.slo, s.seed);
         serve_metrics(s, &plan, &run, &mut out);
@@ -75,7 +79,7 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
     out.tpot_ms = percentiles(&run.step_ns);
     power::decode_power_and_cost(s, &plan, &run, &mut out);
     out.sim_events = run.events;
-    out.faults = s.faults.as_ref().map(|f| faults::simulate(s, f, &plan, profile));
+    out.faults = s.faults.as_ref().map(|f| faults::simulate(s, f, Some(&plan), profile));
     Ok(out)
 }
 
@@ -133,6 +137,11 @@ fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut Estimate) 
         decode_busy_cpu: run.busy_cpu.clone(),
         events: run.events,
         decode_bytes_sent: 0,
+        // The whole run counts as decode; there is no separate prefill phase to report.
+        prefill_busy_gpu: vec![0; run.busy_gpu.len()],
+        prefill_busy_cpu: vec![0; run.busy_cpu.len()],
+        prefill_work: vec![Default::default(); run.work.len()],
+        decode_work: run.work.clone(),
     };
     if aggregate > 0.0 {
         power::decode_power_and_cost(s, plan, &span, out);
@@ -140,11 +149,9 @@ fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut Estimate) 
     out.sim_events = run.events;
 }
 
-/// The estimate's identity, memory, hardware cost and envelope; the rates are filled in by the
-/// workload.
-fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
-    let memory: Vec<NodeMemory> = plan
-        .memory
+/// Memory of each node of a generate plan, for reports.
+fn node_memory(s: &Scenario, plan: &Plan) -> Vec<NodeMemory> {
+    plan.memory
         .iter()
         .zip(&plan.shares)
         .zip(&s.nodes)
@@ -157,7 +164,12 @@ fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
             total_gb: round3(m.total_gb),
             limit_gb: round3(m.limit_gb),
         })
-        .collect();
+        .collect()
+}
+
+/// The estimate's identity, memory, hardware cost and envelope; the rates are filled in by the
+/// workload.
+fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile) -> Estimate {
     Estimate {
         name: s.name.clone(),
         fits: Fits,
@@ -182,6 +194,10 @@ fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
         tpot_ms: Percentiles { p50: 0.0, p90: None, p99: 0.0, mean: 0.0 },
         cluster_power_w: 0.0,
         node_power_w: vec![],
+        prefill_power_w: 0.0,
+        node_prefill_power_w: vec![],
+        peak_power_w: 0.0,
+        node_peak_power_w: vec![],
         decode_gpu_busy_percent: vec![],
         energy_j_per_token: 0.0,
         memory_per_node_gb: memory.iter().map(|m| m.total_gb).collect(),
@@ -191,6 +207,7 @@ fn skeleton(s: &Scenario, plan: &Plan, profile: &Profile) -> Estimate {
         usd_per_token_per_s: 0.0,
         cables: s.topology.cables(s.nodes.len()),
         hpl_gflops: None,
+        hpl_problem: None,
         calibration: envelope(s, profile),
         sim_events: 0,
         faults: None,

@@ -135,6 +135,19 @@ pub struct FaultReport {
     pub log: Vec<FaultLogEntry>,
 }
 
+/// The shape of an HPL run.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HplProblem {
+    /// Matrix order N.
+    pub n: u64,
+    /// Block size NB.
+    pub nb: u64,
+    /// Process grid rows P.
+    pub p: u64,
+    /// Process grid columns Q.
+    pub q: u64,
+}
+
 /// The result of one scenario. Field names are the JSON contract of DESIGN.md.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Estimate {
@@ -173,14 +186,26 @@ pub struct Estimate {
     pub ttft_s: f64,
     /// Time per output token, ms.
     pub tpot_ms: Percentiles,
-    /// Cluster wall power during decode, W.
+    /// Cluster wall power during decode (its average), W.
     pub cluster_power_w: f64,
-    /// Per-node wall power during decode, W.
+    /// Per-node wall power during decode (its average), W.
     pub node_power_w: Vec<f64>,
+    /// Cluster wall power during prefill (its average), W.
+    #[serde(default)]
+    pub prefill_power_w: f64,
+    /// Per-node wall power during prefill, W.
+    #[serde(default)]
+    pub node_prefill_power_w: Vec<f64>,
+    /// The run's peak cluster wall power: the larger of the phases, W.
+    #[serde(default)]
+    pub peak_power_w: f64,
+    /// Per node, the larger of its phase powers (what a wall meter's maximum shows), W.
+    #[serde(default)]
+    pub node_peak_power_w: Vec<f64>,
     /// Per node, the share of decode time its GPU computes; the rest it waits on GPU<->CPU
     /// crossings, collectives and transfers, %.
     pub decode_gpu_busy_percent: Vec<f64>,
-    /// Energy per generated token, J.
+    /// Energy per generated token at the decode average power, J.
     pub energy_j_per_token: f64,
     /// Memory used per node, GB.
     pub memory_per_node_gb: Vec<f64>,
@@ -197,6 +222,9 @@ pub struct Estimate {
     /// HPL result, Gflops (HPL workload only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hpl_gflops: Option<f64>,
+    /// The HPL run's problem size, block size and process grid (HPL workload only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hpl_problem: Option<HplProblem>,
     /// Calibration envelope.
     pub calibration: Envelope,
     /// Events processed by the simulation.

@@ -23,6 +23,27 @@ fn range(iv: &Intervals, key: &str, decimals: usize) -> String {
 pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", e.name);
+    if let (Some(g), Some(h)) = (e.hpl_gflops, e.hpl_problem) {
+        let _ = writeln!(
+            s,
+            "  {} node(s): {} over {} ({}); HPL N = {}, NB = {}, P x Q = {} x {} (one MPI rank per core)",
+            e.nodes.len(),
+            summarize_nodes(&e.nodes),
+            e.fabric,
+            e.topology,
+            h.n,
+            h.nb,
+            h.p,
+            h.q
+        );
+        let per = e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ");
+        row_to(&mut s, "fits", "yes".into());
+        row_to(&mut s, "HPL", format!("{g:.1} Gflops{}", range(iv, "hpl_gflops", 1)));
+        row_to(&mut s, "cluster power", format!("{:.1} W  (per node: {per}; ranks busy-poll)", e.cluster_power_w));
+        row_to(&mut s, "hardware cost", format!("${:.0}", e.cost_usd));
+        fault_rows(&mut s, e);
+        return s;
+    }
     let _ = writeln!(
         s,
         "  {} node(s): {} over {} ({}); {} {} on {} ({})",
@@ -35,18 +56,9 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
         e.engine,
         e.parallelism
     );
-    let row = |s: &mut String, k: &str, v: String| {
-        let _ = writeln!(s, "  {k:<22} {v}");
-    };
+    let row = row_to;
     // An estimate exists only for a scenario that fits (see `estimate::Fits`).
     row(&mut s, "fits", "yes".into());
-    if let Some(g) = e.hpl_gflops {
-        row(&mut s, "HPL", format!("{g:.1} Gflops{}", range(iv, "hpl_gflops", 1)));
-        row(&mut s, "cluster power", format!("{:.1} W{}", e.cluster_power_w, range(iv, "cluster_power_w", 1)));
-        row(&mut s, "hardware cost", format!("${:.0}", e.cost_usd));
-        fault_rows(&mut s, e);
-        return s;
-    }
     if let Some(sv) = &e.serve {
         serve_rows(&mut s, e, sv);
     } else {
@@ -69,11 +81,16 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
         &mut s,
         "cluster power",
         format!(
-            "{:.1} W  (per node: {}){}",
+            "{:.1} W in decode  (per node: {}){}",
             e.cluster_power_w,
             e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", "),
             range(iv, "cluster_power_w", 1)
         ),
+    );
+    row(
+        &mut s,
+        "power by phase",
+        format!("prefill {:.1} W, decode {:.1} W, peak {:.1} W", e.prefill_power_w, e.cluster_power_w, e.peak_power_w),
     );
     row(&mut s, "energy", format!("{:.2} J/token{}", e.energy_j_per_token, range(iv, "energy_j_per_token", 2)));
     row(&mut s, "hardware cost", format!("${:.0}  ({} cables)", e.cost_usd, e.cables));
@@ -98,12 +115,15 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
     s
 }
 
+/// One `key value` row of the run table.
+fn row_to(s: &mut String, k: &str, v: String) {
+    let _ = writeln!(s, "  {k:<22} {v}");
+}
+
 /// The availability rows of a run with `[faults]`, and its first events.
 fn fault_rows(s: &mut String, e: &Estimate) {
     let Some(f) = &e.faults else { return };
-    let row = |s: &mut String, k: &str, v: String| {
-        let _ = writeln!(s, "  {k:<22} {v}");
-    };
+    let row = row_to;
     row(s, "faults over", format!("{} days", f.horizon_days));
     row(s, "availability", format!("{:.4} %", f.availability * 100.0));
     if let (Some(t), Some(free)) = (f.expected_tokens_per_day, f.fault_free_tokens_per_day) {
@@ -125,9 +145,7 @@ fn fault_rows(s: &mut String, e: &Estimate) {
 
 /// The rows of a serving run: rates, latency percentiles, SLO, queue and KV.
 fn serve_rows(s: &mut String, e: &Estimate, sv: &crate::estimate::ServeMetrics) {
-    let row = |s: &mut String, k: &str, v: String| {
-        let _ = writeln!(s, "  {k:<22} {v}");
-    };
+    let row = row_to;
     row(s, "aggregate decode", format!("{:.2} tok/s  (goodput {:.2})", sv.aggregate_decode_tokens_per_s, sv.goodput_tokens_per_s));
     row(s, "per-request decode", format!("{:.2} tok/s", sv.per_request_decode_tokens_per_s));
     row(s, "requests", format!("{} completed, {} rejected", sv.requests_completed, sv.requests_rejected));

@@ -58,6 +58,9 @@ pub const KEYS: &[&str] = &[
     "workload.kv_full",
     "slo.ttft_p99_s",
     "slo.tpot_p99_ms",
+    "workload.hpl_nb",
+    "workload.hpl_p",
+    "workload.hpl_q",
     "cost.amortization_years",
     "cost.electricity_usd_per_kwh",
 ];
@@ -306,6 +309,9 @@ impl ScenarioBuilder {
             "slo.ttft_p99_s" => self.slo_mut().ttft_p99_s = Some(sp(v.float()?)),
             "slo.tpot_p99_ms" => self.slo_mut().tpot_p99_ms = Some(sp(v.float()?)),
             "workload.hpl_n" => self.workload_mut().hpl_n = Some(sp(v.int()?)),
+            "workload.hpl_nb" => self.workload_mut().hpl_nb = Some(sp(v.int()?)),
+            "workload.hpl_p" => self.workload_mut().hpl_p = Some(sp(v.int()?)),
+            "workload.hpl_q" => self.workload_mut().hpl_q = Some(sp(v.int()?)),
             "cost.amortization_years" => self.cost_mut().amortization_years = Some(sp(v.float()?)),
             "cost.electricity_usd_per_kwh" => self.cost_mut().electricity_usd_per_kwh = Some(sp(v.float()?)),
             _ => return Err(v.unknown_key()),
@@ -349,10 +355,12 @@ impl ScenarioBuilder {
         key(&mut t, "topology", s(&c.topology));
         key(&mut t, "wired_limit_fraction", f(&c.wired_limit_fraction));
         let m = r.model.get_ref();
-        let _ = writeln!(t, "\n[model]");
-        key(&mut t, "name", s(&m.name));
-        key(&mut t, "hf_config", s(&m.hf_config));
-        key(&mut t, "quant", s(&m.quant));
+        if m.name.is_some() || m.hf_config.is_some() || m.quant.is_some() {
+            let _ = writeln!(t, "\n[model]");
+            key(&mut t, "name", s(&m.name));
+            key(&mut t, "hf_config", s(&m.hf_config));
+            key(&mut t, "quant", s(&m.quant));
+        }
         if let Some(e) = &r.engine {
             let e = e.get_ref();
             let _ = writeln!(t, "\n[engine]");
@@ -373,6 +381,9 @@ impl ScenarioBuilder {
             key(&mut t, "prompt_tokens", w.prompt_tokens.as_ref().map(|l| length_value(l.get_ref())));
             key(&mut t, "generate_tokens", w.generate_tokens.as_ref().map(|l| length_value(l.get_ref())));
             key(&mut t, "hpl_n", i(&w.hpl_n));
+            key(&mut t, "hpl_nb", i(&w.hpl_nb));
+            key(&mut t, "hpl_p", i(&w.hpl_p));
+            key(&mut t, "hpl_q", i(&w.hpl_q));
             key(&mut t, "arrival", s(&w.arrival));
             key(&mut t, "concurrency", i(&w.concurrency));
             key(&mut t, "think_s", f(&w.think_s));

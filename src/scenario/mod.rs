@@ -48,10 +48,16 @@ pub struct Workload {
     pub prompt_tokens: u64,
     /// Tokens to generate (a serving run's mean).
     pub generate_tokens: u64,
-    /// HPL problem size N (0: sized to memory).
+    /// HPL problem size N (0: sized to memory by the top500-benchmark convention).
     pub hpl_n: u64,
     /// Arrivals, lengths and scheduler knobs of a `serve` workload.
     pub serve: Option<Serve>,
+    /// HPL block size NB (0: 256).
+    pub hpl_nb: u64,
+    /// HPL process grid rows P (0: the near-square grid of one rank per core).
+    pub hpl_p: u64,
+    /// HPL process grid columns Q (0: ranks / P).
+    pub hpl_q: u64,
 }
 
 /// Cost assumptions.
@@ -71,7 +77,16 @@ pub const DEFAULT_ELECTRICITY_USD_PER_KWH: f64 = 0.15;
 impl Default for Workload {
     /// One stream of 128 prompt tokens and 128 generated tokens.
     fn default() -> Self {
-        Workload { kind: WorkloadKind::Generate, prompt_tokens: 128, generate_tokens: 128, hpl_n: 0, serve: None }
+        Workload {
+            kind: WorkloadKind::Generate,
+            prompt_tokens: 128,
+            generate_tokens: 128,
+            hpl_n: 0,
+            hpl_nb: 0,
+            hpl_p: 0,
+            hpl_q: 0,
+            serve: None,
+        }
     }
 }
 

@@ -65,6 +65,9 @@ const KEYS: &[(&str, KeyType)] = &[
     ("workload.kv_full", KeyType::Str),
     ("slo.ttft_p99_s", KeyType::Float),
     ("slo.tpot_p99_ms", KeyType::Float),
+    ("workload.hpl_nb", KeyType::Int),
+    ("workload.hpl_p", KeyType::Int),
+    ("workload.hpl_q", KeyType::Int),
     ("cost.amortization_years", KeyType::Float),
     ("cost.electricity_usd_per_kwh", KeyType::Float),
 ];

@@ -12,6 +12,8 @@ pub(super) struct RawScenario {
     pub(super) description: Option<String>,
     pub(super) seed: Option<Spanned<i64>>,
     pub(super) cluster: Spanned<RawCluster>,
+    /// Absent for `kind = "hpl"` (HPL runs no model).
+    #[serde(default = "no_model")]
     pub(super) model: Spanned<RawModel>,
     pub(super) engine: Option<Spanned<RawEngine>>,
     pub(super) workload: Option<Spanned<RawWorkload>>,
@@ -64,6 +66,9 @@ pub(super) struct RawWorkload {
     pub(super) prompt_tokens: Option<Spanned<RawLength>>,
     pub(super) generate_tokens: Option<Spanned<RawLength>>,
     pub(super) hpl_n: Option<Spanned<i64>>,
+    pub(super) hpl_nb: Option<Spanned<i64>>,
+    pub(super) hpl_p: Option<Spanned<i64>>,
+    pub(super) hpl_q: Option<Spanned<i64>>,
     pub(super) arrival: Option<Spanned<String>>,
     pub(super) concurrency: Option<Spanned<i64>>,
     pub(super) think_s: Option<Spanned<f64>>,
@@ -94,6 +99,9 @@ impl RawWorkload {
             warmup_s: None,
             max_batch: None,
             kv_full: None,
+            hpl_nb: None,
+            hpl_p: None,
+            hpl_q: None,
         }
     }
 }
@@ -146,6 +154,11 @@ impl<'de> Deserialize<'de> for RawLength {
 pub(super) struct RawSlo {
     pub(super) ttft_p99_s: Option<Spanned<f64>>,
     pub(super) tpot_p99_ms: Option<Spanned<f64>>,
+}
+
+/// An absent `[model]` table: no name, no config (an error unless the workload is HPL).
+fn no_model() -> Spanned<RawModel> {
+    Spanned::new(0..0, RawModel { name: None, hf_config: None, quant: None, gguf_tensor_types: None, size_gb: None })
 }
 
 #[derive(Clone, Debug, Deserialize)]

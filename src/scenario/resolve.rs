@@ -48,9 +48,24 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     check_cabling(src, &nodes, &node_ids, &fabric, topology, &spans)?;
     let wired_limit_fraction = wired_limit(src, &cluster)?;
 
+    // The workload first: an HPL run needs no model.
+    let raw_workload = raw.workload.map(|w| {
+        spans.workload = w.span();
+        let span = w.span();
+        (w.into_inner(), span)
+    });
+    let workload = match &raw_workload {
+        Some((w, span)) => workload(src, w, span.clone())?,
+        None => Workload::default(),
+    };
+    let hpl = workload.kind == WorkloadKind::Hpl;
     let model_span = raw.model.span();
     let rm = raw.model.into_inner();
-    let (model, default_quant, declared_quant) = model(src, cat, &rm, model_span.clone(), &mut spans)?;
+    let (model, default_quant, declared_quant) = if hpl && rm.name.is_none() && rm.hf_config.is_none() {
+        no_model(cat)
+    } else {
+        model(src, cat, &rm, model_span.clone(), &mut spans)?
+    };
 
     let (engine_name, engine_span, re) = match raw.engine {
         Some(e) => {
@@ -68,8 +83,11 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         .with_kind(ErrorKind::UnknownPreset)
     })?;
     let parallelism = parallelism(src, re.as_ref(), kind, engine_span, n, &mut spans)?;
-    check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
-    check_fleet(&engine_name, kind, &nodes).map_err(|e| split_error(src, &spans, e))?;
+    if !hpl {
+        // HPL runs no model: the engine's splits do not apply.
+        check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
+        check_fleet(&engine_name, kind, &nodes).map_err(|e| split_error(src, &spans, e))?;
+    }
     let quant = quant(src, cat, &rm, (&default_quant, declared_quant), kind, &engine_name, &mut spans)?;
     let size_gb = match &rm.size_gb {
         Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
@@ -77,7 +95,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         }
         v => v.as_ref().map(|v| *v.get_ref()),
     };
-    if parallelism == Parallelism::Tensor {
+    if parallelism == Parallelism::Tensor && !hpl {
         check_tensor_split(&model, n).map_err(|e| split_error(src, &spans, e))?;
     }
     let mut options = EngineOptions::december_2025(kind, parallelism);
@@ -85,17 +103,9 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         engine_options(src, e, &fabric, &engine_name, &mut options)?;
     }
 
-    let workload = match raw.workload {
-        Some(w) => {
-            spans.workload = w.span();
-            let span = w.span();
-            let w = w.into_inner();
-            let workload = workload(src, &w, span)?;
-            check_workload_limits(src, &w, &workload, &nodes, &model)?;
-            workload
-        }
-        None => Workload::default(),
-    };
+    if let Some((w, _)) = &raw_workload {
+        check_workload_limits(src, w, &workload, &nodes, &model)?;
+    }
     let slo = match &raw.slo {
         Some(x) => serve::slo(src, x.get_ref())?,
         None => Slo::default(),
@@ -320,6 +330,16 @@ fn wired_limit(src: &Source, cluster: &RawCluster) -> Result<Option<f64>, Scenar
             .with_kind(ErrorKind::BadValue));
     }
     Ok(Some(x))
+}
+
+/// The stand-in model of an HPL scenario without `[model]`: the smallest preset, renamed `none`
+/// (HPL never reads it; scenarios carry a model by type).
+fn no_model(cat: &Catalog) -> (ModelSpec, String, Option<QuantSpec>) {
+    let (preset, spec) = cat.model("llama-3.2-3b").expect("catalog has llama-3.2-3b");
+    let mut spec = spec.clone();
+    spec.id = "none".into();
+    spec.name = "no model (HPL)".into();
+    (spec, preset.default_quant.clone(), None)
 }
 
 /// The model (a preset or an imported `config.json`), its default quantization id, and the
@@ -621,6 +641,15 @@ fn workload(src: &Source, w: &RawWorkload, whole: Range<usize>) -> Result<Worklo
     if serving {
         workload.serve = Some(serve::serve(src, w, whole)?);
     }
+    if let Some(h) = &w.hpl_nb {
+        workload.hpl_nb = positive(src, h, "workload.hpl_nb", 4096)?;
+    }
+    if let Some(h) = &w.hpl_p {
+        workload.hpl_p = positive(src, h, "workload.hpl_p", 1 << 16)?;
+    }
+    if let Some(h) = &w.hpl_q {
+        workload.hpl_q = positive(src, h, "workload.hpl_q", 1 << 16)?;
+    }
     Ok(workload)
 }
 
@@ -649,8 +678,8 @@ fn check_workload_limits(
                         nodes.len()
                     ),
                     Some(format!(
-                        "use N at most {max_n}; HPL runs usually fill about 80% of memory (N about {}), or leave hpl_n out to get that",
-                        ((0.8 * mem / 8.0).sqrt() / 256.0).floor() as u64 * 256
+                        "use N at most {max_n}; the top500-benchmark convention is N about 0.9 sqrt(0.75 x memory / 8 B) (about {}), which leaving hpl_n out gives",
+                        (0.9 * (0.75 * mem / 8.0).sqrt() / 256.0).floor() as u64 * 256
                     )),
                 )
                 .with_kind(ErrorKind::DoesNotFit));

@@ -475,3 +475,34 @@ fn closed_loop_harness_calibrate_predict_end_to_end() {
         second.over_bar
     );
 }
+
+#[test]
+fn the_pipeline_e2e_case_is_a_fit_target_that_recovers_the_per_stage_cost() {
+    // The committed 2-rank example plus a pipeline-parallel e2e decode of the same model, its
+    // rate the twin's prediction with a known per-stage cost.
+    let example = root().join("calibration/measurements/harness-quick-example.json");
+    let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&example).unwrap()).unwrap();
+    let mut pipe = file["benchmarks"].as_array().unwrap().iter().find(|b| b["kind"] == "e2e_decode").unwrap().clone();
+    pipe["params"]["parallelism"] = json!("pipeline");
+    pipe["model"]["parallelism"] = json!("pipeline");
+    file["benchmarks"].as_array_mut().unwrap().push(pipe);
+    let mut base = with_host_chip(&Profile::default_profile());
+    base.misc.jitter_cv = 0.0;
+    let param = vec!["chips.harness-host.runtimes.mlx.stage_us".to_string()];
+    let truth = calibrate::set_params(&base, &param, &[800.0]).unwrap();
+    let parsed: calibrate::HarnessFile = serde_json::from_value(file.clone()).unwrap();
+    let i = parsed.benchmarks.len() - 1;
+    assert_eq!(parsed.benchmarks[i].usage(), HarnessUse::Fit);
+    let with = calibrate::predict_harness(&parsed, &parsed.benchmarks[i], &truth).unwrap();
+    let without = calibrate::predict_harness(&parsed, &parsed.benchmarks[i], &base).unwrap();
+    // Two stages per token, each 0.8 ms slower: the token takes 1.6 ms more.
+    assert!(((1.0 / with - 1.0 / without) - 0.0016).abs() < 2e-6, "{without} -> {with}");
+    file["benchmarks"][i]["tokens_per_s"] = json!(with);
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(tmp.path(), "pipe.json", &file);
+    let mut d = Dataset::default();
+    d.add_harness(&f, HarnessUse::Fit).unwrap();
+    let (fitted, _, _) = calibrate::calibrate(&d, &base, Some(param.clone()), 0.0).unwrap();
+    let got = calibrate::get_param(&fitted, &param[0]).unwrap();
+    assert!((got - 800.0).abs() < 8.0, "fitted {got}, truth 800");
+}

@@ -16,6 +16,7 @@ mod invariants;
 mod layers;
 mod planner;
 mod planner_fleets;
+mod power;
 mod proptests;
 mod quant;
 mod report_page;

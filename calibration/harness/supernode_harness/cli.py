@@ -163,6 +163,7 @@ def main(argv=None) -> int:
     e2e_setup(ctx)
     run_rounds(ctx)
     ctx.e2e = None
+    ctx.e2e_pipe = None
     results = merge_rounds(ctx.results)
 
     elapsed = time.perf_counter() - t_start

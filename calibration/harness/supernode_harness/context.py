@@ -38,6 +38,7 @@ class Context:
         self.qmm_working_set = args.qmm_working_set
         self.pace_state = None  # the pace probe's weights (bench.pace), made on first use
         self.e2e = None  # the e2e target (e2e.run.E2E), built once before the rounds
+        self.e2e_pipe = None  # its pipeline-parallel twin (e2e.pipeline.PipelineE2E), 2+ ranks
         self.results: list[dict] = []
         self.round = 0  # which pass over the cases (--rounds); records are merged per case at the end
         self.rounds = max(1, args.rounds)

@@ -136,6 +136,23 @@ def test_two_ranks_ring_loopback(tmp_path):
     assert dec["model"]["all_sums_per_forward"] == 2 * TINY_MODEL["num_hidden_layers"]
     # each rank holds half of every sharded layer but a full copy of embedding/lm_head
     assert dec["model"]["weight_bytes_per_rank"] < dec["model"]["weight_bytes_total"]
+    # the same model as a 2-stage pipeline: its own e2e_decode record, layers split in two
+    pipe = [b for b in by_kind["e2e_decode"] if b["params"].get("parallelism") == "pipeline"]
+    assert len(pipe) == 1, [b["params"] for b in by_kind["e2e_decode"]]
+    p = pipe[0]
+    assert p["model"]["parallelism"] == "pipeline" and p["model"]["ranks"] == 2
+    assert p["model"]["stages"] == [[0, 1], [1, 2]]
+    assert p["params"]["gen_tokens"] == 4 and p["tokens_per_s"] > 0 and p["host_build_s"] >= 0
+    assert len(p["per_rank_median_s"]) == 2 and len(p["rounds"]) == 9
+    assert dec["model"]["parallelism"] == "tensor"
+
+
+def test_stage_layers_cover_every_layer():
+    from supernode_harness.e2e.pipeline import stage_layers
+
+    assert stage_layers(2, 2) == [(0, 1), (1, 2)]
+    assert stage_layers(7, 2) == [(0, 4), (4, 7)]  # 3.5 rounds up, as the twin's split does
+    assert stage_layers(5, 4) == [(0, 1), (1, 3), (3, 4), (4, 5)]
 
 
 @pytest.mark.skipif(not EXAMPLE.exists(), reason="no example measurement committed")

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::engine::{Lowered, Plan, lower_step};
+use crate::engine::{Lowered, Plan, Work, lower_step};
 use crate::scenario::{KvFull, Serve, Slo, Stop};
 use crate::sim::{Jitter, ResourceKind, Time, execute};
 
@@ -71,6 +71,8 @@ pub struct ServeRun {
     pub busy_gpu: Vec<Time>,
     /// CPU busy time per node over the run, ns.
     pub busy_cpu: Vec<Time>,
+    /// DRAM bytes and FLOPs per node over the run (what power charges energy for).
+    pub work: Vec<Work>,
     /// Events processed.
     pub events: u64,
     /// Forwards executed.
@@ -97,6 +99,7 @@ pub struct ServeSim<'a> {
     stats: ServeStats,
     busy_gpu: Vec<Time>,
     busy_cpu: Vec<Time>,
+    work: Vec<Work>,
     events: u64,
     forwards: u64,
     warmup: Time,
@@ -138,6 +141,7 @@ impl<'a> ServeSim<'a> {
             stats: ServeStats::default(),
             busy_gpu: vec![0; n],
             busy_cpu: vec![0; n],
+            work: vec![Work::default(); n],
             events: 0,
             forwards: 0,
             warmup: s_to_ns(serve.warmup_s),
@@ -210,6 +214,7 @@ impl<'a> ServeSim<'a> {
             stats: self.stats,
             busy_gpu: self.busy_gpu,
             busy_cpu: self.busy_cpu,
+            work: self.work,
             events: self.events,
             forwards: self.forwards,
             log: self.log,
@@ -342,6 +347,9 @@ impl<'a> ServeSim<'a> {
         let plan = self.plan;
         let low = self.cache.entry(tokens).or_insert_with(|| lower_step(plan, tokens));
         low.retime_rows(plan, rows, head_rows);
+        for (t, w) in self.work.iter_mut().zip(low.work_rows(plan, rows, head_rows)) {
+            *t += w;
+        }
         let tl = execute(&low.graph, self.now, &mut self.jitter);
         for (r, res) in low.graph.resources.iter().enumerate() {
             match res.kind {

@@ -177,6 +177,11 @@ def e2e_setup(ctx: Context) -> None:
     gen = ctx.args.gen_tokens or (16 if ctx.quick else 64)
     prefill_reps = 1 if ctx.quick else 2
     ctx.e2e = E2E(ctx, cfg, prompt, gen, prefill_reps)
+    if ctx.size > 1 and ctx.wants("e2e_decode"):
+        from .pipeline import PipelineE2E
+
+        log(f"e2e: the same model as a {ctx.size}-stage pipeline")
+        ctx.e2e_pipe = PipelineE2E(ctx, cfg, prompt, gen)
 
 
 def e2e_window(ctx: Context) -> None:
@@ -189,3 +194,5 @@ def e2e_window(ctx: Context) -> None:
         ctx.e2e.prefill()
     if "e2e_decode" in ctx.only:
         ctx.e2e.decode_window()
+        if ctx.e2e_pipe is not None:
+            ctx.e2e_pipe.decode_window()
