@@ -30,6 +30,7 @@ const LLAMA_N_BATCH: u64 = 2048;
 ///   old tokens. When a batch finds no room in the cache, the server frees idle slots or halves
 ///   the batch and retries; at one token it fails every processing slot ("Context size has been
 ///   exceeded."). No running slot is evicted for another (a TODO in the source).
+///
 /// The model's full-length reservation keeps all three from reaching those paths; the
 /// per-slot `n_ctx` cut of llama-server is not modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
