@@ -45,11 +45,14 @@ fn bench(c: &mut Criterion) {
     let t = Instant::now();
     let e = estimate(&s, &profile).expect("estimate");
     let secs = t.elapsed().as_secs_f64();
+    let sv = e.serve.as_ref().expect("a serving run");
+    assert!(!sv.truncated, "the hour must be simulated whole, not cut at the cap");
     println!(
-        "serve: one simulated hour at 8 req/s in {secs:.2} s = {:.0}x real time ({} events, aggregate {:.1} tok/s)",
+        "serve: one simulated hour at 8 req/s in {secs:.2} s = {:.0}x real time ({} events, aggregate {:.1} tok/s, window {} s)",
         SIMULATED_S / secs,
         e.sim_events,
-        e.decode_tokens_per_s
+        e.decode_tokens_per_s,
+        sv.simulated_window_s
     );
     let mut group = c.benchmark_group("serve");
     group.sample_size(10);

@@ -71,7 +71,19 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         crate::util::write_atomic(&path, format!("{body}\n").as_bytes())
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
     }
-    let text = if args.json.json { format!("{body}\n") } else { report::run_table_with(&est, &intervals) };
+    let warning = est.serve.as_ref().and_then(|sv| sv.truncation_warning());
+    let text = if args.json.json {
+        if let Some(w) = &warning {
+            eprintln!("{w}");
+        }
+        format!("{body}\n")
+    } else {
+        let mut table = report::run_table_with(&est, &intervals);
+        if let Some(w) = &warning {
+            table.push_str(&format!("  {w}\n"));
+        }
+        table
+    };
     // A closed pipe (`| head`) ends the command quietly.
     std::io::stdout().lock().write_all(text.as_bytes()).map_err(|_| CliError::silent(ExitKind::Failure))
 }

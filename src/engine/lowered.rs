@@ -32,9 +32,12 @@ pub struct Lowered {
     /// Bytes the engine put on links (for conservation checks).
     pub bytes_sent: u64,
     /// Per segment: the context-independent part of its time (ns) and of its work, and the ops
-    /// whose cost grows with the context. Filled on the first [`Lowered::retime`] or
-    /// [`Lowered::work`].
-    pub(super) seg_parts: Vec<(f64, Work, Vec<Op>)>,
+    /// whose cost grows with the context, as indices into `ctx_ops`. Filled on the first
+    /// [`Lowered::retime`] or [`Lowered::work`].
+    pub(super) seg_parts: Vec<(f64, Work, Vec<usize>)>,
+    /// The distinct `(node, op)` pairs whose time grows with the context (layers repeat the same
+    /// ops): each is timed once per re-timing, however many segments carry it.
+    pub(super) ctx_ops: Vec<(usize, Op)>,
     /// LM-head rows `seg_parts` was summed for.
     pub(super) head_rows: u64,
 }
@@ -55,10 +58,12 @@ impl Lowered {
     pub fn retime_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) {
         debug_assert_eq!(rows.iter().map(|r| r.0).sum::<u64>(), self.tokens, "rows must cover the step's tokens");
         self.split_parts(plan, head_rows);
+        // Each distinct context-dependent op once; a segment adds its ops' times in its order,
+        // so the sums are the same bits as timing every op of every segment.
+        let ctx_ns: Vec<f64> = self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(plan, *node, op, rows)).collect();
         for &(task, seg) in &self.gpu_tasks {
             let (fixed, _, by_context) = &self.seg_parts[seg];
-            let node = self.segments[seg].node;
-            let ns = by_context.iter().fold(*fixed, |acc, op| acc + per_sequence_ns(plan, node, op, rows));
+            let ns = by_context.iter().fold(*fixed, |acc, &j| acc + ctx_ns[j]);
             // Clamp to ~11 days so sums of durations can never overflow.
             self.graph.tasks[task.0 as usize].duration = ns.round().clamp(0.0, 1e15) as Time;
         }
@@ -79,9 +84,9 @@ impl Lowered {
             let node = self.segments[seg].node;
             let (_, fixed, by_context) = &self.seg_parts[seg];
             out[node] += *fixed;
-            for op in by_context {
+            for &j in by_context {
                 for &(t, c) in rows {
-                    out[node] += plan.op_work(node, op, t, c);
+                    out[node] += plan.op_work(node, &self.ctx_ops[j].1, t, c);
                 }
             }
         }
@@ -95,25 +100,31 @@ impl Lowered {
             return;
         }
         self.head_rows = head_rows;
+        self.ctx_ops.clear();
         // Only some ops depend on the context (Op::depends_on_context): sum the rest once.
-        self.seg_parts = self
-            .segments
-            .iter()
-            .map(|s| {
-                let (mut fixed, mut work) = (0.0, Work::default());
-                let mut by_context = Vec::new();
-                for op in &s.ops {
-                    if op.depends_on_context() {
-                        by_context.push(op.clone());
-                    } else {
-                        let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
-                        fixed += plan.op_ns(s.node, op, toks, 0);
-                        work += plan.op_work(s.node, op, toks, 0);
-                    }
+        let mut seg_parts = Vec::with_capacity(self.segments.len());
+        for s in &self.segments {
+            let (mut fixed, mut work) = (0.0, Work::default());
+            let mut by_context = Vec::new();
+            for op in &s.ops {
+                if op.depends_on_context() {
+                    let j = match self.ctx_ops.iter().position(|(n, o)| *n == s.node && o == op) {
+                        Some(j) => j,
+                        None => {
+                            self.ctx_ops.push((s.node, op.clone()));
+                            self.ctx_ops.len() - 1
+                        }
+                    };
+                    by_context.push(j);
+                } else {
+                    let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
+                    fixed += plan.op_ns(s.node, op, toks, 0);
+                    work += plan.op_work(s.node, op, toks, 0);
                 }
-                (fixed, work, by_context)
-            })
-            .collect();
+            }
+            seg_parts.push((fixed, work, by_context));
+        }
+        self.seg_parts = seg_parts;
     }
 }
 

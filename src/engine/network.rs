@@ -279,6 +279,7 @@ impl<'a> Builder<'a> {
             tokens,
             bytes_sent: self.bytes_sent,
             seg_parts: Vec::new(),
+            ctx_ops: Vec::new(),
             head_rows: 0,
         }
     }

@@ -126,6 +126,8 @@ fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut Estimate) 
         peak_queue: st.peak_queue,
         peak_kv_percent: round3(st.peak_kv * 100.0),
         scheduler: format!("{:?}", serve::Policy::for_plan(plan, s.workload.serve.as_ref().expect("serve workload"))),
+        simulated_window_s: round6(window_s),
+        truncated: run.truncated,
     });
     // Power and energy at this load: utilisation over the whole run, idle gaps included.
     let span = GenerateRun {

@@ -58,6 +58,27 @@ pub struct ServeMetrics {
     pub peak_kv_percent: f64,
     /// The runtime's scheduler as modelled.
     pub scheduler: String,
+    /// The measurement window the statistics cover (warm-up to the end of the simulation), s.
+    #[serde(default)]
+    pub simulated_window_s: f64,
+    /// The run hit its cap on simulated forwards before the workload's end: the statistics
+    /// cover `simulated_window_s` only, not the whole `duration_s` or `requests`.
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+impl ServeMetrics {
+    /// The warning a truncated run prints (none when the whole workload was simulated).
+    pub fn truncation_warning(&self) -> Option<String> {
+        self.truncated.then(|| {
+            format!(
+                "warning: the serving run hit its cap on simulated work ({} forwards or {} tasks): statistics cover the first {:.1} s after warm-up, not the whole workload",
+                super::serve::MAX_SERVE_FORWARDS,
+                super::serve::MAX_SIMULATED_TASKS,
+                self.simulated_window_s
+            )
+        })
+    }
 }
 
 /// Whether a prediction is inside the calibrated envelope.

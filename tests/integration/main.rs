@@ -21,6 +21,7 @@ mod proptests;
 mod quant;
 mod report_page;
 mod serve;
+mod serve_speed;
 mod snapshots;
 mod sweep;
 mod timelines;

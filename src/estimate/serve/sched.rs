@@ -12,6 +12,27 @@ use super::{Req, ServeSim};
 const LLAMA_N_BATCH: u64 = 2048;
 
 /// A runtime's serving loop.
+///
+/// Preemption (what happens when KV runs out mid-generation): the model reserves every
+/// request's KV for its whole length (prompt + output) at admission, against what the wired
+/// limit leaves after weights, so a running request never runs out; a request that does not fit
+/// waits (or is turned away, `kv_full = "reject"`). None of the three runtimes preempts a running
+/// sequence to make room for another:
+/// - mlx-lm 0.32.2 (`generate.py`, `BatchGenerator`; `server.py` builds it with
+///   `--decode-concurrency` / `--prompt-concurrency`): no memory-aware admission and no eviction
+///   of a sequence; each sequence's cache grows until it finishes (with `max_kv_size`, a rotating
+///   cache drops its oldest tokens instead). Running out of memory is a Metal allocation
+///   failure, not a scheduling event.
+/// - exo serves through mlx-lm's `BatchGenerator` (above): the same, no preemption.
+/// - llama.cpp `llama-server` (`tools/server/server-context.cpp` as vendored by
+///   llama-cpp-python 0.3.36): each slot owns `n_ctx_slot` of the cache; a slot whose context
+///   fills stops that request (`truncated`, `STOP_TYPE_LIMIT`) unless `--context-shift` drops
+///   old tokens. When a batch finds no room in the cache, the server frees idle slots or halves
+///   the batch and retries; at one token it fails every processing slot ("Context size has been
+///   exceeded."). No running slot is evicted for another (a TODO in the source).
+///
+/// The model's full-length reservation keeps all three from reaching those paths; the
+/// per-slot `n_ctx` cut of llama-server is not modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
     /// exo >= 1.0.69 (snapshot b5375f8c, continuous batching since PR 1642): up to `max_batch`
