@@ -111,7 +111,7 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         low.retime(plan, prompt + g + (weight - 1) / 2);
         let tl = execute(&low.graph, now, &mut jitter);
         if let Some(tr) = trace.as_deref_mut() {
-            tr.record(&low, &tl, "decode", g);
+            tr.record(&low, &tl, now, "decode", g);
         }
         events += tl.events;
         let step = tl.makespan - now;
@@ -159,7 +159,7 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
         low.retime(plan, done);
         let tl = execute(&low.graph, *now, jitter);
         if let Some(tr) = trace.as_deref_mut() {
-            tr.record(low, &tl, "prefill", index);
+            tr.record(low, &tl, *now, "prefill", index);
         }
         *now = now.saturating_add((tl.makespan - *now).saturating_mul(weight));
         tl.events

@@ -8,7 +8,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::engine::{Lowered, Plan, lower_step};
 use crate::scenario::{KvFull, Serve, Slo, Stop};
-use crate::sim::{Jitter, ResourceKind, Time, execute};
+use crate::sim::{Jitter, ResourceKind, Time, Timeline, execute};
 
 pub mod arrivals;
 pub mod sched;
@@ -103,6 +103,24 @@ pub struct ServeSim<'a> {
     horizon: Option<Time>,
     log: Option<Vec<RequestRecord>>,
     max_forwards: u64,
+    observer: Option<Box<dyn FnMut(&Forward<'_>) + 'a>>,
+}
+
+/// One executed forward, as an observer ([`ServeSim::with_observer`]) sees it: for traces.
+#[derive(Debug)]
+pub struct Forward<'x> {
+    /// Forwards before it in the run.
+    pub index: u64,
+    /// When it started, ns.
+    pub start: Time,
+    /// Sequences in it.
+    pub sequences: usize,
+    /// Tokens in it (equal to `sequences` for a pure decode step).
+    pub tokens: u64,
+    /// Its lowered graph.
+    pub lowered: &'x Lowered,
+    /// Its executed timeline.
+    pub timeline: &'x Timeline,
 }
 
 /// Most forwards (batched model steps) one serving run simulates. A longer workload stops there
@@ -147,6 +165,7 @@ impl<'a> ServeSim<'a> {
             },
             log: None,
             max_forwards: MAX_SERVE_FORWARDS,
+            observer: None,
         }
     }
 
@@ -160,6 +179,12 @@ impl<'a> ServeSim<'a> {
     /// Keeps every request's lifecycle in [`ServeRun::log`] (memory grows with the run).
     pub fn with_request_log(mut self) -> Self {
         self.log = Some(Vec::new());
+        self
+    }
+
+    /// Hands every executed forward to `f` (traces); the run itself is unchanged.
+    pub fn with_observer(mut self, f: impl FnMut(&Forward<'_>) + 'a) -> Self {
+        self.observer = Some(Box::new(f));
         self
     }
 
@@ -343,6 +368,9 @@ impl<'a> ServeSim<'a> {
         let low = self.cache.entry(tokens).or_insert_with(|| lower_step(plan, tokens));
         low.retime_rows(plan, rows, head_rows);
         let tl = execute(&low.graph, self.now, &mut self.jitter);
+        if let Some(f) = self.observer.as_mut() {
+            f(&Forward { index: self.forwards, start: self.now, sequences: rows.len(), tokens, lowered: low, timeline: &tl });
+        }
         for (r, res) in low.graph.resources.iter().enumerate() {
             match res.kind {
                 ResourceKind::Gpu => self.busy_gpu[res.node as usize] += tl.busy[r],
