@@ -43,7 +43,7 @@ pub struct RunArgs {
     /// at most 1,000,000 tasks in all).
     #[arg(long, default_value_t = 4, requires = "trace", value_parser = clap::value_parser!(u64).range(1..=crate::estimate::MAX_TRACE_STEPS))]
     pub trace_steps: u64,
-    /// Serving runs: the window whose forwards the trace records, seconds T0..T1 (default: 5 s
+    /// Serving runs: the window whose forwards the trace records, seconds T0..T1 (default: 1 s
     /// from the end of warm-up); every request whose lifecycle overlaps it gets a track.
     #[arg(long, value_name = "T0..T1", requires = "trace", value_parser = super::args::parse_window)]
     pub trace_window: Option<super::args::Window>,
@@ -196,7 +196,7 @@ fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64, max_ta
 /// streamed like [`write_trace`].
 fn write_serve_trace(sc: &Scenario, profile: &Profile, path: &Path, window: Option<super::args::Window>, max_tasks: u64) -> Result<(), CliError> {
     let sv = sc.workload.serve.as_ref().expect("a serving workload has its section");
-    let window = window.unwrap_or(super::args::Window { from_s: sv.warmup_s, to_s: sv.warmup_s + 5.0 });
+    let window = window.unwrap_or(super::args::Window { from_s: sv.warmup_s, to_s: sv.warmup_s + 1.0 });
     let (from, to) = window.ns();
     let cannot = |e: String| CliError::failure(format!("cannot write the trace {}: {e}", path.display()));
     let plan = crate::estimate::trace_plan(sc, profile).map_err(|e| cannot(e.to_string()))?;

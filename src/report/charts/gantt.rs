@@ -1,6 +1,6 @@
 //! The Gantt of one step (or a window of a serving run) for `supernode gantt`: one row per node
 //! and resource (GPU, CPU, each link direction), bars coloured by kind of work on a grey idle
-//! band, a time axis with 1-2-5 ticks, each row's busy share, and a legend.
+//! band (each pixel column shaded by the share of its time that is busy), a time axis with 1-2-5 ticks, each row's busy share, and a legend.
 
 use std::path::{Path, PathBuf};
 
@@ -89,7 +89,6 @@ fn draw_gantt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, g: &Gantt) -> R
     let (w, _) = root.dim_in_pixel();
     let (x0, x1) = (LEFT, w as i32 - RIGHT);
     let span = g.span();
-    let px = |t: u64| x0 + ((t.saturating_sub(g.start)).min(span) as f64 / span as f64 * f64::from(x1 - x0)).round() as i32;
     let title = (FONT, 24).into_font().style(FontStyle::Bold);
     root.draw(&Text::new(g.scenario.clone(), (24, 14), title.color(&BLACK))).map_err(draw_err)?;
     let sub = format!(
@@ -114,15 +113,59 @@ fn draw_gantt<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, g: &Gantt) -> R
         let style = label_font.clone().color(&RGBColor(60, 60, 60)).pos(Pos::new(HPos::Left, VPos::Center));
         root.draw(&Text::new(format!("busy {share:.1}%"), (x1 + 10, y + ROW_H / 2), style)).map_err(draw_err)?;
     }
-    for t in &g.tasks {
-        let y = TOP + ROW_H * t.row as i32;
-        let (a, b) = (px(t.start), px(t.end));
-        // At least a pixel wide: a short task stays visible.
-        let b = b.max(a + 1);
-        root.draw(&Rectangle::new([(a, y + 4), (b, y + ROW_H - 4)], kind_color(t.kind).filled())).map_err(draw_err)?;
+    for (row, runs) in pixel_runs(g, (x1 - x0) as usize).iter().enumerate() {
+        let y = TOP + ROW_H * row as i32;
+        for &(a, b, color) in runs {
+            root.draw(&Rectangle::new([(x0 + a as i32, y + 4), (x0 + b as i32, y + ROW_H - 4)], color.filled())).map_err(draw_err)?;
+        }
     }
     draw_axis(root, g, x0, x1)?;
     draw_legend(root, g)
+}
+
+/// Shades of coverage a pixel column takes (8: an eighth of a column's time busy is visible).
+const LEVELS: f64 = 8.0;
+
+/// Per row, runs of pixel columns `[a, b)` of one colour: each column is coloured by the kind
+/// of work that fills most of its time, blended with the idle grey by how much of its time is
+/// busy (rounded to eighths, at least one eighth when anything ran). Many short tasks thus
+/// show as the share of time they take, never wider than they are. Idle columns are left out.
+fn pixel_runs(g: &Gantt, width: usize) -> Vec<Vec<(usize, usize, RGBColor)>> {
+    let width = width.max(1);
+    let per_px = g.span() as f64 / width as f64;
+    let mut cols = vec![vec![[0f64; 5]; width]; g.rows.len()];
+    for t in &g.tasks {
+        let k = TaskKind::ALL.iter().position(|&k| k == t.kind).expect("a listed kind");
+        let a = t.start.clamp(g.start, g.end).saturating_sub(g.start) as f64 / per_px;
+        let b = t.end.clamp(g.start, g.end).saturating_sub(g.start) as f64 / per_px;
+        let mut c = a.floor() as usize;
+        while (c as f64) < b && c < width {
+            let overlap = b.min(c as f64 + 1.0) - a.max(c as f64);
+            cols[t.row][c][k] += overlap.max(0.0);
+            c += 1;
+        }
+    }
+    cols.iter()
+        .map(|row| {
+            let mut runs: Vec<(usize, usize, RGBColor)> = Vec::new();
+            for (c, col) in row.iter().enumerate() {
+                let busy: f64 = col.iter().sum();
+                if busy <= 0.0 {
+                    continue;
+                }
+                let (k, _) = col.iter().enumerate().fold((0, -1.0), |m, (i, &v)| if v > m.1 { (i, v) } else { m });
+                let cov = ((busy.min(1.0) * LEVELS).round() / LEVELS).max(1.0 / LEVELS);
+                let kc = kind_color(TaskKind::ALL[k]);
+                let mix = |a: u8, b: u8| (f64::from(b) + (f64::from(a) - f64::from(b)) * cov).round() as u8;
+                let color = RGBColor(mix(kc.0, IDLE.0), mix(kc.1, IDLE.1), mix(kc.2, IDLE.2));
+                match runs.last_mut() {
+                    Some(last) if last.1 == c && last.2 == color => last.1 = c + 1,
+                    _ => runs.push((c, c + 1, color)),
+                }
+            }
+            runs
+        })
+        .collect()
 }
 
 fn draw_axis<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, g: &Gantt, x0: i32, x1: i32) -> Result<(), ChartError> {
