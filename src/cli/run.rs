@@ -165,9 +165,7 @@ pub(super) fn estimate_error(sc: &Scenario, err: EstimateError) -> CliError {
 /// `max_tasks` tasks ([`crate::estimate::MAX_TRACE_EVENTS`] by default) are written; the note says when the cap cut it.
 fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64, max_tasks: u64) -> Result<(), CliError> {
     if sc.workload.kind != WorkloadKind::Generate {
-        return Err(CliError::input(
-            "--trace records generate workloads (prefill and decode steps) and serving runs, not HPL",
-        ));
+        return Err(CliError::input("--trace records generate workloads (prefill and decode steps) and serving runs, not HPL"));
     }
     let cannot = |e: String| CliError::failure(format!("cannot write the trace {}: {e}", path.display()));
     let plan = crate::estimate::trace_plan(sc, profile).map_err(|e| cannot(e.to_string()))?;
@@ -194,7 +192,13 @@ fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64, max_ta
 /// Writes the Perfetto trace of a serving run: the resource tasks of every forward that starts
 /// in the window (at most `max_tasks`) and one track per request whose lifecycle overlaps it,
 /// streamed like [`write_trace`].
-fn write_serve_trace(sc: &Scenario, profile: &Profile, path: &Path, window: Option<super::args::Window>, max_tasks: u64) -> Result<(), CliError> {
+fn write_serve_trace(
+    sc: &Scenario,
+    profile: &Profile,
+    path: &Path,
+    window: Option<super::args::Window>,
+    max_tasks: u64,
+) -> Result<(), CliError> {
     let sv = sc.workload.serve.as_ref().expect("a serving workload has its section");
     let window = window.unwrap_or(super::args::Window { from_s: sv.warmup_s, to_s: sv.warmup_s + 1.0 });
     let (from, to) = window.ns();

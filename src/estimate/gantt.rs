@@ -202,10 +202,19 @@ pub fn gantt(s: &Scenario, profile: &Profile, span: Option<GanttSpan>) -> Result
     };
     let mut tasks = Vec::with_capacity(captured.len());
     for c in captured {
-        let row = rows.iter().position(|r| r.resource == c.resource).ok_or_else(|| {
-            GanttError::Input(format!("resource `{}` of a traced task is not in the cluster's step graph", c.resource))
-        })?;
-        tasks.push(GanttTask { row, label: c.label, kind: TaskKind::of(c.label), phase: c.phase, step: c.step, start: c.start, end: c.end });
+        let row = rows
+            .iter()
+            .position(|r| r.resource == c.resource)
+            .ok_or_else(|| GanttError::Input(format!("resource `{}` of a traced task is not in the cluster's step graph", c.resource)))?;
+        tasks.push(GanttTask {
+            row,
+            label: c.label,
+            kind: TaskKind::of(c.label),
+            phase: c.phase,
+            step: c.step,
+            start: c.start,
+            end: c.end,
+        });
     }
     Ok(Gantt { scenario: s.name.clone(), what, start, end, rows, tasks })
 }
@@ -285,9 +294,9 @@ fn serve_span(s: &Scenario, plan: &crate::engine::Plan, span: Option<GanttSpan>)
             };
             let mut tr = Trace::new(0, u64::MAX, &mut sink);
             trace_serve(s, plan, (warmup, Time::MAX), &mut tr);
-            let first = kept.first().ok_or_else(|| {
-                GanttError::Input(format!("the serving run has fewer than {} decode forwards after warm-up", k + 1))
-            })?;
+            let first = kept
+                .first()
+                .ok_or_else(|| GanttError::Input(format!("the serving run has fewer than {} decode forwards after warm-up", k + 1)))?;
             let (start, end, index) = (first.step_start, first.step_end, first.step);
             let what = format!("decode forward {k} after warm-up (forward {index}, t = {:.3} s)", start as f64 / 1e9);
             Ok((what, start, end, kept))

@@ -21,12 +21,12 @@ pub mod trace;
 pub mod types;
 
 pub use envelope::envelope;
+pub use gantt::{Gantt, GanttError, GanttRow, GanttSpan, GanttTask, TaskKind, gantt};
 pub use generate::{
     GenerateRun, MAX_SIMULATED_DECODE_STEPS, MAX_SIMULATED_PREFILL_CHUNKS, sample_generate, simulate_generate, simulate_generate_traced,
 };
 pub use power::hardware_cost;
 pub use serve::{ServeRun, ServeSim, simulate_serve};
-pub use gantt::{Gantt, GanttError, GanttRow, GanttSpan, GanttTask, TaskKind, gantt};
 pub use trace::{MAX_TRACE_EVENTS, MAX_TRACE_STEPS, Trace, TraceEvent, trace_plan, trace_run, trace_serve};
 pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, NodeMemory, Percentiles, Quantiles, ServeMetrics};
 

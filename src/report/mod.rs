@@ -277,10 +277,14 @@ impl<W: std::io::Write> TraceWriter<W> {
                 continue;
             }
             args["ttft_s"] = json!((r.first_token - r.arrival) as f64 / 1e9);
-            for (name, a, b) in [("queued", r.arrival, r.admitted), ("prefill", r.admitted, r.first_token), ("decode", r.first_token, r.done)] {
+            for (name, a, b) in
+                [("queued", r.arrival, r.admitted), ("prefill", r.admitted, r.first_token), ("decode", r.first_token, r.done)]
+            {
                 self.item(&json!({"ph": "X", "name": name, "cat": "request", "pid": pid, "tid": tid, "ts": us(a), "dur": us(b) - us(a), "args": args}));
             }
-            self.item(&json!({"ph": "i", "s": "t", "name": "done", "cat": "request", "pid": pid, "tid": tid, "ts": us(r.done), "args": args}));
+            self.item(
+                &json!({"ph": "i", "s": "t", "name": "done", "cat": "request", "pid": pid, "tid": tid, "ts": us(r.done), "args": args}),
+            );
         }
         self.serve = Some(json!({
             "window_s": [window_ns.0 as f64 / 1e9, window_ns.1 as f64 / 1e9],

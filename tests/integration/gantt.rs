@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use supernode::estimate::{
-    GanttSpan, ServeSim, Trace, TraceEvent, gantt, simulate_generate, trace_plan, trace_run, trace_serve,
-};
+use supernode::estimate::{GanttSpan, ServeSim, Trace, TraceEvent, gantt, simulate_generate, trace_plan, trace_run, trace_serve};
 use supernode::profile::Profile;
 use supernode::scenario::{Scenario, Source, parse};
 
@@ -179,7 +177,10 @@ fn every_request_completing_in_the_window_has_a_track_in_order_with_its_ttft() {
         assert_eq!(t[0]["ts"].as_f64().unwrap(), r.arrival as f64 / 1e3);
         assert_eq!(t[3]["ts"].as_f64().unwrap(), r.done as f64 / 1e3);
         let args = &t[0]["args"];
-        assert_eq!((args["id"].as_u64(), args["prompt_tokens"].as_u64(), args["output_tokens"].as_u64()), (Some(r.id), Some(r.prompt), Some(r.output)));
+        assert_eq!(
+            (args["id"].as_u64(), args["prompt_tokens"].as_u64(), args["output_tokens"].as_u64()),
+            (Some(r.id), Some(r.prompt), Some(r.output))
+        );
         // Its TTFT is the one the serve statistics take for it.
         let ttft = (r.first_token - r.arrival) as f64 / 1e9;
         assert_eq!(args["ttft_s"].as_f64().unwrap(), ttft, "request {}", r.id);

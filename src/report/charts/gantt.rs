@@ -198,7 +198,8 @@ fn draw_legend<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, g: &Gantt) -> 
     let y = TOP + ROW_H * g.rows.len() as i32 + 84;
     let font = (FONT, 17).into_font();
     let mut x = 24;
-    let present: Vec<TaskKind> = TaskKind::ALL.into_iter().filter(|k| *k != TaskKind::Other || g.tasks.iter().any(|t| t.kind == *k)).collect();
+    let present: Vec<TaskKind> =
+        TaskKind::ALL.into_iter().filter(|k| *k != TaskKind::Other || g.tasks.iter().any(|t| t.kind == *k)).collect();
     let mut items: Vec<(String, RGBColor)> = present.iter().map(|&k| (k.name().to_string(), kind_color(k))).collect();
     items.push(("idle".into(), IDLE));
     for (label, color) in items {
