@@ -103,8 +103,11 @@ pub struct ServeSim<'a> {
     horizon: Option<Time>,
     log: Option<Vec<RequestRecord>>,
     max_forwards: u64,
-    observer: Option<Box<dyn FnMut(&Forward<'_>) + 'a>>,
+    observer: Option<Observer<'a>>,
 }
+
+/// What [`ServeSim::with_observer`] keeps: a callback per executed forward.
+type Observer<'a> = Box<dyn FnMut(&Forward<'_>) + 'a>;
 
 /// One executed forward, as an observer ([`ServeSim::with_observer`]) sees it: for traces.
 #[derive(Debug)]
