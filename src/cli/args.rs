@@ -58,3 +58,31 @@ pub struct SweepOutArgs {
     #[arg(long)]
     pub no_charts: bool,
 }
+
+/// A time window of a serving run, seconds `T0..T1` (`--window`, `--trace-window`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    /// Start, s.
+    pub from_s: f64,
+    /// End, s.
+    pub to_s: f64,
+}
+
+impl Window {
+    /// The window in ns.
+    pub fn ns(self) -> (u64, u64) {
+        let ns = crate::estimate::serve::arrivals::s_to_ns;
+        (ns(self.from_s), ns(self.to_s))
+    }
+}
+
+/// Parses `T0..T1` (seconds, 0 <= T0 < T1).
+pub fn parse_window(s: &str) -> Result<Window, String> {
+    let bad = || format!("`{s}` is not a window: write T0..T1 in seconds, e.g. 30..30.5");
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let (from_s, to_s): (f64, f64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+    if !(from_s.is_finite() && to_s.is_finite() && from_s >= 0.0 && to_s > from_s && to_s < 1e9) {
+        return Err(format!("`{s}`: a window needs 0 <= T0 < T1 (seconds)"));
+    }
+    Ok(Window { from_s, to_s })
+}

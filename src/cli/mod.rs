@@ -12,6 +12,7 @@ mod args;
 pub mod calibration;
 pub mod capacity;
 mod error;
+mod gantt;
 mod run;
 mod validate;
 
@@ -52,6 +53,8 @@ pub struct Cli {
 pub enum Command {
     /// Run one scenario file and print its predictions.
     Run(RunArgs),
+    /// Draw one decode step (or a window of a serving run) per node and resource: a Gantt chart, PNG and SVG.
+    Gantt(gantt::GanttArgs),
     /// Predict every row of a measurement CSV (or a harness file's end-to-end runs) and report the error of each.
     Validate(ValidateArgs),
     /// Capacity planning: sweep, merge, plot, plan, report.
@@ -81,6 +84,7 @@ impl Command {
         let json = match self {
             Command::Run(a) => return a.json.json.then_some(JsonStyle::Run),
             Command::Validate(a) => a.json.json,
+            Command::Gantt(a) => a.json.json,
             Command::Capacity(capacity::CapacityCommand::Plan(a)) => a.json.json,
             Command::Calibration(calibration::CalibrationCommand::Calibrate(a)) => a.json.json,
             _ => false,
@@ -144,6 +148,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     let json = cli.command.json_style();
     let result = match cli.command {
         Command::Run(a) => run::run(a),
+        Command::Gantt(a) => gantt::gantt_command(a),
         Command::Validate(a) => validate::validate(a),
         Command::Capacity(c) => capacity::dispatch(c),
         Command::Calibration(c) => calibration::dispatch(c),

@@ -43,6 +43,10 @@ pub struct RunArgs {
     /// at most 1,000,000 tasks in all).
     #[arg(long, default_value_t = 4, requires = "trace", value_parser = clap::value_parser!(u64).range(1..=crate::estimate::MAX_TRACE_STEPS))]
     pub trace_steps: u64,
+    /// Serving runs: the window whose forwards the trace records, seconds T0..T1 (default: 1 s
+    /// from the end of warm-up); every request whose lifecycle overlaps it gets a track.
+    #[arg(long, value_name = "T0..T1", requires = "trace", value_parser = super::args::parse_window)]
+    pub trace_window: Option<super::args::Window>,
     /// Most tasks the trace holds (tests set a small cap; the default is the documented one).
     #[arg(long, hide = true, default_value_t = crate::estimate::MAX_TRACE_EVENTS, requires = "trace")]
     pub trace_max_tasks: u64,
@@ -62,7 +66,11 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     let est = estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e))?;
     tracing::debug!("run: estimated in {:.3} s", t0.elapsed().as_secs_f64());
     if let Some(path) = &args.trace {
-        write_trace(&sc, &profile, path, args.trace_steps, args.trace_max_tasks)?;
+        if sc.workload.kind == WorkloadKind::Serve {
+            write_serve_trace(&sc, &profile, path, args.trace_window, args.trace_max_tasks)?;
+        } else {
+            write_trace(&sc, &profile, path, args.trace_steps, args.trace_max_tasks)?;
+        }
     }
     let intervals = crate::calibrate::interval::intervals(&sc, &profile, &est);
     let body = report::to_json_with(&est, &intervals);
@@ -92,7 +100,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
 /// the current directory).
 // Scenario errors carry the source text for rendering; they are the cold path.
 #[allow(clippy::result_large_err)]
-fn read_source(file: &Path) -> Result<Source, ScenarioError> {
+pub(super) fn read_source(file: &Path) -> Result<Source, ScenarioError> {
     if file.as_os_str() == "-" {
         let mut text = String::new();
         // Bounded like a file: at most MAX_INPUT_BYTES (+1 to tell "too large" apart).
@@ -155,7 +163,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// A scenario that cannot run, located at the part of the file to change.
-fn estimate_error(sc: &Scenario, err: EstimateError) -> CliError {
+pub(super) fn estimate_error(sc: &Scenario, err: EstimateError) -> CliError {
     let EstimateError::Plan(pe) = &err;
     let span = match pe {
         PlanError::DoesNotFit { .. } => &sc.spans.model,
@@ -169,9 +177,7 @@ fn estimate_error(sc: &Scenario, err: EstimateError) -> CliError {
 /// `max_tasks` tasks ([`crate::estimate::MAX_TRACE_EVENTS`] by default) are written; the note says when the cap cut it.
 fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64, max_tasks: u64) -> Result<(), CliError> {
     if sc.workload.kind != WorkloadKind::Generate {
-        return Err(CliError::input(
-            "--trace records generate workloads (prefill and decode steps), not HPL or serving runs (per-request tracks are not built yet)",
-        ));
+        return Err(CliError::input("--trace records generate workloads (prefill and decode steps) and serving runs, not HPL"));
     }
     let cannot = |e: String| CliError::failure(format!("cannot write the trace {}: {e}", path.display()));
     let plan = crate::estimate::trace_plan(sc, profile).map_err(|e| cannot(e.to_string()))?;
@@ -191,6 +197,46 @@ fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64, max_ta
         super::note!(
             "trace: capped at {max_tasks} tasks; {dropped} more were not written (trace fewer decode steps with --trace-steps, or a shorter prompt)"
         );
+    }
+    Ok(())
+}
+
+/// Writes the Perfetto trace of a serving run: the resource tasks of every forward that starts
+/// in the window (at most `max_tasks`) and one track per request whose lifecycle overlaps it,
+/// streamed like [`write_trace`].
+fn write_serve_trace(
+    sc: &Scenario,
+    profile: &Profile,
+    path: &Path,
+    window: Option<super::args::Window>,
+    max_tasks: u64,
+) -> Result<(), CliError> {
+    let sv = sc.workload.serve.as_ref().expect("a serving workload has its section");
+    let window = window.unwrap_or(super::args::Window { from_s: sv.warmup_s, to_s: sv.warmup_s + 1.0 });
+    let (from, to) = window.ns();
+    let cannot = |e: String| CliError::failure(format!("cannot write the trace {}: {e}", path.display()));
+    let plan = crate::estimate::trace_plan(sc, profile).map_err(|e| cannot(e.to_string()))?;
+    let file = crate::util::AtomicFile::create(path).map_err(|e| cannot(e.to_string()))?;
+    let mut out = report::TraceWriter::begin(file, &plan);
+    let (written, dropped, forwards, run) = {
+        let mut sink = |e: &crate::estimate::TraceEvent<'_>| out.event(e);
+        let mut tr = crate::estimate::Trace::new(0, max_tasks, &mut sink);
+        let run = crate::estimate::trace_serve(sc, &plan, (from, to), &mut tr);
+        (tr.recorded, tr.dropped, tr.steps, run)
+    };
+    let requests = run.log.unwrap_or_default();
+    out.requests(plan.n() as u32, &requests, (from, to.min(run.end_ns.max(from))), forwards);
+    let file = out.finish(&plan, 0, written, dropped).map_err(|e| cannot(e.to_string()))?;
+    file.commit().map_err(|e| cannot(e.to_string()))?;
+    super::note!(
+        "trace: {written} tasks of {forwards} forwards in {}..{} s and {} request tracks written to {} (open in ui.perfetto.dev)",
+        window.from_s,
+        window.to_s,
+        requests.len(),
+        path.display()
+    );
+    if dropped > 0 {
+        super::note!("trace: capped at {max_tasks} tasks; {dropped} more were not written (trace a shorter --trace-window)");
     }
     Ok(())
 }

@@ -152,7 +152,7 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         low.retime(plan, context);
         let tl = execute(&low.graph, now, &mut jitter);
         if let Some(tr) = trace.as_deref_mut() {
-            tr.record(&low, &tl, "decode", g);
+            tr.record(&low, &tl, now, "decode", g);
         }
         events += tl.events;
         let step = tl.makespan - now;
@@ -199,7 +199,7 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
         low.retime(plan, done);
         let tl = execute(&low.graph, *now, jitter);
         if let Some(tr) = trace.as_deref_mut() {
-            tr.record(low, &tl, "prefill", index);
+            tr.record(low, &tl, *now, "prefill", index);
         }
         let work = low.work(plan, done);
         totals.add(low, &tl.busy, work, weight);

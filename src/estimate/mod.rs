@@ -2,7 +2,7 @@
 //! plan, lower each forward step, execute it on the discrete-event core ([`generate`]), and turn
 //! the timeline into throughput, latency, power, energy and cost ([`power`]). HPL has its own
 //! model ([`hpl`]); [`envelope`] says whether the profile covers the scenario; [`trace`] records
-//! a run for Perfetto.
+//! a run for Perfetto, and [`gantt`] keeps one step of it for a chart.
 
 use crate::engine::{MemoryBreakdown, Plan, PlanError};
 use crate::profile::Profile;
@@ -11,6 +11,7 @@ use crate::util::{round3, round6};
 
 pub mod envelope;
 pub mod faults;
+pub mod gantt;
 pub mod generate;
 pub mod hpl;
 pub mod microbench;
@@ -20,12 +21,13 @@ pub mod trace;
 pub mod types;
 
 pub use envelope::envelope;
+pub use gantt::{Gantt, GanttError, GanttRow, GanttSpan, GanttTask, TaskKind, gantt};
 pub use generate::{
     GenerateRun, MAX_SIMULATED_DECODE_STEPS, MAX_SIMULATED_PREFILL_CHUNKS, sample_generate, simulate_generate, simulate_generate_traced,
 };
 pub use power::hardware_cost;
 pub use serve::{ServeRun, ServeSim, simulate_serve};
-pub use trace::{MAX_TRACE_EVENTS, MAX_TRACE_STEPS, Trace, TraceEvent, trace_plan, trace_run};
+pub use trace::{MAX_TRACE_EVENTS, MAX_TRACE_STEPS, Trace, TraceEvent, trace_plan, trace_run, trace_serve};
 pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, HplProblem, NodeMemory, Percentiles, Quantiles, ServeMetrics};
 
 /// Why a scenario cannot be estimated.

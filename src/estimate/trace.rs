@@ -9,6 +9,7 @@ use crate::sim::{ResourceKind, Time};
 
 use super::EstimateError;
 use super::generate::simulate_generate_traced;
+use super::serve::{Forward, ServeRun, ServeSim};
 
 /// Most decode steps a trace may record (`run --trace-steps`); a longer generation's steps past
 /// it are sampled by the estimate (see [`super::generate::MAX_SIMULATED_DECODE_STEPS`]).
@@ -48,6 +49,10 @@ pub struct TraceEvent<'a> {
     pub start: Time,
     /// End, ns.
     pub end: Time,
+    /// When the task's step (prefill chunk, decode step, serving forward) started, ns.
+    pub step_start: Time,
+    /// When the task's step ended (its last task), ns.
+    pub step_end: Time,
     /// For a GPU task: the operations it runs, comma-separated.
     pub ops: Option<&'a str>,
 }
@@ -81,7 +86,8 @@ impl<'a> Trace<'a> {
         Trace { max_decode_steps, max_events, recorded: 0, dropped: 0, steps: 0, sink }
     }
 
-    pub(super) fn record(&mut self, low: &Lowered, tl: &crate::sim::Timeline, phase: &'static str, step: u64) {
+    /// Hands the tasks of one executed step (started at `start`) to the sink.
+    pub fn record(&mut self, low: &Lowered, tl: &crate::sim::Timeline, start: Time, phase: &'static str, step: u64) {
         self.steps += 1;
         let graph = &low.graph;
         let mut ops: Vec<Option<String>> = vec![None; graph.tasks.len()];
@@ -107,8 +113,36 @@ impl<'a> Trace<'a> {
                 step,
                 start: t.start,
                 end: t.end,
+                step_start: start,
+                step_end: tl.makespan,
                 ops: ops.as_deref(),
             });
         }
     }
+}
+
+/// Runs the scenario's serving workload as [`super::estimate`] simulates it (same plan, seed and
+/// streams: the observer changes nothing), handing the tasks of every forward that starts in
+/// `window` (ns, `[from, to)`) to the trace's sink (at most `tr.max_events`). Serving forwards
+/// are traced as phase `decode` (one token per sequence) or `prefill` (any prompt tokens), with
+/// the forward's index as the step. The returned run's log holds the requests whose lifecycle
+/// (arrival to done) overlaps the window, in completion order.
+///
+/// # Panics
+/// When the scenario is not a serving workload.
+pub fn trace_serve(s: &Scenario, plan: &Plan, window: (Time, Time), tr: &mut Trace<'_>) -> ServeRun {
+    let sv = s.workload.serve.as_ref().expect("a serving workload");
+    let mut run = ServeSim::new(plan, sv, &s.slo, s.seed)
+        .with_request_log()
+        .with_observer(|f: &Forward<'_>| {
+            if f.start >= window.0 && f.start < window.1 {
+                let phase = if f.tokens == f.sequences as u64 { "decode" } else { "prefill" };
+                tr.record(f.lowered, f.timeline, f.start, phase, f.index);
+            }
+        })
+        .run();
+    if let Some(log) = run.log.as_mut() {
+        log.retain(|r| r.arrival < window.1 && r.done >= window.0);
+    }
+    run
 }

@@ -214,13 +214,14 @@ pub struct TraceWriter<W: std::io::Write> {
     threads: Vec<(u32, String)>,
     any_item: bool,
     error: Option<std::io::Error>,
+    serve: Option<serde_json::Value>,
 }
 
 impl<W: std::io::Write> TraceWriter<W> {
     /// Starts the document: the process (node) names.
     pub fn begin(w: W, plan: &crate::engine::Plan) -> Self {
         use serde_json::json;
-        let mut t = TraceWriter { w, threads: Vec::new(), any_item: false, error: None };
+        let mut t = TraceWriter { w, threads: Vec::new(), any_item: false, error: None, serve: None };
         t.raw("{\"traceEvents\":[");
         for (i, node) in plan.nodes.iter().enumerate() {
             t.item(&json!({"ph": "M", "name": "process_name", "pid": i, "tid": 0, "args": {"name": format!("node{i} {}", node.id)}}));
@@ -275,8 +276,44 @@ impl<W: std::io::Write> TraceWriter<W> {
         }));
     }
 
+    /// Writes one track per request of a serving run, in a process `requests` after the nodes
+    /// (`pid` = the node count): its phases `queued` (arrival to admission), `prefill` (to the
+    /// first token) and `decode` (to the last), then an instant `done`; a turned-away request is
+    /// one instant `rejected`. Each carries its id, prompt and output tokens and its TTFT.
+    /// `window_ns` and `forwards` (traced forwards) go into the document's metadata.
+    pub fn requests(&mut self, pid: u32, records: &[crate::estimate::serve::RequestRecord], window_ns: (u64, u64), forwards: u64) {
+        use serde_json::json;
+        self.item(&json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "requests"}}));
+        self.item(&json!({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}}));
+        let us = |t: u64| t as f64 / 1e3;
+        for r in records {
+            let tid = r.id;
+            self.item(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": format!("request {}", r.id)}}));
+            let mut args = json!({"id": r.id, "prompt_tokens": r.prompt, "output_tokens": r.output});
+            if r.rejected {
+                self.item(&json!({"ph": "i", "s": "t", "name": "rejected", "cat": "request", "pid": pid, "tid": tid, "ts": us(r.done), "args": args}));
+                continue;
+            }
+            args["ttft_s"] = json!((r.first_token - r.arrival) as f64 / 1e9);
+            for (name, a, b) in
+                [("queued", r.arrival, r.admitted), ("prefill", r.admitted, r.first_token), ("decode", r.first_token, r.done)]
+            {
+                self.item(&json!({"ph": "X", "name": name, "cat": "request", "pid": pid, "tid": tid, "ts": us(a), "dur": us(b) - us(a), "args": args}));
+            }
+            self.item(
+                &json!({"ph": "i", "s": "t", "name": "done", "cat": "request", "pid": pid, "tid": tid, "ts": us(r.done), "args": args}),
+            );
+        }
+        self.serve = Some(json!({
+            "window_s": [window_ns.0 as f64 / 1e9, window_ns.1 as f64 / 1e9],
+            "forwards_traced": forwards,
+            "requests": records.len(),
+        }));
+    }
+
     /// Ends the document with its metadata (decode steps traced, tasks written and not written
-    /// past the cap) and returns the writer, or the first write error.
+    /// past the cap; for a serving run its window, forwards and requests) and returns the
+    /// writer, or the first write error.
     pub fn finish(mut self, plan: &crate::engine::Plan, decode_steps: u64, written: u64, not_written: u64) -> std::io::Result<W> {
         let meta = serde_json::json!({
             "tool": "supernode",
@@ -286,6 +323,10 @@ impl<W: std::io::Write> TraceWriter<W> {
             "tasks_written": written,
             "tasks_not_written": not_written,
         });
+        let mut meta = meta;
+        if let Some(sv) = self.serve.take() {
+            meta["serve"] = sv;
+        }
         self.raw(&format!("],\"displayTimeUnit\":\"ns\",\"metadata\":{meta}}}"));
         match self.error {
             Some(e) => Err(e),

@@ -11,6 +11,7 @@ mod exo_bench;
 mod faults;
 mod fidelity;
 mod fuzz;
+mod gantt;
 mod hostile;
 mod invariants;
 mod layers;

@@ -15,7 +15,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::engine::{Lowered, Plan, Work, lower_step};
 use crate::scenario::{KvFull, Serve, Slo, Stop};
-use crate::sim::{Jitter, ResourceKind, Time, execute};
+use crate::sim::{Jitter, ResourceKind, Time, Timeline, execute};
 
 pub mod arrivals;
 pub mod sched;
@@ -162,6 +162,27 @@ pub struct ServeSim<'a> {
     max_forwards: u64,
     max_tasks: u64,
     tasks: u64,
+    observer: Option<Observer<'a>>,
+}
+
+/// What [`ServeSim::with_observer`] keeps: a callback per executed forward.
+type Observer<'a> = Box<dyn FnMut(&Forward<'_>) + 'a>;
+
+/// One executed forward, as an observer ([`ServeSim::with_observer`]) sees it: for traces.
+#[derive(Debug)]
+pub struct Forward<'x> {
+    /// Forwards before it in the run.
+    pub index: u64,
+    /// When it started, ns.
+    pub start: Time,
+    /// Sequences in it.
+    pub sequences: usize,
+    /// Tokens in it (equal to `sequences` for a pure decode step).
+    pub tokens: u64,
+    /// Its lowered graph.
+    pub lowered: &'x Lowered,
+    /// Its executed timeline.
+    pub timeline: &'x Timeline,
 }
 
 /// Most forwards (batched model steps) one serving run simulates: ~30 simulated hours of a busy
@@ -222,6 +243,7 @@ impl<'a> ServeSim<'a> {
             max_forwards: MAX_SERVE_FORWARDS,
             max_tasks: MAX_SIMULATED_TASKS,
             tasks: 0,
+            observer: None,
         }
     }
 
@@ -246,6 +268,14 @@ impl<'a> ServeSim<'a> {
     /// Keeps every request's lifecycle in [`ServeRun::log`] (memory grows with the run).
     pub fn with_request_log(mut self) -> Self {
         self.log = Some(Vec::new());
+        self
+    }
+
+    /// Hands every executed forward to `f` (traces); the run itself is unchanged.
+    pub fn with_observer(mut self, f: impl FnMut(&Forward<'_>) + 'a) -> Self {
+        self.observer = Some(Box::new(f));
+        // A reused step has no timeline to show: every forward is simulated task by task.
+        self.reuse_steps = false;
         self
     }
 
@@ -472,6 +502,9 @@ impl<'a> ServeSim<'a> {
         self.tasks += low.graph.tasks.len() as u64;
         let n = self.busy_gpu.len();
         let mut st = StepTime { span: tl.makespan - self.now, busy_gpu: vec![0; n], busy_cpu: vec![0; n], events: tl.events, work };
+        if let Some(f) = self.observer.as_mut() {
+            f(&Forward { index: self.forwards, start: self.now, sequences: rows.len(), tokens, lowered: low, timeline: &tl });
+        }
         for (r, res) in low.graph.resources.iter().enumerate() {
             match res.kind {
                 ResourceKind::Gpu => st.busy_gpu[res.node as usize] += tl.busy[r],

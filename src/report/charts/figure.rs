@@ -192,6 +192,17 @@ pub(super) struct Figure {
 /// (a temporary file beside it, renamed into place): a killed `plot` leaves the old chart or the
 /// new one, never a partial or empty file.
 pub(super) fn render(stem: &Path, fig: &Figure) -> Result<Vec<PathBuf>, ChartError> {
+    render_with(stem, fig.size, |root| draw_figure(root, fig), |root| draw_figure(root, fig))
+}
+
+/// Writes `stem.png` (drawn by `png`) and `stem.svg` (drawn by `svg`), both `size` pixels, like
+/// [`render`]: in memory first, then atomically.
+pub(super) fn render_with(
+    stem: &Path,
+    size: (u32, u32),
+    png_draw: impl Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), ChartError>,
+    svg_draw: impl Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), ChartError>,
+) -> Result<Vec<PathBuf>, ChartError> {
     init_fonts();
     let with_ext = |ext: &str| {
         let mut p = stem.as_os_str().to_owned();
@@ -200,11 +211,11 @@ pub(super) fn render(stem: &Path, fig: &Figure) -> Result<Vec<PathBuf>, ChartErr
     };
     let png = with_ext(".png");
     let svg = with_ext(".svg");
-    let (w, h) = fig.size;
+    let (w, h) = size;
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
-        let root = BitMapBackend::with_buffer(&mut rgb, fig.size).into_drawing_area();
-        draw_figure(&root, fig)?;
+        let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+        png_draw(&root)?;
         root.present().map_err(|e| ChartError::Draw(format!("cannot draw {}: {e}", png.display())))?;
     }
     let mut png_bytes = Vec::new();
@@ -213,8 +224,8 @@ pub(super) fn render(stem: &Path, fig: &Figure) -> Result<Vec<PathBuf>, ChartErr
         .map_err(|e| ChartError::Draw(format!("cannot encode {}: {e}", png.display())))?;
     let mut svg_text = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg_text, fig.size).into_drawing_area();
-        draw_figure(&root, fig)?;
+        let root = SVGBackend::with_string(&mut svg_text, size).into_drawing_area();
+        svg_draw(&root)?;
         root.present().map_err(|e| ChartError::Draw(format!("cannot draw {}: {e}", svg.display())))?;
     }
     for (path, bytes) in [(&png, png_bytes.as_slice()), (&svg, svg_text.as_bytes())] {

@@ -15,6 +15,7 @@ use crate::estimate::Estimate;
 use crate::util::slug;
 
 pub mod figure;
+pub mod gantt;
 pub mod labels;
 pub mod lines;
 pub mod parity;
@@ -22,6 +23,7 @@ pub mod report_figures;
 pub mod sweep_figures;
 
 pub use figure::{fmt_num, init_fonts};
+pub use gantt::gantt_chart;
 pub use parity::{ParityPoint, parity_chart, unit_of};
 pub use report_figures::{ReportPoint, latency_svg, pareto_svg, scaling_svg};
 
