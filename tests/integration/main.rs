@@ -20,6 +20,7 @@ mod proptests;
 mod quant;
 mod report_page;
 mod serve;
+mod slo;
 mod snapshots;
 mod sweep;
 mod timelines;

@@ -1,0 +1,313 @@
+//! `supernode plan --slo`: for each cluster option of a spec ([`spec`]), the highest Poisson
+//! rate (or the most closed-loop users) whose serving run meets the scenario's `[slo]`, found
+//! by bracketing and bisection on the load ([`search`]). Every probe is one run of the one
+//! estimator on the scenario with the option's and the load's overrides, at the scenario's
+//! seed (the same arrival stream, scaled, at every rate), so a search is deterministic.
+//!
+//! A probe passes when requests completed, none was turned away, p99 TTFT and p99 TPOT meet the
+//! targets, and (Poisson) the server kept up: its aggregate decode rate is at least the offered
+//! rate (arrivals x mean output) less a two-sigma sampling allowance of the window's arrivals
+//! (2/sqrt(completed), 5% to 50%).
+//! Without that check an overloaded server whose batch is capped would pass a TPOT-only SLO at
+//! any rate while its queue grows without bound.
+//!
+//! Probe length (rate axis): `warmup_requests + probe_requests` mean arrival gaps, warm-up
+//! excluded; serve runs stop at [`crate::estimate::serve::MAX_SERVE_FORWARDS`] simulated
+//! forwards, which at low load (batch ~1, one forward per output token: ~19 requests of 128
+//! tokens) cuts the window short: the probe then reports the window it simulated, so the
+//! warm-up must stay a few requests long.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::estimate::estimate;
+use crate::profile::Profile;
+use crate::scenario::{self, Arrival, Scenario, Slo};
+
+pub mod search;
+pub mod spec;
+
+pub use search::{Bracket, Found};
+pub use spec::{Axis, SloOption, SloSpec};
+
+/// Sigmas of Poisson sampling error allowed in the keeps-up check.
+const KEEP_UP_SIGMAS: f64 = 2.0;
+
+/// One load tried.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Probe {
+    /// The load: requests/s or users.
+    pub load: f64,
+    /// Whether it met every target.
+    pub ok: bool,
+    /// Why not (empty when it passed).
+    pub why: String,
+    /// p99 time to first token, s.
+    pub ttft_p99_s: f64,
+    /// p99 time per output token, ms.
+    pub tpot_p99_ms: f64,
+    /// Aggregate decode tokens/s over the window.
+    pub aggregate_decode_tokens_per_s: f64,
+    /// Poisson: arrivals/s x mean output tokens.
+    pub offered_tokens_per_s: Option<f64>,
+    /// Requests completed in the window.
+    pub requests_completed: u64,
+    /// Mean sequences per forward.
+    pub mean_batch: f64,
+}
+
+/// The search of one option.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OptionResult {
+    /// The option's label.
+    pub label: String,
+    /// Its overrides.
+    pub set: Vec<String>,
+    /// The highest load that met the SLO (None: not even the lowest probed).
+    pub capacity: Option<f64>,
+    /// The lowest load that missed it (None: met up to the spec's `max`).
+    pub failed_at: Option<f64>,
+    /// Probes sorted by load.
+    pub probes: Vec<Probe>,
+    /// Why the option could not run at all (does not fit, bad override ...).
+    pub error: Option<String>,
+}
+
+impl OptionResult {
+    /// The probe at the capacity.
+    pub fn at_capacity(&self) -> Option<&Probe> {
+        self.capacity.and_then(|c| self.probes.iter().find(|p| p.load == c))
+    }
+}
+
+/// The answer to a spec.
+#[derive(Clone, Debug, Serialize)]
+pub struct SloPlan {
+    /// The question.
+    pub question: String,
+    /// The scenario searched.
+    pub scenario: String,
+    /// `rate` or `users`.
+    pub axis: &'static str,
+    /// The targets.
+    pub ttft_p99_s: Option<f64>,
+    /// The targets.
+    pub tpot_p99_ms: Option<f64>,
+    /// Requests measured per probe (rate axis).
+    pub probe_requests: u64,
+    /// One result per option, in the spec's order.
+    pub options: Vec<OptionResult>,
+    /// Wall time, s (not in the JSON: it would break byte-identical output).
+    #[serde(skip)]
+    pub seconds: f64,
+}
+
+/// Why a spec cannot be searched.
+#[derive(Debug, thiserror::Error)]
+pub enum SloError {
+    /// Bad spec or scenario.
+    #[error("{0}")]
+    Input(String),
+}
+
+fn fmt_slo(slo: &Slo) -> String {
+    let mut t = Vec::new();
+    if let Some(x) = slo.ttft_p99_s {
+        t.push(format!("p99 TTFT <= {x} s"));
+    }
+    if let Some(x) = slo.tpot_p99_ms {
+        t.push(format!("p99 TPOT <= {x} ms"));
+    }
+    t.join(" and ")
+}
+
+/// The scenario of one probe: the option's overrides, then the load (and, for rates, the
+/// window: `warmup_requests + probe_requests` mean gaps).
+fn probe_scenario(spec: &SloSpec, option: &SloOption, load: f64) -> Result<Scenario, String> {
+    let mut set = option.set.clone();
+    match spec.axis {
+        Axis::Rate => {
+            let warm = spec.warmup_requests as f64 / load;
+            let window = spec.probe_requests as f64 / load;
+            set.push(format!("workload.rate_per_s={load:?}"));
+            set.push(format!("workload.duration_s={:?}", warm + window));
+            set.push(format!("workload.warmup_s={warm:?}"));
+        }
+        Axis::Users => set.push(format!("workload.concurrency={load:.0}")),
+    }
+    scenario::load(&spec.scenario, &set).map_err(|e| e.to_string())
+}
+
+/// Runs one probe and judges it.
+fn run_probe(spec: &SloSpec, option: &SloOption, profile: &Profile, load: f64) -> Result<Probe, String> {
+    let s = probe_scenario(spec, option, load)?;
+    let e = estimate(&s, profile).map_err(|e| e.to_string())?;
+    let m = e.serve.as_ref().ok_or("the scenario is not a serving workload (workload.kind = \"serve\")")?;
+    let offered = match (&s.workload.serve.as_ref().map(|v| &v.arrival), spec.axis) {
+        (Some(Arrival::Poisson { rate_per_s }), Axis::Rate) => {
+            Some(rate_per_s * s.workload.serve.as_ref().map_or(0, |v| v.generate.mean()) as f64)
+        }
+        _ => None,
+    };
+    let (ttft, tpot) = (m.ttft_percentiles_s.p99, e.tpot_ms.p99);
+    let mut why = Vec::new();
+    if m.requests_completed == 0 {
+        why.push("no request completed".to_string());
+    }
+    if m.requests_rejected > 0 {
+        why.push(format!("{} requests turned away", m.requests_rejected));
+    }
+    if let Some(t) = s.slo.ttft_p99_s.filter(|t| ttft > *t) {
+        why.push(format!("p99 TTFT {} s > {t} s", crate::util::round3(ttft)));
+    }
+    if let Some(t) = s.slo.tpot_p99_ms.filter(|t| tpot > *t) {
+        why.push(format!("p99 TPOT {} ms > {t} ms", crate::util::round3(tpot)));
+    }
+    if let Some(o) = offered {
+        // The window's arrivals are Poisson: about as many as completed, give or take their root.
+        let allowance = (KEEP_UP_SIGMAS / (m.requests_completed.max(1) as f64).sqrt()).clamp(0.05, 0.5);
+        if m.aggregate_decode_tokens_per_s < o * (1.0 - allowance) {
+            why.push(format!("does not keep up: {} of {} tok/s offered", crate::util::round3(m.aggregate_decode_tokens_per_s), o));
+        }
+    }
+    Ok(Probe {
+        load,
+        ok: why.is_empty(),
+        why: why.join("; "),
+        ttft_p99_s: ttft,
+        tpot_p99_ms: tpot,
+        aggregate_decode_tokens_per_s: m.aggregate_decode_tokens_per_s,
+        offered_tokens_per_s: offered,
+        requests_completed: m.requests_completed,
+        mean_batch: m.mean_batch,
+    })
+}
+
+/// Searches one option.
+fn search_option(spec: &SloSpec, option: &SloOption, profile: &Profile, progress: &(dyn Fn() + Sync)) -> OptionResult {
+    let found = spec.bracket.search(
+        |x| {
+            let p = run_probe(spec, option, profile, x);
+            progress();
+            p
+        },
+        |p| p.ok,
+    );
+    let (capacity, failed_at, mut probes, error) = match found {
+        Ok(f) => (f.capacity, f.failed_at, f.probes.into_iter().map(|(_, p)| p).collect::<Vec<_>>(), None),
+        Err(e) => (None, None, vec![], Some(e)),
+    };
+    probes.sort_by(|a, b| a.load.total_cmp(&b.load));
+    OptionResult { label: option.label.clone(), set: option.set.clone(), capacity, failed_at, probes, error }
+}
+
+/// Checks the spec's scenario: a serving workload whose arrivals match the axis, with targets.
+fn check_scenario(spec: &SloSpec) -> Result<Slo, SloError> {
+    let s = scenario::load(&spec.scenario, &[]).map_err(|e| SloError::Input(e.to_string()))?;
+    let sv = s.workload.serve.as_ref().ok_or_else(|| {
+        SloError::Input(format!("{}: `plan --slo` needs a serving scenario (workload.kind = \"serve\")", spec.scenario.display()))
+    })?;
+    match (&sv.arrival, spec.axis) {
+        (Arrival::Poisson { .. }, Axis::Rate) | (Arrival::Closed { .. }, Axis::Users) => {}
+        _ => {
+            return Err(SloError::Input(format!(
+                "{}: axis = \"{}\" needs arrival = \"{}\" in the scenario",
+                spec.scenario.display(),
+                spec.axis.id(),
+                if spec.axis == Axis::Rate { "poisson" } else { "closed" }
+            )));
+        }
+    }
+    if !s.slo.any() {
+        return Err(SloError::Input(format!("{}: no targets: add [slo] with ttft_p99_s and/or tpot_p99_ms", spec.scenario.display())));
+    }
+    Ok(s.slo)
+}
+
+/// Searches every option of a spec (options in parallel on `jobs` threads, each search
+/// sequential); `progress()` is called after each probe.
+pub fn plan_slo(spec: &SloSpec, profile: &Profile, jobs: Option<usize>, progress: &(dyn Fn() + Sync)) -> Result<SloPlan, SloError> {
+    let t0 = Instant::now();
+    let slo = check_scenario(spec)?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build().map_err(|e| SloError::Input(e.to_string()))?;
+    let options: Vec<OptionResult> = pool.install(|| spec.options.par_iter().map(|o| search_option(spec, o, profile, progress)).collect());
+    let what = match spec.axis {
+        Axis::Rate => "highest Poisson rate",
+        Axis::Users => "most closed-loop users",
+    };
+    Ok(SloPlan {
+        question: spec.question.clone().unwrap_or_else(|| format!("{what} meeting {}", fmt_slo(&slo))),
+        scenario: spec.scenario.display().to_string(),
+        axis: spec.axis.id(),
+        ttft_p99_s: slo.ttft_p99_s,
+        tpot_p99_ms: slo.tpot_p99_ms,
+        probe_requests: spec.probe_requests,
+        options,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+impl SloPlan {
+    /// The axis.
+    pub fn axis(&self) -> Axis {
+        if self.axis == "users" { Axis::Users } else { Axis::Rate }
+    }
+
+    /// The targets, in words.
+    pub fn targets(&self) -> String {
+        fmt_slo(&Slo { ttft_p99_s: self.ttft_p99_s, tpot_p99_ms: self.tpot_p99_ms })
+    }
+
+    /// The text report: the question, one row per option, and how the answer was found.
+    pub fn report(&self) -> String {
+        let axis = self.axis();
+        let mut out = format!("{}\n  scenario: {}\n  SLO: {}\n\n", self.question, self.scenario, self.targets());
+        out += &format!(
+            "{:<34} {:>16} {:>12} {:>12} {:>12} {:>8}  {}\n",
+            "option", "capacity", "p99 TTFT s", "p99 TPOT ms", "agg tok/s", "batch", "first miss"
+        );
+        for o in &self.options {
+            if let Some(e) = &o.error {
+                out += &format!("{:<34} cannot run: {e}\n", o.label);
+                continue;
+            }
+            let cap = match (o.capacity, o.failed_at) {
+                (None, _) => "none".to_string(),
+                (Some(c), None) => format!(">= {}", axis.fmt(c)),
+                (Some(c), Some(_)) => axis.fmt(c),
+            };
+            let p = o.at_capacity();
+            let num = |f: fn(&Probe) -> f64| p.map_or("-".to_string(), |p| crate::util::round3(f(p)).to_string());
+            let miss = o
+                .failed_at
+                .and_then(|f| o.probes.iter().find(|p| p.load == f))
+                .map_or(String::new(), |p| format!("{}: {}", axis.fmt(p.load), p.why));
+            out += &format!(
+                "{:<34} {:>16} {:>12} {:>12} {:>12} {:>8}  {miss}\n",
+                o.label,
+                cap,
+                num(|p| p.ttft_p99_s),
+                num(|p| p.tpot_p99_ms),
+                num(|p| p.aggregate_decode_tokens_per_s),
+                num(|p| p.mean_batch),
+            );
+        }
+        let probes: usize = self.options.iter().map(|o| o.probes.len()).sum();
+        out += &format!(
+            "\n{probes} probes in {:.1} s; bisection to within the spec's tolerance; each probe measures {} requests after warm-up \
+             (fewer where a run reaches the cap of {} simulated forwards)\n",
+            self.seconds,
+            self.probe_requests,
+            crate::estimate::serve::MAX_SERVE_FORWARDS
+        );
+        out
+    }
+
+    /// The chart's file stem in `dir`.
+    pub fn chart_stem(dir: &Path) -> PathBuf {
+        dir.join("slo-latency-vs-load")
+    }
+}
