@@ -255,7 +255,7 @@ fn run_slo(path: &Path, a: &PlanArgs) -> Result<(), CliError> {
     let spec = SloSpec::load(path).map_err(CliError::input)?;
     let stem = path.file_stem().map_or("plan".into(), |s| s.to_string_lossy().into_owned());
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("output").join(format!("slo-{}", slug(&stem))));
-    let pb = super::progress_bar((spec.options.len() * slo::spec::MAX_PROBES) as u64, "probes (at most)");
+    let pb = super::progress_bar((spec.options.len() * slo::MAX_PROBES_PER_OPTION) as u64, "probes (at most)");
     let plan = slo::plan_slo(&spec, &profile, a.jobs.get(), &|| pb.inc(1));
     pb.finish_and_clear();
     let plan = plan.map_err(|e| CliError::input(e.to_string()))?;

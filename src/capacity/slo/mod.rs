@@ -186,22 +186,49 @@ fn run_probe(spec: &SloSpec, option: &SloOption, profile: &Profile, load: f64) -
     })
 }
 
-/// Searches one option.
+/// Loads drawn besides the search's, as fractions of the capacity found (or of the start when
+/// none was), so each curve shows its hockey stick from light load to overload.
+const CURVE: [f64; 6] = [0.25, 0.5, 0.75, 1.25, 1.5, 2.0];
+
+/// Most probes one option runs: the search's and the curve's.
+pub const MAX_PROBES_PER_OPTION: usize = spec::MAX_PROBES + CURVE.len();
+
+/// Searches one option, then probes the curve's extra loads; the capacity is the highest
+/// passing load below every failing probe ([`search::summarize`]).
 fn search_option(spec: &SloSpec, option: &SloOption, profile: &Profile, progress: &(dyn Fn() + Sync)) -> OptionResult {
-    let found = spec.bracket.search(
-        |x| {
-            let p = run_probe(spec, option, profile, x);
-            progress();
-            p
-        },
-        |p| p.ok,
-    );
-    let (capacity, failed_at, mut probes, error) = match found {
-        Ok(f) => (f.capacity, f.failed_at, f.probes.into_iter().map(|(_, p)| p).collect::<Vec<_>>(), None),
-        Err(e) => (None, None, vec![], Some(e)),
+    let probe = |x: f64| {
+        let p = run_probe(spec, option, profile, x);
+        progress();
+        p
     };
-    probes.sort_by(|a, b| a.load.total_cmp(&b.load));
-    OptionResult { label: option.label.clone(), set: option.set.clone(), capacity, failed_at, probes, error }
+    let result = spec.bracket.search(probe, |p| p.ok).and_then(|f| {
+        let mut probes: Vec<(f64, Probe)> = f.probes;
+        let b = &spec.bracket;
+        let base = f.capacity.unwrap_or(b.start);
+        for k in CURVE {
+            let x = b.snap(base * k);
+            if x >= b.min && x <= b.max && !probes.iter().any(|(y, _)| (y - x).abs() <= 1e-9 * x) {
+                probes.push((x, probe(x)?));
+            }
+        }
+        Ok(probes)
+    });
+    match result {
+        Ok(mut probes) => {
+            probes.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let (capacity, failed_at) = search::summarize(&probes, |p| p.ok);
+            let probes = probes.into_iter().map(|(_, p)| p).collect();
+            OptionResult { label: option.label.clone(), set: option.set.clone(), capacity, failed_at, probes, error: None }
+        }
+        Err(e) => OptionResult {
+            label: option.label.clone(),
+            set: option.set.clone(),
+            capacity: None,
+            failed_at: None,
+            probes: vec![],
+            error: Some(e),
+        },
+    }
 }
 
 /// Checks the spec's scenario: a serving workload whose arrivals match the axis, with targets.

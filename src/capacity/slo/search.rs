@@ -20,6 +20,14 @@ pub struct Bracket {
     pub max_probes: usize,
 }
 
+/// The highest passing load below every failing one, and the lowest failing load, of probes
+/// in any order: the answer stays monotone-safe when probes beyond the search's are added.
+pub fn summarize<P>(probes: &[(f64, P)], ok: impl Fn(&P) -> bool) -> (Option<f64>, Option<f64>) {
+    let failed_at = probes.iter().filter(|(_, p)| !ok(p)).map(|(x, _)| *x).min_by(f64::total_cmp);
+    let capacity = probes.iter().filter(|(x, p)| ok(p) && failed_at.is_none_or(|f| *x < f)).map(|(x, _)| *x).max_by(f64::total_cmp);
+    (capacity, failed_at)
+}
+
 /// What a search found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Found<P> {
@@ -32,7 +40,8 @@ pub struct Found<P> {
 }
 
 impl Bracket {
-    fn snap(&self, x: f64) -> f64 {
+    /// A load as the axis takes it: whole numbers of users, any rate.
+    pub fn snap(&self, x: f64) -> f64 {
         if self.integer { x.floor().max(1.0) } else { x }
     }
 
@@ -101,7 +110,7 @@ mod tests {
     #[test]
     fn finds_a_threshold_from_either_side() {
         for threshold in [0.0123, 0.7, 1.0, 3.7, 300.0] {
-            let f = rates().search(|x| Ok::<_, ()>(x), |&x| x <= threshold).unwrap();
+            let f = rates().search(Ok::<_, ()>, |&x| x <= threshold).unwrap();
             let c = f.capacity.unwrap();
             assert!(c <= threshold && c >= threshold * 0.99, "{threshold}: {c}");
             assert!(f.failed_at.unwrap() > threshold);
@@ -111,27 +120,35 @@ mod tests {
     #[test]
     fn integers_stop_at_a_bracket_one_wide() {
         let b = Bracket { integer: true, start: 4.0, max: 256.0, min: 1.0, ..rates() };
-        let f = b.search(|x| Ok::<_, ()>(x), |&x| x <= 37.0).unwrap();
+        let f = b.search(Ok::<_, ()>, |&x| x <= 37.0).unwrap();
         assert_eq!((f.capacity, f.failed_at), (Some(37.0), Some(38.0)));
         assert!(f.probes.iter().all(|(x, _)| x.fract() == 0.0));
     }
 
     #[test]
     fn nothing_passes_or_everything_passes() {
-        let f = rates().search(|x| Ok::<_, ()>(x), |_| false).unwrap();
+        let f = rates().search(Ok::<_, ()>, |_| false).unwrap();
         assert_eq!(f.capacity, None);
         assert_eq!(f.probes.last().unwrap().0, 1.0 / 1024.0);
-        let f = rates().search(|x| Ok::<_, ()>(x), |_| true).unwrap();
+        let f = rates().search(Ok::<_, ()>, |_| true).unwrap();
         assert_eq!((f.capacity, f.failed_at), (Some(1024.0), None));
     }
 
     #[test]
     fn the_answer_is_below_every_failure_even_for_a_non_monotone_test() {
         // Passes on [0, 2] and again on [5, 6]: the search never reports the upper island.
-        let f = rates().search(|x| Ok::<_, ()>(x), |&x| x <= 2.0 || (5.0..=6.0).contains(&x)).unwrap();
+        let f = rates().search(Ok::<_, ()>, |&x| x <= 2.0 || (5.0..=6.0).contains(&x)).unwrap();
         let c = f.capacity.unwrap();
         assert!(f.probes.iter().filter(|(x, _)| !(*x <= 2.0 || (5.0..=6.0).contains(x))).all(|(x, _)| *x > c));
         assert!(c <= 2.0);
+    }
+
+    #[test]
+    fn summaries_stay_below_every_failure() {
+        let probes = [(1.0, true), (4.0, false), (2.0, true), (0.5, false), (0.25, true)];
+        assert_eq!(summarize(&probes, |&p| p), (Some(0.25), Some(0.5)));
+        assert_eq!(summarize(&[(1.0, true)], |&p| p), (Some(1.0), None));
+        assert_eq!(summarize(&[(1.0, false)], |&p| p), (None, Some(1.0)));
     }
 
     #[test]
