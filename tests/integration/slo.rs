@@ -72,7 +72,7 @@ fn slo_plan_finds_each_options_capacity_and_draws_the_chart() {
     }
     // The same bytes at one thread, and on stdout and in slo.json.
     let (j1, file1) = slo_json(t.path(), "1");
-    assert_eq!((j1, &file1), (j, &file));
+    assert_eq!((&j1, &file1), (&j, &file));
     // The chart: PNG and SVG, both with something drawn.
     let png = image::open(t.path().join("o/slo-latency-vs-load.png")).unwrap().to_rgb8();
     let inked = png.pixels().filter(|p| p.0 != [255, 255, 255]).count();

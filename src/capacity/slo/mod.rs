@@ -7,7 +7,7 @@
 //! A probe passes when requests completed, none was turned away, p99 TTFT and p99 TPOT meet the
 //! targets, and (Poisson) the server kept up: its aggregate decode rate is at least the offered
 //! rate (arrivals x mean output) less a two-sigma sampling allowance of the window's arrivals
-//! (2/sqrt(completed), 5% to 50%).
+//! (2/sqrt(rate x window), 5% to 50%).
 //! Without that check an overloaded server whose batch is capped would pass a TPOT-only SLO at
 //! any rate while its queue grows without bound.
 //!
@@ -23,9 +23,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::estimate::estimate;
+use crate::estimate::{generate_plan, simulate_serve};
 use crate::profile::Profile;
 use crate::scenario::{self, Arrival, Scenario, Slo};
+use crate::util::{round3, round6};
 
 pub mod search;
 pub mod spec;
@@ -57,6 +58,8 @@ pub struct Probe {
     pub requests_completed: u64,
     /// Mean sequences per forward.
     pub mean_batch: f64,
+    /// The measurement window, s (shorter than asked where the run reached the forward cap).
+    pub window_s: f64,
 }
 
 /// The search of one option.
@@ -141,48 +144,54 @@ fn probe_scenario(spec: &SloSpec, option: &SloOption, load: f64) -> Result<Scena
     scenario::load(&spec.scenario, &set).map_err(|e| e.to_string())
 }
 
-/// Runs one probe and judges it.
+/// Runs one probe and judges it: the estimator's plan and serving run (what `estimate` runs for
+/// a serve scenario), read with the window's length, which the keeps-up check needs.
 fn run_probe(spec: &SloSpec, option: &SloOption, profile: &Profile, load: f64) -> Result<Probe, String> {
     let s = probe_scenario(spec, option, load)?;
-    let e = estimate(&s, profile).map_err(|e| e.to_string())?;
-    let m = e.serve.as_ref().ok_or("the scenario is not a serving workload (workload.kind = \"serve\")")?;
-    let offered = match (&s.workload.serve.as_ref().map(|v| &v.arrival), spec.axis) {
-        (Some(Arrival::Poisson { rate_per_s }), Axis::Rate) => {
-            Some(rate_per_s * s.workload.serve.as_ref().map_or(0, |v| v.generate.mean()) as f64)
-        }
+    let sv = s.workload.serve.as_ref().ok_or("the scenario is not a serving workload (workload.kind = \"serve\")")?;
+    let plan = generate_plan(&s, profile).map_err(|e| e.to_string())?;
+    let run = simulate_serve(&plan, sv, &s.slo, s.seed);
+    let st = &run.stats;
+    let window_s = run.window_ns as f64 / 1e9;
+    let aggregate = if window_s > 0.0 { round3(st.window_tokens as f64 / window_s) } else { 0.0 };
+    let offered = match (&sv.arrival, spec.axis) {
+        (Arrival::Poisson { rate_per_s }, Axis::Rate) => Some((rate_per_s, rate_per_s * sv.generate.mean() as f64)),
         _ => None,
     };
-    let (ttft, tpot) = (m.ttft_percentiles_s.p99, e.tpot_ms.p99);
+    let (ttft, tpot) = (round6(st.ttft_s.quantile(0.99)), round6(st.tpot_ms.quantile(0.99)));
     let mut why = Vec::new();
-    if m.requests_completed == 0 {
+    if st.completed == 0 {
         why.push("no request completed".to_string());
     }
-    if m.requests_rejected > 0 {
-        why.push(format!("{} requests turned away", m.requests_rejected));
+    if st.rejected > 0 {
+        why.push(format!("{} requests turned away", st.rejected));
     }
     if let Some(t) = s.slo.ttft_p99_s.filter(|t| ttft > *t) {
-        why.push(format!("p99 TTFT {} s > {t} s", crate::util::round3(ttft)));
+        why.push(format!("p99 TTFT {} s > {t} s", round3(ttft)));
     }
     if let Some(t) = s.slo.tpot_p99_ms.filter(|t| tpot > *t) {
-        why.push(format!("p99 TPOT {} ms > {t} ms", crate::util::round3(tpot)));
+        why.push(format!("p99 TPOT {} ms > {t} ms", round3(tpot)));
     }
-    if let Some(o) = offered {
-        // The window's arrivals are Poisson: about as many as completed, give or take their root.
-        let allowance = (KEEP_UP_SIGMAS / (m.requests_completed.max(1) as f64).sqrt()).clamp(0.05, 0.5);
-        if m.aggregate_decode_tokens_per_s < o * (1.0 - allowance) {
-            why.push(format!("does not keep up: {} of {} tok/s offered", crate::util::round3(m.aggregate_decode_tokens_per_s), o));
+    if let Some((rate, o)) = offered {
+        // The window's arrivals are Poisson: rate x window, give or take its root.
+        let expected = (rate * window_s).max(1.0);
+        let allowance = (KEEP_UP_SIGMAS / expected.sqrt()).clamp(0.05, 0.5);
+        if aggregate < o * (1.0 - allowance) {
+            why.push(format!("does not keep up: {aggregate} of {} tok/s offered", round3(o)));
         }
     }
+    let covered = st.covered_ns.max(1) as f64;
     Ok(Probe {
         load,
         ok: why.is_empty(),
         why: why.join("; "),
         ttft_p99_s: ttft,
         tpot_p99_ms: tpot,
-        aggregate_decode_tokens_per_s: m.aggregate_decode_tokens_per_s,
-        offered_tokens_per_s: offered,
-        requests_completed: m.requests_completed,
-        mean_batch: m.mean_batch,
+        aggregate_decode_tokens_per_s: aggregate,
+        offered_tokens_per_s: offered.map(|(_, o)| round3(o)),
+        requests_completed: st.completed,
+        mean_batch: round3(st.batch_ns as f64 / covered),
+        window_s: round3(window_s),
     })
 }
 
@@ -307,7 +316,7 @@ impl SloPlan {
                 (Some(c), Some(_)) => axis.fmt(c),
             };
             let p = o.at_capacity();
-            let num = |f: fn(&Probe) -> f64| p.map_or("-".to_string(), |p| crate::util::round3(f(p)).to_string());
+            let num = |f: fn(&Probe) -> f64| p.map_or("-".to_string(), |p| round3(f(p)).to_string());
             let miss = o
                 .failed_at
                 .and_then(|f| o.probes.iter().find(|p| p.load == f))
