@@ -5,9 +5,10 @@
 //! seed (the same arrival stream, scaled, at every rate), so a search is deterministic.
 //!
 //! A probe passes when requests completed, none was turned away, p99 TTFT and p99 TPOT meet the
-//! targets, and (Poisson) the server kept up: its aggregate decode rate is at least the offered
-//! rate (arrivals x mean output) less a two-sigma sampling allowance of the window's arrivals
-//! (2/sqrt(rate x window), 5% to 50%).
+//! targets, and (Poisson) the server kept up: its aggregate decode rate over the window is at
+//! least the output tokens of the requests that arrived in the window (the run's seeded stream,
+//! replayed) per second, less the requests in flight at the window's ends ((mean batch + 1) /
+//! arrivals, 5% to 50%).
 //! Without that check an overloaded server whose batch is capped would pass a TPOT-only SLO at
 //! any rate while its queue grows without bound.
 //!
@@ -23,6 +24,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::estimate::serve::arrivals::{Arrivals, s_to_ns};
 use crate::estimate::{generate_plan, simulate_serve};
 use crate::profile::Profile;
 use crate::scenario::{self, Arrival, Scenario, Slo};
@@ -33,9 +35,6 @@ pub mod spec;
 
 pub use search::{Bracket, Found};
 pub use spec::{Axis, SloOption, SloSpec};
-
-/// Sigmas of Poisson sampling error allowed in the keeps-up check.
-const KEEP_UP_SIGMAS: f64 = 2.0;
 
 /// One load tried.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -155,7 +154,10 @@ fn run_probe(spec: &SloSpec, option: &SloOption, profile: &Profile, load: f64) -
     let window_s = run.window_ns as f64 / 1e9;
     let aggregate = if window_s > 0.0 { round3(st.window_tokens as f64 / window_s) } else { 0.0 };
     let offered = match (&sv.arrival, spec.axis) {
-        (Arrival::Poisson { rate_per_s }, Axis::Rate) => Some((rate_per_s, rate_per_s * sv.generate.mean() as f64)),
+        (Arrival::Poisson { .. }, Axis::Rate) if window_s > 0.0 => {
+            let from = s_to_ns(sv.warmup_s);
+            Some(offered_in_window(sv, s.seed, from, from + run.window_ns))
+        }
         _ => None,
     };
     let (ttft, tpot) = (round6(st.ttft_s.quantile(0.99)), round6(st.tpot_ms.quantile(0.99)));
@@ -172,15 +174,14 @@ fn run_probe(spec: &SloSpec, option: &SloOption, profile: &Profile, load: f64) -
     if let Some(t) = s.slo.tpot_p99_ms.filter(|t| tpot > *t) {
         why.push(format!("p99 TPOT {} ms > {t} ms", round3(tpot)));
     }
-    if let Some((rate, o)) = offered {
-        // The window's arrivals are Poisson: rate x window, give or take its root.
-        let expected = (rate * window_s).max(1.0);
-        let allowance = (KEEP_UP_SIGMAS / expected.sqrt()).clamp(0.05, 0.5);
-        if aggregate < o * (1.0 - allowance) {
-            why.push(format!("does not keep up: {aggregate} of {} tok/s offered", round3(o)));
+    let mean_batch = round3(st.batch_ns as f64 / st.covered_ns.max(1) as f64);
+    if let Some((arrived, tokens)) = offered {
+        // Requests in flight at the window's ends are counted in one and not the other.
+        let allowance = ((mean_batch + 1.0) / arrived.max(1) as f64).clamp(0.05, 0.5);
+        if aggregate < tokens / window_s * (1.0 - allowance) {
+            why.push(format!("does not keep up: {aggregate} of {} tok/s offered", round3(tokens / window_s)));
         }
     }
-    let covered = st.covered_ns.max(1) as f64;
     Ok(Probe {
         load,
         ok: why.is_empty(),
@@ -188,11 +189,25 @@ fn run_probe(spec: &SloSpec, option: &SloOption, profile: &Profile, load: f64) -
         ttft_p99_s: ttft,
         tpot_p99_ms: tpot,
         aggregate_decode_tokens_per_s: aggregate,
-        offered_tokens_per_s: offered.map(|(_, o)| round3(o)),
+        offered_tokens_per_s: offered.map(|(_, t)| round3(t / window_s)),
         requests_completed: st.completed,
-        mean_batch: round3(st.batch_ns as f64 / covered),
+        mean_batch,
         window_s: round3(window_s),
     })
+}
+
+/// Requests arriving in `[from, to)` ns and their output tokens: the same seeded stream the run
+/// drew, replayed.
+fn offered_in_window(sv: &crate::scenario::Serve, seed: u64, from: u64, to: u64) -> (u64, f64) {
+    let mut a = Arrivals::new(sv, seed);
+    let (mut n, mut tokens) = (0u64, 0.0);
+    while let Some(r) = a.pop_until(to.saturating_sub(1)) {
+        if r.at >= from {
+            n += 1;
+            tokens += r.output as f64;
+        }
+    }
+    (n, tokens)
 }
 
 /// Loads drawn besides the search's, as fractions of the capacity found (or of the start when
