@@ -1,5 +1,6 @@
-//! Capacity tools built on the one estimator: grid sweeps (run, resume, shard, merge) and the
-//! cluster planner.
+//! Capacity tools built on the one estimator: grid sweeps (run, resume, shard, merge), the
+//! cluster planner, and the serving-capacity search under an SLO (`plan --slo`).
 
 pub mod planner;
+pub mod slo;
 pub mod sweep;

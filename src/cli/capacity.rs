@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use super::args::{JobsArg, JsonArg, ProfileArg, SweepOutArgs};
 use super::{CliError, ExitKind};
 use crate::capacity::planner::{self, Goal, Objective, PlanRequest, PlanSpec};
+use crate::capacity::slo::{self, SloSpec};
 use crate::capacity::sweep::{self, Manifest, RunOptions, Sweep};
 use crate::report::{charts, html};
 use crate::util::slug;
@@ -103,6 +104,12 @@ pub struct PlanArgs {
     /// A plan spec file (TOML: every key is a flag of this command; flags given here win).
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
+    /// Serving capacity under an SLO: for each cluster option of this spec (TOML: a serving
+    /// scenario with [slo], the axis `rate` or `users`, [[option]] overrides), the highest
+    /// Poisson rate (or most users) meeting the targets, by bisection; writes the
+    /// latency-vs-load chart (PNG, SVG) and slo.json to --out DIR (default output/slo-<spec>).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["spec", "model", "target_tokens_per_s", "budget_usd", "max_power_w", "goal"])]
+    pub slo: Option<PathBuf>,
     /// Model preset (required, here or in --spec).
     #[arg(long)]
     pub model: Option<String>,
@@ -145,7 +152,8 @@ pub struct PlanArgs {
     /// Simulate over-budget candidates too (only to measure what pruning saves).
     #[arg(long)]
     pub no_prune: bool,
-    /// Also write the plan as JSON to this file (what `supernode report FILE` renders).
+    /// Also write the plan as JSON to this file (what `supernode report FILE` renders); with
+    /// --slo, the directory for the chart and slo.json.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// How many of the best to list.
@@ -214,6 +222,9 @@ fn plan_request(a: &PlanArgs) -> Result<PlanRequest, CliError> {
 
 /// Searches clusters; no cluster meeting the objective is exit 2 (the report says which came closest).
 fn run_plan(a: PlanArgs) -> Result<(), CliError> {
+    if let Some(spec) = &a.slo {
+        return run_slo(spec, &a);
+    }
     let profile = a.profile.load()?;
     let req = plan_request(&a)?;
     let pb = super::progress_bar(0, "candidates");
@@ -234,6 +245,34 @@ fn run_plan(a: PlanArgs) -> Result<(), CliError> {
         let _ = std::io::stdout().lock().write_all(p.report(a.top, a.all).as_bytes());
     }
     if p.winner.is_some() { Ok(()) } else { Err(CliError::silent(ExitKind::Input)) }
+}
+
+/// `plan --slo`: searches every option, prints the table (or JSON), writes the chart and
+/// slo.json; an option with no load meeting the SLO is still an answer (exit 0), a spec or
+/// scenario that cannot be read is exit 2.
+fn run_slo(path: &Path, a: &PlanArgs) -> Result<(), CliError> {
+    let profile = a.profile.load()?;
+    let spec = SloSpec::load(path).map_err(CliError::input)?;
+    let stem = path.file_stem().map_or("plan".into(), |s| s.to_string_lossy().into_owned());
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("output").join(format!("slo-{}", slug(&stem))));
+    let pb = super::progress_bar((spec.options.len() * slo::MAX_PROBES_PER_OPTION) as u64, "probes (at most)");
+    let plan = slo::plan_slo(&spec, &profile, a.jobs.get(), &|| pb.inc(1));
+    pb.finish_and_clear();
+    let plan = plan.map_err(|e| CliError::input(e.to_string()))?;
+    let json = serde_json::to_string_pretty(&plan).expect("an SLO plan serializes");
+    std::fs::create_dir_all(&out).map_err(|e| CliError::failure(format!("cannot create {}: {e}", out.display())))?;
+    let json_path = out.join("slo.json");
+    crate::util::write_atomic(&json_path, format!("{json}\n").as_bytes())
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", json_path.display())))?;
+    let files = charts::slo_chart(&plan, &out).map_err(|e| CliError::failure(e.to_string()))?;
+    if a.json.json {
+        say!("{json}");
+    } else {
+        let _ = std::io::stdout().lock().write_all(plan.report().as_bytes());
+        say!("  {}", json_path.display());
+        print_files(&files);
+    }
+    Ok(())
 }
 
 /// Writes the report page; bad input is exit 2, a failed write exit 1.

@@ -23,6 +23,7 @@ mod quant;
 mod report_page;
 mod serve;
 mod serve_speed;
+mod slo;
 mod snapshots;
 mod sweep;
 mod timelines;

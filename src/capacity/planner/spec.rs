@@ -64,6 +64,11 @@ impl PlanSpec {
 
     /// Parses spec text; the error starts with `line:column: `.
     pub fn parse(text: &str) -> Result<PlanSpec, String> {
+        Self::located(text)
+    }
+
+    /// Deserializes any spec type from TOML text; the error starts with `line:column: `.
+    pub fn located<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
         toml::from_str(text).map_err(|e: toml::de::Error| {
             let (line, col) = e.span().map_or((1, 1), |sp| {
                 let before = &text[..sp.start.min(text.len())];

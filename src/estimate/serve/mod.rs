@@ -271,7 +271,8 @@ impl<'a> ServeSim<'a> {
         self
     }
 
-    /// Hands every executed forward to `f` (traces); the run itself is unchanged.
+    /// Hands every executed forward to `f` (traces). Every forward is then simulated task by
+    /// task (no step reuse, see [`ServeSim::with_exact_steps`]).
     pub fn with_observer(mut self, f: impl FnMut(&Forward<'_>) + 'a) -> Self {
         self.observer = Some(Box::new(f));
         // A reused step has no timeline to show: every forward is simulated task by task.

@@ -20,12 +20,14 @@ pub mod labels;
 pub mod lines;
 pub mod parity;
 pub mod report_figures;
+pub mod slo_chart;
 pub mod sweep_figures;
 
 pub use figure::{fmt_num, init_fonts};
 pub use gantt::gantt_chart;
 pub use parity::{ParityPoint, parity_chart, unit_of};
 pub use report_figures::{ReportPoint, latency_svg, pareto_svg, scaling_svg};
+pub use slo_chart::slo_chart;
 
 use figure::render;
 use labels::model_name;
