@@ -99,7 +99,7 @@ fn answer(page: &mut Page, v: &Value, unit: &str) {
                 (
                     "availability",
                     format!(
-                        "{:.4} (steady state under the profile's load-dependent faults: Thunderbolt TCP crashes, RDMA link failures)",
+                        "{:.6} (steady state under the profile's load-dependent faults: Thunderbolt TCP crashes, RDMA link failures)",
                         f(w, "availability")
                     ),
                 ),
@@ -149,7 +149,7 @@ fn candidates(page: &mut Page, v: &Value, points: &[&Value], winner: Option<&str
                     num(f(p, "ttft_s"), 2),
                     usd(f(p, "cost_usd")),
                     num(f(p, "cluster_power_w"), 0),
-                    num(f(p, "availability"), 4),
+                    num(f(p, "availability"), 6),
                     Cell::Text(if p["mixed_fleet"] == true { "mixed".into() } else { String::new() }),
                     Cell::Text(if cal == "inside" { cal } else { "extrapolation".into() }),
                     Cell::Text(if p["pareto"] == true { "yes".into() } else { String::new() }),
