@@ -107,6 +107,8 @@ struct FaultSim<'a> {
     lost_s: BTreeMap<String, f64>,
     events: BTreeMap<String, u64>,
     log: Vec<FaultLogEntry>,
+    /// Every request's output is corrupt on JACCL (prompt past `tp_corrupt_above_tokens`).
+    corrupt: bool,
 }
 
 /// Simulates `cfg` over its horizon for scenario `s` (planned as `plan`).
@@ -120,7 +122,7 @@ impl<'a> FaultSim<'a> {
     fn new(s: &'a Scenario, cfg: &'a FaultConfig, plan: Option<&Plan>, profile: &'a Profile) -> Self {
         let n = s.nodes.len();
         let cables: Vec<(usize, usize)> = cabling(s.topology, n).into_iter().map(|(a, _, b, _)| (a, b)).collect();
-        let reload_s = reload_seconds(s, cfg, plan);
+        let reload_s = reload_seconds(s, cfg.disk_read_gbs, plan);
         let mut sim = FaultSim {
             s,
             cfg,
@@ -147,6 +149,7 @@ impl<'a> FaultSim<'a> {
             lost_s: BTreeMap::new(),
             events: BTreeMap::new(),
             log: Vec::new(),
+            corrupt: cfg.tp_corrupt_above_tokens.is_some_and(|t| s.workload.kind == WorkloadKind::Generate && s.workload.prompt_tokens > t),
         };
         sim.free_request_s = sim.evaluate(s.clone(), Vec::new(), None).request_s;
         sim
@@ -215,9 +218,7 @@ impl<'a> FaultSim<'a> {
         plan.lost_links = lost;
         let w = &ms.workload;
         let run = super::sample_generate(&plan, w.prompt_tokens, w.generate_tokens, DECODE_SAMPLES, ms.seed);
-        let dirs = link_directions(ms.topology, ms.nodes.len()).saturating_sub(2 * plan.lost_links.len()).max(1);
-        let capacity = run.decode_ns as f64 * ms.fabric.bytes_per_ns() * dirs as f64;
-        let link_util = if capacity > 0.0 { (run.decode_bytes_sent as f64 / capacity).min(1.0) } else { 0.0 };
+        let link_util = decode_link_utilisation(&plan, run.decode_ns as f64, run.decode_bytes_sent as f64);
         Rate { request_s: (run.prefill_ns + run.decode_ns) as f64 / 1e9, link_util, transport, tb_tcp, cause }
     }
 }
@@ -226,6 +227,54 @@ impl<'a> FaultSim<'a> {
 fn fabric(id: Option<&str>) -> FabricSpec {
     let cat = crate::catalog::catalog();
     cat.fabric(id.unwrap_or("wifi")).or_else(|| cat.fabric("wifi")).expect("fabric `wifi` exists").clone()
+}
+
+/// Average utilisation of a link direction while decoding: the bytes put on links over the
+/// capacity of the directions left (lost cables take theirs away) during `decode_ns`.
+pub fn decode_link_utilisation(plan: &Plan, decode_ns: f64, bytes: f64) -> f64 {
+    let dirs = link_directions(plan.topology, plan.n()).saturating_sub(2 * plan.lost_links.len()).max(1);
+    let capacity = decode_ns * plan.fabric.bytes_per_ns() * dirs as f64;
+    if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 }
+}
+
+/// Reboot time of a node that crashed, when the scenario gives none (the planner's
+/// availability): no published reboot time for these machines exists (FACTS.md), so this is
+/// the 2 minutes the shipped fault scenarios assume.
+pub const ASSUMED_REBOOT_S: f64 = 120.0;
+
+/// Steady-state availability of `s` (planned as `plan`) serving back to back under the
+/// profile's load-dependent faults at decode link utilisation `link_util`: Thunderbolt TCP
+/// crashes of every node (out for [`ASSUMED_REBOOT_S`] plus the reload the runtime needs, as
+/// in [`simulate`]) and RDMA (JACCL) failures of every cable (out for the reload). Both
+/// hazards run only while serving and stop service, so up times are exponential and outages
+/// fixed: A = 1 / (1 + sum of rate x outage) over the causes, exactly the long-run fraction
+/// [`simulate`] converges to with `tcp_load_crash` / `rdma_instability` on. Other faults (node
+/// MTBF, cable losses) have no published rate and are not included. Decreasing in `link_util`.
+pub fn load_fault_availability(s: &Scenario, plan: &Plan, link_util: f64, params: &FaultParams) -> f64 {
+    let n = plan.n();
+    if n < 2 {
+        return 1.0;
+    }
+    let reload = reload_seconds(s, None, Some(plan));
+    let max_reload = reload.iter().copied().fold(0.0, f64::max);
+    let mut rate_x_outage = 0.0;
+    let f = &plan.fabric;
+    if f.transport == Transport::Tcp && f.port == PortKind::Thunderbolt {
+        let rate = link_util.powf(params.tb_tcp_crash_exponent) / params.tb_tcp_crash_mean_s;
+        let tensor = s.engine.kind == EngineKind::Exo && s.engine.parallelism == Parallelism::Tensor;
+        for (node, r) in reload.iter().enumerate() {
+            let all = tensor || (s.engine.kind != EngineKind::Exo && node == 0);
+            rate_x_outage += rate * (ASSUMED_REBOOT_S + if all { max_reload } else { *r });
+        }
+    }
+    if f.transport == Transport::Rdma {
+        let frame = s.engine.jaccl_frame_bytes as f64 / 4096.0;
+        let per_s =
+            params.rdma_failures_per_link_hour * link_util.powf(params.rdma_utilisation_exponent) * frame.powf(params.rdma_frame_exponent)
+                / 3600.0;
+        rate_x_outage += cabling(plan.topology, n).len() as f64 * per_s * max_reload;
+    }
+    1.0 / (1.0 + rate_x_outage)
 }
 
 /// Link directions (resources) of a topology.
@@ -242,12 +291,12 @@ fn link_directions(t: Topology, n: usize) -> usize {
 /// Seconds each node takes to load its weights again: from its disk, or for a llama.cpp RPC
 /// server over the network from the client (rpc-server holds no files). HPL loads nothing: a
 /// crashed run starts again from scratch.
-fn reload_seconds(s: &Scenario, cfg: &FaultConfig, plan: Option<&Plan>) -> Vec<f64> {
+fn reload_seconds(s: &Scenario, disk_read_gbs: Option<f64>, plan: Option<&Plan>) -> Vec<f64> {
     // HPL loads no model.
     let Some(plan) = plan.filter(|_| s.workload.kind != WorkloadKind::Hpl) else {
         return vec![0.0; s.nodes.len()];
     };
-    let disk = cfg.disk_read_gbs.unwrap_or(crate::hw::node::DEFAULT_DISK_READ_GBS) * 1e9;
+    let disk = disk_read_gbs.unwrap_or(crate::hw::node::DEFAULT_DISK_READ_GBS) * 1e9;
     plan.memory
         .iter()
         .enumerate()
@@ -372,10 +421,24 @@ impl FaultSim<'_> {
             if rate.request_s.is_finite() {
                 let total = self.progress + dt / rate.request_s;
                 let done = total.floor();
-                self.completed += done as u64;
                 self.progress = total - done;
-                if let Some(c) = rate.cause {
-                    *self.lost_s.entry(c.into()).or_default() += dt * (1.0 - self.free_request_s / rate.request_s).max(0.0);
+                if self.corrupt && rate.transport == Transport::Rdma {
+                    // Served, but every output is garbage (exo issue 2270): failed requests.
+                    self.failed += done as u64;
+                    *self.events.entry("tp-corruption".into()).or_default() += done as u64;
+                    *self.lost_s.entry("tp-corruption".into()).or_default() += dt;
+                    if done > 0.0 && !self.log.iter().any(|l| l.event.starts_with("corrupt output")) {
+                        let what = format!(
+                            "the {}-token prompt is past the tensor-parallel corruption threshold on JACCL",
+                            self.s.workload.prompt_tokens
+                        );
+                        self.note("corrupt output", format!("{what}; the requests fail"));
+                    }
+                } else {
+                    self.completed += done as u64;
+                    if let Some(c) = rate.cause {
+                        *self.lost_s.entry(c.into()).or_default() += dt * (1.0 - self.free_request_s / rate.request_s).max(0.0);
+                    }
                 }
             }
         } else {
@@ -468,7 +531,11 @@ impl FaultSim<'_> {
                 request = format!("; the {} in flight fails", self.job());
             }
         }
-        let ready = ready.max(if self.serving { self.t } else { self.ready_at });
+        let mut ready = ready.max(if self.serving { self.t } else { self.ready_at });
+        let mut what = what.to_string();
+        if reload > 0.0 {
+            ready += self.load_failures(if self.serving { cause } else { self.outage }, ready, &mut what);
+        }
         if ready > self.t {
             if self.serving {
                 self.outage = cause;
@@ -480,6 +547,29 @@ impl FaultSim<'_> {
         let effect =
             if ready > self.t { format!("{what}{reload}{request}; serving again at {ready:.1} s") } else { format!("{what}{request}") };
         self.note(event, effect);
+    }
+
+    /// Draws whether the reload that ends an outage at `ready` fails (exo, `load_failure`), again
+    /// and again until one succeeds: each failure costs a reboot of the cluster and another
+    /// full load. Returns the extra outage; its time counts as `load-failure`, not as the
+    /// outage's `cause`.
+    fn load_failures(&mut self, cause: &'static str, ready: f64, what: &mut String) -> f64 {
+        let Some(p) = self.cfg.load_failure else { return 0.0 };
+        let mut fails = 0u64;
+        while self.draws.pick(&[p, 1.0 - p]) == 0 {
+            fails += 1;
+        }
+        if fails == 0 {
+            return 0.0;
+        }
+        let extra = fails as f64 * (self.cfg.reboot_s + self.reload_s.iter().copied().fold(0.0, f64::max));
+        let h = self.cfg.horizon_s;
+        let counted = (ready + extra).min(h) - ready.min(h);
+        *self.lost_s.entry("load-failure".into()).or_default() += counted;
+        *self.lost_s.entry(cause.into()).or_default() -= counted;
+        *self.events.entry("load-failure".into()).or_default() += fails;
+        what.push_str(&format!("; the load fails {fails}x, each cured by a cluster reboot and another load"));
+        extra
     }
 
     /// What one unit of work is called.

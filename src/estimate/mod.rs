@@ -9,6 +9,7 @@ use crate::profile::Profile;
 use crate::scenario::{ErrorKind, Scenario, WorkloadKind};
 use crate::util::{round3, round6};
 
+pub mod bounds;
 pub mod envelope;
 pub mod faults;
 pub mod gantt;
@@ -20,6 +21,7 @@ pub mod serve;
 pub mod trace;
 pub mod types;
 
+pub use bounds::{BOUND_MARGIN, Bounds, RunMemo, estimate_memo, nominal_bounds};
 pub use envelope::envelope;
 pub use gantt::{Gantt, GanttError, GanttRow, GanttSpan, GanttTask, TaskKind, gantt};
 pub use generate::{
@@ -66,23 +68,29 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
         return Ok(out);
     }
     let plan = generate_plan(s, profile)?;
-    let mut out = skeleton(s, node_memory(s, &plan), profile);
     if let Some(sv) = &s.workload.serve {
+        let mut out = skeleton(s, node_memory(s, &plan), profile);
         let run = simulate_serve(&plan, sv, &s.slo, s.seed);
         serve_metrics(s, &plan, &run, &mut out);
         return Ok(out);
     }
     let run = simulate_generate(&plan, s.workload.prompt_tokens, s.workload.generate_tokens, s.seed);
+    Ok(generate_estimate(s, &plan, &run, profile))
+}
+
+/// The estimate of a generate scenario from its simulated run.
+pub(crate) fn generate_estimate(s: &Scenario, plan: &Plan, run: &GenerateRun, profile: &Profile) -> Estimate {
+    let mut out = skeleton(s, node_memory(s, plan), profile);
     let decode_s = run.decode_ns as f64 / 1e9;
     let prefill_s = run.prefill_ns as f64 / 1e9;
     out.decode_tokens_per_s = round3(s.workload.generate_tokens as f64 / decode_s);
     out.prefill_tokens_per_s = round3(s.workload.prompt_tokens as f64 / prefill_s);
     out.ttft_s = round6(prefill_s);
     out.tpot_ms = percentiles(&run.step_ns);
-    power::decode_power_and_cost(s, &plan, &run, &mut out);
+    power::decode_power_and_cost(s, plan, run, &mut out);
     out.sim_events = run.events;
-    out.faults = s.faults.as_ref().map(|f| faults::simulate(s, f, Some(&plan), profile));
-    Ok(out)
+    out.faults = s.faults.as_ref().map(|f| faults::simulate(s, f, Some(plan), profile));
+    out
 }
 
 /// Step-time percentiles in ms (nearest rank on the sorted steps).

@@ -12,7 +12,10 @@ use toml::Spanned;
 use crate::catalog::catalog;
 use crate::hw::{FabricSpec, PortKind, Transport};
 
-use super::raw::{RawFaults, RawLinkFaults, RawNodeFaults};
+use crate::engine::{EngineKind, EngineOptions, Parallelism};
+use crate::hw::Backend;
+
+use super::raw::{RawFaults, RawLinkFaults, RawNodeFaults, RawRuntimeFaults};
 use super::source::{ErrorKind, ScenarioError, Source, suggest};
 
 /// Default horizon of a fault simulation, days (a month of service).
@@ -70,6 +73,14 @@ pub struct FaultConfig {
     pub thermal: Option<Thermal>,
     /// Scheduled crashes: (time, node), in time order.
     pub crashes: Vec<(f64, usize)>,
+    /// Probability that an exo model load fails (`[faults.runtime] load_failure_probability`);
+    /// a failed load keeps failing until the cluster is rebooted (FACTS.md: "exo model loads
+    /// failing until a cluster reboot"), so each failure costs a reboot and another load.
+    pub load_failure: Option<f64>,
+    /// Prompts longer than this many tokens come out corrupt under exo tensor parallel over
+    /// JACCL (`[faults.runtime] tp_corrupt_above_prompt_tokens`; FACTS.md: exo issue 2270,
+    /// "above ~4k prompt tokens"): such requests are failed and their tokens lost.
+    pub tp_corrupt_above_tokens: Option<u64>,
 }
 
 impl FaultConfig {
@@ -83,6 +94,8 @@ impl FaultConfig {
             || self.straggler.is_some()
             || self.thermal.is_some()
             || !self.crashes.is_empty()
+            || self.load_failure.is_some()
+            || self.tp_corrupt_above_tokens.is_some()
     }
 }
 
@@ -126,7 +139,13 @@ const HOUR: f64 = 3600.0;
 const MAX_HOURS: f64 = 1e7;
 
 /// Validates `[faults]` for a cluster of `n` nodes on `fabric`.
-pub(super) fn faults(src: &Source, raw: Spanned<RawFaults>, n: usize, fabric: &FabricSpec) -> Result<FaultConfig, ScenarioError> {
+pub(super) fn faults(
+    src: &Source,
+    raw: Spanned<RawFaults>,
+    n: usize,
+    fabric: &FabricSpec,
+    engine: &EngineOptions,
+) -> Result<FaultConfig, ScenarioError> {
     let raw = raw.into_inner();
     let horizon_days = match &raw.horizon_days {
         Some(h) => number(src, h, "faults.horizon_days", 0.0, 3650.0, 1.0)?,
@@ -148,6 +167,8 @@ pub(super) fn faults(src: &Source, raw: Spanned<RawFaults>, n: usize, fabric: &F
         straggler: None,
         thermal: None,
         crashes: Vec::new(),
+        load_failure: None,
+        tp_corrupt_above_tokens: None,
     };
     let crash_span = raw.crash.as_ref().and_then(|c| c.first()).map(|c| c.span());
     for c in raw.crash.iter().flatten() {
@@ -170,7 +191,64 @@ pub(super) fn faults(src: &Source, raw: Spanned<RawFaults>, n: usize, fabric: &F
         let after_s = number(src, &t.after_minutes, "faults.thermal.after_minutes", 0.0, 525_600.0, 60.0)?;
         cfg.thermal = Some(Thermal { after_s, factor: number(src, &t.slowdown, "faults.thermal.slowdown", 0.999_999, 100.0, 1.0)? });
     }
+    if let Some(r) = raw.runtime {
+        runtime_faults(src, r, fabric, engine, &mut cfg)?;
+    }
     Ok(cfg)
+}
+
+/// `[faults.runtime]`: exo load failures that last until a reboot, and tensor parallel output
+/// corrupted past a prompt length on JACCL. FACTS.md reports both but gives no rate: the
+/// probability and the threshold are the user's (the issue reports "~4k" prompt tokens).
+fn runtime_faults(
+    src: &Source,
+    raw: Spanned<RawRuntimeFaults>,
+    fabric: &FabricSpec,
+    engine: &EngineOptions,
+    cfg: &mut FaultConfig,
+) -> Result<(), ScenarioError> {
+    let r = raw.into_inner();
+    let exo = engine.kind == EngineKind::Exo;
+    if let Some(p) = &r.load_failure_probability {
+        if !exo {
+            return Err(src
+                .error(p.span(), "`load_failure_probability` models exo's model loads", Some("remove it, or use engine = \"exo\"".into()))
+                .with_kind(ErrorKind::BadValue));
+        }
+        if cfg.reboot_s <= 0.0 {
+            return Err(src
+                .error(
+                    p.span(),
+                    "a failed exo load is cured by a reboot: give its time",
+                    Some("add [faults.node] with reboot_minutes = <minutes>".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        cfg.load_failure = Some(number(src, p, "faults.runtime.load_failure_probability", 0.0, 0.99, 1.0)?);
+    }
+    if let Some(t) = &r.tp_corrupt_above_prompt_tokens {
+        if !(exo && engine.parallelism == Parallelism::Tensor && fabric.backend == Backend::Jaccl) {
+            return Err(src
+                .error(
+                    t.span(),
+                    "`tp_corrupt_above_prompt_tokens` models exo tensor parallel over JACCL (exo issue 2270)",
+                    Some("remove it, or use engine exo, parallelism tensor, fabric tb5-rdma".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        let x = *t.get_ref();
+        if x < 1 {
+            return Err(src
+                .error(
+                    t.span(),
+                    format!("`faults.runtime.tp_corrupt_above_prompt_tokens` = {x} is out of range"),
+                    Some("use a token count >= 1, e.g. 4096".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        cfg.tp_corrupt_above_tokens = Some(x as u64);
+    }
+    Ok(())
 }
 
 /// `[faults.node]`: crashes, reboots, reloads, crashes under Thunderbolt TCP load.

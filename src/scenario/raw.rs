@@ -178,6 +178,14 @@ pub(super) struct RawFaults {
     pub(super) straggler: Option<Spanned<RawSlowdown>>,
     pub(super) thermal: Option<Spanned<RawThermal>>,
     pub(super) crash: Option<Vec<Spanned<RawCrash>>>,
+    pub(super) runtime: Option<Spanned<RawRuntimeFaults>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRuntimeFaults {
+    pub(super) load_failure_probability: Option<Spanned<f64>>,
+    pub(super) tp_corrupt_above_prompt_tokens: Option<Spanned<i64>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -188,3 +188,64 @@ fn fault_errors_point_at_the_key() {
     let e = err("[faults.link]\nfallback = \"wfi\"\n");
     assert!(e.help.unwrap_or_default().contains("wifi"), "{}", e.message);
 }
+
+/// Issue 13 item 3: exo model loads that fail until the cluster is rebooted. Every reload (here
+/// after each node crash) fails with probability p, again and again, each failure costing a
+/// cluster reboot and another load: over 30 days the failures per reload average p / (1 - p)
+/// within sampling error, their time is booked as `load-failure`, and availability drops.
+#[test]
+fn exo_load_failures_cost_a_reboot_each_until_a_load_succeeds() {
+    let base = format!("{MESH4}[faults]\nhorizon_days = 30\n[faults.node]\nmtbf_hours = 4\nreboot_minutes = 2\n");
+    let plain = run(&base);
+    let e = run(&format!("{base}[faults.runtime]\nload_failure_probability = 0.5\n"));
+    let (f, g) = (e.faults.as_ref().unwrap(), plain.faults.unwrap());
+    let reloads = f.events["node-crash"] as f64;
+    let fails = f.events["load-failure"] as f64;
+    // Failures per reload: geometric, mean p/(1-p) = 1, variance p/(1-p)^2 = 2.
+    assert!(reloads > 500.0 && (fails - reloads).abs() < 4.0 * (2.0 * reloads).sqrt(), "{fails} failures over {reloads} reloads");
+    let reload = e.memory.iter().map(|m| m.weights_gb).fold(0.0, f64::max) / 3.0;
+    let lost = f.time_lost_s["load-failure"];
+    assert!((lost - fails * (120.0 + reload)).abs() < 120.0 + reload + 0.01, "{lost} s for {fails} failures");
+    assert!(f.availability < g.availability, "{} vs {}", f.availability, g.availability);
+    // Same seed, same failures.
+    let again = run(&format!("{base}[faults.runtime]\nload_failure_probability = 0.5\n"));
+    assert_eq!(again.faults.unwrap().events, f.events);
+}
+
+/// Issue 13 item 3: tensor parallel output corrupt past a prompt length on JACCL (exo issue
+/// 2270, "above ~4k prompt tokens"): past the threshold every request fails and no token
+/// counts; under it the option changes nothing.
+#[test]
+fn tensor_parallel_prompts_past_the_threshold_fail_as_corrupt() {
+    let w = |prompt: u64| {
+        format!(
+            "{MESH4}[workload]\nprompt_tokens = {prompt}\ngenerate_tokens = 32\n[faults]\nhorizon_days = 1\n[faults.runtime]\ntp_corrupt_above_prompt_tokens = 4096\n"
+        )
+    };
+    let f = faults(&w(8192));
+    assert_eq!(f.requests_completed, 0);
+    assert!(f.requests_failed > 0 && f.events["tp-corruption"] == f.requests_failed);
+    assert_eq!(f.expected_tokens_per_day, Some(0.0));
+    assert_eq!(f.availability, 1.0);
+    assert!((f.time_lost_s["tp-corruption"] - 86400.0).abs() < 1e-6);
+    assert!(f.log.iter().any(|l| l.event == "corrupt output"));
+    let ok = faults(&w(2048));
+    assert!(ok.requests_completed > 0 && ok.requests_failed == 0);
+    let (got, free) = (ok.expected_tokens_per_day.unwrap(), ok.fault_free_tokens_per_day.unwrap());
+    assert!(got > 0.999 * free && got <= free * 1.0001, "{got} vs {free}");
+}
+
+/// The runtime faults are refused where the sources do not put them, at the key.
+#[test]
+fn runtime_fault_errors_point_at_the_key() {
+    let err = |text: String| parse(Source { path: "t.toml".into(), dir: PathBuf::new(), text }).unwrap_err();
+    let e = err(format!("{MESH4}[faults.runtime]\nload_failure_probability = 0.2\n"));
+    assert!(e.message.contains("reboot") && e.line >= 13, "{e}");
+    let rpc = MESH4.replace("name = \"exo\"\nparallelism = \"tensor\"", "name = \"llama-cpp-rpc\"\nparallelism = \"pipeline\"");
+    let e = err(format!("{rpc}[faults.node]\nreboot_minutes = 2\n[faults.runtime]\nload_failure_probability = 0.2\n"));
+    assert!(e.message.contains("exo") && e.line >= 13, "{e}");
+    let e = err(format!("{rpc}[faults.runtime]\ntp_corrupt_above_prompt_tokens = 4096\n"));
+    assert!(e.message.contains("JACCL") && e.line >= 13, "{e}");
+    let e = err(format!("{MESH4}[faults.node]\nreboot_minutes = 2\n[faults.runtime]\nload_failure_probability = 1.0\n"));
+    assert!(e.message.contains("out of range"), "{e}");
+}

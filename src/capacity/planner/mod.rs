@@ -10,8 +10,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::estimate::{Estimate, estimate};
+use crate::estimate::{Bounds, Estimate, RunMemo, estimate_memo, nominal_bounds};
 use crate::profile::Profile;
+use crate::scenario::Scenario;
 use crate::scenario::{ErrorKind, ScenarioBuilder};
 
 pub mod enumerate;
@@ -165,8 +166,10 @@ pub struct PlanRequest {
     /// Also vary engine options: all-reduce algorithm, macOS (JACCL frame size), fast sync,
     /// prefill chunk ([`enumerate::option_sets`]).
     pub vary_options: bool,
-    /// Skip candidates over the budget before building or simulating them (on by default;
-    /// off only to measure what pruning saves).
+    /// Skip candidates over the budget before building or simulating them, and candidates a
+    /// simulated one dominates (by their optimistic bounds) before simulating them; share runs
+    /// between candidates that plan to the same step. On by default; off only to measure what
+    /// pruning saves (every candidate built and simulated, as the planner did before).
     pub prune: bool,
     /// Worker threads.
     pub jobs: Option<usize>,
@@ -205,6 +208,16 @@ pub enum Outcome {
         /// Hardware cost, USD.
         cost_usd: f64,
     },
+    /// Built and bounded but not simulated: a simulated candidate is at least as fast as this
+    /// one's optimistic bound, no dearer, draws no more power than its bound and (for the
+    /// tokens-per-day goal) is at least as available, so this one can neither win nor be on the
+    /// Pareto front ([`crate::estimate::nominal_bounds`]).
+    Dominated {
+        /// The simulated candidate that dominates it.
+        by: usize,
+        /// This candidate's bounds.
+        bounds: Bounds,
+    },
     /// The scenario is not buildable (too few ports, illegal split, wrong format, ...), or is
     /// valid but cannot run (does not fit, ...).
     Failed {
@@ -234,8 +247,10 @@ pub struct Candidate {
     pub options: Vec<(String, String)>,
     /// Hardware cost (nodes, cables, switch), USD, computed before any simulation.
     pub hardware_usd: f64,
-    /// Fraction of the time the cluster serves, in 0..=1. 1.0 here: the hook a fault model
-    /// (issue 13 item 1) fills per candidate; the tokens-per-day goal multiplies by it.
+    /// Fraction of the time the cluster serves, in 0..=1: the steady availability under the
+    /// profile's load-dependent faults at the candidate's simulated link utilisation
+    /// ([`crate::estimate::faults::load_fault_availability`]); 1.0 until it is simulated. The
+    /// tokens-per-day goal multiplies by it.
     pub availability: f64,
     /// The scenario.
     pub scenario: ScenarioBuilder,
@@ -248,7 +263,7 @@ impl Candidate {
     pub fn estimate(&self) -> Option<&Estimate> {
         match &self.outcome {
             Outcome::Ran(e) => Some(e),
-            Outcome::Failed { .. } | Outcome::Pruned { .. } => None,
+            Outcome::Failed { .. } | Outcome::Pruned { .. } | Outcome::Dominated { .. } => None,
         }
     }
 
@@ -321,15 +336,44 @@ pub(super) fn nodes_label(nodes: &[String]) -> String {
     out.iter().map(|(id, c)| format!("{c}x {id}")).collect::<Vec<_>>().join(" + ")
 }
 
-fn evaluate(c: &Candidate, profile: &Profile) -> Outcome {
+/// Candidates simulated between dominance checks. A constant (not the thread count), so the
+/// candidates pruned never depend on the machine.
+const BATCH: usize = 64;
+
+/// Builds and plans a candidate; its bounds, or why it cannot run.
+fn bound(c: &Candidate, profile: &Profile) -> Result<Bounds, Outcome> {
     let failed = |kind, message| Outcome::Failed { kind, message };
-    match c.scenario.build() {
-        Err(e) => failed(e.kind, e.message),
-        Ok(s) => match estimate(&s, profile) {
-            Ok(e) => Outcome::Ran(Box::new(e)),
-            Err(err) => failed(err.kind(), err.to_string()),
-        },
+    let s = c.scenario.build().map_err(|e| failed(e.kind, e.message))?;
+    let plan = crate::estimate::generate_plan(&s, profile).map_err(|e| {
+        let e = crate::estimate::EstimateError::from(e);
+        failed(e.kind(), e.to_string())
+    })?;
+    Ok(nominal_bounds(&s, &plan, profile))
+}
+
+/// Predicts a candidate: its outcome and availability.
+fn evaluate(c: &Candidate, profile: &Profile, memo: &RunMemo) -> (Outcome, f64) {
+    let failed = |kind, message| (Outcome::Failed { kind, message }, 1.0);
+    let s: Scenario = match c.scenario.build() {
+        Err(e) => return failed(e.kind, e.message),
+        Ok(s) => s,
+    };
+    match estimate_memo(&s, profile, memo) {
+        Ok((e, a)) => (Outcome::Ran(Box::new(e)), a),
+        Err(err) => failed(err.kind(), err.to_string()),
     }
+}
+
+/// Whether simulated candidate `d` dominates candidate `c` of bounds `b`: at least as fast as
+/// `c` can be, no dearer, no more power than `c` needs, (tokens per day) at least as available
+/// as `c` can be, and strictly better somewhere or enumerated first, the Pareto front's rule.
+fn dominates(d: &Candidate, c: &Candidate, b: &Bounds, goal: Goal) -> bool {
+    let Some(e) = d.estimate() else { return false };
+    let (dc, cc) = (crate::util::round3(d.hardware_usd), crate::util::round3(c.hardware_usd));
+    let ge = e.decode_tokens_per_s >= b.tokens_per_s_max && dc <= cc && e.cluster_power_w <= b.power_w_min;
+    let gt = e.decode_tokens_per_s > b.tokens_per_s_max || dc < cc || e.cluster_power_w < b.power_w_min;
+    let available = goal != Goal::TokensPerDayPerDollar || d.availability >= b.availability_max;
+    ge && available && (gt || d.id < c.id)
 }
 
 /// Plans: enumerates, predicts every candidate in parallel, ranks.
@@ -337,7 +381,7 @@ pub fn plan(req: &PlanRequest, profile: &Profile) -> Result<Plan, String> {
     plan_with_progress(req, profile, &|_, _| {})
 }
 
-/// [`plan`], calling `progress(done, total)` after each candidate is predicted.
+/// [`plan`], calling `progress(done, total)` after each candidate is predicted or pruned.
 pub fn plan_with_progress(req: &PlanRequest, profile: &Profile, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Plan, String> {
     let t0 = Instant::now();
     let mut cands = candidates(req)?;
@@ -350,14 +394,103 @@ pub fn plan_with_progress(req: &PlanRequest, profile: &Profile, progress: &(dyn 
         }
     }
     let pool = rayon::ThreadPoolBuilder::new().num_threads(req.jobs.unwrap_or(0)).build().map_err(|e| e.to_string())?;
-    let mut todo: Vec<&mut Candidate> = cands.iter_mut().filter(|c| !matches!(c.outcome, Outcome::Pruned { .. })).collect();
+    let todo: Vec<usize> = cands.iter().filter(|c| !matches!(c.outcome, Outcome::Pruned { .. })).map(|c| c.id).collect();
     let (done, total) = (std::sync::atomic::AtomicU64::new(0), todo.len() as u64);
-    pool.install(|| {
-        todo.par_iter_mut().for_each(|c| {
-            c.outcome = evaluate(c, profile);
-            progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
+    let tick = || progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
+    let memo = RunMemo::default();
+    if !req.prune {
+        let mut all: Vec<&mut Candidate> = cands.iter_mut().filter(|c| !matches!(c.outcome, Outcome::Pruned { .. })).collect();
+        pool.install(|| {
+            all.par_iter_mut().for_each(|c| {
+                (c.outcome, c.availability) = evaluate(c, profile, &RunMemo::default());
+                tick();
+            })
+        });
+    } else {
+        pool.install(|| search(&mut cands, &todo, o.goal, profile, &memo, &tick));
+    }
+    let ranked = rank(&cands, o);
+    let pareto = pareto_front(&cands);
+    Ok(Plan {
+        request: req.clone(),
+        winner: ranked.first().copied(),
+        ranked,
+        pareto,
+        candidates: cands,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// The pruned search: bound every candidate (build and plan it, one jitter-free step), then
+/// simulate in batches, most promising first (the candidates whose bounds no other bound
+/// dominates, then by bound on the goal), skipping those a simulated candidate dominates.
+fn search(cands: &mut [Candidate], todo: &[usize], goal: Goal, profile: &Profile, memo: &RunMemo, tick: &(dyn Fn() + Sync)) {
+    let bounds: Vec<(usize, Result<Bounds, Outcome>)> = todo.par_iter().map(|&i| (i, bound(&cands[i], profile))).collect();
+    let mut open: Vec<(usize, Bounds)> = Vec::new();
+    for (i, b) in bounds {
+        match b {
+            Ok(b) => open.push((i, b)),
+            Err(out) => {
+                cands[i].outcome = out;
+                tick();
+            }
+        }
+    }
+    let promise = |(i, b): &(usize, Bounds)| {
+        let per_dollar = b.tokens_per_s_max / cands[*i].hardware_usd.max(1.0);
+        match goal {
+            Goal::Speed => b.tokens_per_s_max,
+            Goal::TokensPerSecondPerDollar => per_dollar,
+            Goal::TokensPerDayPerDollar => per_dollar * b.availability_max,
+        }
+    };
+    // Bound-level front first: a cheap stand-in for the true front, whose members dominate most.
+    let on_front: Vec<bool> = open
+        .par_iter()
+        .map(|(i, b)| {
+            !open.iter().any(|(j, d)| {
+                let (cd, cc) = (cands[*j].hardware_usd, cands[*i].hardware_usd);
+                let ge = d.tokens_per_s_max >= b.tokens_per_s_max && cd <= cc && d.power_w_min <= b.power_w_min;
+                ge && (d.tokens_per_s_max > b.tokens_per_s_max || cd < cc || d.power_w_min < b.power_w_min || j < i)
+            })
         })
+        .collect();
+    let mut order: Vec<usize> = (0..open.len()).collect();
+    order.sort_by(|&x, &y| {
+        on_front[y].cmp(&on_front[x]).then(promise(&open[y]).total_cmp(&promise(&open[x]))).then(open[x].0.cmp(&open[y].0))
     });
+    let mut ran: Vec<usize> = Vec::new();
+    for batch in order.chunks(BATCH) {
+        let mut go: Vec<usize> = Vec::new();
+        for &k in batch {
+            let (i, b) = open[k];
+            match ran.iter().find(|&&d| dominates(&cands[d], &cands[i], &b, goal)) {
+                Some(&by) => {
+                    cands[i].outcome = Outcome::Dominated { by, bounds: b };
+                    tick();
+                }
+                None => go.push(i),
+            }
+        }
+        let results: Vec<(Outcome, f64)> = go
+            .par_iter()
+            .map(|&i| {
+                let r = evaluate(&cands[i], profile, memo);
+                tick();
+                r
+            })
+            .collect();
+        for (&i, (out, a)) in go.iter().zip(results) {
+            (cands[i].outcome, cands[i].availability) = (out, a);
+            if cands[i].estimate().is_some() {
+                ran.push(i);
+            }
+        }
+    }
+}
+
+/// Candidates meeting the objective's constraints, best first.
+fn rank(cands: &[Candidate], o: &Objective) -> Vec<usize> {
     let feasible = |e: &Estimate| {
         o.target_tokens_per_s.is_none_or(|t| e.decode_tokens_per_s >= t)
             && o.budget_usd.is_none_or(|b| e.cost_usd <= b)
@@ -374,15 +507,7 @@ pub fn plan_with_progress(req: &PlanRequest, profile: &Profile, progress: &(dyn 
         let primary = if o.minimizes_cost() { by_cost.then(by_power).then(by_score) } else { by_score.then(by_cost).then(by_power) };
         primary.then(a.cmp(&b))
     });
-    let pareto = pareto_front(&cands);
-    Ok(Plan {
-        request: req.clone(),
-        winner: ranked.first().copied(),
-        ranked,
-        pareto,
-        candidates: cands,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
+    ranked
 }
 
 /// Non-dominated candidates (more tok/s, fewer $, fewer W; exact ties keep the first

@@ -61,6 +61,11 @@ impl Plan {
         self.candidates.iter().filter(|c| matches!(c.outcome, Outcome::Pruned { .. })).count()
     }
 
+    /// Candidates skipped because a simulated one dominates them (by their bounds).
+    pub fn dominated(&self) -> usize {
+        self.candidates.iter().filter(|c| matches!(c.outcome, Outcome::Dominated { .. })).count()
+    }
+
     /// Why candidate `i` is not the winner.
     pub fn verdict(&self, i: usize) -> String {
         let c = &self.candidates[i];
@@ -70,6 +75,18 @@ impl Plan {
             Outcome::Pruned { cost_usd } => {
                 let b = o.budget_usd.unwrap_or(0.0);
                 return format!("over budget (pruned, not simulated): ${} > ${}", money(*cost_usd), money(b));
+            }
+            Outcome::Dominated { by, bounds } => {
+                let d = self.candidates[*by].estimate().expect("a dominating candidate ran");
+                return format!(
+                    "dominated (pruned, not simulated): #{by} runs {:.1} tok/s >= this one's bound {:.1}, for ${} <= ${} and {:.0} W <= {:.0} W",
+                    d.decode_tokens_per_s,
+                    bounds.tokens_per_s_max,
+                    money(d.cost_usd),
+                    money(c.hardware_usd),
+                    d.cluster_power_w,
+                    bounds.power_w_min
+                );
             }
             Outcome::Ran(e) => e,
         };
@@ -112,7 +129,7 @@ impl Plan {
         for c in &self.candidates {
             let (k, msg) = match &c.outcome {
                 Outcome::Failed { kind, message } => (cause(*kind), message),
-                Outcome::Ran(_) | Outcome::Pruned { .. } => continue,
+                Outcome::Ran(_) | Outcome::Pruned { .. } | Outcome::Dominated { .. } => continue,
             };
             match out.iter_mut().find(|x| x.0 == k) {
                 Some(x) => x.1 += 1,
@@ -154,13 +171,14 @@ impl Plan {
         let e = self.est(i);
         let cal = if e.calibration.status == "inside" { "" } else { " *" };
         format!(
-            "{:<58} {:>8.2} {:>9} {:>7.0} {:>7.2} {:>8.2}{cal}",
+            "{:<58} {:>8.2} {:>9} {:>7.0} {:>7.2} {:>8.2} {:>8.4}{cal}",
             truncate(&c.describe(), 58),
             e.decode_tokens_per_s,
             money(e.cost_usd),
             e.cluster_power_w,
             e.energy_j_per_token,
-            e.usd_per_mtok
+            e.usd_per_mtok,
+            c.availability * 100.0
         )
     }
 
@@ -168,8 +186,10 @@ impl Plan {
     pub fn report(&self, top: usize, all: bool) -> String {
         let mut s = String::new();
         self.write_header(&mut s);
-        let header =
-            format!("{:<58} {:>8} {:>9} {:>7} {:>7} {:>8}", "cluster, wiring, engine split", "tok/s", "USD", "W", "J/tok", "$/Mtok");
+        let header = format!(
+            "{:<58} {:>8} {:>9} {:>7} {:>7} {:>8} {:>8}",
+            "cluster, wiring, engine split", "tok/s", "USD", "W", "J/tok", "$/Mtok", "avail %"
+        );
         let _ = writeln!(s);
         self.write_winner(&mut s);
         self.write_best(&mut s, &header, top);
@@ -217,13 +237,13 @@ impl Plan {
             if req.fabrics.is_empty() { "all".into() } else { req.fabrics.join(",") },
             if req.engines.is_empty() { "all".into() } else { req.engines.join(",") },
         );
-        let pruned = self.pruned();
+        let (pruned, dominated) = (self.pruned(), self.dominated());
         let _ = writeln!(
             s,
-            "  searched {} candidates in {:.1} s with the run estimator: {pruned} over budget (pruned before simulating), {ran} predicted, {} could not run, {} meet the objective{}",
+            "  searched {} candidates in {:.1} s with the run estimator: {pruned} over budget (pruned before simulating), {dominated} dominated by a simulated one (bounded, not simulated), {ran} predicted, {} could not run, {} meet the objective{}",
             self.candidates.len(),
             self.seconds,
-            self.candidates.len() - ran - pruned,
+            self.candidates.len() - ran - pruned - dominated,
             self.ranked.len(),
             if req.mixed_fleets { "; mixed fleets on" } else { "" }
         );
@@ -239,7 +259,7 @@ impl Plan {
                 if goal != Goal::Speed {
                     let _ = writeln!(
                         s,
-                        "        {} {} (availability {:.3})",
+                        "        {} {} (availability {:.6})",
                         sig_text(self.score(w)),
                         goal.unit(),
                         self.candidates[w].availability
@@ -431,6 +451,7 @@ impl Plan {
             "question": self.question(),
             "mixed_fleets": self.request.mixed_fleets,
             "pruned": self.pruned(),
+            "dominated": self.dominated(),
             "context": self.request.context,
             "candidates": self.candidates.len(),
             "predicted": self.candidates.iter().filter(|c| c.estimate().is_some()).count(),

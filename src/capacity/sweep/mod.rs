@@ -39,7 +39,7 @@ pub use manifest::{Manifest, Shard, resolve_shard};
 pub use merge::{MergeSummary, merge};
 pub use results::{ErrorInfo, PointInfo, Row, for_each_row, read_rows};
 pub use run::{RunOptions, RunSummary, run};
-pub use table::{CSV_COLUMNS, kind_id, write_csv};
+pub use table::{CSV_COLUMNS, FAULT_CSV_COLUMNS, kind_id, write_csv};
 
 /// Format tag of sweep output directories.
 pub const FORMAT: &str = "supernode-sweep-1";

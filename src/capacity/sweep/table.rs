@@ -61,9 +61,20 @@ pub const CSV_COLUMNS: &[&str] = &[
     "error",
 ];
 
-/// Writes `DIR/results.csv` from `DIR/results.jsonl` (streaming).
+/// Columns appended after [`CSV_COLUMNS`] when any point ran with `[faults]` (from its
+/// `faults` report; empty for a point without one): the share of the horizon the cluster
+/// served, the tokens/s it delivered over the horizon, tokens per day, requests failed.
+pub const FAULT_CSV_COLUMNS: &[&str] = &["availability", "goodput_tokens_per_s", "expected_tokens_per_day", "requests_failed"];
+
+/// Writes `DIR/results.csv` from `DIR/results.jsonl` (streaming; a first pass finds whether
+/// any point has a fault report, which adds [`FAULT_CSV_COLUMNS`]).
 pub fn write_csv(dir: &Path, axes: &[String]) -> Result<PathBuf, SweepError> {
     let path = dir.join(RESULTS_CSV);
+    let mut faults = false;
+    for_each_row(dir, |row| {
+        faults |= row.estimate.as_ref().is_some_and(|e| e.faults.is_some());
+        Ok(())
+    })?;
     let mut out = AtomicWriter::create(&path)?;
     let mut buf = Vec::with_capacity(1024);
     {
@@ -71,12 +82,15 @@ pub fn write_csv(dir: &Path, axes: &[String]) -> Result<PathBuf, SweepError> {
         let mut header = vec!["index".to_string()];
         header.extend(axes.iter().cloned());
         header.extend(CSV_COLUMNS.iter().map(|s| s.to_string()));
+        if faults {
+            header.extend(FAULT_CSV_COLUMNS.iter().map(|s| s.to_string()));
+        }
         w.write_record(&header).map_err(|e| SweepError::Io(e.to_string()))?;
         w.flush().map_err(|e| SweepError::Io(e.to_string()))?;
     }
     out.write(&buf)?;
     for_each_row(dir, |row| {
-        let rec = record(&row, axes);
+        let rec = record(&row, axes, faults);
         buf.clear();
         {
             let mut w = csv::Writer::from_writer(&mut buf);
@@ -89,8 +103,9 @@ pub fn write_csv(dir: &Path, axes: &[String]) -> Result<PathBuf, SweepError> {
     Ok(path)
 }
 
-/// The CSV record of a row: index, axis values, then [`CSV_COLUMNS`].
-fn record(row: &Row, axes: &[String]) -> Vec<String> {
+/// The CSV record of a row: index, axis values, then [`CSV_COLUMNS`] (and with `faults`,
+/// [`FAULT_CSV_COLUMNS`]).
+fn record(row: &Row, axes: &[String], faults: bool) -> Vec<String> {
     let mut rec: Vec<String> = Vec::with_capacity(axes.len() + CSV_COLUMNS.len() + 1);
     rec.push(row.index.to_string());
     for a in axes {
@@ -131,6 +146,14 @@ fn record(row: &Row, axes: &[String]) -> Vec<String> {
         None => rec.extend(std::iter::repeat_n(String::new(), 14)),
     }
     rec.push(row.error.as_ref().map(|e| e.message.clone()).unwrap_or_default());
+    if faults {
+        let f = row.estimate.as_ref().and_then(|e| e.faults.as_ref());
+        let opt = |x: Option<f64>| x.map(|x| x.to_string()).unwrap_or_default();
+        rec.push(opt(f.map(|f| f.availability)));
+        rec.push(opt(f.and_then(|f| f.goodput_tokens_per_s)));
+        rec.push(opt(f.and_then(|f| f.expected_tokens_per_day)));
+        rec.push(f.map(|f| f.requests_failed.to_string()).unwrap_or_default());
+    }
     rec
 }
 

@@ -96,7 +96,13 @@ fn answer(page: &mut Page, v: &Value, unit: &str) {
                 ("cluster power during decode", format!("{:.0} W", f(w, "cluster_power_w"))),
                 ("energy", format!("{:.2} J/token", f(w, "energy_j_per_token"))),
                 ("cost of a million tokens", format!("${:.2}", f(w, "usd_per_mtok"))),
-                ("availability used", format!("{:.3} (1 until a fault model supplies it)", f(w, "availability"))),
+                (
+                    "availability",
+                    format!(
+                        "{:.6} (steady state under the profile's load-dependent faults: Thunderbolt TCP crashes, RDMA link failures)",
+                        f(w, "availability")
+                    ),
+                ),
                 ("calibration", envelope_text(s(&e["calibration"], "status"), &strings(&e["calibration"]["reasons"]))),
             ]);
         }
@@ -104,10 +110,11 @@ fn answer(page: &mut Page, v: &Value, unit: &str) {
             .raw("<div class=\"answer none\" id=\"the-answer\">No cluster meets the objective. The closest are in the table below.</div>"),
     }
     page.p(&format!(
-        "Searched {} candidates{}: {} over budget (pruned before simulating), {} predicted, {} meet the objective. Context {} tokens.",
+        "Searched {} candidates{}: {} over budget (pruned before simulating), {} dominated by a simulated candidate (bounded, not simulated), {} predicted, {} meet the objective. Context {} tokens.",
         v["candidates"],
         if v["mixed_fleets"] == true { " including mixed fleets" } else { "" },
         v["pruned"],
+        v["dominated"].as_u64().unwrap_or(0),
         v["predicted"],
         v["meet_objective"],
         v["context"],
@@ -142,6 +149,7 @@ fn candidates(page: &mut Page, v: &Value, points: &[&Value], winner: Option<&str
                     num(f(p, "ttft_s"), 2),
                     usd(f(p, "cost_usd")),
                     num(f(p, "cluster_power_w"), 0),
+                    num(f(p, "availability"), 6),
                     Cell::Text(if p["mixed_fleet"] == true { "mixed".into() } else { String::new() }),
                     Cell::Text(if cal == "inside" { cal } else { "extrapolation".into() }),
                     Cell::Text(if p["pareto"] == true { "yes".into() } else { String::new() }),
@@ -159,6 +167,7 @@ fn candidates(page: &mut Page, v: &Value, points: &[&Value], winner: Option<&str
         "TTFT s",
         "hardware",
         "W",
+        "availability",
         "fleet",
         "envelope",
         "Pareto",
