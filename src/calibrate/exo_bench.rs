@@ -2,8 +2,10 @@
 //!
 //! exo ships a benchmark script (`bench/exo_bench.py` in the exo repository) that places a model
 //! on the cluster with a given sharding and instance type, sends prompts of `pp` tokens, asks for
-//! `tg` generated tokens, repeats, and writes every run as JSON. The script could not be fetched
-//! when this reader was written, so the fields below are the ones **assumed** from exo 1.0's
+//! `tg` generated tokens, repeats, and writes every run as JSON. The script is in no package
+//! reachable from here (checked again: PyPI's `exo` is an unrelated 2020 yeast-epigenome
+//! toolkit, and no exo-explore package is on PyPI, npm, crates.io or Debian's lists), so the
+//! fields below are still the ones **assumed** from exo 1.0's
 //! placement and stats vocabulary (FACTS.md: tensor/pipeline sharding, MLX ring or JACCL
 //! instances); the parser is strict about them (a missing or mistyped field is an error naming
 //! the run and the field) and ignores any other key, so a newer script that adds fields still

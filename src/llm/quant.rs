@@ -291,17 +291,24 @@ impl GgufType {
         TensorFormat { bits: self.bits(), kernel: self.kernel() }
     }
 
-    /// The type llama.cpp falls back to when a row length is not a multiple of 256
-    /// (`llama_tensor_get_type`, the `convert_incompatible_tensor` branch).
-    fn fallback(self) -> GgufType {
+    /// The type llama.cpp gives a tensor of this target type whose rows have `row` weights:
+    /// `tensor_type_fallback` in `src/llama-quant.cpp` (llama.cpp 0c1e57098, as vendored by
+    /// llama-cpp-python 0.3.36): a 256-block type falls back to a 32-block type, Q2_K and Q3_K
+    /// to Q4_0 (not IQ4_NL: same 4.5 bits), and F16 when even 32-blocks do not fit.
+    fn fallback(self, row: u64) -> GgufType {
         use GgufType::*;
-        match self {
-            Q2_K | Q3_K | IQ4_XS | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M => IQ4_NL,
+        if row % self.block() == 0 {
+            return self;
+        }
+        let t = match self {
+            IQ4_XS | IQ2_XXS | IQ2_XS | IQ2_S | IQ3_XXS | IQ3_S | IQ1_S | IQ1_M => IQ4_NL,
+            Q2_K | Q3_K => Q4_0,
             Q4_K => Q5_0,
             Q5_K => Q5_1,
             Q6_K => Q8_0,
             other => other,
-        }
+        };
+        if row % t.block() == 0 { t } else { F16 }
     }
 }
 
@@ -400,12 +407,18 @@ impl GgufFtype {
         }
     }
 
-    /// The type llama.cpp gives one tensor. Rules transcribed from `llama_tensor_get_type` in
-    /// llama.cpp `src/llama-quant.cpp` (2025 releases, around b5500; the k-quant rules date
-    /// from PR 1684 and were moved from `llama.cpp` to `llama-quant.cpp` in late 2024; not
-    /// re-checked against a checkout when written), for the non-imatrix k-quant and Q8_0 file
-    /// types, non-Falcon architectures; MoE layers are indexed by block number. Router weights
-    /// (`ffn_gate_inp`) and norms are never quantized (kept F32 by `convert_hf_to_gguf.py`).
+    /// The type llama.cpp gives one tensor. Rules checked rule by rule against
+    /// `llama_tensor_get_type_impl` and `tensor_type_fallback` in `src/llama-quant.cpp` of
+    /// llama.cpp 0c1e57098 (vendored in the llama-cpp-python 0.3.36 sdist on PyPI), for the
+    /// non-imatrix k-quant and Q8_0 file types, non-Falcon architectures: attn_v (and
+    /// attn_qkv, attn_kv_b) by `i_attention_wv`, ffn_down by block number out of
+    /// `n_layer_all` (MoE tensors parse `blk.N.`), attn_output, output/tied embedding;
+    /// ffn_gate, ffn_up, attn_q, attn_k and the untied embedding keep the default type.
+    /// Router weights (`ffn_gate_inp`) and norms are never quantized
+    /// (`tensor_allows_quantization`). Not modelled: today's converter splits MLA's attn_kv_b
+    /// into attn_k_b (rows of qk_nope_head_dim = 128, so Q4_K falls back to Q5_0) and attn_v_b
+    /// (default type); this counts the whole kv_b at the default type (DeepSeek V3 Q4_K_M:
+    /// ~0.5 B weights at 4.5 instead of 5.5 bits, about 64 MB of ~400 GB).
     fn tensor_type(self, role: TensorRole, part: Part, layer: u64, s: &QuantShape) -> GgufType {
         use GgufFtype as F;
         use GgufType as T;
@@ -469,7 +482,7 @@ impl GgufFtype {
             (TensorRole::AttnOutput, _) => s.attn_out_in,
             _ => s.hidden,
         };
-        if row % ty.block() != 0 { ty.fallback() } else { ty }
+        ty.fallback(row)
     }
 
     /// `output.weight` (and a tied embedding): Q8_0 when rows do not split into 256-blocks,
@@ -619,5 +632,11 @@ mod tests {
         // gpt-oss rows of 2880 are not 256-blocks: Q4_K falls back to Q5_0.
         let odd = QuantShape { hidden: 2880, ..s };
         assert_eq!(q.tensor_type(TensorRole::AttnQ, Part::Whole, 3, &odd), GgufType::Q5_0);
+        // llama.cpp 0c1e57098 `tensor_type_fallback`: Q2_K and Q3_K fall back to Q4_0, and rows
+        // that do not split into 32-blocks are stored F16.
+        assert_eq!(GgufFtype::Q2_K.tensor_type(TensorRole::AttnQ, Part::Whole, 3, &odd), GgufType::Q4_0);
+        assert_eq!(GgufFtype::Q3_K_M.tensor_type(TensorRole::AttnQ, Part::Whole, 3, &odd), GgufType::Q4_0);
+        let ragged = QuantShape { hidden: 2888, ..s };
+        assert_eq!(q.tensor_type(TensorRole::AttnQ, Part::Whole, 3, &ragged), GgufType::F16);
     }
 }
