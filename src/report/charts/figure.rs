@@ -156,6 +156,22 @@ pub(super) struct Panel {
     pub(super) x_ticks: Vec<f64>,
 }
 
+impl Panel {
+    /// A panel of `y` over node counts: linear y from zero, x ticked only at `counts` (the node
+    /// counts that ran, so the axis never suggests one that was not tried).
+    pub(super) fn over_nodes(y_desc: &str, series: Vec<Series>, counts: Vec<f64>) -> Self {
+        Panel {
+            x_desc: "nodes".into(),
+            y_desc: y_desc.into(),
+            x_scale: Scale::Nodes,
+            y_scale: Scale::Linear,
+            y_from_zero: true,
+            series,
+            x_ticks: counts,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(super) struct Grid {
     pub(super) x_desc: String,

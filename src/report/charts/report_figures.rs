@@ -137,15 +137,7 @@ fn node_panel(y_desc: &str, groups: &[(String, Vec<&ReportPoint>)], y: impl Fn(&
             s
         })
         .collect();
-    Panel {
-        x_desc: "nodes".into(),
-        y_desc: y_desc.into(),
-        x_scale: Scale::Nodes,
-        y_scale: Scale::Linear,
-        y_from_zero: true,
-        series,
-        x_ticks: ticks,
-    }
+    Panel::over_nodes(y_desc, series, ticks)
 }
 
 /// Scaling: the best decode tokens/s per node count, one line per group. `None` with fewer than
