@@ -255,7 +255,7 @@ pub(super) fn equal_budget(model: &str, rows: &[&ChartRow], sweep_name: &str) ->
         }]),
         legend,
         footnotes: vec![
-            "Line: the best cluster of that family at or under each budget. Prices from the catalog (`supernode catalog nodes`).".into(),
+            "Line: the best swept cluster of those nodes and engine at or under each budget (a point is one cluster, its node count beside it). Prices from the catalog (`supernode catalog nodes`).".into(),
         ],
         size: (1300, 850),
     })
