@@ -371,11 +371,7 @@ const RANGE_HELP: &str = "write { from = 1, to = 8 } (inclusive; step >= 1), e.g
 /// more than [`MAX_POINTS`] values (counted without overflow, for any i64 bounds).
 fn range_values(src: &Source, key: &str, from: i64, to: i64, step: i64, span: Range<usize>) -> Result<AxisValues, ScenarioError> {
     if step < 1 || to < from {
-        return Err(src.error(
-            span,
-            format!("sweep range for `{key}` is empty"),
-            Some(RANGE_HELP.into()),
-        ));
+        return Err(src.error(span, format!("sweep range for `{key}` is empty"), Some(RANGE_HELP.into())));
     }
     // to >= from and step >= 1: the distance fits in u64 and so does the count (at most 2^64).
     let distance = to.abs_diff(from);

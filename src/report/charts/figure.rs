@@ -535,15 +535,17 @@ pub(super) fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &
     let (labelled, at): (Vec<_>, Vec<_>) = labelled.into_iter().zip(at).zip(keep).filter(|(_, k)| *k).map(|(x, _)| x).unzip();
     let shifts = label_shifts(&at, &markers);
     chart
-        .draw_series(labelled.iter().zip(shifts).map(|((c, l), dy)| EmptyElement::at(*c) + Text::new(l.clone(), (8, -20 + dy), font.clone())))
+        .draw_series(
+            labelled.iter().zip(shifts).map(|((c, l), dy)| EmptyElement::at(*c) + Text::new(l.clone(), (8, -20 + dy), font.clone())),
+        )
         .map_err(draw_err)?;
     Ok(())
 }
 
 /// Vertical pixel shifts that keep point labels from overlapping each other and the markers:
 /// labels (at a point's pixel position, `chars` long, 15 px type) are placed from the top down,
-/// each above-right of its point where that is free, else below-right of it, else a line lower
-/// at a time (a marker: 12 px across at its pixel centre).
+/// each above-right of its point where that is free, else below-right of it, else where only a
+/// marker is in the way, else a line lower at a time (a marker: 12 px across at its centre).
 fn label_shifts(labels: &[((i32, i32), usize)], markers: &[(i32, i32)]) -> Vec<i32> {
     const LINE: i32 = 18;
     // Below the point: the label's top 6 px under its centre (20 px lower than above it + 6).
@@ -556,10 +558,16 @@ fn label_shifts(labels: &[((i32, i32), usize)], markers: &[(i32, i32)]) -> Vec<i
     let mut placed: Vec<(i32, i32, i32)> = markers.iter().map(|&(x, y)| (x - 6, x + 6, y - LINE / 2)).collect();
     for i in order {
         let (x0, x1, y) = boxes[i];
-        let free = |top: i32| !placed.iter().any(|&(a0, a1, t)| x0 < a1 && a0 < x1 && (top - t).abs() < LINE);
-        let mut top = if free(y) { y } else { y + BELOW };
+        let clear = |top: i32, from: usize| !placed[from..].iter().any(|&(a0, a1, t)| x0 < a1 && a0 < x1 && (top - t).abs() < LINE);
+        // Above, else below, clear of labels and markers; else the nearer of the two clear of
+        // labels (a label touching a marker beats a label far from its point); else lower.
+        let mut top = [y, y + BELOW, y, y + BELOW]
+            .into_iter()
+            .enumerate()
+            .find(|&(k, t)| clear(t, if k < 2 { 0 } else { markers.len() }))
+            .map_or(y + BELOW, |(_, t)| t);
         for _ in 0..8 {
-            if free(top) {
+            if clear(top, markers.len()) {
                 break;
             }
             top += LINE;
