@@ -285,6 +285,14 @@ fn a_huge_prior_weight_is_refused() {
     assert!(err.contains("--prior-weight") && err.contains("from 0 to 1e6"), "{err}");
 }
 
+/// `run --no-write ARGS --trace-max-tasks 500 --trace PATH` on `s`, which must succeed: its
+/// stderr and the trace.
+fn traced(s: &Path, path: &Path, args: &[&str]) -> (String, serde_json::Value) {
+    let o = bin().arg("run").arg(s).arg("--no-write").args(args).args(["--trace-max-tasks", "500", "--trace"]).arg(path).assert().success();
+    let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+    (err, serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+}
+
 /// Issue 14 item 1 (the trace streams to disk with a cap): `run --trace` with many decode steps
 /// used to build the whole trace in memory (7 GB, then abort). Now tasks stream to a temporary
 /// file moved into place when complete, at most a cap of them (the note and the file's metadata
@@ -294,18 +302,8 @@ fn the_trace_streams_to_disk_with_a_cap_on_tasks_and_steps() {
     let t = tempfile::tempdir().unwrap();
     let s = write(t.path(), "s.toml", BASE);
     let path = t.path().join("trace.json");
-    let o = bin()
-        .arg("run")
-        .arg(&s)
-        .args(["--no-write", "--set", "workload.generate_tokens=1024", "--trace-steps", "1024", "--trace-max-tasks", "500", "--trace"])
-        .arg(&path)
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&o.stderr);
+    let (err, v) = traced(&s, &path, &["--set", "workload.generate_tokens=1024", "--trace-steps", "1024"]);
     assert!(err.contains("trace: 500 tasks written") && err.contains("capped at 500 tasks:"), "{err}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count(), 500);
     assert_eq!(v["metadata"]["tasks_written"], 500);
     assert!(v["metadata"]["tasks_not_written"].as_u64().unwrap() > 0, "{}", v["metadata"]);
@@ -334,18 +332,8 @@ fn a_capped_trace_stops_simulating_at_the_cap() {
     let t = tempfile::tempdir().unwrap();
     let s = write(t.path(), "s.toml", &BASE.replace("name = \"exo\"", "name = \"exo\"\nprefill_chunk = 128"));
     let path = t.path().join("trace.json");
-    let o = bin()
-        .arg("run")
-        .arg(&s)
-        .args(["--no-write", "--set", "workload.prompt_tokens=131000", "--set", "workload.generate_tokens=64"])
-        .args(["--trace-steps", "64", "--trace-max-tasks", "500", "--trace"])
-        .arg(&path)
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (err, v) =
+        traced(&s, &path, &["--set", "workload.prompt_tokens=131000", "--set", "workload.generate_tokens=64", "--trace-steps", "64"]);
     let meta = &v["metadata"];
     let (done, left) = (meta["steps_simulated"].as_u64().unwrap(), meta["steps_not_simulated"].as_u64().unwrap());
     // The run: 1,023 full chunks of 128 (sampled at 1,024 at most: all of them), the 55-token
