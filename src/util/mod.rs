@@ -240,7 +240,7 @@ pub fn toml_shape(text: &str, span: std::ops::Range<usize>, msg: &str) -> Option
     let b = line.as_bytes();
     let is_date = b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-';
     if is_date {
-        let value = line.split(|c: char| c == ',' || c == '#' || c == '}' || c == ']').next().unwrap_or(line).trim();
+        let value = line.split([',', '#', '}', ']']).next().unwrap_or(line).trim();
         return Some((
             format!("`{value}` is a TOML date, not {}", expected.unwrap_or("a value here")),
             "write a number, or quote the text (\"...\") if it is a name or a version".to_string(),
