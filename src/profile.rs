@@ -625,10 +625,16 @@ impl Profile {
 
     /// Parses and checks profile text; `path` names it in errors.
     pub fn parse(text: &str, path: &str) -> Result<Profile, ProfileError> {
-        let p: Profile = toml::from_str(text).map_err(|e| ProfileError::Parse {
-            path: path.to_string(),
-            line: line_of(text, e.span().map_or(0, |s| s.start)),
-            message: crate::util::user_words(e.message().trim()),
+        let p: Profile = toml::from_str(text).map_err(|e| {
+            let msg = crate::util::user_words(e.message().trim());
+            ProfileError::Parse {
+                path: path.to_string(),
+                line: line_of(text, e.span().map_or(0, |s| s.start)),
+                message: match crate::util::toml_shape(text, e.span().unwrap_or(0..0), &msg) {
+                    Some((msg, help)) => format!("{msg}; {help}"),
+                    None => msg,
+                },
+            }
         })?;
         p.check().map_err(|issue| ProfileError::Invalid {
             path: path.to_string(),

@@ -184,18 +184,26 @@ fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64, max_ta
     let file = crate::util::AtomicFile::create(path).map_err(|e| cannot(e.to_string()))?;
     let mut out = report::TraceWriter::begin(file, &plan);
     let steps = steps.min(sc.workload.generate_tokens);
-    let (written, dropped) = {
+    let tally = {
         let mut sink = |e: &crate::estimate::TraceEvent<'_>| out.event(e);
         let mut tr = crate::estimate::Trace::new(steps, max_tasks, &mut sink);
         crate::estimate::trace_run(sc, &plan, &mut tr);
-        (tr.recorded, tr.dropped)
+        report::TraceTally {
+            decode_steps: steps,
+            written: tr.recorded,
+            not_written: tr.dropped,
+            steps_simulated: tr.steps,
+            steps_not_simulated: tr.skipped,
+        }
     };
-    let file = out.finish(&plan, steps, written, dropped).map_err(|e| cannot(e.to_string()))?;
+    let file = out.finish(&plan, &tally).map_err(|e| cannot(e.to_string()))?;
     file.commit().map_err(|e| cannot(e.to_string()))?;
-    super::note!("trace: {written} tasks written to {} (open in ui.perfetto.dev)", path.display());
-    if dropped > 0 {
+    super::note!("trace: {} tasks written to {} (open in ui.perfetto.dev)", tally.written, path.display());
+    if tally.not_written + tally.steps_not_simulated > 0 {
         super::note!(
-            "trace: capped at {max_tasks} tasks; {dropped} more were not written (trace fewer decode steps with --trace-steps, or a shorter prompt)"
+            "trace: capped at {max_tasks} tasks: the trace stops after {} of {} prefill chunks and decode steps (trace fewer decode steps with --trace-steps, or a shorter prompt)",
+            tally.steps_simulated,
+            tally.steps_simulated + tally.steps_not_simulated
         );
     }
     Ok(())
@@ -226,7 +234,8 @@ fn write_serve_trace(
     };
     let requests = run.log.unwrap_or_default();
     out.requests(plan.n() as u32, &requests, (from, to.min(run.end_ns.max(from))), forwards);
-    let file = out.finish(&plan, 0, written, dropped).map_err(|e| cannot(e.to_string()))?;
+    let tally = report::TraceTally { decode_steps: 0, written, not_written: dropped, steps_simulated: forwards, steps_not_simulated: 0 };
+    let file = out.finish(&plan, &tally).map_err(|e| cannot(e.to_string()))?;
     file.commit().map_err(|e| cannot(e.to_string()))?;
     super::note!(
         "trace: {written} tasks of {forwards} forwards in {}..{} s and {} request tracks written to {} (open in ui.perfetto.dev)",

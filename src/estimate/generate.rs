@@ -131,7 +131,9 @@ fn sample(k: u64, samples: u64, total: u64) -> (u64, u64) {
     (at(k), at(k + 1) - at(k))
 }
 
-/// [`simulate_generate`], recording the executed tasks into `trace` when given.
+/// [`simulate_generate`], recording the executed tasks into `trace` when given. Once the
+/// trace's cap is reached, the remaining chunks and steps are counted, not simulated (the
+/// returned run then covers only the traced part: a traced run is for its trace).
 pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u64, mut trace: Option<&mut Trace<'_>>) -> GenerateRun {
     let mut jitter = Jitter::new(seed, plan.jitter_cv);
     let mut events = 0;
@@ -146,6 +148,9 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
     let mut steps = Vec::with_capacity(samples as usize);
     let mut bytes = 0;
     for k in 0..samples {
+        if trace.as_deref_mut().is_some_and(Trace::skip_if_full) {
+            continue;
+        }
         let (g, weight) = sample(k, samples, generate);
         // The sample stands for steps g..g+weight: time it at their middle context.
         let context = prompt + g + (weight - 1) / 2;
@@ -192,6 +197,9 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
     let (mut now, mut events): (Time, u64) = (0, 0);
     let mut cached: Option<Lowered> = None;
     let mut run = |tokens: u64, done: u64, index: u64, weight: u64, now: &mut Time| {
+        if trace.as_deref_mut().is_some_and(Trace::skip_if_full) {
+            return 0;
+        }
         if cached.as_ref().is_none_or(|c| c.tokens != tokens) {
             cached = Some(lower_step(plan, tokens));
         }

@@ -15,8 +15,8 @@ use super::serve::{Forward, ServeRun, ServeSim};
 /// it are sampled by the estimate (see [`super::generate::MAX_SIMULATED_DECODE_STEPS`]).
 pub const MAX_TRACE_STEPS: u64 = super::generate::MAX_SIMULATED_DECODE_STEPS;
 
-/// Most tasks a trace records (about 150 bytes each in the file: ~150 MB); tasks past it are
-/// counted, not written.
+/// Most tasks a trace records (about 150 bytes each in the file: ~150 MB); the rest of the step
+/// that reaches it is counted, not written, and the traced run simulates no further step.
 pub const MAX_TRACE_EVENTS: u64 = 1_000_000;
 
 /// The plan a trace of the scenario runs (the one [`super::estimate`] uses).
@@ -26,7 +26,8 @@ pub fn trace_plan(s: &Scenario, profile: &Profile) -> Result<Plan, EstimateError
 
 /// Runs the scenario's generate workload as [`super::estimate`] simulates it (same plan, seed and
 /// jitter stream), handing every prefill chunk's and the first `tr.max_decode_steps` decode
-/// steps' tasks to the trace's sink (at most `tr.max_events`).
+/// steps' tasks to the trace's sink (at most `tr.max_events`). Once the cap is reached the run
+/// stops simulating: the steps left are counted in `tr.skipped`.
 pub fn trace_run(s: &Scenario, plan: &Plan, tr: &mut Trace<'_>) {
     let steps = s.workload.generate_tokens.min(tr.max_decode_steps);
     simulate_generate_traced(plan, s.workload.prompt_tokens, steps, s.seed, Some(tr));
@@ -70,12 +71,18 @@ pub struct Trace<'a> {
     pub dropped: u64,
     /// Prefill chunks and decode steps executed while tracing.
     pub steps: u64,
+    /// Prefill chunks and decode steps left unsimulated once the cap was reached.
+    pub skipped: u64,
     sink: &'a mut dyn FnMut(&TraceEvent<'_>),
 }
 
 impl std::fmt::Debug for Trace<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Trace").field("recorded", &self.recorded).field("dropped", &self.dropped).finish_non_exhaustive()
+        f.debug_struct("Trace")
+            .field("recorded", &self.recorded)
+            .field("dropped", &self.dropped)
+            .field("skipped", &self.skipped)
+            .finish_non_exhaustive()
     }
 }
 
@@ -83,7 +90,15 @@ impl<'a> Trace<'a> {
     /// A recorder of `max_decode_steps` decode steps (and every prefill chunk), at most
     /// `max_events` tasks, handing each to `sink`.
     pub fn new(max_decode_steps: u64, max_events: u64, sink: &'a mut dyn FnMut(&TraceEvent<'_>)) -> Self {
-        Trace { max_decode_steps, max_events, recorded: 0, dropped: 0, steps: 0, sink }
+        Trace { max_decode_steps, max_events, recorded: 0, dropped: 0, steps: 0, skipped: 0, sink }
+    }
+
+    /// Whether the cap is reached; if so the step at hand is counted as skipped (the traced run
+    /// then simulates nothing more: its remaining steps would write nothing).
+    pub(super) fn skip_if_full(&mut self) -> bool {
+        let full = self.recorded >= self.max_events;
+        self.skipped += u64::from(full);
+        full
     }
 
     /// Hands the tasks of one executed step (started at `start`) to the sink.

@@ -204,6 +204,21 @@ pub fn error_json(kind: Option<ErrorKind>, message: &str) -> String {
     v.to_string()
 }
 
+/// What a trace holds and what its cap left out, for the trace's metadata.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceTally {
+    /// Decode steps asked for (`--trace-steps`, at most the generation).
+    pub decode_steps: u64,
+    /// Tasks written.
+    pub written: u64,
+    /// Tasks of the step that reached the cap, not written.
+    pub not_written: u64,
+    /// Prefill chunks and decode steps simulated while tracing.
+    pub steps_simulated: u64,
+    /// Prefill chunks and decode steps not simulated once the cap was reached.
+    pub steps_not_simulated: u64,
+}
+
 /// A traced run in the Chrome trace-event format that Perfetto (ui.perfetto.dev) and
 /// chrome://tracing open, written as the run goes (memory flat in the trace's length): one
 /// process per node, one thread per resource (GPU stream, CPU, each link direction; named where
@@ -311,17 +326,19 @@ impl<W: std::io::Write> TraceWriter<W> {
         }));
     }
 
-    /// Ends the document with its metadata (decode steps traced, tasks written and not written
-    /// past the cap; for a serving run its window, forwards and requests) and returns the
-    /// writer, or the first write error.
-    pub fn finish(mut self, plan: &crate::engine::Plan, decode_steps: u64, written: u64, not_written: u64) -> std::io::Result<W> {
+    /// Ends the document with its metadata (what was traced, and what the cap left out; for a
+    /// serving run its window, forwards and requests) and returns the writer, or the first
+    /// write error.
+    pub fn finish(mut self, plan: &crate::engine::Plan, tally: &TraceTally) -> std::io::Result<W> {
         let meta = serde_json::json!({
             "tool": "supernode",
             "model": plan.model.id,
             "quant": plan.quant.id,
-            "decode_steps_traced": decode_steps,
-            "tasks_written": written,
-            "tasks_not_written": not_written,
+            "decode_steps_traced": tally.decode_steps,
+            "tasks_written": tally.written,
+            "tasks_not_written": tally.not_written,
+            "steps_simulated": tally.steps_simulated,
+            "steps_not_simulated": tally.steps_not_simulated,
         });
         let mut meta = meta;
         if let Some(sv) = self.serve.take() {

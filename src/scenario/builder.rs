@@ -215,6 +215,16 @@ impl ScenarioBuilder {
         self
     }
 
+    /// The `workload.prompt_tokens` and `workload.generate_tokens` as set (a fixed count; None
+    /// when unset or drawn), before validation.
+    pub fn fixed_tokens(&self) -> (Option<u64>, Option<u64>) {
+        let fixed = |l: &Option<Spanned<RawLength>>| match l.as_ref().map(Spanned::get_ref) {
+            Some(RawLength::Fixed(n)) => u64::try_from(*n).ok(),
+            _ => None,
+        };
+        self.raw.workload.as_ref().map_or((None, None), |w| (fixed(&w.get_ref().prompt_tokens), fixed(&w.get_ref().generate_tokens)))
+    }
+
     fn engine_mut(&mut self) -> &mut RawEngine {
         if self.raw.engine.is_none() {
             self.engine_unnamed = true;

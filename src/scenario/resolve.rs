@@ -703,7 +703,7 @@ fn check_workload_limits(
                         "shorten the prompt or the generation so that together they are at most {max} tokens (the model's max_position_embeddings, with its rope scaling)"
                     )),
                 )
-                .with_kind(ErrorKind::BadValue));
+                .with_kind(ErrorKind::ContextWindow));
         }
     }
     Ok(())

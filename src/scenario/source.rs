@@ -22,6 +22,8 @@ use crate::util::did_you_mean;
 pub enum ErrorKind {
     /// The model and its KV cache do not fit in the nodes' memory.
     DoesNotFit,
+    /// The prompt plus the generated tokens are longer than the model's context window.
+    ContextWindow,
     /// The profile has no parameters for a chip and runtime.
     Uncalibrated,
     /// The engine cannot split the model that way over these nodes.
@@ -47,8 +49,9 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::DoesNotFit,
+        ErrorKind::ContextWindow,
         ErrorKind::Uncalibrated,
         ErrorKind::IllegalSplit,
         ErrorKind::TooFewPorts,
@@ -171,6 +174,9 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 pub(super) fn toml_error(source: &Source, e: &toml::de::Error) -> ScenarioError {
     let span = e.span().unwrap_or(0..0);
     let msg = user_words(e.message().trim());
+    if let Some((msg, help)) = crate::util::toml_shape(&source.text, span.clone(), &msg) {
+        return source.error(span, msg, Some(help)).with_kind(ErrorKind::BadValue);
+    }
     // The toml crate reports its errors as text only; this is where they get their kind.
     let (kind, help) = if msg.contains("unknown field") {
         (ErrorKind::UnknownKey, Some("remove the key or fix its spelling; see DESIGN.md \"Contracts\" for the scenario keys".to_string()))

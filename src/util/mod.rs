@@ -208,6 +208,47 @@ pub fn user_words(msg: &str) -> String {
     out
 }
 
+/// A TOML shape mistake in the user's words, with a fix: `[[workload]]` (an array of tables)
+/// where one table or a value belongs, `[name]` (a table) where a value or a list of tables
+/// belongs, a date where a number or a name belongs. `msg` is the parser's message (already in
+/// [`user_words`]) for an error at `span` of `text`; None when the error is not one of these.
+pub fn toml_shape(text: &str, span: std::ops::Range<usize>, msg: &str) -> Option<(String, String)> {
+    if !msg.contains("invalid type") {
+        return None;
+    }
+    let at = text.get(span.start.min(text.len())..).unwrap_or("").trim_start();
+    let line = at.lines().next().unwrap_or("");
+    let expected = msg.split("expected ").nth(1).map(str::trim).filter(|e| !e.is_empty());
+    if let Some(name) = line.strip_prefix("[[").and_then(|l| l.split("]]").next()).map(str::trim) {
+        return Some((
+            format!("`[[{name}]]` (double brackets) makes `{name}` an array of tables, which it is not"),
+            format!("write `[{name}]` (single brackets) for a table, or `{name} = ...` for a value"),
+        ));
+    }
+    if let Some(name) = line.strip_prefix('[').and_then(|l| l.split(']').next()).map(str::trim) {
+        let (key, place) = match name.rsplit_once('.') {
+            Some((parent, key)) => (key, format!("under `[{parent}]`")),
+            None => (name, "before the first table".to_string()),
+        };
+        let help = match expected {
+            Some("a list") => format!("a list of tables repeats its header: write `[[{name}]]` before each item"),
+            Some(e) => format!("write `{key} = ...` ({e}) {place} instead of a `[{name}]` header"),
+            None => format!("write `{key} = ...` {place} instead of a `[{name}]` header"),
+        };
+        return Some((format!("`[{name}]` makes `{name}` a table, but it takes {}", expected.unwrap_or("a value")), help));
+    }
+    let b = line.as_bytes();
+    let is_date = b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-';
+    if is_date {
+        let value = line.split([',', '#', '}', ']']).next().unwrap_or(line).trim();
+        return Some((
+            format!("`{value}` is a TOML date, not {}", expected.unwrap_or("a value here")),
+            "write a number, or quote the text (\"...\") if it is a name or a version".to_string(),
+        ));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

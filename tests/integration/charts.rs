@@ -246,3 +246,46 @@ fn plot_warns_on_an_incomplete_sweep_and_fails_on_an_empty_one() {
     let o = bin().arg("plot").arg(&out).assert().code(2).get_output().clone();
     assert!(String::from_utf8_lossy(&o.stderr).contains("no results"), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// The point labels of an SVG chart (15 px type: `font-size` 12.1 in plotters' SVG): (x, y, text).
+fn point_labels(svg: &str) -> Vec<(f64, f64, String)> {
+    let lines: Vec<&str> = svg.lines().collect();
+    let attr = |l: &str, k: &str| -> f64 {
+        let at = l.find(&format!(" {k}=\"")).unwrap() + k.len() + 3;
+        l[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    lines
+        .windows(2)
+        .filter(|w| w[0].starts_with("<text") && (attr(w[0], "font-size") - 12.1).abs() < 0.1)
+        .map(|w| (attr(w[0], "x"), attr(w[0], "y"), w[1].trim().to_string()))
+        .collect()
+}
+
+/// Issue 14 item 4 (charts readable): the point labels of two lines piled on each other where the
+/// lines meet (Qwen3's cost chart at one node: "629" over "596"), and the memory-fit map's tick
+/// marks crossed its column names. Labels are now placed across all lines (below a point when
+/// above is taken) and the map has no tick marks.
+#[test]
+fn point_labels_never_overlap_and_the_memory_fit_map_has_no_tick_marks() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("g");
+    bin().arg("sweep").arg(scenario("sweep-geerling.toml")).arg("--out").arg(&out).assert().success();
+    for model in ["qwen3-235b-a22b", "deepseek-v3.1", "kimi-k2-thinking"] {
+        for kind in ["scaling", "power", "cost"] {
+            let svg = std::fs::read_to_string(out.join(format!("charts/{kind}-{model}.svg"))).unwrap();
+            let labels = point_labels(&svg);
+            assert!(labels.len() >= 4, "{kind}-{model}: {labels:?}");
+            for (i, a) in labels.iter().enumerate() {
+                for b in &labels[i + 1..] {
+                    // 15 px type: about 8 px a character, 18 px a line.
+                    let overlap_x = a.0 < b.0 + 8.0 * b.2.len() as f64 && b.0 < a.0 + 8.0 * a.2.len() as f64;
+                    assert!(!(overlap_x && (a.1 - b.1).abs() < 16.0), "{kind}-{model}: {a:?} overlaps {b:?}");
+                }
+            }
+        }
+    }
+    let map = std::fs::read_to_string(out.join("charts/memory-fit.svg")).unwrap();
+    // Only the two axis lines: a tick mark is a polyline a few px long.
+    let polylines: Vec<&str> = map.lines().filter(|l| l.starts_with("<polyline")).collect();
+    assert_eq!(polylines.len(), 2, "{polylines:#?}");
+}

@@ -54,6 +54,51 @@ fn a_billion_point_range_streams() {
     assert_eq!(last["overrides"]["seed"], 990_000_001);
 }
 
+/// Issue 14 item 1 (the prompt against the model's context window, in a sweep): a sweep with
+/// one point past the window used to fail whole (the error was a bad value, refused up front
+/// like a typo). Now such a point is a row that cannot run, kind `context-window`, with the
+/// reason; the sweep goes on, and the memory-fit map says the window, not memory, cut it short.
+#[test]
+fn a_sweep_point_past_the_context_window_is_a_row_not_a_failure() {
+    let t = tempfile::tempdir().unwrap();
+    let f = write(t.path(), "ctx.toml", &format!("{BASE}[sweep]\n\"workload.prompt_tokens\" = [8, 200000]\n\"cluster.count\" = [1, 2]\n"));
+    let out = t.path().join("out");
+    let o = bin().arg("sweep").arg(&f).arg("--out").arg(&out).assert().success().get_output().clone();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("swept 4 points"), "{text}");
+    let rows: Vec<serde_json::Value> =
+        std::fs::read_to_string(out.join("results.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        let past = r["overrides"]["workload.prompt_tokens"] == 200000;
+        assert_eq!(r["fits"], !past, "{r}");
+        if past {
+            assert_eq!(r["error"]["kind"], "context-window", "{r}");
+            let msg = r["error"]["message"].as_str().unwrap();
+            assert!(msg.contains("200004 tokens is past Llama 3.2 3B's context window of 131072"), "{msg}");
+            assert!(r["error"]["help"].as_str().unwrap().contains("at most 131072 tokens"), "{r}");
+            // What the point is, for tables and charts, with its own token counts.
+            assert_eq!(r["scenario"]["model"], "llama-3.2-3b", "{r}");
+            assert_eq!(r["scenario"]["prompt_tokens"], 200000, "{r}");
+        }
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(csv.matches(",context-window,").count(), 2, "{csv}");
+    let map = std::fs::read_to_string(out.join("charts/memory-fit.svg")).unwrap();
+    assert!(map.contains("(its window)"), "the map must say the window, not memory, cut the context");
+    // `run` on such a point says the same kind.
+    let o = bin()
+        .arg("run")
+        .arg(&f)
+        .args(["--no-write", "--json", "--set", "workload.prompt_tokens=200000"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "context-window", "{v}");
+}
+
 /// Issue 14 item 1 (checked range arithmetic): a range over the whole i64 domain used to
 /// overflow and report "swept 0 points" with exit 0; now it is refused with its count and a fix.
 #[test]
@@ -240,6 +285,14 @@ fn a_huge_prior_weight_is_refused() {
     assert!(err.contains("--prior-weight") && err.contains("from 0 to 1e6"), "{err}");
 }
 
+/// `run --no-write ARGS --trace-max-tasks 500 --trace PATH` on `s`, which must succeed: its
+/// stderr and the trace.
+fn traced(s: &Path, path: &Path, args: &[&str]) -> (String, serde_json::Value) {
+    let o = bin().arg("run").arg(s).arg("--no-write").args(args).args(["--trace-max-tasks", "500", "--trace"]).arg(path).assert().success();
+    let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+    (err, serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+}
+
 /// Issue 14 item 1 (the trace streams to disk with a cap): `run --trace` with many decode steps
 /// used to build the whole trace in memory (7 GB, then abort). Now tasks stream to a temporary
 /// file moved into place when complete, at most a cap of them (the note and the file's metadata
@@ -249,18 +302,8 @@ fn the_trace_streams_to_disk_with_a_cap_on_tasks_and_steps() {
     let t = tempfile::tempdir().unwrap();
     let s = write(t.path(), "s.toml", BASE);
     let path = t.path().join("trace.json");
-    let o = bin()
-        .arg("run")
-        .arg(&s)
-        .args(["--no-write", "--set", "workload.generate_tokens=1024", "--trace-steps", "1024", "--trace-max-tasks", "500", "--trace"])
-        .arg(&path)
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("trace: 500 tasks written") && err.contains("capped at 500 tasks;"), "{err}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (err, v) = traced(&s, &path, &["--set", "workload.generate_tokens=1024", "--trace-steps", "1024"]);
+    assert!(err.contains("trace: 500 tasks written") && err.contains("capped at 500 tasks:"), "{err}");
     assert_eq!(v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count(), 500);
     assert_eq!(v["metadata"]["tasks_written"], 500);
     assert!(v["metadata"]["tasks_not_written"].as_u64().unwrap() > 0, "{}", v["metadata"]);
@@ -278,6 +321,29 @@ fn the_trace_streams_to_disk_with_a_cap_on_tasks_and_steps() {
         .clone();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--trace-steps") && err.contains("1..=1024"), "{err}");
+}
+
+/// Issue 14 item 1 (the trace's cap stops the traced work): a capped trace used to keep
+/// simulating every prefill chunk and decode step after the cap, counting tasks it would not
+/// write. Now the traced run stops once the cap is reached; the note and the file's metadata
+/// say after how many of the run's steps.
+#[test]
+fn a_capped_trace_stops_simulating_at_the_cap() {
+    let t = tempfile::tempdir().unwrap();
+    let s = write(t.path(), "s.toml", &BASE.replace("name = \"exo\"", "name = \"exo\"\nprefill_chunk = 128"));
+    let path = t.path().join("trace.json");
+    let (err, v) =
+        traced(&s, &path, &["--set", "workload.prompt_tokens=131000", "--set", "workload.generate_tokens=64", "--trace-steps", "64"]);
+    let meta = &v["metadata"];
+    let (done, left) = (meta["steps_simulated"].as_u64().unwrap(), meta["steps_not_simulated"].as_u64().unwrap());
+    // The run: 1,023 full chunks of 128 (sampled at 1,024 at most: all of them), the 55-token
+    // rest, exo's lone last prompt token, then 64 decode steps.
+    assert_eq!(done + left, 1023 + 2 + 64, "{meta}");
+    // A step of this one-node run is about 60 tasks: the cap is reached in the ninth.
+    assert!(done <= 10, "the traced run went on past the cap: {meta}");
+    assert_eq!(meta["tasks_written"], 500, "{meta}");
+    assert_eq!(v["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count(), 500);
+    assert!(err.contains(&format!("capped at 500 tasks: the trace stops after {done} of 1089 prefill chunks and decode steps")), "{err}");
 }
 
 /// Issue 14 item 6 (bounded work): a generation of a million tokens used to simulate every step
@@ -372,6 +438,65 @@ fn error_messages_name_no_rust_types() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("p.toml"), "{err}");
     check(&err);
+}
+
+/// Issue 14 item 3 (raw serde messages): `[[workload]]` said "invalid type: table, expected a
+/// string"; `[faults.crash]` "expected a list"; a date "invalid type: table, expected an
+/// integer"; a range missing `to` "sweep axis `cluster.count.from` must be a list"; a plan spec's
+/// `[[model]]` the same raw words without a fix. Each now names the TOML shape at file:line
+/// with the fix.
+#[test]
+fn toml_shape_mistakes_get_a_clear_error_with_a_fix() {
+    let t = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "aot.toml",
+            BASE.replace("[workload]", "[[workload]]"),
+            "aot.toml:15:1",
+            "`[[workload]]` (double brackets) makes `workload` an array of tables",
+            "write `[workload]` (single brackets)",
+        ),
+        (
+            "crash.toml",
+            format!("{BASE}[faults.crash]\nnode = 0\nat_minutes = 5\n"),
+            "crash.toml:18:1",
+            "`[faults.crash]` makes `faults.crash` a table, but it takes a list",
+            "write `[[faults.crash]]` before each item",
+        ),
+        (
+            "name.toml",
+            BASE.replace("name = \"hostile\"", "[name]\nx = 1"),
+            "name.toml:1:1",
+            "`[name]` makes `name` a table, but it takes a string",
+            "write `name = ...` (a string) before the first table",
+        ),
+        (
+            "date.toml",
+            BASE.replace("seed = 1", "seed = 1979-05-27"),
+            "date.toml:2:8",
+            "`1979-05-27` is a TOML date, not an integer",
+            "quote the text",
+        ),
+        (
+            "range.toml",
+            format!("{BASE}[sweep]\n\"cluster.count\" = {{ from = 1, stop = 4 }}\n"),
+            "range.toml:19:19",
+            "the range for sweep axis `cluster.count`: it lacks `to`; it has the unknown key `stop` (did you mean `step`?)",
+            "write { from = 1, to = 8 }",
+        ),
+    ];
+    for (name, text, at, msg, fix) in cases {
+        let f = write(t.path(), name, &text);
+        let sub = if name == "range.toml" { "sweep" } else { "run" };
+        let o = bin().arg(sub).arg(&f).arg("--out").arg(t.path().join("o")).assert().code(2).get_output().clone();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(&format!("{at}: {msg}")) && err.contains(fix), "{name}: {err}");
+        assert!(!err.contains("invalid type"), "{name}: {err}");
+    }
+    let spec = write(t.path(), "spec.toml", "[[model]]\nname = \"kimi-k2-thinking\"\n");
+    let o = bin().arg("plan").arg("--spec").arg(&spec).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("spec.toml:1:1: `[[model]]` (double brackets)") && err.contains("write `[model]`"), "{err}");
 }
 
 /// Issue 14 item 2 (numeric options against the physics): `hpl_n = 10000000` "fit" (an 800 TB

@@ -36,6 +36,7 @@ pub fn sig_text(x: f64) -> String {
 pub fn cause(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::DoesNotFit => "does not fit in memory",
+        ErrorKind::ContextWindow => "longer than the model's context window",
         ErrorKind::TooFewPorts => "too few ports for the topology",
         ErrorKind::IllegalSplit => "illegal split of the model",
         ErrorKind::QuantFormat => "quantization format the engine cannot load",

@@ -74,7 +74,11 @@ impl PlanSpec {
                 let before = &text[..sp.start.min(text.len())];
                 (before.matches('\n').count() + 1, before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1)
             });
-            format!("{line}:{col}: {}", e.message().trim())
+            let msg = crate::util::user_words(e.message().trim());
+            match crate::util::toml_shape(text, e.span().unwrap_or(0..0), &msg) {
+                Some((msg, help)) => format!("{line}:{col}: {msg}; {help}"),
+                None => format!("{line}:{col}: {msg}"),
+            }
         })
     }
 }

@@ -311,13 +311,29 @@ impl Sweep {
     /// Errors name the point and its axis values.
     pub fn scenario(&self, index: u64) -> Result<Scenario, ScenarioError> {
         let overrides = self.overrides(index);
-        let mut b = self.base.clone();
-        let built = overrides.iter().try_for_each(|(k, v)| b.set(k, v).map(|_| ())).and_then(|_| b.build());
+        let built = self.point_builder(&overrides).and_then(|b| b.build());
         built.map_err(|mut e| {
             let values: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={}", value_label_toml(v))).collect();
             e.path = format!("{} [point {index}: {}]", self.path, values.join(", "));
             e
         })
+    }
+    /// The base with a point's overrides set, not yet validated.
+    fn point_builder(&self, overrides: &[(&str, toml::Value)]) -> Result<ScenarioBuilder, ScenarioError> {
+        let mut b = self.base.clone();
+        overrides.iter().try_for_each(|(k, v)| b.set(k, v).map(|_| ()))?;
+        Ok(b)
+    }
+
+    /// What point `index` is when its prompt and generation are past the model's context
+    /// window (its scenario is refused, so the rows and charts learn what it was from this):
+    /// the point built with a one-token request, then given its own token counts back.
+    pub fn point_info_past_window(&self, index: u64) -> Option<(Scenario, u64, u64)> {
+        let mut b = self.point_builder(&self.overrides(index)).ok()?;
+        let (prompt, generate) = b.fixed_tokens();
+        let d = crate::scenario::Workload::default();
+        let sc = b.tokens(1, 1).build().ok()?;
+        Some((sc, prompt.unwrap_or(d.prompt_tokens), generate.unwrap_or(d.generate_tokens)))
     }
 }
 
@@ -348,15 +364,14 @@ fn axes(src: &Source, raw: Vec<RawAxis>, sweep_plain: &toml::Table) -> Result<Ve
     Ok(axes)
 }
 
+/// How a range axis is written.
+const RANGE_HELP: &str = "write { from = 1, to = 8 } (inclusive; step >= 1), e.g. \"cluster.count\" = { from = 1, to = 8, step = 1 }";
+
 /// A `{ from, to, step }` range (inclusive), not expanded. Refuses an empty range and one with
 /// more than [`MAX_POINTS`] values (counted without overflow, for any i64 bounds).
 fn range_values(src: &Source, key: &str, from: i64, to: i64, step: i64, span: Range<usize>) -> Result<AxisValues, ScenarioError> {
     if step < 1 || to < from {
-        return Err(src.error(
-            span,
-            format!("sweep range for `{key}` is empty"),
-            Some("write { from = 1, to = 8 } (inclusive; step >= 1)".into()),
-        ));
+        return Err(src.error(span, format!("sweep range for `{key}` is empty"), Some(RANGE_HELP.into())));
     }
     // to >= from and step >= 1: the distance fits in u64 and so does the count (at most 2^64).
     let distance = to.abs_diff(from);
@@ -467,7 +482,30 @@ fn collect(
         }
         DeValue::Table(t) => {
             let keys: Vec<&str> = t.iter().map(|(k, _)| k.get_ref().as_ref()).collect();
-            let is_range = keys.contains(&"from") && keys.contains(&"to") && keys.iter().all(|k| ["from", "to", "step"].contains(k));
+            const RANGE_KEYS: [&str; 3] = ["from", "to", "step"];
+            let is_range = keys.contains(&"from") && keys.contains(&"to") && keys.iter().all(|k| RANGE_KEYS.contains(k));
+            if !is_range && keys.iter().any(|k| RANGE_KEYS.contains(k)) {
+                // A range with a key missing or misspelt, not a table of axes `cluster.count.from`.
+                let missing: Vec<String> = ["from", "to"].iter().filter(|k| !keys.contains(k)).map(|k| format!("`{k}`")).collect();
+                let unknown: Vec<String> = keys
+                    .iter()
+                    .filter(|k| !RANGE_KEYS.contains(k))
+                    .map(|k| match crate::util::did_you_mean(k, &RANGE_KEYS) {
+                        Some(m) => format!("`{k}` (did you mean `{m}`?)"),
+                        None => format!("`{k}`"),
+                    })
+                    .collect();
+                let mut problems = Vec::new();
+                if !missing.is_empty() {
+                    problems.push(format!("it lacks {}", missing.join(" and ")));
+                }
+                if !unknown.is_empty() {
+                    problems.push(format!("it has the unknown key{} {}", if unknown.len() > 1 { "s" } else { "" }, unknown.join(", ")));
+                }
+                return Err(src
+                    .error(v.span(), format!("the range for sweep axis `{key}`: {}", problems.join("; ")), Some(RANGE_HELP.into()))
+                    .with_kind(ErrorKind::BadValue));
+            }
             if is_range {
                 let get = |name: &str, default: Option<i64>| -> Result<i64, ScenarioError> {
                     match t.iter().find(|(k, _)| k.get_ref() == name) {

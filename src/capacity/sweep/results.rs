@@ -143,7 +143,16 @@ impl Sweep {
         let mut line = LineOut { index, overrides, fits: false, estimate: None, error: None, scenario: None };
         let est;
         match self.scenario(index) {
-            Err(e) => line.error = Some(ErrorInfo { kind: e.kind, message: e.message.clone(), help: e.help.clone() }),
+            Err(e) => {
+                line.error = Some(ErrorInfo { kind: e.kind, message: e.message.clone(), help: e.help.clone() });
+                if e.kind == ErrorKind::ContextWindow {
+                    line.scenario = self.point_info_past_window(index).map(|(sc, prompt, generate)| PointInfo {
+                        prompt_tokens: prompt,
+                        generate_tokens: generate,
+                        ..PointInfo::of(&sc)
+                    });
+                }
+            }
             Ok(sc) => match estimate(&sc, profile) {
                 Ok(e) => {
                     est = e;

@@ -144,7 +144,8 @@ fn scan_done(path: &Path, shard: Shard, count: u64) -> Result<(u64, u64, u64, Op
                     None
                 }
                 Ok(l) => Some(format!("it holds point {} where point {expected} belongs", l.index)),
-                Err(e) => Some(format!("it is not a result line ({e})")),
+                Err(e) if e.is_data() => Some(format!("it is not a result line: {}", crate::util::user_words(&e.to_string()))),
+                Err(_) => Some("it is not a JSON line".to_string()),
             }
         };
         let Some(problem) = problem else { continue };

@@ -156,6 +156,22 @@ pub(super) struct Panel {
     pub(super) x_ticks: Vec<f64>,
 }
 
+impl Panel {
+    /// A panel of `y` over node counts: linear y from zero, x ticked only at `counts` (the node
+    /// counts that ran, so the axis never suggests one that was not tried).
+    pub(super) fn over_nodes(y_desc: &str, series: Vec<Series>, counts: Vec<f64>) -> Self {
+        Panel {
+            x_desc: "nodes".into(),
+            y_desc: y_desc.into(),
+            x_scale: Scale::Nodes,
+            y_scale: Scale::Linear,
+            y_from_zero: true,
+            series,
+            x_ticks: counts,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(super) struct Grid {
     pub(super) x_desc: String,
@@ -174,7 +190,13 @@ pub(super) enum Body {
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Swatch {
+    /// A line with a marker (a series of connected points).
     Line,
+    /// A line alone (a reference line, no points).
+    Rule,
+    /// A marker alone (points not connected).
+    Marker,
+    /// A filled box (a grid cell's colour).
     Box,
 }
 
@@ -317,6 +339,12 @@ pub(super) fn draw_figure<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, fig
                 Swatch::Line => {
                     bottom.draw(&PathElement::new(vec![(x, y), (x + 34, y)], color.stroke_width(4))).map_err(draw_err)?;
                     bottom.draw(&Circle::new((x + 17, y), 5, color.filled())).map_err(draw_err)?;
+                }
+                Swatch::Rule => {
+                    bottom.draw(&PathElement::new(vec![(x, y), (x + 34, y)], color.stroke_width(4))).map_err(draw_err)?;
+                }
+                Swatch::Marker => {
+                    bottom.draw(&Circle::new((x + 17, y), 6, color.filled())).map_err(draw_err)?;
                 }
                 Swatch::Box => {
                     bottom.draw(&Rectangle::new([(x + 4, y - 10), (x + 30, y + 10)], color.filled())).map_err(draw_err)?;
@@ -477,6 +505,8 @@ pub(super) fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &
         .bold_line_style(RGBColor(215, 215, 215))
         .draw()
         .map_err(draw_err)?;
+    let mut labelled: Vec<((f64, f64), String)> = Vec::new();
+    let mut markers: Vec<(i32, i32)> = Vec::new();
     for s in &p.series {
         // A non-finite y is a gap: a configuration on this line that did not run. The line
         // breaks there; markers and labels sit only where a point exists.
@@ -500,38 +530,57 @@ pub(super) fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &
         let drawn = || pts.iter().filter(|q| q.1.is_finite());
         if s.markers {
             chart.draw_series(drawn().map(|&c| Circle::new(c, 6, s.color.filled()))).map_err(draw_err)?;
+            markers.extend(drawn().map(|c| chart.backend_coord(c)));
         }
-        if !s.labels.is_empty() {
-            let font = (FONT, 15).into_font().color(&RGBColor(40, 40, 40));
-            let labelled: Vec<_> = pts.iter().zip(&s.labels).filter(|(q, l)| q.1.is_finite() && !l.is_empty()).collect();
-            let shifts = label_shifts(&labelled.iter().map(|(c, l)| (chart.backend_coord(c), l.chars().count())).collect::<Vec<_>>());
-            chart
-                .draw_series(
-                    labelled
-                        .iter()
-                        .zip(shifts)
-                        .map(|((c, l), dy)| EmptyElement::at(**c) + Text::new((*l).clone(), (8, -20 + dy), font.clone())),
-                )
-                .map_err(draw_err)?;
-        }
+        labelled.extend(pts.iter().zip(&s.labels).filter(|(q, l)| q.1.is_finite() && !l.is_empty()).map(|(q, l)| (*q, l.clone())));
     }
+    // Point labels of every series at once, so that labels of two lines never overlap, nor a
+    // label a marker; a label repeated at the same place (coinciding points) is drawn once.
+    let font = (FONT, 15).into_font().color(&RGBColor(40, 40, 40));
+    let at: Vec<((i32, i32), usize)> = labelled.iter().map(|(c, l)| (chart.backend_coord(c), l.chars().count())).collect();
+    let keep: Vec<bool> = (0..labelled.len())
+        .map(|i| {
+            !(0..i).any(|j| labelled[j].1 == labelled[i].1 && (at[j].0.0 - at[i].0.0).abs() <= 3 && (at[j].0.1 - at[i].0.1).abs() <= 3)
+        })
+        .collect();
+    let (labelled, at): (Vec<_>, Vec<_>) = labelled.into_iter().zip(at).zip(keep).filter(|(_, k)| *k).map(|(x, _)| x).unzip();
+    let shifts = label_shifts(&at, &markers);
+    chart
+        .draw_series(
+            labelled.iter().zip(shifts).map(|((c, l), dy)| EmptyElement::at(*c) + Text::new(l.clone(), (8, -20 + dy), font.clone())),
+        )
+        .map_err(draw_err)?;
     Ok(())
 }
 
-/// Vertical pixel shifts that keep point labels from overlapping: labels (at a point's pixel
-/// position, `chars` long, 15 px type) are placed from the top down, each moved down a line at
-/// a time while its box overlaps one already placed.
-fn label_shifts(labels: &[((i32, i32), usize)]) -> Vec<i32> {
+/// Vertical pixel shifts that keep point labels from overlapping each other and the markers:
+/// labels (at a point's pixel position, `chars` long, 15 px type) are placed from the top down,
+/// each above-right of its point where that is free, else below-right of it, else where only a
+/// marker is in the way, else a line lower at a time (a marker: 12 px across at its centre).
+fn label_shifts(labels: &[((i32, i32), usize)], markers: &[(i32, i32)]) -> Vec<i32> {
     const LINE: i32 = 18;
+    // Below the point: the label's top 6 px under its centre (20 px lower than above it + 6).
+    const BELOW: i32 = 26;
     let boxes: Vec<(i32, i32, i32)> = labels.iter().map(|&((x, y), n)| (x + 8, x + 8 + 8 * n as i32, y - 20)).collect();
     let mut order: Vec<usize> = (0..labels.len()).collect();
     order.sort_by_key(|&i| (boxes[i].2, boxes[i].0));
     let mut shifts = vec![0; labels.len()];
-    let mut placed: Vec<(i32, i32, i32)> = Vec::new();
+    // (left, right, top) of what is already drawn, each LINE px tall: the markers first.
+    let mut placed: Vec<(i32, i32, i32)> = markers.iter().map(|&(x, y)| (x - 6, x + 6, y - LINE / 2)).collect();
     for i in order {
         let (x0, x1, y) = boxes[i];
-        let mut top = y;
-        while placed.iter().any(|&(a0, a1, t)| x0 < a1 && a0 < x1 && (top - t).abs() < LINE) {
+        let clear = |top: i32, from: usize| !placed[from..].iter().any(|&(a0, a1, t)| x0 < a1 && a0 < x1 && (top - t).abs() < LINE);
+        // Above, else below, clear of labels and markers; else the nearer of the two clear of
+        // labels (a label touching a marker beats a label far from its point); else lower.
+        let mut top = [y, y + BELOW, y, y + BELOW]
+            .into_iter()
+            .enumerate()
+            .find(|&(k, t)| clear(t, if k < 2 { 0 } else { markers.len() }))
+            .map_or(y + BELOW, |(_, t)| t);
+        for _ in 0..8 {
+            if clear(top, markers.len()) {
+                break;
+            }
             top += LINE;
         }
         shifts[i] = top - y;
@@ -561,9 +610,12 @@ pub(super) fn draw_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, g: &G
         SegmentValue::CenterOf(i) => g.y_names.get(*i as usize).cloned().unwrap_or_default(),
         _ => String::new(),
     };
+    // No tick marks: the labels name whole cells, and a mark at each cell edge crossed the
+    // column names drawn below the axis.
     chart
         .configure_mesh()
         .disable_mesh()
+        .set_all_tick_mark_size(0)
         .x_desc(g.x_desc.as_str())
         .y_desc(g.y_desc.as_str())
         .x_labels(nx as usize * 2 + 2)

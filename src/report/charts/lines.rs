@@ -229,6 +229,7 @@ pub(super) fn not_fit_note(rows: &[&ChartRow], axes: &[String], x_keys: &[&str])
         };
         let reason = match r.error_kind() {
             Some(ErrorKind::DoesNotFit) => "does not fit",
+            Some(ErrorKind::ContextWindow) => "past the context window",
             Some(ErrorKind::IllegalSplit) => "illegal split",
             Some(ErrorKind::TooFewPorts) => "too few ports",
             _ => "cannot run",

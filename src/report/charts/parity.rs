@@ -118,8 +118,8 @@ pub fn parity_chart(out_stem: &Path, title: &str, points: &[ParityPoint]) -> Res
         ),
         body: Body::Panels(panels),
         legend: vec![
-            ("case (measured, predicted)".into(), PALETTE[0], Swatch::Line),
-            ("y = x (perfect prediction), shaded ±15%".into(), gray, Swatch::Line),
+            ("case (measured, predicted)".into(), PALETTE[0], Swatch::Marker),
+            ("y = x (perfect prediction), shaded ±15%".into(), gray, Swatch::Rule),
         ],
         footnotes,
         size: (200 + 850 * units.len() as u32, 1000),

@@ -63,14 +63,14 @@ pub fn pareto_svg(title: &str, subtitle: &str, score_desc: &str, points: &[Repor
     let front = Series { width: 2, ..Series::line(PALETTE[0], front) };
     let mut series = vec![all, front];
     let mut legend = vec![
-        ("every cluster predicted".to_string(), GREY, Swatch::Box),
+        ("every cluster predicted".to_string(), GREY, Swatch::Marker),
         ("front: no cheaper cluster scores higher".to_string(), PALETTE[0], Swatch::Line),
     ];
     if let Some(w) = points.iter().find(|p| p.winner) {
         let mut s = scatter(PALETTE[3], vec![(w.cost_usd, w.score)]);
         s.labels = vec![format!("answer: {}", fmt_num(w.score))];
         series.push(s);
-        legend.push(("the answer".to_string(), PALETTE[3], Swatch::Box));
+        legend.push(("the answer".to_string(), PALETTE[3], Swatch::Marker));
     }
     let panel = Panel {
         x_desc: "hardware cost (USD)".into(),
@@ -137,15 +137,7 @@ fn node_panel(y_desc: &str, groups: &[(String, Vec<&ReportPoint>)], y: impl Fn(&
             s
         })
         .collect();
-    Panel {
-        x_desc: "nodes".into(),
-        y_desc: y_desc.into(),
-        x_scale: Scale::Nodes,
-        y_scale: Scale::Linear,
-        y_from_zero: true,
-        series,
-        x_ticks: ticks,
-    }
+    Panel::over_nodes(y_desc, series, ticks)
 }
 
 /// Scaling: the best decode tokens/s per node count, one line per group. `None` with fewer than

@@ -50,15 +50,7 @@ impl NodeChart<'_> {
                 s
             })
             .collect();
-        Panel {
-            x_desc: "nodes".into(),
-            y_desc: y_desc.into(),
-            x_scale: Scale::Nodes,
-            y_scale: Scale::Linear,
-            y_from_zero: true,
-            series,
-            x_ticks: self.counts.iter().map(|&c| c as f64).collect(),
-        }
+        Panel::over_nodes(y_desc, series, self.counts.iter().map(|&c| c as f64).collect())
     }
 
     /// A figure of one panel per (y axis, metric), with the legend and footnotes of the lines.
@@ -131,19 +123,27 @@ pub(super) fn memory_fit(rows: &[ChartRow], sweep_name: &str) -> Option<Figure> 
                 continue;
             }
             let ctx = |r: &ChartRow| r.info().map_or(0, |i| i.prompt_tokens + i.generate_tokens);
+            max_ctx_all = max_ctx_all.max(cell.iter().map(|r| ctx(r)).max().unwrap_or(0));
+            // Points past the model's context window are no memory question: the cell is judged
+            // on the contexts the model takes, and says when its window cut the sweep short.
+            let past_window = |r: &&ChartRow| r.error_kind() == Some(ErrorKind::ContextWindow);
+            let window_cut = cell.iter().any(past_window);
+            let cell: Vec<&ChartRow> = cell.into_iter().filter(|r| !past_window(r)).collect();
             let max_ctx = cell.iter().map(|r| ctx(r)).max().unwrap_or(0);
-            max_ctx_all = max_ctx_all.max(max_ctx);
             let fit_at_max = cell
                 .iter()
                 .filter(|r| r.fits && ctx(r) == max_ctx)
                 .filter_map(|r| r.estimate.as_ref())
                 .min_by(|a, b| a.max_memory_per_node_gb().total_cmp(&b.max_memory_per_node_gb()));
             let best_fit_ctx = cell.iter().filter(|r| r.fits).map(|r| ctx(r)).max();
-            let (fill, text) = if let Some(e) = fit_at_max {
+            let (fill, text) = if cell.is_empty() {
+                (gray, "past its context window".to_string())
+            } else if let (Some(e), false) = (fit_at_max, window_cut) {
                 let used = e.max_memory_per_node_gb();
                 (green, format!("fits ({used:.0} GB/node)"))
             } else if let Some(c) = best_fit_ctx {
-                (yellow, format!("fits to {} context", fmt_tokens(c)))
+                let why = if window_cut && fit_at_max.is_some() { " (its window)" } else { "" };
+                (yellow, format!("fits to {} context{why}", fmt_tokens(c)))
             } else if cell.iter().any(|r| r.error_kind() == Some(ErrorKind::DoesNotFit)) {
                 (red, "does not fit".to_string())
             } else {
@@ -172,9 +172,9 @@ pub(super) fn memory_fit(rows: &[ChartRow], sweep_name: &str) -> Option<Figure> 
         }),
         legend: vec![
             (format!("fits with context {} (largest GB used on a node)", fmt_tokens(max_ctx_all)), green, Swatch::Box),
-            ("fits only with a shorter context".into(), yellow, Swatch::Box),
+            ("fits only with a shorter context (memory, or the model's context window)".into(), yellow, Swatch::Box),
             ("does not fit".into(), red, Swatch::Box),
-            ("cannot run (illegal split, ports, ...)".into(), gray, Swatch::Box),
+            ("cannot run (illegal split, ports, context window, ...)".into(), gray, Swatch::Box),
         ],
         footnotes: vec![],
         size: (width, height),
@@ -255,7 +255,7 @@ pub(super) fn equal_budget(model: &str, rows: &[&ChartRow], sweep_name: &str) ->
         }]),
         legend,
         footnotes: vec![
-            "Line: the best cluster of that family at or under each budget. Prices from the catalog (`supernode catalog nodes`).".into(),
+            "Line: the best swept cluster of those nodes and engine at or under each budget (a point is one cluster, its node count beside it). Prices from the catalog (`supernode catalog nodes`).".into(),
         ],
         size: (1300, 850),
     })
