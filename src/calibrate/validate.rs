@@ -574,11 +574,11 @@ mod tests {
         assert!(prepared[0].assumptions.iter().any(|a| a.contains("`512gb (assumed)` read as `512gb`")), "{:?}", prepared[0].assumptions);
         // Ethernet goes through a switch: one port and one cable per node.
         assert_eq!(prepared[1].scenario.topology, crate::hw::Topology::Switch);
-        // The cluster's power is every node's power added.
+        // A cluster power row without a phase is the whole cluster's peak over the run's phases.
         let est = estimate(&prepared[2].scenario, &Profile::default_profile()).unwrap();
         let got = predict(&prepared[2], &Profile::default_profile()).unwrap();
-        assert_eq!(got, est.node_power_w.iter().sum::<f64>());
-        assert!(got > est.node_power_w[0]);
+        assert_eq!(got, est.peak_power_w);
+        assert!(got >= est.cluster_power_w && got > est.node_peak_power_w[0]);
     }
 
     #[test]

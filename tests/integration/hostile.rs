@@ -366,7 +366,7 @@ fn error_messages_name_no_rust_types() {
         check(&err);
     }
     let default = std::fs::read_to_string(crate::root().join("calibration/profiles/default.toml")).unwrap();
-    let p = write(t.path(), "p.toml", &default.replace("calibrated_max_context = 4097", "calibrated_max_context = 1.5"));
+    let p = write(t.path(), "p.toml", &default.replacen("calibrated_max_context = ", "calibrated_max_context = 1.5 #", 1));
     let s = write(t.path(), "s.toml", BASE);
     let o = bin().arg("run").arg(&s).arg("--no-write").arg("--profile").arg(&p).assert().code(2).get_output().clone();
     let err = String::from_utf8_lossy(&o.stderr);
