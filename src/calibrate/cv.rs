@@ -307,8 +307,8 @@ impl<'a> Linearized<'a> {
     /// The uncertainty of a fit on the rows `train` marks at `fold`: parameter covariance
     /// `s^2 (J'J + prior)^-1` over the fitted (not held) parameters, with `s^2` the residual
     /// variance per degree of freedom, and per kind the RMS of the leave-one-out (PRESS)
-    /// residuals `r_i / (1 - h_ii)` of the training rows (pooled under `all`; a kind with fewer
-    /// than three rows uses the pooled value).
+    /// residuals `r_i / (1 - h_ii)` of the training rows, shrunk toward a robust pooled scale
+    /// (see [`kind_scatter`]).
     pub fn uncertainty(&self, fold: &FoldFit, train: &[bool]) -> Uncertainty {
         let n = self.paths.len();
         let free: Vec<usize> = (0..n).filter(|&k| !fold.held[k]).collect();
@@ -347,10 +347,7 @@ impl<'a> Linearized<'a> {
             by_kind.entry(kind_of(self.data, i)).or_default().push(e);
             by_kind.entry("all".into()).or_default().push(e);
         }
-        let rms = |v: &[f64]| (v.iter().map(|e| e * e).sum::<f64>() / v.len().max(1) as f64).sqrt();
-        let pooled = by_kind.get("all").map_or(0.0, |v| rms(v));
-        let scatter =
-            by_kind.iter().map(|(k, v)| (k.clone(), crate::util::sig(if v.len() >= 3 || k == "all" { rms(v) } else { pooled }))).collect();
+        let scatter = kind_scatter(&by_kind);
         Uncertainty { params: self.paths.clone(), covariance: cov, scatter }
     }
 
@@ -371,6 +368,42 @@ impl<'a> Linearized<'a> {
         let s = u.scatter.get(&kind).or_else(|| u.scatter.get("all")).copied().unwrap_or(0.0);
         (var.max(0.0) + s * s).sqrt()
     }
+}
+
+/// Pseudo-rows of the pooled scale that a kind's own scatter is shrunk toward (see
+/// [`kind_scatter`]).
+pub const SCATTER_PRIOR_ROWS: f64 = 2.0;
+
+/// The scatter of each kind from its rows' leave-one-out log residuals (`all` holds every row).
+/// A kind's scatter comes from its own rows only, shrunk toward a pooled scale by
+/// [`SCATTER_PRIOR_ROWS`] pseudo-rows: `s_k^2 = (sum e^2 + n0 s_pool^2) / (n_k + n0)` (the
+/// posterior mean of a variance under a scaled inverse-chi-square prior). The pooled scale is
+/// robust, `1.4826 x median |e|` over every row, so a minority of rows of another kind that the
+/// twin misses badly (serving rows, say) cannot widen the intervals of single-stream rows. `all`
+/// (used for a kind no row measured) stays the plain RMS over every row.
+pub fn kind_scatter(by_kind: &BTreeMap<String, Vec<f64>>) -> BTreeMap<String, f64> {
+    let rms = |v: &[f64]| (v.iter().map(|e| e * e).sum::<f64>() / v.len().max(1) as f64).sqrt();
+    let all = by_kind.get("all").map_or(&[][..], |v| &v[..]);
+    let mut abs: Vec<f64> = all.iter().map(|e| e.abs()).collect();
+    abs.sort_by(f64::total_cmp);
+    let median = match abs.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => abs[n / 2],
+        n => 0.5 * (abs[n / 2 - 1] + abs[n / 2]),
+    };
+    let pool2 = (1.4826 * median).powi(2);
+    by_kind
+        .iter()
+        .map(|(k, v)| {
+            let s = if k == "all" {
+                rms(v)
+            } else {
+                let sum: f64 = v.iter().map(|e| e * e).sum();
+                ((sum + SCATTER_PRIOR_ROWS * pool2) / (v.len() as f64 + SCATTER_PRIOR_ROWS)).sqrt()
+            };
+            (k.clone(), crate::util::sig(s))
+        })
+        .collect()
 }
 
 /// Solves a symmetric positive-definite system (Cholesky; a pseudo-inverse when it is not).

@@ -116,7 +116,15 @@ impl Dataset {
     /// Target `i` predicted at `predicted`, as a report row.
     pub fn validated(&self, i: usize, predicted: f64) -> validate::ValidatedRow {
         match &self.sources[i] {
-            TargetSource::Row(p) => validate::validated(p, predicted),
+            // Against the target's own measured value (the row's, unless a caller replaced it,
+            // as synthetic-data checks do), so the report scores what the fit was given.
+            TargetSource::Row(p) => {
+                let mut v = validate::validated(p, predicted);
+                let m = self.targets[i].measured;
+                v.measured = m;
+                v.error_percent = crate::util::round3((predicted - m) / m * 100.0);
+                v
+            }
             TargetSource::Harness(h, k) => validate::ValidatedRow {
                 id: self.targets[i].id.clone(),
                 metric: if h.benchmarks[*k].kind == super::HarnessKind::E2eDecode {
