@@ -380,9 +380,9 @@ pub const SCATTER_PRIOR_ROWS: f64 = 2.0;
 /// posterior mean of a variance under a scaled inverse-chi-square prior). The pooled scale is
 /// robust, `1.4826 x median |e|` over every row, so a minority of rows of another kind that the
 /// twin misses badly (serving rows, say) cannot widen the intervals of single-stream rows. `all`
-/// (used for a kind no row measured) stays the plain RMS over every row.
+/// (used for a kind no row measured) is that pooled scale: one high-leverage row's inflated
+/// held-out residual (`e / (1 - h)` with `h` near 1) cannot set every unmeasured kind's width.
 pub fn kind_scatter(by_kind: &BTreeMap<String, Vec<f64>>) -> BTreeMap<String, f64> {
-    let rms = |v: &[f64]| (v.iter().map(|e| e * e).sum::<f64>() / v.len().max(1) as f64).sqrt();
     let all = by_kind.get("all").map_or(&[][..], |v| &v[..]);
     let mut abs: Vec<f64> = all.iter().map(|e| e.abs()).collect();
     abs.sort_by(f64::total_cmp);
@@ -396,7 +396,7 @@ pub fn kind_scatter(by_kind: &BTreeMap<String, Vec<f64>>) -> BTreeMap<String, f6
         .iter()
         .map(|(k, v)| {
             let s = if k == "all" {
-                rms(v)
+                pool2.sqrt()
             } else {
                 let sum: f64 = v.iter().map(|e| e * e).sum();
                 ((sum + SCATTER_PRIOR_ROWS * pool2) / (v.len() as f64 + SCATTER_PRIOR_ROWS)).sqrt()

@@ -120,7 +120,9 @@ fn every_request_completing_in_the_window_has_a_track_in_order_with_its_ttft() {
     let profile = Profile::default_profile();
     let plan = trace_plan(&s, &profile).unwrap();
     let sv = s.workload.serve.as_ref().unwrap();
-    let full = ServeSim::new(&plan, sv, &s.slo, s.seed).with_request_log().run();
+    // A traced run simulates every forward task by task (an observer needs each timeline): the
+    // estimate's run with step reuse off.
+    let full = ServeSim::new(&plan, sv, &s.slo, s.seed).with_exact_steps().with_request_log().run();
     let log = full.log.unwrap();
     assert_eq!(log.len(), 9);
     // In process: a window in the middle keeps every request that completes in it.
@@ -189,9 +191,12 @@ fn every_request_completing_in_the_window_has_a_track_in_order_with_its_ttft() {
             measured += 1;
         }
     }
-    // The statistics' mean TTFT over the measured requests is the tracks' mean.
+    // The statistics' mean TTFT over the measured requests is the tracks' mean, up to the
+    // estimate's step reuse (a repeated step shape keeps its first jitter draw: ~0.02% apart
+    // with the profile's 2% jitter, identical without jitter; serve_speed tests both).
     assert!(measured > 0);
-    assert!((est["ttft_s"].as_f64().unwrap() - ttft_sum / f64::from(measured)).abs() < 1e-6, "{} vs {}", est["ttft_s"], ttft_sum);
+    let tracks_mean = ttft_sum / f64::from(measured);
+    assert!((est["ttft_s"].as_f64().unwrap() / tracks_mean - 1.0).abs() < 1e-3, "{} vs {}", est["ttft_s"], tracks_mean);
 }
 
 #[test]
