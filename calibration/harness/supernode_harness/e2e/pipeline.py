@@ -118,7 +118,9 @@ class PipelineE2E:
             {"prompt_tokens": self.prompt, "gen_tokens": self.gen, "context_start": self.prompt,
              "context_end": self.prompt + self.gen, "ranks": h.size, "parallelism": "pipeline",
              "handoff_bytes": self.cfg["hidden_size"] * self.act_isz},
-            None, None, steps,
+            # bytes and FLOPs per call: 0 (numbers, as the file format wants); the twin predicts
+            # an e2e record from its model, not from these counts
+            0, 0, steps,
             extra={"tokens_per_s": rnd(1.0 / percentile(sorted(steps), 50)),
                    "tokens_per_s_mean": rnd(self.gen / sum(steps)),
                    # this rank's Python graph build per step (rank 0's is the file's; every
