@@ -26,7 +26,8 @@ fn sc(text: &str) -> Scenario {
     parse(src(text)).unwrap_or_else(|e| panic!("{e}"))
 }
 
-const QWEN_4X_EXO: &str = r#"
+/// The 4x M3 Ultra (2x 512 + 2x 256 GB) Qwen3-235B exo tensor cluster over TB5 RDMA.
+pub(crate) const QWEN_4X_EXO: &str = r#"
 [cluster]
 nodes = ["m3-ultra-80c-512gb", "m3-ultra-80c-512gb", "m3-ultra-80c-256gb", "m3-ultra-80c-256gb"]
 fabric = "tb5-rdma"

@@ -11,26 +11,13 @@ use supernode::scenario::{Scenario, Source, parse};
 
 use crate::{bin, root, scenario};
 
-const EIGHT_USERS_4X_EXO: &str = r#"
-[cluster]
-nodes = ["m3-ultra-80c-512gb", "m3-ultra-80c-512gb", "m3-ultra-80c-256gb", "m3-ultra-80c-256gb"]
-fabric = "tb5-rdma"
-topology = "full-mesh"
-[model]
-name = "qwen3-235b-a22b"
-quant = "mlx-8bit"
-[engine]
-name = "exo"
-parallelism = "tensor"
-[workload]
-kind = "serve"
-arrival = "closed"
-concurrency = 8
-prompt_tokens = 128
-generate_tokens = 32
-duration_s = 40
-warmup_s = 5
-"#;
+/// Eight closed-loop users on the 4x M3 Ultra Qwen3-235B exo tensor cluster of `serve.rs`.
+fn eight_users_4x_exo() -> String {
+    format!(
+        "{}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 8\nprompt_tokens = 128\ngenerate_tokens = 32\nduration_s = 40\nwarmup_s = 5\n",
+        crate::serve::QWEN_4X_EXO
+    )
+}
 
 /// Four busy users of a small model for far longer than the cap on forwards allows.
 const LONG_SMALL: &str = r#"
@@ -55,7 +42,7 @@ fn sc(text: &str) -> Scenario {
 }
 
 fn runs(profile: &Profile) -> (ServeRun, ServeRun) {
-    let s = sc(EIGHT_USERS_4X_EXO);
+    let s = sc(&eight_users_4x_exo());
     let plan = s.plan(160, profile).unwrap();
     let sv = s.workload.serve.as_ref().unwrap();
     let reused = ServeSim::new(&plan, sv, &s.slo, s.seed).with_request_log().run();
