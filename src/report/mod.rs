@@ -19,23 +19,17 @@ fn range(iv: &Intervals, key: &str, decimals: usize) -> String {
     iv.get(key).map_or_else(String::new, |i| format!("  (90%: {:.decimals$}-{:.decimals$})", i.p5, i.p95))
 }
 
+/// The table's second line: the nodes, the fabric and topology, then `what` ran on them.
+fn cluster_line(s: &mut String, e: &Estimate, what: &str) {
+    let _ = writeln!(s, "  {} node(s): {} over {} ({}); {what}", e.nodes.len(), summarize_nodes(&e.nodes), e.fabric, e.topology);
+}
+
 /// [`run_table`] with each headline's 90% interval as a range beside it.
 pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", e.name);
     if let (Some(g), Some(h)) = (e.hpl_gflops, e.hpl_problem) {
-        let _ = writeln!(
-            s,
-            "  {} node(s): {} over {} ({}); HPL N = {}, NB = {}, P x Q = {} x {} (one MPI rank per core)",
-            e.nodes.len(),
-            summarize_nodes(&e.nodes),
-            e.fabric,
-            e.topology,
-            h.n,
-            h.nb,
-            h.p,
-            h.q
-        );
+        cluster_line(&mut s, e, &format!("HPL N = {}, NB = {}, P x Q = {} x {} (one MPI rank per core)", h.n, h.nb, h.p, h.q));
         let per = e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ");
         row_to(&mut s, "fits", "yes".into());
         row_to(&mut s, "HPL", format!("{g:.1} Gflops{}", range(iv, "hpl_gflops", 1)));
@@ -44,18 +38,7 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
         fault_rows(&mut s, e);
         return s;
     }
-    let _ = writeln!(
-        s,
-        "  {} node(s): {} over {} ({}); {} {} on {} ({})",
-        e.nodes.len(),
-        summarize_nodes(&e.nodes),
-        e.fabric,
-        e.topology,
-        e.model,
-        e.quant,
-        e.engine,
-        e.parallelism
-    );
+    cluster_line(&mut s, e, &format!("{} {} on {} ({})", e.model, e.quant, e.engine, e.parallelism));
     let row = row_to;
     // An estimate exists only for a scenario that fits (see `estimate::Fits`).
     row(&mut s, "fits", "yes".into());

@@ -130,16 +130,20 @@ const ZIP_HELP: &str = "write zip = [[\"cluster.nodes\", \"engine.name\"]]: axes
 const KEY_HELP: &str =
     "axes are dotted scenario keys such as cluster.count, cluster.fabric, model.quant, engine.parallelism, workload.prompt_tokens";
 
+/// Reads a sweep file (bounded in size) as a [`Source`] named by its path.
+fn read_source(path: &Path) -> Result<Source, SweepError> {
+    let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES).map_err(|e| match io_err("read", path, e) {
+        SweepError::Io(m) => SweepError::Input(m),
+        other => other,
+    })?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    Ok(Source { path: path.display().to_string(), dir, text })
+}
+
 impl Sweep {
     /// Reads a sweep file.
     pub fn load(path: &Path, profile: &Profile) -> Result<Sweep, SweepError> {
-        let shown = path.display().to_string();
-        let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES).map_err(|e| match io_err("read", path, e) {
-            SweepError::Io(m) => SweepError::Input(m),
-            other => other,
-        })?;
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Self::from_source(Source { path: shown, dir, text }, profile)
+        Self::from_source(read_source(path)?, profile)
     }
 
     /// Reads a sweep file with `--set KEY=VALUE` overrides applied to its base scenario (like
@@ -153,13 +157,7 @@ impl Sweep {
         if let Some(o) = overrides.iter().find(|o| o.trim_start().starts_with("sweep.") || o.trim_start().starts_with("sweep=")) {
             return Err(SweepError::Input(format!("--set {o}: the [sweep] table cannot be overridden; edit the file")));
         }
-        let shown = path.display().to_string();
-        let text = crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES).map_err(|e| match io_err("read", path, e) {
-            SweepError::Io(m) => SweepError::Input(m),
-            other => other,
-        })?;
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let source = Source { path: shown, dir, text };
+        let source = read_source(path)?;
         let plain = Self::from_source(source.clone(), profile)?;
         for o in overrides {
             let key = o.split('=').next().unwrap_or("").trim();
