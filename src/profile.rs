@@ -56,6 +56,25 @@ pub struct ChipParams {
     pub cpu_core_w: f64,
     /// Per-runtime costs on this chip, keyed by runtime (`mlx`, `llama-cpp`).
     pub runtimes: BTreeMap<String, RuntimeParams>,
+    /// Host costs of engines that run a runtime's kernels behind a server loop of their own,
+    /// keyed by engine ([`HOST_ENGINES`]: `vllm-mlx` runs MLX's): they replace that runtime's
+    /// host costs; kernels stay the runtime's. A chip without an entry uses the runtime's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub engines: BTreeMap<String, EngineHostParams>,
+}
+
+/// Engines that may have their own host costs in a chip's `engines` table.
+pub const HOST_ENGINES: &[&str] = &["vllm-mlx"];
+
+/// Host costs of an engine on a chip (see [`ChipParams::engines`]).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EngineHostParams {
+    /// Host work per forward pass (scheduler, Python), microseconds.
+    pub host_per_step_us: f64,
+    /// Host work per forward pass per sequence that samples in it (sampling, detokenising,
+    /// streaming), microseconds.
+    pub host_per_seq_us: f64,
 }
 
 /// Per-runtime, per-chip costs.
@@ -66,6 +85,11 @@ pub struct RuntimeParams {
     pub kernel_launch_us: f64,
     /// Host work per forward pass (sampling, detokenize, Python), microseconds.
     pub host_per_step_us: f64,
+    /// Host work per forward pass per sequence that samples in it (mlx-lm: per-sequence
+    /// sampling in Python), microseconds: a step of B sequences costs `host_per_step_us + B x
+    /// host_per_seq_us` on the host. Prior 0 (absent: 0) where no data speak.
+    #[serde(default)]
+    pub host_per_seq_us: f64,
     /// Scale applied to the bandwidth efficiencies for this runtime's kernels.
     pub bw_scale: f64,
     /// Scale applied to the compute efficiencies for this runtime's kernels.
@@ -403,7 +427,12 @@ pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
 pub const RUNTIME_FIELDS: &[Field<RuntimeParams>] = fields!(RuntimeParams:
     kernel_launch_us "us" NonNegative, host_per_step_us "us" NonNegative, bw_scale "" Positive, compute_scale "" Positive,
     bw_mult_half "" Positive, bw_mult_8bit "" Positive, bw_mult_mxfp4 "" Positive,
-    stage_us "us" NonNegative,
+    stage_us "us" NonNegative, host_per_seq_us "us" NonNegative,
+);
+
+/// Parameters of a `[chips.<chip>.engines.<engine>]` section.
+pub const ENGINE_FIELDS: &[Field<EngineHostParams>] = fields!(EngineHostParams:
+    host_per_step_us "us" NonNegative, host_per_seq_us "us" NonNegative,
 );
 
 /// Parameters of the `[comm]` section.
@@ -455,6 +484,9 @@ impl Profile {
             for (rt, r) in &c.runtimes {
                 info(&format!("chips.{chip}.runtimes.{rt}."), r, RUNTIME_FIELDS, &mut out);
             }
+            for (e, h) in &c.engines {
+                info(&format!("chips.{chip}.engines.{e}."), h, ENGINE_FIELDS, &mut out);
+            }
         }
         info("comm.", &self.comm, COMM_FIELDS, &mut out);
         info("misc.", &self.misc, MISC_FIELDS, &mut out);
@@ -469,6 +501,9 @@ impl Profile {
             ["chips", chip, name] => find(CHIP_FIELDS, name).and_then(|f| Some(((f.get)(self.chips.get(*chip)?), f.bound))),
             ["chips", chip, "runtimes", rt, name] => {
                 find(RUNTIME_FIELDS, name).and_then(|f| Some(((f.get)(self.chips.get(*chip)?.runtimes.get(*rt)?), f.bound)))
+            }
+            ["chips", chip, "engines", e, name] => {
+                find(ENGINE_FIELDS, name).and_then(|f| Some(((f.get)(self.chips.get(*chip)?.engines.get(*e)?), f.bound)))
             }
             ["comm", name] => find(COMM_FIELDS, name).map(|f| ((f.get)(&self.comm), f.bound)),
             ["misc", name] => find(MISC_FIELDS, name).map(|f| ((f.get)(&self.misc), f.bound)),
@@ -486,6 +521,10 @@ impl Profile {
             ["chips", chip, "runtimes", rt, name] => {
                 let rt = self.chips.get_mut(*chip).and_then(|c| c.runtimes.get_mut(*rt));
                 find(RUNTIME_FIELDS, name).zip(rt).map(|(f, x)| (f.set)(x, v)).is_some()
+            }
+            ["chips", chip, "engines", e, name] => {
+                let h = self.chips.get_mut(*chip).and_then(|c| c.engines.get_mut(*e));
+                find(ENGINE_FIELDS, name).zip(h).map(|(f, x)| (f.set)(x, v)).is_some()
             }
             ["comm", name] => find(COMM_FIELDS, name).map(|f| (f.set)(&mut self.comm, v)).is_some(),
             ["misc", name] => find(MISC_FIELDS, name).map(|f| (f.set)(&mut self.misc, v)).is_some(),
@@ -511,6 +550,12 @@ impl Profile {
                 return Err(Issue::new(
                     &["chips", chip],
                     format!("chip `{chip}` has no runtimes (add [chips.{chip}.runtimes.mlx] or .llama-cpp)"),
+                ));
+            }
+            if let Some(e) = c.engines.keys().find(|e| !HOST_ENGINES.contains(&e.as_str())) {
+                return Err(Issue::new(
+                    &["chips", chip, "engines", e],
+                    format!("engine `{e}` has no host costs of its own (engines with their own: {})", HOST_ENGINES.join(", ")),
                 ));
             }
         }

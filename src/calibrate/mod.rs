@@ -114,8 +114,10 @@ pub fn calibrate(
     if params.iter().any(|p| p == "comm.collective_in_context_us") && base.comm.collective_in_context_us <= 0.0 {
         base.comm.collective_in_context_us = 10.0;
     }
-    // Likewise a per-stage cost is 0 where no pipeline case was fitted: start it at 100 us.
-    for p in params.iter().filter(|p| p.ends_with(".stage_us")) {
+    // Likewise a per-stage cost is 0 where no pipeline case was fitted, and a host cost per step
+    // or per sequence where no serving row was: start them at 100 us.
+    let host_cost = |p: &str| [".stage_us", ".host_per_step_us", ".host_per_seq_us"].iter().any(|s| p.ends_with(s));
+    for p in params.iter().filter(|p| host_cost(p)) {
         if base.param(p).is_some_and(|(v, _)| v <= 0.0) {
             base.set_param(p, 100.0);
         }

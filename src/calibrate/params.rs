@@ -109,6 +109,10 @@ pub fn published_params() -> Vec<String> {
         "chips.ryzen-ai-max-395.bw_eff_dense",
         "chips.ryzen-ai-max-395.bw_eff_expert",
         "chips.ryzen-ai-max-395.runtimes.llama-cpp.kernel_launch_us",
+        // vllm-mlx's own host costs, per step and per sequence: its concurrency rows at 1 and 8
+        // requests (m4max-l32-1b-vllm-c1, -c8) pin them apart.
+        "chips.m4-max.engines.vllm-mlx.host_per_step_us",
+        "chips.m4-max.engines.vllm-mlx.host_per_seq_us",
     ]
     .iter()
     .map(|s| s.to_string())

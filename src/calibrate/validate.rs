@@ -168,9 +168,9 @@ const ENGINES: &[(&str, &str)] = &[
     ("llama-cpp", "llama-cpp"),
     ("ollama", "llama-cpp"),
     ("llama-cpp-rpc", "llama-cpp-rpc"),
-    // Not in FACTS.md: vllm-mlx runs MLX kernels; its scheduler is taken as mlx-lm's
+    // vllm-mlx: MLX kernels, its own host costs; its scheduler is taken as mlx-lm's
     // BatchGenerator until its source is read (said in the row's assumptions).
-    ("vllm-mlx", "mlx-lm"),
+    ("vllm-mlx", "vllm-mlx"),
 ];
 
 /// The metrics `validate` predicts.
@@ -228,7 +228,7 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
     let n: usize = row.nodes.trim().parse().map_err(|_| format!("node count `{}` is not a number: write an integer", row.nodes))?;
     let nodes = row_nodes(row, n, &mut assumptions)?;
     if first_word(row.engine.trim()) == "vllm-mlx" {
-        assumptions.push("vllm-mlx modelled as mlx-lm (MLX kernels, BatchGenerator scheduler)".into());
+        assumptions.push("vllm-mlx scheduler taken as mlx-lm's BatchGenerator (MLX kernels, vllm-mlx host costs)".into());
     }
     let engine = match row.engine.trim() {
         "hpl" if n == 1 => return Err("HPL rows: the single-node CPU HPL rate and power are catalog inputs, not predictions".into()),
@@ -270,7 +270,7 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
                 row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
             (p, 1)
         }
-        "aggregate_decode_tokens_per_s" => serve_tokens(row, &mut assumptions),
+        "aggregate_decode_tokens_per_s" => serve_tokens(row, all, &mut assumptions),
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     };
     let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
@@ -299,18 +299,44 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
 
 /// Prompt and output lengths of a serving row: the prompt column, and "N generated tokens" in
 /// the notes; 128 each where the row is silent (said in the assumptions).
-fn serve_tokens(row: &MeasurementRow, assumptions: &mut Vec<String>) -> (u64, u64) {
+fn serve_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Vec<String>) -> (u64, u64) {
     let prompt = row.prompt_tokens.trim().parse::<u64>().ok().filter(|&p| p > 0).unwrap_or_else(|| {
         assumptions.push("prompt length not published: assumed 128".into());
         128
     });
-    let words: Vec<&str> = row.notes.split_whitespace().collect();
-    let generated = words.windows(3).find(|w| w[1] == "generated" && w[2].starts_with("tokens")).and_then(|w| w[0].parse::<u64>().ok());
-    let generate = generated.unwrap_or_else(|| {
-        assumptions.push("generated tokens not published: assumed 128".into());
-        128
-    });
+    let generate = match notes_generated(row) {
+        Some(g) => g,
+        // A row of the same benchmark run (same source, system, model, quant, engine, metric)
+        // that says it: one benchmark sends one request shape at every concurrency.
+        None => match all.iter().filter(|r| r.id != row.id && same_run(r, row) && r.metric == row.metric).find_map(notes_generated) {
+            Some(g) => {
+                assumptions.push(format!("generated tokens: {g}, as the other rows of its benchmark run say"));
+                g
+            }
+            None => {
+                assumptions.push("generated tokens not published: assumed 128".into());
+                128
+            }
+        },
+    };
     (prompt, generate)
+}
+
+/// "N generated tokens" in a row's notes.
+fn notes_generated(row: &MeasurementRow) -> Option<u64> {
+    let words: Vec<&str> = row.notes.split_whitespace().collect();
+    words.windows(3).find(|w| w[1] == "generated" && w[2].starts_with("tokens")).and_then(|w| w[0].parse::<u64>().ok())
+}
+
+/// Whether two rows come from one benchmark run: same system, memory mix, model, quant, engine
+/// and source (its parenthesised detail aside).
+fn same_run(a: &MeasurementRow, b: &MeasurementRow) -> bool {
+    a.system == b.system
+        && a.node_mix == b.node_mix
+        && a.model == b.model
+        && a.quant == b.quant
+        && a.engine == b.engine
+        && source_stem(&a.source) == source_stem(&b.source)
 }
 
 /// Whether a metric is a wall-power figure the twin predicts.
@@ -329,17 +355,7 @@ fn source_stem(s: &str) -> &str {
 
 /// The longest prompt among rows of the same benchmark run as `row`.
 fn sibling_prompt(row: &MeasurementRow, all: &[MeasurementRow]) -> Option<u64> {
-    all.iter()
-        .filter(|r| {
-            r.system == row.system
-                && r.node_mix == row.node_mix
-                && r.model == row.model
-                && r.quant == row.quant
-                && r.engine == row.engine
-                && source_stem(&r.source) == source_stem(&row.source)
-        })
-        .filter_map(|r| r.prompt_tokens.trim().parse::<u64>().ok())
-        .max()
+    all.iter().filter(|r| same_run(r, row)).filter_map(|r| r.prompt_tokens.trim().parse::<u64>().ok()).max()
 }
 
 /// A cluster HPL row as a scenario: the nodes over the row's fabric (cabled as the fabric's

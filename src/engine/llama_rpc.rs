@@ -46,5 +46,5 @@ pub(super) fn lower_rpc(b: &mut Builder<'_>, tokens: u64) {
         let s3 = b.cpu(i, half_call, "rpc get_tensor", &[x3]);
         prev = b.send(i, 0, act_bytes, &[s3]);
     }
-    b.cpu(0, us_to_ns(plan.runtimes[0].host_per_step_us), "host", &[prev]);
+    b.host(0, &[prev]);
 }

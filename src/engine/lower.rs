@@ -19,7 +19,6 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
     let model = &plan.model;
     let logits_all = plan.options.prefill_logits_all;
     let act_bytes = tokens * model.hidden * plan.options.activation_bytes;
-    let host_ns = |i: usize| us_to_ns(plan.runtimes[i].host_per_step_us);
     match plan.options.parallelism {
         Parallelism::None | Parallelism::Tensor => {
             // Segments split at the all_sum points; one GPU task per node per segment.
@@ -48,7 +47,7 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
             for (i, p) in prev.iter_mut().enumerate() {
                 let deps: Vec<TaskId> = p.iter().copied().collect();
                 let head = b.gpu(i, seg_ops.clone(), logits_all, &deps);
-                *p = Some(b.cpu(i, host_ns(i), "host", &[head]));
+                *p = Some(b.host(i, &[head]));
             }
         }
         Parallelism::Pipeline if plan.options.kind == EngineKind::LlamaCppRpc => lower_rpc(&mut b, tokens),
@@ -80,7 +79,7 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
             let ready: Vec<TaskId> = (0..n).map(|i| if i + 1 == n { last } else { b.g.join(&[outputs[i], last]) }).collect();
             let gathered = b.all_gather(&ready, act_bytes);
             for (i, g) in gathered.into_iter().enumerate() {
-                b.cpu(i, host_ns(i), "host", &[g]);
+                b.host(i, &[g]);
             }
         }
     }

@@ -27,6 +27,9 @@ pub struct Lowered {
     pub gpu_tasks: Vec<(TaskId, usize)>,
     /// The segments.
     pub segments: Vec<Segment>,
+    /// `(task, node)` of every per-step host task: the runtime's host work after a forward,
+    /// `host_per_step_us + B x host_per_seq_us` for B sampling sequences.
+    pub host_tasks: Vec<(TaskId, usize)>,
     /// Tokens per step this graph was built for (payload sizes depend on it).
     pub tokens: u64,
     /// Bytes the engine put on links (for conservation checks).
@@ -54,7 +57,8 @@ impl Lowered {
     /// the experts the whole batch selects); attention and the MLA latent expansion run per
     /// sequence over its own context, paying the kernel launches once; the LM head runs over
     /// `head_rows` rows (one per sequence that samples) unless the runtime computes logits for
-    /// every token.
+    /// every token. Host tasks pay the per-step cost plus the per-sequence cost of `head_rows`
+    /// sampling sequences ([`Plan::host_ns`]).
     pub fn retime_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) {
         debug_assert_eq!(rows.iter().map(|r| r.0).sum::<u64>(), self.tokens, "rows must cover the step's tokens");
         self.split_parts(plan, head_rows);
@@ -66,6 +70,9 @@ impl Lowered {
             let ns = by_context.iter().fold(*fixed, |acc, &j| acc + ctx_ns[j]);
             // Clamp to ~11 days so sums of durations can never overflow.
             self.graph.tasks[task.0 as usize].duration = ns.round().clamp(0.0, 1e15) as Time;
+        }
+        for &(task, node) in &self.host_tasks {
+            self.graph.tasks[task.0 as usize].duration = plan.host_ns(node, head_rows);
         }
     }
 

@@ -106,6 +106,8 @@ pub(super) struct Builder<'a> {
     pub(super) net: Net,
     pub(super) gpu_tasks: Vec<(TaskId, usize)>,
     pub(super) segments: Vec<Segment>,
+    /// `(task, node)` of every per-step host task (re-timed per batch by [`Lowered::retime_rows`]).
+    pub(super) host_tasks: Vec<(TaskId, usize)>,
     pub(super) bytes_sent: u64,
     /// Collectives sit between kernels (a forward pass) rather than alone (a microbenchmark).
     pub(super) in_context: bool,
@@ -115,7 +117,7 @@ impl<'a> Builder<'a> {
     pub(super) fn new(plan: &'a Plan) -> Self {
         let mut g = TaskGraph::new();
         let net = Net::new(&mut g, plan);
-        Builder { plan, g, net, gpu_tasks: Vec::new(), segments: Vec::new(), bytes_sent: 0, in_context: true }
+        Builder { plan, g, net, gpu_tasks: Vec::new(), segments: Vec::new(), host_tasks: Vec::new(), bytes_sent: 0, in_context: true }
     }
 
     pub(super) fn gpu(&mut self, node: usize, ops: Vec<Op>, logits_all_tokens: bool, deps: &[TaskId]) -> TaskId {
@@ -128,6 +130,14 @@ impl<'a> Builder<'a> {
 
     pub(super) fn cpu(&mut self, node: usize, ns: Time, label: &'static str, deps: &[TaskId]) -> TaskId {
         self.g.compute(self.net.cpu[node], ns, label, deps)
+    }
+
+    /// The runtime's host work after a forward on `node` (timed for one sampling sequence until
+    /// [`Lowered::retime_rows`] sets it for the batch).
+    pub(super) fn host(&mut self, node: usize, deps: &[TaskId]) -> TaskId {
+        let t = self.cpu(node, self.plan.host_ns(node, 1), "host", deps);
+        self.host_tasks.push((t, node));
+        t
     }
 
     /// Duration of one message of `bytes` on one hop.
@@ -276,6 +286,7 @@ impl<'a> Builder<'a> {
             graph: self.g,
             gpu_tasks: self.gpu_tasks,
             segments: self.segments,
+            host_tasks: self.host_tasks,
             tokens,
             bytes_sent: self.bytes_sent,
             seg_parts: Vec::new(),

@@ -12,11 +12,16 @@ pub enum EngineKind {
     LlamaCpp,
     /// llama.cpp with `rpc-server` on the other nodes.
     LlamaCppRpc,
+    /// vllm-mlx on one node: MLX kernels (the chip's `mlx` runtime parameters) behind its own
+    /// server loop, whose host costs are the chip's `[engines.vllm-mlx]` (mlx-lm's where a chip
+    /// has none). Its scheduler is taken as mlx-lm's `BatchGenerator` (an assumption: FACTS.md
+    /// describes mlx-lm's, not vllm-mlx's).
+    VllmMlx,
 }
 
 impl EngineKind {
     /// Every engine name a scenario may use (`ollama` runs llama.cpp).
-    pub const NAMES: [&'static str; 5] = ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama"];
+    pub const NAMES: [&'static str; 6] = ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama", "vllm-mlx"];
 
     /// The engine a scenario name selects.
     pub fn parse(name: &str) -> Option<Self> {
@@ -25,6 +30,7 @@ impl EngineKind {
             "mlx-lm" => Some(Self::MlxLm),
             "llama-cpp" | "ollama" => Some(Self::LlamaCpp),
             "llama-cpp-rpc" => Some(Self::LlamaCppRpc),
+            "vllm-mlx" => Some(Self::VllmMlx),
             _ => None,
         }
     }
@@ -36,13 +42,23 @@ impl EngineKind {
             Self::MlxLm => "mlx-lm",
             Self::LlamaCpp => "llama-cpp",
             Self::LlamaCppRpc => "llama-cpp-rpc",
+            Self::VllmMlx => "vllm-mlx",
+        }
+    }
+
+    /// The key of this engine's own host costs in a chip's `engines` table, if it has any
+    /// (its kernels are still its [`Self::runtime`]'s).
+    pub fn host_key(self) -> Option<&'static str> {
+        match self {
+            Self::VllmMlx => Some("vllm-mlx"),
+            Self::Exo | Self::MlxLm | Self::LlamaCpp | Self::LlamaCppRpc => None,
         }
     }
 
     /// Runtime family: which kernels run and which calibration parameters apply.
     pub fn runtime(self) -> Runtime {
         match self {
-            Self::Exo | Self::MlxLm => Runtime::Mlx,
+            Self::Exo | Self::MlxLm | Self::VllmMlx => Runtime::Mlx,
             Self::LlamaCpp | Self::LlamaCppRpc => Runtime::LlamaCpp,
         }
     }
@@ -51,7 +67,7 @@ impl EngineKind {
 /// The kernel library an engine runs: the key of a chip's runtime parameters in a profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Runtime {
-    /// MLX (exo, mlx-lm): MLX formats.
+    /// MLX (exo, mlx-lm, vllm-mlx): MLX formats.
     Mlx,
     /// llama.cpp (llama-cpp, llama-cpp-rpc, ollama): GGUF formats.
     LlamaCpp,

@@ -157,8 +157,16 @@ impl Plan {
                 runtime: runtime.into(),
                 profile: inp.profile.meta.name.clone(),
             })?;
+            let mut rt = rt.clone();
+            // An engine with a server loop of its own (vllm-mlx) keeps the runtime's kernels and
+            // brings its own host costs; a chip without them keeps the runtime's (the envelope
+            // says so).
+            if let Some(h) = inp.options.kind.host_key().and_then(|k| chip.engines.get(k)) {
+                rt.host_per_step_us = h.host_per_step_us;
+                rt.host_per_seq_us = h.host_per_seq_us;
+            }
             chips.push(chip.clone());
-            runtimes.push(rt.clone());
+            runtimes.push(rt);
         }
         let layers = inp.model.layers;
         let shares: Vec<Share> = match inp.options.parallelism {
@@ -290,6 +298,13 @@ impl Plan {
     pub fn kv_capacity_bytes(&self, node: usize) -> f64 {
         let m = &self.memory[node];
         ((m.limit_gb - m.weights_gb - m.overhead_gb) * 1e9).max(0.0)
+    }
+
+    /// The runtime's host work on `node` after a forward in which `sequences` sequences sample,
+    /// ns: `host_per_step_us + sequences x host_per_seq_us` (a `generate` step is one sequence).
+    pub fn host_ns(&self, node: usize, sequences: u64) -> Time {
+        let rt = &self.runtimes[node];
+        us_to_ns(rt.host_per_step_us + sequences as f64 * rt.host_per_seq_us)
     }
 
     /// Kernel-launch part of [`Self::op_ns`], ns: what a batch pays once per kernel rather

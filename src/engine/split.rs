@@ -88,7 +88,7 @@ pub fn default_parallelism(kind: EngineKind, nodes: usize) -> Parallelism {
 /// Checks that engine `kind` (named `engine` in the file) can run `parallelism` on `nodes` nodes.
 pub fn check_split(engine: &str, kind: EngineKind, parallelism: Parallelism, nodes: usize) -> Result<(), SplitError> {
     match (kind, parallelism) {
-        (EngineKind::MlxLm | EngineKind::LlamaCpp, Parallelism::Tensor | Parallelism::Pipeline) => {
+        (EngineKind::MlxLm | EngineKind::VllmMlx | EngineKind::LlamaCpp, Parallelism::Tensor | Parallelism::Pipeline) => {
             return Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism });
         }
         (EngineKind::LlamaCppRpc, Parallelism::Tensor) => return Err(SplitError::RpcSplitsLayers),

@@ -75,7 +75,11 @@ impl Policy {
     pub fn for_plan(plan: &Plan, serve: &Serve) -> Policy {
         match plan.options.kind {
             EngineKind::Exo => Policy::Exo { max_batch: serve.max_batch.unwrap_or(8) },
-            EngineKind::MlxLm => {
+            // vllm-mlx: taken as mlx-lm's BatchGenerator with mlx_lm.server's limits (an
+            // assumption: FACTS.md reads mlx-lm's scheduler, not vllm-mlx's; vllm-mlx batches
+            // through mlx-lm's BatchGenerator). Its own Python scheduler, detokenising and
+            // streaming show as its host costs (`[chips.<chip>.engines.vllm-mlx]`).
+            EngineKind::MlxLm | EngineKind::VllmMlx => {
                 let max_batch = serve.max_batch.unwrap_or(32);
                 Policy::MlxLm { max_batch, prefill_batch: max_batch.min(8) }
             }

@@ -1,0 +1,191 @@
+//! vllm-mlx and the per-sequence host cost: a serving step costs GPU + per-step host + B x
+//! per-sequence host exactly; the engine parses, runs and falls back to the mlx runtime's host
+//! costs on chips without its own; `validate` maps the published rows to it; `calibrate`
+//! recovers the per-sequence cost from synthetic concurrency rows.
+
+use std::path::PathBuf;
+
+use supernode::calibrate::validate::{read_csv, row_scenario};
+use supernode::calibrate::{Dataset, calibrate};
+use supernode::engine::{EngineKind, lower_step};
+use supernode::estimate::{ServeSim, estimate};
+use supernode::profile::{EngineHostParams, Profile};
+use supernode::scenario::{Scenario, Source, parse};
+use supernode::sim::{Jitter, ResourceKind, execute};
+
+const VLLM_M4: &str = r#"
+[cluster]
+node = "m4-max-40c-128gb"
+[model]
+name = "llama-3.2-1b"
+quant = "mlx-4bit"
+[engine]
+name = "vllm-mlx"
+"#;
+
+fn sc(text: &str) -> Scenario {
+    parse(Source { path: "vllm.toml".into(), dir: PathBuf::new(), text: text.into() }).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The default profile without jitter, with vllm-mlx host costs on the M4 Max.
+fn with_host(step_us: f64, seq_us: f64) -> Profile {
+    let mut p = Profile::default_profile();
+    p.misc.jitter_cv = 0.0;
+    let chip = p.chips.get_mut("m4-max").unwrap();
+    chip.engines.insert("vllm-mlx".into(), EngineHostParams { host_per_step_us: step_us, host_per_seq_us: seq_us });
+    p
+}
+
+fn serve(concurrency: u64, generate: u64) -> String {
+    format!(
+        "{VLLM_M4}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = {concurrency}\nrequests = {concurrency}\nprompt_tokens = 16\ngenerate_tokens = {generate}\n"
+    )
+}
+
+#[test]
+fn a_decode_step_of_b_sequences_pays_gpu_plus_step_plus_b_per_sequence_host_costs() {
+    let s = sc(&serve(8, 4));
+    for b in [1u64, 3, 8] {
+        let rows: Vec<(u64, u64)> = (0..b).map(|i| (1, 100 + i)).collect();
+        let span = |p: &Profile| {
+            let plan = s.plan(200, p).unwrap();
+            let mut low = lower_step(&plan, b);
+            low.retime_rows(&plan, &rows, b);
+            let tl = execute(&low.graph, 0, &mut Jitter::new(1, 0.0));
+            let gpu: u64 =
+                low.graph.resources.iter().enumerate().filter(|(_, r)| r.kind == ResourceKind::Gpu).map(|(i, _)| tl.busy[i]).sum();
+            (tl.makespan, gpu)
+        };
+        let (bare, gpu0) = span(&with_host(0.0, 0.0));
+        let (paid, gpu1) = span(&with_host(800.0, 900.0));
+        assert_eq!(gpu0, gpu1, "host costs leave the GPU alone");
+        assert_eq!(bare, gpu0, "one node: the step is its GPU work");
+        assert_eq!(paid, gpu0 + 800_000 + b * 900_000, "batch {b}: GPU + 800 us + {b} x 900 us");
+    }
+}
+
+#[test]
+fn every_decode_forward_of_a_serving_run_pays_its_batch_of_host_costs() {
+    let s = sc(&serve(4, 6));
+    let p = with_host(500.0, 250.0);
+    let plan = s.plan(64, &p).unwrap();
+    let mut decodes = 0;
+    let sv = s.workload.serve.as_ref().unwrap();
+    ServeSim::new(&plan, sv, &s.slo, s.seed)
+        .with_observer(|f| {
+            let gpu: u64 = f
+                .lowered
+                .graph
+                .resources
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.kind == ResourceKind::Gpu)
+                .map(|(i, _)| f.timeline.busy[i])
+                .sum();
+            let host: u64 = f.lowered.host_tasks.iter().map(|(t, _)| f.lowered.graph.tasks[t.0 as usize].duration).sum();
+            assert_eq!(f.timeline.makespan - f.start, gpu + host);
+            if f.tokens == f.sequences as u64 {
+                assert_eq!(host, 500_000 + f.sequences as u64 * 250_000, "forward {}", f.index);
+                decodes += 1;
+            }
+        })
+        .run();
+    assert!(decodes >= 5, "{decodes} decode forwards");
+}
+
+#[test]
+fn one_user_of_vllm_mlx_reproduces_generate_with_its_host_costs() {
+    let p = with_host(700.0, 300.0);
+    let g = estimate(&sc(&format!("{VLLM_M4}[workload]\nprompt_tokens = 128\ngenerate_tokens = 32\n")), &p).unwrap();
+    let s = estimate(&sc(&serve(1, 32).replace("prompt_tokens = 16", "prompt_tokens = 128")), &p).unwrap();
+    assert_eq!(s.serve.as_ref().unwrap().per_request_decode_tokens_per_s, g.decode_tokens_per_s);
+    assert_eq!(s.ttft_s, g.ttft_s);
+    // A decode step is its GPU time plus 1 ms of host work: slower than without.
+    let bare = estimate(&sc(&format!("{VLLM_M4}[workload]\nprompt_tokens = 128\ngenerate_tokens = 32\n")), &with_host(0.0, 0.0)).unwrap();
+    let step = |e: &supernode::estimate::Estimate| 1e3 / e.decode_tokens_per_s;
+    assert!((step(&g) - step(&bare) - 1.0).abs() < 0.01, "{} vs {}", step(&g), step(&bare));
+}
+
+#[test]
+fn vllm_mlx_parses_runs_and_falls_back_to_mlx_host_costs_on_other_chips() {
+    let s = sc(&serve(2, 8));
+    assert_eq!(s.engine.kind, EngineKind::VllmMlx);
+    assert_eq!(s.engine.kind.runtime().id(), "mlx");
+    let p = with_host(500.0, 250.0);
+    let e = estimate(&s, &p).unwrap();
+    assert!(e.serve.as_ref().unwrap().aggregate_decode_tokens_per_s > 0.0);
+    assert!(e.serve.as_ref().unwrap().scheduler.starts_with("MlxLm"), "mlx-lm's BatchGenerator");
+    assert!(!e.calibration.reasons.iter().any(|r| r.contains("vllm-mlx")), "{:?}", e.calibration.reasons);
+    // An M3 Ultra has no vllm-mlx host costs: the mlx runtime's, said in the envelope; the
+    // prediction equals mlx-lm's.
+    let m3 = |engine: &str| {
+        sc(&serve(2, 8).replace("m4-max-40c-128gb", "m3-ultra-80c-512gb").replace("name = \"vllm-mlx\"", &format!("name = \"{engine}\"")))
+    };
+    let v = estimate(&m3("vllm-mlx"), &p).unwrap();
+    let m = estimate(&m3("mlx-lm"), &p).unwrap();
+    assert_eq!(v.serve.as_ref().unwrap().aggregate_decode_tokens_per_s, m.serve.as_ref().unwrap().aggregate_decode_tokens_per_s);
+    assert!(
+        v.calibration.reasons.iter().any(|r| r.contains("no vllm-mlx host costs for chip `m3-ultra`") && r.contains("mlx")),
+        "{:?}",
+        v.calibration.reasons
+    );
+    // One node only, like mlx-lm.
+    let two = "[cluster]\nnodes = [\"m4-max-40c-128gb\", \"m4-max-40c-128gb\"]\nfabric = \"tb5-rdma\"\ntopology = \"full-mesh\"\n[model]\nname = \"llama-3.2-1b\"\n[engine]\nname = \"vllm-mlx\"\nparallelism = \"tensor\"\n";
+    let err = parse(Source { path: "two.toml".into(), dir: PathBuf::new(), text: two.into() }).unwrap_err().to_string();
+    assert!(err.contains("vllm-mlx"), "{err}");
+}
+
+#[test]
+fn a_profile_names_only_engines_with_host_costs_of_their_own() {
+    let good = include_str!("../../calibration/profiles/hand-set.toml");
+    assert!(good.contains("[chips.m4-max.engines.vllm-mlx]"));
+    let bad = good.replace("[chips.m4-max.engines.vllm-mlx]", "[chips.m4-max.engines.vllm]");
+    let e = Profile::parse(&bad, "bad.toml").unwrap_err().to_string();
+    let line = bad[..bad.find("[chips.m4-max.engines.vllm]").unwrap()].matches('\n').count() + 1;
+    assert!(e.starts_with(&format!("bad.toml:{line}:")) && e.contains("`vllm`") && e.contains("vllm-mlx"), "{e}");
+    let p = Profile::parse(good, "hand-set.toml").unwrap();
+    assert_eq!(p.param("chips.m4-max.engines.vllm-mlx.host_per_seq_us").map(|x| x.0), Some(0.0));
+    assert_eq!(p.param("chips.m3-ultra.runtimes.mlx.host_per_seq_us").map(|x| x.0), Some(0.0));
+}
+
+#[test]
+fn validate_maps_the_published_concurrency_rows_to_vllm_mlx() {
+    let rows = read_csv(&crate::measurements_csv()).unwrap();
+    let vllm: Vec<_> = rows.iter().filter(|r| r.engine == "vllm-mlx").collect();
+    assert_eq!(vllm.len(), 2);
+    for r in vllm {
+        let (b, assumptions) = row_scenario(r, &rows).unwrap();
+        let s = b.build().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.engine.kind, EngineKind::VllmMlx, "{}", r.id);
+        assert_eq!(s.workload.generate_tokens, 200, "{}: the benchmark's 200 generated tokens", r.id);
+        assert!(assumptions.iter().any(|a| a.contains("BatchGenerator")), "{assumptions:?}");
+    }
+}
+
+#[test]
+fn calibrate_recovers_host_per_seq_us_from_synthetic_concurrency_rows() {
+    let truth = with_host(600.0, 850.0);
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = |values: &[f64]| {
+        let mut t = String::from(
+            "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n",
+        );
+        for (c, v) in [1, 3, 8].iter().zip(values) {
+            t += &format!(
+                "syn-c{c},mac-studio-m4-max,1,128gb,llama-3.2-1b,mlx-4bit,vllm-mlx,none,none,16,{c},aggregate_decode_tokens_per_s,{v},tok/s,synthetic,24 generated tokens\n"
+            );
+        }
+        crate::write_text(tmp.path(), "syn.csv", &t)
+    };
+    let mut probe = Dataset::default();
+    probe.add_csv(&csv(&[1.0, 1.0, 1.0]), &truth).unwrap();
+    let measured = probe.predict(&truth).unwrap();
+    let mut data = Dataset::default();
+    data.add_csv(&csv(&measured), &truth).unwrap();
+    let params: Vec<String> =
+        ["host_per_step_us", "host_per_seq_us"].iter().map(|n| format!("chips.m4-max.engines.vllm-mlx.{n}")).collect();
+    let (fitted, report, _) = calibrate(&data, &with_host(0.0, 0.0), Some(params.clone()), 0.0).unwrap();
+    let got = |k: usize| fitted.param(&params[k]).unwrap().0;
+    assert!((got(0) - 600.0).abs() < 6.0 && (got(1) - 850.0).abs() < 8.5, "{} {} ({report:?})", got(0), got(1));
+    assert!(report.rms_percent < 0.1, "{}", report.rms_percent);
+}
