@@ -430,7 +430,9 @@ fn closed_loop_attempt(bar_percent: f64, rounds: u32) -> Attempt {
     let report: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
     eprintln!("closed loop: {}", serde_json::to_string_pretty(&report["rows"]).unwrap());
     let rows = report["rows"].as_array().unwrap();
-    let line = |row: &serde_json::Value| format!("{} predicted {} vs measured {}: {}%", row["id"], row["predicted"], row["measured"], row["error_percent"]);
+    let line = |row: &serde_json::Value| {
+        format!("{} predicted {} vs measured {}: {}%", row["id"], row["predicted"], row["measured"], row["error_percent"])
+    };
     let batched = |row: &&serde_json::Value| row["metric"] == "aggregate_decode_tokens_per_s";
     for row in rows.iter().filter(batched) {
         eprintln!("closed loop: batched e2e decode ({}): {}", if GATE_BATCHED { "gated" } else { "not gated" }, line(row));

@@ -8,7 +8,7 @@ import math
 import random
 
 import pytest
-from checks import TINY_MODEL, plain_check, run_harness, schema_check
+from checks import EXAMPLE, TINY_MODEL, plain_check, run_harness, schema_check
 
 from supernode_harness.routing import distinct, expected_distinct, route, sorted_gather
 from supernode_harness.stats import merge_rounds, stats
@@ -86,3 +86,16 @@ def test_gather_qmm_over_a_batch_and_batched_decode_records(tmp_path):
         assert 0 < b["host_build_s"] < b["median_s"]
         assert b["model"]["layers"] == TINY_MODEL["num_hidden_layers"]
     assert d[2]["flops"] == 4 * d[0]["flops"]
+
+
+BATCH_EXAMPLE = EXAMPLE.parent / "harness-batch-example.json"
+
+
+@pytest.mark.skipif(not BATCH_EXAMPLE.exists(), reason="no batch example committed")
+def test_committed_batch_example_is_valid():
+    doc = json.loads(BATCH_EXAMPLE.read_text())
+    plain_check(doc)
+    schema_check(doc)
+    assert [b["params"]["batch"] for b in doc["benchmarks"] if b["kind"] == "e2e_decode_batch"] == [1, 2, 4, 8]
+    assert [b["params"]["M"] for b in doc["benchmarks"] if b["kind"] == "gather_qmm"] == [1, 2, 4, 8, 16, 32]
+    assert BATCH_EXAMPLE.stat().st_size < 400_000
