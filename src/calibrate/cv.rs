@@ -80,6 +80,7 @@ pub fn kind_of(data: &Dataset, i: usize) -> String {
         TargetSource::Harness(h, k) => match h.benchmarks[*k].kind {
             super::HarnessKind::E2eDecode => "decode_tokens_per_s".into(),
             super::HarnessKind::E2ePrefill => "prefill_tokens_per_s".into(),
+            super::HarnessKind::E2eDecodeBatch => "aggregate_decode_tokens_per_s".into(),
             other => other.id().to_string(),
         },
     }

@@ -127,10 +127,10 @@ impl Dataset {
             }
             TargetSource::Harness(h, k) => validate::ValidatedRow {
                 id: self.targets[i].id.clone(),
-                metric: if h.benchmarks[*k].kind == super::HarnessKind::E2eDecode {
-                    "decode_tokens_per_s".into()
-                } else {
-                    "prefill_tokens_per_s".into()
+                metric: match h.benchmarks[*k].kind {
+                    super::HarnessKind::E2eDecode => "decode_tokens_per_s".into(),
+                    super::HarnessKind::E2eDecodeBatch => "aggregate_decode_tokens_per_s".into(),
+                    _ => "prefill_tokens_per_s".into(),
                 },
                 measured: self.targets[i].measured,
                 predicted: crate::util::round3(predicted),

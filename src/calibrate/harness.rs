@@ -69,6 +69,8 @@ harness_kinds! {
     E2eDecode = "e2e_decode" => Validate,
     /// End-to-end prefill of the harness model.
     E2ePrefill = "e2e_prefill" => Validate,
+    /// End-to-end decode of B sequences in one forward per step (aggregate tokens/s).
+    E2eDecodeBatch = "e2e_decode_batch" => Validate,
 }
 
 impl fmt::Display for HarnessKind {
@@ -146,7 +148,7 @@ pub struct HarnessBench {
     /// Every rank's median, when several ranks ran the case at the same time.
     #[serde(default)]
     pub per_rank_median_s: Vec<f64>,
-    /// End-to-end tokens per second.
+    /// End-to-end tokens per second (a batched decode: every sequence's together).
     #[serde(default)]
     pub tokens_per_s: Option<f64>,
     /// e2e decode: median host time per step spent building the step's graph in Python before
@@ -333,7 +335,7 @@ fn slowest_rank_median(b: &HarnessBench) -> f64 {
 pub fn harness_measured(b: &HarnessBench) -> f64 {
     use HarnessKind::*;
     match b.kind {
-        E2eDecode | E2ePrefill => b.tokens_per_s.unwrap_or(f64::NAN),
+        E2eDecode | E2ePrefill | E2eDecodeBatch => b.tokens_per_s.unwrap_or(f64::NAN),
         Qmm | GatherQmm | Sdpa | OpChain | SegmentChain => slowest_rank_median(b),
         _ => b.median_s,
     }
@@ -345,7 +347,8 @@ pub fn harness_id(b: &HarnessBench, i: usize) -> String {
     let g = |k: &str| b.params.get(k).map(|v| v.to_string()).unwrap_or_default();
     match b.kind {
         Qmm => format!("{i}:qmm M{} {}x{} {}b", g("M"), g("K"), g("N"), g("bits")),
-        GatherQmm => format!("{i}:gather_qmm M{} {}x{}", g("M"), g("K"), g("N")),
+        GatherQmm => format!("{i}:gather_qmm M{} {}x{} {}b", g("M"), g("K"), g("N"), g("bits")),
+        E2eDecodeBatch => format!("{i}:e2e_decode_batch B{}", g("batch")),
         Sdpa => format!("{i}:sdpa {} kv{}", g("phase").trim_matches('"'), g("kv_len")),
         AllSum => format!("{i}:all_sum {}B", g("message_bytes")),
         OpChain => format!("{i}:op_chain {} ops", g("ops")),

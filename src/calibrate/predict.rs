@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::harness::{HarnessBench, HarnessFile, HarnessKind, SourceError, host_fabric, host_node};
 use crate::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanError, PlanInput};
-use crate::estimate::microbench::{all_sum_seconds, op_seconds, segment_chain_seconds};
+use crate::estimate::microbench::{all_sum_seconds, batched_decode_tokens_per_s, op_seconds, segment_chain_seconds};
 use crate::estimate::simulate_generate;
 use crate::hw::Topology;
 use crate::llm::{ModelSpec, Op, Placement, QuantSpec, TensorRole};
@@ -72,7 +72,9 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
         }
         HarnessKind::GatherQmm => {
             let plan = m.plan(1, &bench_model(m.num("K")?)?, &m.quant(m.num("bits")?)?, profile)?;
-            // Expert ops are sharded; on one rank the share is 1.
+            // Expert ops are sharded; on one rank the share is 1. A batch of M tokens is timed by
+            // the twin's batch physics: weights of the E(1-(1-k/E)^M) experts it touches on
+            // average (not the count the harness drew: the coverage law is the twin's), M·k rows.
             let op = formatted(&plan, Op::experts("gather_qmm", m.count("K")? * m.count("N")?, 1, m.count("experts")?, m.count("top_k")?));
             Ok(op_seconds(&plan, &op, m.count("M")?.max(1), 0))
         }
@@ -94,7 +96,7 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
             let plan = m.plan(m.ranks(), &bench_model(1.0)?, &m.quant(16.0)?, profile)?;
             Ok(all_sum_seconds(&plan, m.count("message_bytes")?))
         }
-        HarnessKind::E2eDecode | HarnessKind::E2ePrefill => m.end_to_end(profile),
+        HarnessKind::E2eDecode | HarnessKind::E2ePrefill | HarnessKind::E2eDecodeBatch => m.end_to_end(profile),
         other => Err(HarnessError::NotPredicted(other)),
     }
 }
@@ -247,7 +249,7 @@ impl Measurement<'_> {
     }
 
     /// End-to-end decode or prefill tokens/s of the harness's model, through the generate
-    /// simulation `run` uses.
+    /// simulation `run` uses (a batched decode: through a serving run's decode step).
     fn end_to_end(&self, profile: &Profile) -> Result<f64, HarnessError> {
         let kind = self.b.kind;
         let cfg = self.b.model.as_ref().ok_or(HarnessError::MissingModelKey { kind, key: "(the whole model config)" })?;
@@ -285,6 +287,11 @@ impl Measurement<'_> {
             }
         }
         let generate = self.count("gen_tokens")?.max(1);
+        if kind == HarnessKind::E2eDecodeBatch {
+            // B sequences decoded together from the prompt's context, each step one forward
+            // lowered as a serving run's decode step.
+            return Ok(batched_decode_tokens_per_s(&plan, self.count("batch")?.max(1), prompt, generate, 1));
+        }
         Ok(simulate_generate(&plan, prompt, generate, 1).decode_tokens_per_s())
     }
 }

@@ -111,11 +111,13 @@ fn harness_notes(data: &Dataset, out: &mut Output) {
         let per_round = b.round_tokens_per_s();
         if b.usage() == crate::calibrate::HarnessUse::Validate && per_round.len() > 1 {
             let list: Vec<String> = per_round.iter().map(|v| format!("{v:.2}")).collect();
-            out.text.push_str(&format!("\n{}, each repeat: {} tok/s (the best is the measured value)", b.kind, list.join(", ")));
-            out.json["rounds_tokens_per_s"][b.kind.id()] = serde_json::json!(per_round);
+            // A batched decode has one record per batch size: keyed by kind and batch.
+            let key = b.params.get("batch").map_or_else(|| b.kind.id().to_string(), |n| format!("{} B{n}", b.kind));
+            out.text.push_str(&format!("\n{key}, each repeat: {} tok/s (the best is the measured value)", list.join(", ")));
+            out.json["rounds_tokens_per_s"][&key] = serde_json::json!(per_round);
             if let Some(mean) = b.mean_tokens_per_s_all_rounds() {
                 out.text.push_str(&format!("; over every step of every repeat: {mean:.2} tok/s"));
-                out.json["mean_tokens_per_s_all_rounds"][b.kind.id()] = serde_json::json!(mean);
+                out.json["mean_tokens_per_s_all_rounds"][&key] = serde_json::json!(mean);
             }
         }
     }

@@ -4,7 +4,7 @@
 //! chain of kernel segments with collectives, and the tokens per second of a generate run.
 
 use super::GenerateRun;
-use crate::engine::{Plan, lower_all_sum, lower_segment_chain};
+use crate::engine::{Plan, lower_all_sum, lower_segment_chain, lower_step};
 use crate::llm::Op;
 use crate::sim::{Jitter, Time, execute};
 
@@ -28,6 +28,27 @@ pub fn segment_chain_seconds(plan: &Plan, blocks: &[Vec<Op>], repeats: usize, al
     let mut jitter = Jitter::new(seed, plan.jitter_cv);
     let total: Time = (0..reps).map(|_| execute(&low.graph, 0, &mut jitter).makespan).sum();
     total as f64 / f64::from(reps.max(1)) / 1e9
+}
+
+/// Aggregate decode tokens/s of `batch` sequences decoded together for `generate` steps from a
+/// `prompt`-token context each: every step is one forward over the batch's rows (one token per
+/// sequence), lowered and re-timed as a serving run's decode step is ([`lower_step`] and
+/// [`crate::engine::Lowered::retime_rows`], see [`crate::estimate::ServeSim`]): weight-bound ops
+/// once over `batch` rows, MoE layers over the experts the batch touches, attention per sequence
+/// over its own context, the LM head over `batch` rows. One seeded jitter stream per run; with
+/// `batch` 1 and no jitter, the decode of [`crate::estimate::simulate_generate`] step for step.
+pub fn batched_decode_tokens_per_s(plan: &Plan, batch: u64, prompt: u64, generate: u64, seed: u64) -> f64 {
+    let (batch, steps) = (batch.max(1), generate.max(1));
+    let mut low = lower_step(plan, batch);
+    let mut jitter = Jitter::new(seed, plan.jitter_cv);
+    let mut now: Time = 0;
+    let mut rows = vec![(1, prompt); batch as usize];
+    for k in 0..steps {
+        rows.iter_mut().for_each(|r| r.1 = prompt + k);
+        low.retime_rows(plan, &rows, batch);
+        now = execute(&low.graph, now, &mut jitter).makespan;
+    }
+    (batch * steps) as f64 / (now as f64 / 1e9)
 }
 
 impl GenerateRun {

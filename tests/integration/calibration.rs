@@ -429,15 +429,26 @@ fn closed_loop_attempt(bar_percent: f64, rounds: u32) -> Attempt {
         bin().args(["validate", "--json", "--against"]).arg(&out).arg("--profile").arg(&profile).assert().success().get_output().clone();
     let report: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
     eprintln!("closed loop: {}", serde_json::to_string_pretty(&report["rows"]).unwrap());
-    let over_bar = report["rows"]
-        .as_array()
-        .unwrap()
+    let rows = report["rows"].as_array().unwrap();
+    let line = |row: &serde_json::Value| {
+        format!("{} predicted {} vs measured {}: {}%", row["id"], row["predicted"], row["measured"], row["error_percent"])
+    };
+    let batched = |row: &&serde_json::Value| row["metric"] == "aggregate_decode_tokens_per_s";
+    for row in rows.iter().filter(batched) {
+        eprintln!("closed loop: batched e2e decode ({}): {}", if GATE_BATCHED { "gated" } else { "not gated" }, line(row));
+    }
+    let over_bar = rows
         .iter()
+        .filter(|row| GATE_BATCHED || !batched(row))
         .filter(|row| row["error_percent"].as_f64().unwrap().abs() > bar_percent)
-        .map(|row| format!("{} predicted {} vs measured {}: {}%", row["id"], row["predicted"], row["measured"], row["error_percent"]))
+        .map(line)
         .collect();
     Attempt { over_bar, load, pace_drift_percent: report["pace_drift_percent"].as_f64() }
 }
+
+/// Whether the batched e2e decode rows (`e2e_decode_batch`, B = 1, 2, 4, 8) are held to the
+/// closed loop's bar like the other e2e rows; when not, they are printed and not gated.
+const GATE_BATCHED: bool = false;
 
 /// The closed loop on this machine. Needs the harness environment (calibration/harness/setup.sh):
 /// run with `cargo test --release --test integration closed_loop -- --ignored --test-threads=1`. The bar is 15% on both rows,

@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="largest collective message (default 256 MiB, 4 MiB with --quick)")
     p.add_argument("--qmm-m", type=lambda v: [int(x) for x in v.split(",") if x], default=None,
                    help="token counts M for the qmm cases (default 1,4,8,32; 1,8 with --quick)")
+    p.add_argument("--gather-m", type=lambda v: [int(x) for x in v.split(",") if x], default=None,
+                   help="batch sizes M (tokens) for the gather_qmm cases (default 1,2,4,8,16,32)")
     p.add_argument("--qmm-working-set", type=int, default=64 << 20,
                    help="bytes of weight copies qmm cycles through (default 64 MiB: beyond a core's private cache)")
     p.add_argument("--membw-bytes", type=int, default=None, help="array size for membw (default 1 GiB / 256 MiB quick)")
@@ -43,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-tokens", type=int, default=None, help="e2e prompt length (default 512, 32 quick)")
     p.add_argument("--gen-tokens", type=int, default=None,
                    help="e2e tokens per decode window (default 64, 16 quick; three windows per round)")
+    p.add_argument("--batch-sizes", type=lambda v: [int(x) for x in v.split(",") if x], default=None,
+                   help="sequences per forward of the batched e2e decode (default 1,2,4,8)")
+    p.add_argument("--batch-gen-tokens", type=int, default=None,
+                   help="steps of each batched e2e decode (default 32, 4 quick; once per round)")
     p.add_argument("--pin", choices=["auto", "on", "off"], default="auto",
                    help="pin each rank to its own CPUs (auto: Linux ring whose ranks are all on loopback)")
     p.add_argument("--rounds", type=int, default=3,
@@ -53,20 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def schedule():
-    """One round: (name, benchmark) in order; the e2e window runs three times, between groups.
+    """One round: (name, benchmark) in order; the e2e window runs three times, between groups,
+    the batched e2e decode once, last.
     A pace probe runs before each ("before <name>", "before e2e" for the windows)."""
     from .bench.chains import bench_op_chain, bench_segment_chain
     from .bench.collectives import bench_collectives
     from .bench.memory import bench_matmul_peak, bench_membw
     from .bench.qmm import bench_gather_qmm, bench_qmm, bench_qmm_e2e_shapes
     from .bench.sdpa import bench_sdpa
-    from .e2e.run import e2e_window
+    from .e2e.run import e2e_batch, e2e_window
 
     return [("membw", bench_membw), ("matmul_peak", bench_matmul_peak), ("qmm", bench_qmm),
             ("gather_qmm", bench_gather_qmm), ("sdpa", bench_sdpa), ("e2e_window", e2e_window),
             ("collectives", bench_collectives), ("op_chain", bench_op_chain),
             ("segment_chain", bench_segment_chain), ("e2e_window", e2e_window),
-            ("qmm_e2e_shapes", bench_qmm_e2e_shapes), ("e2e_window", e2e_window)]
+            ("qmm_e2e_shapes", bench_qmm_e2e_shapes), ("e2e_window", e2e_window), ("e2e_batch", e2e_batch)]
 
 
 def run_rounds(ctx) -> None:
@@ -80,7 +87,7 @@ def run_rounds(ctx) -> None:
             log(f"round {r + 1} of {ctx.rounds}")
         for name, bench in schedule():
             t0 = time.perf_counter()
-            pace(ctx, "before " + ("e2e" if name == "e2e_window" else name))
+            pace(ctx, "before " + ("e2e" if name in ("e2e_window", "e2e_batch") else name))
             bench(ctx)
             spent[name] = spent.get(name, 0.0) + time.perf_counter() - t0
         pace(ctx, "after e2e")

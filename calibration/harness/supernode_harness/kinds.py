@@ -25,17 +25,18 @@ KINDS: tuple[str, ...] = (
     "pace",
     "e2e_decode",
     "e2e_prefill",
+    "e2e_decode_batch",
 )
 
 # Names `--only` accepts besides the kinds.
 GROUPS: dict[str, list[str]] = {
     "collectives": ["all_sum", "all_gather", "send_recv", "segment_chain"],
-    "e2e": ["e2e_decode", "e2e_prefill", "pace"],
+    "e2e": ["e2e_decode", "e2e_prefill", "e2e_decode_batch", "pace"],
     "kernels": ["qmm", "gather_qmm", "sdpa", "op_chain"],
     "all": list(KINDS),
 }
 
-E2E_KINDS = ("e2e_decode", "e2e_prefill")
+E2E_KINDS = ("e2e_decode", "e2e_prefill", "e2e_decode_batch")
 
 
 def parse_only(s: str | None) -> list[str] | None:

@@ -63,8 +63,9 @@ def merge_case(es: list[dict]) -> dict:
     merged["best_round"] = best["round"]
     merged.pop("round", None)
     merged["all_rounds"] = {k: v for k, v in stats(pooled).items() if k != "samples_s"}
-    if best["kind"] == "e2e_decode":
-        merged["all_rounds"]["tokens_per_s_mean"] = rnd(len(pooled) / sum(pooled))  # a sample per token
+    if best["kind"] in ("e2e_decode", "e2e_decode_batch"):
+        # a sample per step, of `batch` tokens in a batched decode
+        merged["all_rounds"]["tokens_per_s_mean"] = rnd(best["params"].get("batch", 1) * len(pooled) / sum(pooled))
     merged["rounds"] = [{k: v for k, v in e.items() if k not in ("kind", "params", "bytes", "flops", "model")}
                         for e in es]
     return merged
@@ -90,8 +91,11 @@ def pool_window_records(es: list[dict]) -> dict:
     if first["kind"] == "e2e_prefill":
         out["tokens_per_s"] = rnd(first["params"]["prompt_tokens"] / med)
     else:
-        out["tokens_per_s"] = rnd(1.0 / med)
-        out["tokens_per_s_mean"] = rnd(len(pooled) / sum(pooled))
+        batch = first["params"].get("batch", 1)  # tokens per step of a batched decode
+        out["tokens_per_s"] = rnd(batch / med)
+        out["tokens_per_s_mean"] = rnd(batch * len(pooled) / sum(pooled))
+        if "per_sequence_tokens_per_s" in first:
+            out["per_sequence_tokens_per_s"] = rnd(1.0 / med)
         builds = sorted(e["host_build_s"] for e in es if "host_build_s" in e)
         if builds:
             out["host_build_s"] = rnd(percentile(builds, 50))

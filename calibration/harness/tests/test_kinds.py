@@ -35,6 +35,6 @@ def test_groups_name_only_kinds():
 def test_parse_only_expands_groups_and_rejects_unknown_names():
     assert parse_only(None) is None and parse_only("") is None
     assert parse_only("qmm, sync,,") == ["qmm", "sync"]
-    assert parse_only("e2e") == ["e2e_decode", "e2e_prefill", "pace"]
+    assert parse_only("e2e") == ["e2e_decode", "e2e_prefill", "e2e_decode_batch", "pace"]
     with pytest.raises(argparse.ArgumentTypeError, match="bogus"):
         parse_only("qmm,bogus")

@@ -67,7 +67,9 @@ def test_single_rank_e2e_tiny_model(tmp_path):
     plain_check(doc)
     schema_check(doc)
     e2e = {b["kind"]: b for b in doc["benchmarks"]}
-    assert set(e2e) == {"e2e_decode", "e2e_prefill", "pace"}  # the "e2e" group includes the pace probe
+    # the "e2e" group includes the batched decode and the pace probe
+    assert set(e2e) == {"e2e_decode", "e2e_prefill", "e2e_decode_batch", "pace"}
+    assert [b["params"]["batch"] for b in doc["benchmarks"] if b["kind"] == "e2e_decode_batch"] == [1, 2, 4, 8]
     m = e2e["e2e_decode"]["model"]
     assert (m["layers"], m["hidden"], m["heads"], m["kv_heads"], m["ffn"], m["vocab"], m["bits"],
             m["group_size"], m["ranks"]) == (2, 256, 4, 2, 512, 1024, 4, 64, 1)

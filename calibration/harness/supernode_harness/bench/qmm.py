@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import random
-
 import mlx.core as mx
 
 from ..config import DEFAULT_MODEL, e2e_qmm_shapes
 from ..context import Context
 from ..log import log
 from ..mlxutil import clear_cache, dtype_name
+from ..routing import distinct, expected_distinct, route, sorted_gather
 
 # (N_out, K_in, label)
 QMM_SHAPES = [
@@ -105,14 +104,33 @@ def bench_qmm_e2e_shapes(ctx: Context) -> None:
     clear_cache()
 
 
+GATHER_MS = [1, 2, 4, 8, 16, 32]
+
+
+def gather_inputs(sel: list[list[int]], K: int, dtype):
+    """The activations and expert indices of one gather_qmm call, as mlx-lm's SwitchGLU passes
+    them: (M, 1, 1, K) against (M, top_k) indices, or, for a batch of 64 (token, expert) pairs
+    or more, the rows sorted by expert ((M*top_k, 1, K) against sorted indices)."""
+    M, topk = len(sel), len(sel[0])
+    x = mx.random.normal((M, 1, 1, K)).astype(dtype)
+    idx = mx.array(sel, dtype=mx.uint32)
+    if not sorted_gather(sel):
+        return x, idx, False
+    flat = idx.flatten()
+    order = mx.argsort(flat)
+    return x.flatten(0, -3)[order // topk], flat[order], True
+
+
 def bench_gather_qmm(ctx: Context) -> None:
-    """mx.gather_qmm, 8 of 64 experts, 2048->768 (a Qwen3-30B-A3B-like expert)."""
+    """mx.gather_qmm, 8 of 64 experts, 2048->768 (a Qwen3-30B-A3B-like expert), over a batch of
+    M = 1..32 tokens each routed to its top-8 (seeded, uniform: `routing.route`). Records the
+    experts the batch actually touched (`distinct_experts`, bytes = those experts' weights) next
+    to the coverage law E(1-(1-k/E)^M) (`expected_distinct_experts`)."""
     if not ctx.wants("gather_qmm"):
         return
     E, topk, K, N, gs = 64, 8, 2048, 768, 64
     bits_list = [4] if ctx.quick else [4, 8]
-    Ms = [1, 4] if ctx.quick else [1, 4, 16]
-    rng = random.Random(ctx.args.seed)
+    Ms = ctx.args.gather_m or GATHER_MS
     # One random expert tiled E times: values do not matter to the kernel and
     # generating E*N*K normals is slow on a small CPU. Every expert still has
     # its own memory.
@@ -125,22 +143,23 @@ def bench_gather_qmm(ctx: Context) -> None:
         del q1
         per_expert = (wq.nbytes + sc.nbytes + bi.nbytes) // E
         for M in Ms:
-            sel = [rng.sample(range(E), topk) for _ in range(M)]
-            distinct = len({e for row in sel for e in row})
-            idx = mx.array(sel, dtype=mx.uint32)  # (M, topk)
-            x = mx.random.normal((M, 1, 1, K)).astype(ctx.dtype)  # as mlx-lm SwitchGLU
+            sel = route(ctx.args.seed, M, E, topk)
+            touched = distinct(sel)
+            x, idx, srt = gather_inputs(sel, K, ctx.dtype)
             mx.eval(idx, x)
             samples, inner = ctx.time_fn(
-                lambda: mx.gather_qmm(x, wq, sc, bi, rhs_indices=idx, transpose=True, group_size=gs, bits=bits))
+                lambda: mx.gather_qmm(x, wq, sc, bi, rhs_indices=idx, transpose=True, group_size=gs, bits=bits,
+                                      sorted_indices=srt))
             params = {
-                "M": M, "N": N, "K": K, "experts": E, "top_k": topk, "distinct_experts": distinct,
+                "M": M, "N": N, "K": K, "experts": E, "top_k": topk, "distinct_experts": touched,
+                "expected_distinct_experts": round(expected_distinct(E, topk, M), 4), "sorted_indices": srt,
                 "bits": bits, "group_size": gs, "dtype": dtype_name(ctx.dtype),
                 "bytes_per_expert": per_expert, "inner": inner,
                 "label": "expert gate/up proj 2048->768, 8 of 64 experts (Qwen3-30B-A3B-like)",
             }
-            e = ctx.record("gather_qmm", params, per_expert * distinct, 2.0 * M * topk * N * K, samples)
-            log(f"gather_qmm E={E} k={topk} b{bits} M={M}: {e['median_s'] * 1e3:.3f} ms "
-                f"({e['bytes_per_s'] / 1e9:.2f} GB/s)")
+            e = ctx.record("gather_qmm", params, per_expert * touched, 2.0 * M * topk * N * K, samples)
+            log(f"gather_qmm E={E} k={topk} b{bits} M={M} ({touched} experts): {e['median_s'] * 1e3:.3f} ms "
+                f"({e['bytes_per_s'] / 1e9:.2f} GB/s, {e['flops_per_s'] / 1e9:.2f} GFLOP/s)")
         wq = sc = bi = None  # freed before the next bits' experts
     del w
     clear_cache()

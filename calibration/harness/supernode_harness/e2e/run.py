@@ -19,6 +19,8 @@ from ..stats import percentile, rnd
 from .describe import forward_flops, model_record
 from .model import KVCache, Model, shard_model, tree_nbytes
 
+BATCH_SIZES = [1, 2, 4, 8]
+
 
 def build_model(ctx: Context, cfg: dict) -> tuple[Model, int, int, int]:
     """The model with seeded random weights (identical on every rank, like a checkpoint),
@@ -168,9 +170,60 @@ class E2E:
             f"mean rate {e['tokens_per_s_mean']:.2f} tok/s)")
 
 
+    def batch_caches(self, batch: int) -> list[KVCache]:
+        """The prefilled prompt's cache for `batch` sequences: every sequence at the prompt's
+        context (the twin's rows: B sequences of one token each over their own cache)."""
+        self.rewind()
+        out = []
+        for c in self.caches:
+            b = KVCache()
+            b.keys, b.values = mx.tile(c.keys, (batch, 1, 1, 1)), mx.tile(c.values, (batch, 1, 1, 1))
+            b.offset = self.prompt
+            out.append(b)
+        mx.eval([(c.keys, c.values) for c in out])
+        return out
+
+    def decode_batch(self, batch: int, gen: int) -> None:
+        """`gen` greedy steps of `batch` sequences in one forward each (one eval per step), from
+        the prompt's context; each sequence starts from its own (seeded) token. Records the
+        aggregate rate (batch / median step) as `tokens_per_s`."""
+        h, prompt, N = self.h, self.prompt, self.h.size
+        caches = self.batch_caches(batch)
+        rng = random.Random(self.h.args.seed * 7919 + batch)
+        tok = mx.array([rng.randrange(self.cfg["vocab_size"]) for _ in range(batch)], dtype=mx.int32)
+        mx.eval(tok)
+        h.barrier()
+        dec_samples, build_samples = [], []
+        for _ in range(gen):
+            t0 = time.perf_counter()
+            tok = mx.argmax(self.model(tok[:, None], caches)[:, -1, :], axis=-1)
+            t_built = time.perf_counter()
+            mx.eval(tok)
+            dec_samples.append(time.perf_counter() - t0)
+            build_samples.append(t_built - t0)
+        med = percentile(sorted(dec_samples), 50)
+        e = h.record(
+            "e2e_decode_batch",
+            {"batch": batch, "prompt_tokens": prompt, "gen_tokens": gen, "context_start": prompt,
+             "context_end": prompt + gen, "ranks": N,
+             "all_sum_bytes": batch * self.cfg["hidden_size"] * self.act_isz if N > 1 else 0},
+            self.read_bytes, batch * self.flops_batch_step(gen), dec_samples,
+            extra={"tokens_per_s": rnd(batch / med),
+                   "per_sequence_tokens_per_s": rnd(1.0 / med),
+                   "tokens_per_s_mean": rnd(batch * gen / sum(dec_samples)),
+                   "host_build_s": rnd(percentile(sorted(build_samples), 50)),
+                   "model": self.model_cfg},
+        )
+        log(f"  e2e batched decode B={batch}: {e['tokens_per_s']:.2f} tok/s aggregate "
+            f"(median {e['median_s'] * 1e3:.1f} ms/step)")
+
+    def flops_batch_step(self, gen: int) -> float:
+        """Flops per rank of one sequence's token in a batched step (at the window's middle)."""
+        return forward_flops(self.cfg, self.h.size, self.prompt, gen)[1]
+
 def e2e_setup(ctx: Context) -> None:
     """Build the e2e model once, before the rounds (when --only wants an e2e kind)."""
-    if not ctx.wants("e2e_decode", "e2e_prefill") or ctx.e2e is not None:
+    if not ctx.wants("e2e_decode", "e2e_prefill", "e2e_decode_batch") or ctx.e2e is not None:
         return
     cfg = load_model_config(ctx.args.model_config)
     prompt = ctx.e2e_prompt_tokens()
@@ -196,3 +249,13 @@ def e2e_window(ctx: Context) -> None:
         ctx.e2e.decode_window()
         if ctx.e2e_pipe is not None:
             ctx.e2e_pipe.decode_window()
+
+
+def e2e_batch(ctx: Context) -> None:
+    """The batched decode, once per round: B = 1, 2, 4, 8 sequences (`--batch-sizes`) decoded
+    together, `--batch-gen-tokens` steps each (4 quick, 32 full), from the prompt's context."""
+    if ctx.e2e is None or "e2e_decode_batch" not in ctx.only:
+        return
+    gen = ctx.args.batch_gen_tokens or (4 if ctx.quick else 32)
+    for batch in ctx.args.batch_sizes or BATCH_SIZES:
+        ctx.e2e.decode_batch(batch, gen)
