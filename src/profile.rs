@@ -54,8 +54,33 @@ pub struct ChipParams {
     pub pj_per_flop: f64,
     /// Wall power added per busy CPU core, W.
     pub cpu_core_w: f64,
+    /// Fall of the dense bandwidth efficiency with the node's resident weights, per TB: dense
+    /// matrix-vector kernels run at `bw_eff_dense / (1 + bw_ws_per_tb x W)`, W the weight
+    /// bytes resident on the node in TB (see [`ChipParams::working_set_factor`]). Absent: 0,
+    /// no dependence.
+    #[serde(default)]
+    pub bw_ws_per_tb: f64,
     /// Per-runtime costs on this chip, keyed by runtime (`mlx`, `llama-cpp`).
     pub runtimes: BTreeMap<String, RuntimeParams>,
+}
+
+impl ChipParams {
+    /// The factor on the dense bandwidth efficiency of a node holding `resident_gb` GB of
+    /// weights: `1 / (1 + bw_ws_per_tb x resident_gb / 1000)`.
+    ///
+    /// Why this form: the published dense decode rows on one M3 Ultra reach ~0.81 of peak
+    /// bandwidth with a 42.5 GB 70B resident and ~0.59 with a 243 GB 405B (after kernel
+    /// launches), and the dense parts of the 235-671B MoE rows agree. A dense GEMV streams each
+    /// weight page once per token, so address translation is paid per page whatever the size,
+    /// but the page-table walks miss the caches more often as the tables grow with the
+    /// resident set (16 KiB pages, 8-byte entries: 21 MB of tables for the 70B, 119 MB for the
+    /// 405B): the extra time per byte is taken linear in the resident set, the first term of
+    /// any smooth dependence, one parameter per chip. Expert (gather) kernels keep their own
+    /// efficiency: applying the factor to them too made cross-validation worse (the per-node
+    /// resident set of multi-node MoE runs then trades against the collective costs).
+    pub fn working_set_factor(&self, resident_gb: f64) -> f64 {
+        1.0 / (1.0 + self.bw_ws_per_tb * resident_gb.max(0.0) / 1000.0)
+    }
 }
 
 /// Per-runtime, per-chip costs.
@@ -397,6 +422,7 @@ pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
     bw_eff_dense "" Fraction, bw_eff_expert "" Fraction, bw_eff_attention "" Fraction,
     compute_eff_dense "" Fraction, compute_eff_expert "" Fraction, compute_eff_attention "" Fraction,
     pj_per_byte "pJ" NonNegative, pj_per_flop "pJ" NonNegative, cpu_core_w "W" NonNegative,
+    bw_ws_per_tb "1/TB" NonNegative,
 );
 
 /// Parameters of a `[chips.<chip>.runtimes.<runtime>]` section.
@@ -681,6 +707,21 @@ mod tests {
         let p = Profile::default_profile();
         assert!(p.chip("m3-ultra").is_some());
         assert!(p.chip("m3-ultra").unwrap().runtimes.contains_key("mlx"));
+    }
+
+    #[test]
+    fn the_working_set_factor_divides_by_one_plus_k_times_the_resident_terabytes() {
+        let mut c = Profile::default_profile().chip("m3-ultra").unwrap().clone();
+        c.bw_ws_per_tb = 2.0;
+        // 250 GB resident: 1 / (1 + 2 x 0.25) = 2/3; 50 GB: 1 / 1.1. The 50 GB node streams
+        // 1.5 / 1.1 times faster per byte.
+        assert!((c.working_set_factor(250.0) - 2.0 / 3.0).abs() < 1e-15);
+        assert!((c.working_set_factor(50.0) - 1.0 / 1.1).abs() < 1e-15);
+        assert!((c.working_set_factor(50.0) / c.working_set_factor(250.0) - 1.5 / 1.1).abs() < 1e-12);
+        // Nothing resident, or no dependence: the factor is 1.
+        assert_eq!(c.working_set_factor(0.0), 1.0);
+        c.bw_ws_per_tb = 0.0;
+        assert_eq!(c.working_set_factor(250.0), 1.0);
     }
 
     #[test]

@@ -341,13 +341,16 @@ impl Plan {
         // The expanded MLA form adds two kernels: the rope-score matmul and its masking.
         let extra_kernels = if expanded_mla && op.mla_expanded.is_some() { 2 } else { 0 };
         let base = OpTerms { kernels: op.kernels + extra_kernels, ..OpTerms::default() };
+        // Dense weight streams slow as the node's resident set grows
+        // (ChipParams::working_set_factor).
+        let ws = chip.working_set_factor(self.memory[node].weights_gb);
         match op.class {
             OpClass::Dense => {
                 // The expanded MLA form runs the latent up-projections over the whole cache.
                 let rows = if expanded_mla && op.expands_latent { (context + tokens) as f64 } else { t };
                 OpTerms {
                     bytes: op.weight_bytes(op.params as f64) * shard,
-                    bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel),
+                    bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel) * ws,
                     flops: 2.0 * op.params as f64 * shard * rows,
                     compute_eff: chip.compute_eff_dense,
                     ..base

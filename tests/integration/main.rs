@@ -27,6 +27,7 @@ mod slo;
 mod snapshots;
 mod sweep;
 mod timelines;
+mod working_set;
 
 use std::path::PathBuf;
 
