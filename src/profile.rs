@@ -54,10 +54,10 @@ pub struct ChipParams {
     pub pj_per_flop: f64,
     /// Wall power added per busy CPU core, W.
     pub cpu_core_w: f64,
-    /// Fall of the dense bandwidth efficiency with the node's resident weights, per TB: dense
-    /// matrix-vector kernels run at `bw_eff_dense / (1 + bw_ws_per_tb x W)`, W the weight
-    /// bytes resident on the node in TB (see [`ChipParams::working_set_factor`]). Absent: 0,
-    /// no dependence.
+    /// Fall of the dense bandwidth efficiency with the dense working set, per TB: dense
+    /// matrix-vector kernels run at `bw_eff_dense / (1 + bw_ws_per_tb x W)`, W the dense
+    /// (non-expert) weight bytes on the node in TB, which they stream every token (see
+    /// [`ChipParams::working_set_factor`]). Absent: 0, no dependence.
     #[serde(default)]
     pub bw_ws_per_tb: f64,
     /// Per-runtime costs on this chip, keyed by runtime (`mlx`, `llama-cpp`).
@@ -65,19 +65,20 @@ pub struct ChipParams {
 }
 
 impl ChipParams {
-    /// The factor on the dense bandwidth efficiency of a node holding `resident_gb` GB of
-    /// weights: `1 / (1 + bw_ws_per_tb x resident_gb / 1000)`.
+    /// The factor on the dense bandwidth efficiency of a node whose dense kernels stream
+    /// `dense_gb` GB of weights every token: `1 / (1 + bw_ws_per_tb x dense_gb / 1000)`.
     ///
     /// Why this form: the published dense decode rows on one M3 Ultra reach ~0.81 of peak
-    /// bandwidth with a 42.5 GB 70B resident and ~0.59 with a 243 GB 405B (after kernel
-    /// launches), and the dense parts of the 235-671B MoE rows agree. A dense GEMV streams each
-    /// weight page once per token, so address translation is paid per page whatever the size,
-    /// but the page-table walks miss the caches more often as the tables grow with the
-    /// resident set (16 KiB pages, 8-byte entries: 21 MB of tables for the 70B, 119 MB for the
-    /// 405B): the extra time per byte is taken linear in the resident set, the first term of
-    /// any smooth dependence, one parameter per chip. Expert (gather) kernels keep their own
-    /// efficiency: applying the factor to them too made cross-validation worse (the per-node
-    /// resident set of multi-node MoE runs then trades against the collective costs).
+    /// bandwidth with a 42.5 GB 70B and ~0.59 with a 243 GB 405B (after kernel launches). A
+    /// dense GEMV streams each weight page once per token, so address translation is paid per
+    /// page whatever the size, but the page-table walks miss the caches more often as the
+    /// tables of the pages walked per token grow (16 KiB pages, 8-byte entries: 21 MB of
+    /// tables for the 70B, 119 MB for the 405B): the extra time per byte is taken linear in
+    /// that working set, the first term of any smooth dependence, one parameter per chip.
+    /// Expert (gather) kernels keep their own efficiency, and a MoE model's working set here is
+    /// its dense part only: with the whole resident set (experts included) the MoE rows tied
+    /// the term to the expert efficiency and the collective costs, and cross-validation got
+    /// worse.
     pub fn working_set_factor(&self, resident_gb: f64) -> f64 {
         1.0 / (1.0 + self.bw_ws_per_tb * resident_gb.max(0.0) / 1000.0)
     }
