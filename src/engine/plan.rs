@@ -194,34 +194,7 @@ impl Plan {
         let overhead = inp.profile.misc.runtime_overhead_gb;
         for (i, (node, share)) in inp.nodes.iter().zip(&shares).enumerate() {
             let m = inp.model;
-            let (mut w, mut dense) = (0.0, 0.0);
-            for l in share.first_layer..share.end_layer {
-                for op in m.quantized_layer_ops(l, inp.quant) {
-                    let frac = if op.placement == Placement::Sharded { share.shard } else { 1.0 };
-                    let b = op.weight_bytes(op.total_params() as f64) * frac;
-                    w += b;
-                    if op.class == OpClass::Dense {
-                        dense += b;
-                    }
-                }
-            }
-            if share.embedding {
-                w += m.embedding_params() as f64 * m.embedding_format(inp.quant).bits / 8.0;
-            }
-            if share.head {
-                let ops = m.quantized_head_ops(inp.quant);
-                let bytes = |dense_only: bool| {
-                    ops.iter()
-                        .filter(|o| !dense_only || o.class == OpClass::Dense)
-                        .map(|o| o.weight_bytes(o.total_params() as f64))
-                        .sum::<f64>()
-                };
-                // A tied head streams the embedding's bytes every token without holding more.
-                dense += bytes(true);
-                if !m.tie_embeddings {
-                    w += bytes(false);
-                }
-            }
+            let (w, dense) = node_weight_bytes(m, inp.quant, share);
             dense_gb.push(dense / 1e9);
             let kv = kv_bytes(m, share, inp.options, inp.context);
             let wired = inp.wired_limit_fraction.unwrap_or(node.wired_fraction);
@@ -409,6 +382,36 @@ impl Plan {
             OpClass::AllSum => base,
         }
     }
+}
+
+/// Bytes of weights `share` holds on a node, and of those the dense (non-expert) bytes its dense
+/// kernels stream every token (a tied LM head streams the embedding's bytes without holding more).
+fn node_weight_bytes(m: &ModelSpec, quant: &QuantSpec, share: &Share) -> (f64, f64) {
+    let (mut w, mut dense) = (0.0, 0.0);
+    for l in share.first_layer..share.end_layer {
+        for op in m.quantized_layer_ops(l, quant) {
+            let frac = if op.placement == Placement::Sharded { share.shard } else { 1.0 };
+            let b = op.weight_bytes(op.total_params() as f64) * frac;
+            w += b;
+            if op.class == OpClass::Dense {
+                dense += b;
+            }
+        }
+    }
+    if share.embedding {
+        w += m.embedding_params() as f64 * m.embedding_format(quant).bits / 8.0;
+    }
+    if share.head {
+        let ops = m.quantized_head_ops(quant);
+        let bytes = |dense_only: bool| {
+            ops.iter().filter(|o| !dense_only || o.class == OpClass::Dense).map(|o| o.weight_bytes(o.total_params() as f64)).sum::<f64>()
+        };
+        dense += bytes(true);
+        if !m.tie_embeddings {
+            w += bytes(false);
+        }
+    }
+    (w, dense)
 }
 
 /// KV-cache bytes one sequence of `context` tokens holds on a node with `share` (sliding-window
