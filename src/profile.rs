@@ -54,6 +54,12 @@ pub struct ChipParams {
     pub pj_per_flop: f64,
     /// Wall power added per busy CPU core, W.
     pub cpu_core_w: f64,
+    /// Fall of the dense bandwidth efficiency with the dense working set, per TB: dense
+    /// matrix-vector kernels run at `bw_eff_dense / (1 + bw_ws_per_tb x W)`, W the dense
+    /// (non-expert) weight bytes on the node in TB, which they stream every token (see
+    /// [`ChipParams::working_set_factor`]). Absent: 0, no dependence.
+    #[serde(default)]
+    pub bw_ws_per_tb: f64,
     /// Per-runtime costs on this chip, keyed by runtime (`mlx`, `llama-cpp`).
     pub runtimes: BTreeMap<String, RuntimeParams>,
     /// Host costs of engines that run a runtime's kernels behind a server loop of their own,
@@ -75,6 +81,26 @@ pub struct EngineHostParams {
     /// Host work per forward pass per sequence that samples in it (sampling, detokenising,
     /// streaming), microseconds.
     pub host_per_seq_us: f64,
+}
+
+impl ChipParams {
+    /// The factor on the dense bandwidth efficiency of a node whose dense kernels stream
+    /// `dense_gb` GB of weights every token: `1 / (1 + bw_ws_per_tb x dense_gb / 1000)`.
+    ///
+    /// Why this form: the published dense decode rows on one M3 Ultra reach ~0.81 of peak
+    /// bandwidth with a 42.5 GB 70B and ~0.59 with a 243 GB 405B (after kernel launches). A
+    /// dense GEMV streams each weight page once per token, so address translation is paid per
+    /// page whatever the size, but the page-table walks miss the caches more often as the
+    /// tables of the pages walked per token grow (16 KiB pages, 8-byte entries: 21 MB of
+    /// tables for the 70B, 119 MB for the 405B): the extra time per byte is taken linear in
+    /// that working set, the first term of any smooth dependence, one parameter per chip.
+    /// Expert (gather) kernels keep their own efficiency, and a MoE model's working set here is
+    /// its dense part only: with the whole resident set (experts included) the MoE rows tied
+    /// the term to the expert efficiency and the collective costs, and cross-validation got
+    /// worse.
+    pub fn working_set_factor(&self, resident_gb: f64) -> f64 {
+        1.0 / (1.0 + self.bw_ws_per_tb * resident_gb.max(0.0) / 1000.0)
+    }
 }
 
 /// Per-runtime, per-chip costs.
@@ -421,6 +447,7 @@ pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
     bw_eff_dense "" Fraction, bw_eff_expert "" Fraction, bw_eff_attention "" Fraction,
     compute_eff_dense "" Fraction, compute_eff_expert "" Fraction, compute_eff_attention "" Fraction,
     pj_per_byte "pJ" NonNegative, pj_per_flop "pJ" NonNegative, cpu_core_w "W" NonNegative,
+    bw_ws_per_tb "1/TB" NonNegative,
 );
 
 /// Parameters of a `[chips.<chip>.runtimes.<runtime>]` section.
@@ -726,6 +753,21 @@ mod tests {
         let p = Profile::default_profile();
         assert!(p.chip("m3-ultra").is_some());
         assert!(p.chip("m3-ultra").unwrap().runtimes.contains_key("mlx"));
+    }
+
+    #[test]
+    fn the_working_set_factor_divides_by_one_plus_k_times_the_resident_terabytes() {
+        let mut c = Profile::default_profile().chip("m3-ultra").unwrap().clone();
+        c.bw_ws_per_tb = 2.0;
+        // 250 GB resident: 1 / (1 + 2 x 0.25) = 2/3; 50 GB: 1 / 1.1. The 50 GB node streams
+        // 1.5 / 1.1 times faster per byte.
+        assert!((c.working_set_factor(250.0) - 2.0 / 3.0).abs() < 1e-15);
+        assert!((c.working_set_factor(50.0) - 1.0 / 1.1).abs() < 1e-15);
+        assert!((c.working_set_factor(50.0) / c.working_set_factor(250.0) - 1.5 / 1.1).abs() < 1e-12);
+        // Nothing resident, or no dependence: the factor is 1.
+        assert_eq!(c.working_set_factor(0.0), 1.0);
+        c.bw_ws_per_tb = 0.0;
+        assert_eq!(c.working_set_factor(250.0), 1.0);
     }
 
     #[test]

@@ -593,7 +593,9 @@ pub fn prior_center(profile: &Profile, paths: &[String]) -> Vec<f64> {
 /// Grouped cross-validation of `data` (see [`cross_validate`]); `tick` advances a progress bar
 /// once per fold.
 pub fn run(data: &Dataset, input: &CvInput<'_>, tick: &(dyn Fn() + Sync)) -> Result<CvReport, CalibrateError> {
-    let paths: Vec<String> = input.paths.iter().filter(|p| get_param(input.profile, p).is_some()).cloned().collect();
+    // A parameter at 0 (a term the profile does not have, e.g. no working-set term) has no
+    // log-space value to refit from: it stays out, as in the profile.
+    let paths: Vec<String> = input.paths.iter().filter(|p| get_param(input.profile, p).is_some_and(|v| v > 0.0)).cloned().collect();
     let center = prior_center(input.profile, &paths);
     let mut lin = Linearized::new(data, input.profile, paths.clone(), &center, input.prior_weight)?;
     let mut full = full_fit(&lin, FOLD_STEPS)?;

@@ -91,6 +91,8 @@ pub fn published_params() -> Vec<String> {
     [
         "chips.m3-ultra.bw_eff_dense",
         "chips.m3-ultra.bw_eff_expert",
+        // The fall of bandwidth with the resident set: the 405B and MoE rows against the 70B.
+        "chips.m3-ultra.bw_ws_per_tb",
         "chips.m3-ultra.compute_eff_dense",
         "chips.m3-ultra.compute_eff_expert",
         "chips.m3-ultra.compute_eff_attention",

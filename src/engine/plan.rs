@@ -109,6 +109,9 @@ pub struct Plan {
     pub shares: Vec<Share>,
     /// Per-node memory.
     pub memory: Vec<MemoryBreakdown>,
+    /// Per node, the dense (non-expert) weights it holds and its dense kernels stream every
+    /// token, GB: the working set of [`ChipParams::working_set_factor`].
+    pub dense_gb: Vec<f64>,
     /// Jitter coefficient of variation.
     pub jitter_cv: f64,
     /// Cables lost to a fault (unordered node pairs; `(a, n)` is node a's cable to a switch):
@@ -195,22 +198,12 @@ impl Plan {
             }
         };
         let mut memory = Vec::with_capacity(n);
+        let mut dense_gb = Vec::with_capacity(n);
         let overhead = inp.profile.misc.runtime_overhead_gb;
         for (i, (node, share)) in inp.nodes.iter().zip(&shares).enumerate() {
             let m = inp.model;
-            let mut w = 0.0;
-            for l in share.first_layer..share.end_layer {
-                for op in m.quantized_layer_ops(l, inp.quant) {
-                    let frac = if op.placement == Placement::Sharded { share.shard } else { 1.0 };
-                    w += op.weight_bytes(op.total_params() as f64) * frac;
-                }
-            }
-            if share.embedding {
-                w += m.embedding_params() as f64 * m.embedding_format(inp.quant).bits / 8.0;
-            }
-            if share.head && !m.tie_embeddings {
-                w += m.quantized_head_ops(inp.quant).iter().map(|o| o.weight_bytes(o.total_params() as f64)).sum::<f64>();
-            }
+            let (w, dense) = node_weight_bytes(m, inp.quant, share);
+            dense_gb.push(dense / 1e9);
             let kv = kv_bytes(m, share, inp.options, inp.context);
             let wired = inp.wired_limit_fraction.unwrap_or(node.wired_fraction);
             let limit = node.usable_bytes(wired) / 1e9;
@@ -256,6 +249,7 @@ impl Plan {
             comm: inp.profile.comm.clone(),
             shares,
             memory,
+            dense_gb,
             jitter_cv: inp.profile.misc.jitter_cv,
             lost_links: Vec::new(),
         })
@@ -356,13 +350,16 @@ impl Plan {
         // The expanded MLA form adds two kernels: the rope-score matmul and its masking.
         let extra_kernels = if expanded_mla && op.mla_expanded.is_some() { 2 } else { 0 };
         let base = OpTerms { kernels: op.kernels + extra_kernels, ..OpTerms::default() };
+        // Dense weight streams slow as the node's dense working set grows
+        // (ChipParams::working_set_factor).
+        let ws = chip.working_set_factor(self.dense_gb[node]);
         match op.class {
             OpClass::Dense => {
                 // The expanded MLA form runs the latent up-projections over the whole cache.
                 let rows = if expanded_mla && op.expands_latent { (context + tokens) as f64 } else { t };
                 OpTerms {
                     bytes: op.weight_bytes(op.params as f64) * shard,
-                    bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel),
+                    bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel) * ws,
                     flops: 2.0 * op.params as f64 * shard * rows,
                     compute_eff: chip.compute_eff_dense,
                     ..base
@@ -400,6 +397,36 @@ impl Plan {
             OpClass::AllSum => base,
         }
     }
+}
+
+/// Bytes of weights `share` holds on a node, and of those the dense (non-expert) bytes its dense
+/// kernels stream every token (a tied LM head streams the embedding's bytes without holding more).
+fn node_weight_bytes(m: &ModelSpec, quant: &QuantSpec, share: &Share) -> (f64, f64) {
+    let (mut w, mut dense) = (0.0, 0.0);
+    for l in share.first_layer..share.end_layer {
+        for op in m.quantized_layer_ops(l, quant) {
+            let frac = if op.placement == Placement::Sharded { share.shard } else { 1.0 };
+            let b = op.weight_bytes(op.total_params() as f64) * frac;
+            w += b;
+            if op.class == OpClass::Dense {
+                dense += b;
+            }
+        }
+    }
+    if share.embedding {
+        w += m.embedding_params() as f64 * m.embedding_format(quant).bits / 8.0;
+    }
+    if share.head {
+        let ops = m.quantized_head_ops(quant);
+        let bytes = |dense_only: bool| {
+            ops.iter().filter(|o| !dense_only || o.class == OpClass::Dense).map(|o| o.weight_bytes(o.total_params() as f64)).sum::<f64>()
+        };
+        dense += bytes(true);
+        if !m.tie_embeddings {
+            w += bytes(false);
+        }
+    }
+    (w, dense)
 }
 
 /// KV-cache bytes one sequence of `context` tokens holds on a node with `share` (sliding-window

@@ -29,6 +29,7 @@ mod snapshots;
 mod sweep;
 mod timelines;
 mod vllm;
+mod working_set;
 
 use std::path::PathBuf;
 
