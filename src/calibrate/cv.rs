@@ -37,6 +37,21 @@ const STEP_TOL: f64 = 5e-4;
 /// Rows a parameter must move to be fitted; with fewer it is held at its prior.
 pub const MIN_ROWS_PER_PARAM: usize = 2;
 
+/// The least elasticity |d ln(prediction) / d(free variable)| at the full fit for a row to count
+/// as moving a parameter in a fold's budget: a doubling of the parameter must change the row's
+/// prediction by about 3.5% or more. A row a parameter barely touches cannot constrain it: with
+/// "any change at all", a term that one row sets (the 405B's working set) counted a 3B and a 70B
+/// row that it moves by 0.1% and 4% per doubling, was "fitted" without its one row and sent the
+/// held-out 405B to -81%. (`calibrate` itself, starting from the priors, keeps "any change":
+/// a per-call cost whose prior is small moves its rows little there, and far more at the fit.)
+pub const MATERIAL_ELASTICITY: f64 = 0.05;
+
+/// Whether a row whose prediction went from `p0` to `p1` when a parameter's free variable moved by
+/// `step` counts as moved by it (see [`MATERIAL_ELASTICITY`]).
+pub fn moves_materially(p0: f64, p1: f64, step: f64) -> bool {
+    p0 > 0.0 && p1 > 0.0 && (p1 / p0).ln().abs() >= MATERIAL_ELASTICITY * step.abs()
+}
+
 /// How rows are grouped for cross-validation: each group is left out of the fit in turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Grouping {
@@ -170,6 +185,8 @@ impl<'a> Linearized<'a> {
             for i in 0..m {
                 if (pk[i] / p0[i] - 1.0).abs() > 1e-9 {
                     lin.jac[(i, k)] = (pk[i] - p0[i]) / (FD_STEP * lin.data.targets[i].measured);
+                }
+                if moves_materially(p0[i], pk[i], FD_STEP) {
                     rows.push(i);
                 }
             }
