@@ -130,7 +130,8 @@ pub struct FoldFit {
     pub x: DVector<f64>,
     /// Relative residuals of every row (held-out rows included) at `x`.
     pub r: DVector<f64>,
-    /// Parameters held at the prior (fewer than [`MIN_ROWS_PER_PARAM`] training rows move them).
+    /// Parameters held at the prior (fewer than [`MIN_ROWS_PER_PARAM`] training rows move them
+    /// materially, [`MATERIAL_ELASTICITY`]).
     pub held: Vec<bool>,
     /// Gauss-Newton steps taken.
     pub steps: usize,
@@ -237,7 +238,7 @@ impl<'a> Linearized<'a> {
     }
 
     /// Parameters held at their prior when fitting on `train`: fewer than
-    /// [`MIN_ROWS_PER_PARAM`] training rows move them.
+    /// [`MIN_ROWS_PER_PARAM`] training rows move them materially ([`MATERIAL_ELASTICITY`]).
     pub fn budget(&self, train: &[bool]) -> Vec<bool> {
         self.movers.iter().map(|rows| rows.iter().filter(|&&i| train[i]).count() < MIN_ROWS_PER_PARAM).collect()
     }
@@ -574,7 +575,7 @@ pub struct CvReport {
     pub coverage_percent: f64,
     /// Parameters fitted on all rows, each with the rows that move it.
     pub fitted: Vec<ParamRows>,
-    /// Parameters held at their prior on all rows (fewer than two rows move them).
+    /// Parameters held at their prior on all rows (fewer than two rows move them materially).
     pub held: Vec<ParamRows>,
     /// With an exact refit per fold: the largest |exact - fast| difference, percent of measured.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -754,12 +755,15 @@ pub fn table(r: &CvReport) -> String {
     if let Some(d) = r.exact_vs_fast_max_percent {
         let _ = writeln!(s, "exact refits: held-out predictions differ from the fast folds' by at most {d:.2}% of measured");
     }
-    let _ = writeln!(s, "\nfitted parameters (rows that move them):");
+    let _ = writeln!(s, "\nfitted parameters (rows that move them materially):");
     for p in &r.fitted {
         let _ = writeln!(s, "  {} ({}): {}", p.name, p.rows.len(), p.rows.join(", "));
     }
     if !r.held.is_empty() {
-        let _ = writeln!(s, "held at their prior (fewer than {MIN_ROWS_PER_PARAM} rows move them):");
+        let _ = writeln!(
+            s,
+            "held at their prior (fewer than {MIN_ROWS_PER_PARAM} rows move them materially: a doubling changes the row by 3.5% or more):"
+        );
         for p in &r.held {
             let rows = if p.rows.is_empty() { "none".to_string() } else { p.rows.join(", ") };
             let _ = writeln!(s, "  {} ({rows})", p.name);

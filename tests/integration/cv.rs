@@ -206,3 +206,30 @@ fn run_json_carries_intervals_beside_unchanged_keys() {
         .clone();
     assert!(String::from_utf8_lossy(&table).contains("(90%: "), "the table prints a range");
 }
+
+/// The parameter budget counts only rows that move a parameter materially
+/// (`cv::MATERIAL_ELASTICITY`): the working-set term moves the 3B and 70B rows by 0.1-4% per
+/// doubling and the 405B by far more, so it is held at its prior, not refitted from the barely
+/// moved rows, when the 405B is held out (with "any change counts" the fold sent the held-out
+/// 405B to -81%).
+#[test]
+fn a_term_only_one_row_moves_materially_is_held_at_its_prior() {
+    let out = bin()
+        .args(["validate", "--json", "--cv", "row", "--against"])
+        .arg(measurements_csv())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let held = v["cv"]["held"].as_array().unwrap();
+    let ws = held.iter().find(|p| p["name"] == "chips.m3-ultra.bw_ws_per_tb").expect("the working-set term is held");
+    assert_eq!(ws["rows"], serde_json::json!(["aib-m3u-405b"]), "{ws}");
+    let rows = v["cv"]["report"]["rows"].as_array().unwrap();
+    let r405 = rows.iter().find(|r| r["id"] == "aib-m3u-405b").unwrap();
+    let err = r405["error_percent"].as_f64().unwrap();
+    assert!(err.abs() < 30.0, "held-out 405B at its prior term: {err}%");
+    assert!(supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.05f64 * 0.002).exp(), 0.002));
+    assert!(!supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.04f64 * 0.002).exp(), 0.002));
+}
