@@ -139,17 +139,8 @@ fn intervals_cover_held_out_rows_under_known_noise_at_any_thread_count() {
 #[test]
 fn validate_cv_by_model_reports_groups_coverage_and_draws_the_held_out_chart() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = bin()
-        .args(["validate", "--json", "--cv", "model", "--plot"])
-        .arg(tmp.path())
-        .arg("--against")
-        .arg(measurements_csv())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let plot = tmp.path().to_str().unwrap();
+    let v = validate_published_json(&["--cv", "model", "--plot", plot]);
     let cv = &v["cv"];
     assert_eq!(cv["grouping"], "model");
     let groups = cv["groups"].as_array().unwrap();
@@ -214,15 +205,7 @@ fn run_json_carries_intervals_beside_unchanged_keys() {
 /// 405B to -81%).
 #[test]
 fn a_term_only_one_row_moves_materially_is_held_at_its_prior() {
-    let out = bin()
-        .args(["validate", "--json", "--cv", "row", "--against"])
-        .arg(measurements_csv())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = validate_published_json(&["--cv", "row"]);
     let held = v["cv"]["held"].as_array().unwrap();
     let ws = held.iter().find(|p| p["name"] == "chips.m3-ultra.bw_ws_per_tb").expect("the working-set term is held");
     assert_eq!(ws["rows"], serde_json::json!(["aib-m3u-405b"]), "{ws}");
@@ -232,4 +215,19 @@ fn a_term_only_one_row_moves_materially_is_held_at_its_prior() {
     assert!(err.abs() < 30.0, "held-out 405B at its prior term: {err}%");
     assert!(supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.05f64 * 0.002).exp(), 0.002));
     assert!(!supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.04f64 * 0.002).exp(), 0.002));
+}
+
+/// `validate --json <args> --against` the published measurements, parsed.
+fn validate_published_json(args: &[&str]) -> serde_json::Value {
+    let out = bin()
+        .args(["validate", "--json"])
+        .args(args)
+        .arg("--against")
+        .arg(measurements_csv())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
 }
