@@ -685,19 +685,36 @@ fn check_workload_limits(
                 .with_kind(ErrorKind::DoesNotFit));
         }
     }
-    if let (WorkloadKind::Generate, Some(max)) = (workload.kind, model.max_context) {
-        let context = workload.prompt_tokens + workload.generate_tokens;
+    if workload.kind == WorkloadKind::Hpl && workload.hpl_p * workload.hpl_q > 0 {
+        check_hpl_grid(src, w, workload, nodes)?;
+    }
+    // One request's context: a generate run's prompt and generation; a serving run's longest
+    // fixed or uniform lengths (a log-normal draw past the window is the server's to refuse:
+    // its mean is checked), trace arrivals carry their own.
+    let longest = |l: &serve::Length| match *l {
+        serve::Length::Uniform { max, .. } => max,
+        _ => l.mean(),
+    };
+    let lengths = match (workload.kind, &workload.serve) {
+        (WorkloadKind::Generate, _) => Some((workload.prompt_tokens, workload.generate_tokens)),
+        (WorkloadKind::Serve, Some(sv)) if !matches!(sv.arrival, serve::Arrival::Trace(_)) => {
+            Some((longest(&sv.prompt), longest(&sv.generate)))
+        }
+        _ => None,
+    };
+    if let (Some((prompt, generate)), Some(max)) = (lengths, model.max_context) {
+        let context = prompt + generate;
         if context > max {
             // At the larger of the two (the one to shorten), else whichever the file sets.
             let (p, g) = (w.prompt_tokens.as_ref(), w.generate_tokens.as_ref());
-            let first = if workload.generate_tokens > workload.prompt_tokens { g.or(p) } else { p.or(g) };
+            let first = if generate > prompt { g.or(p) } else { p.or(g) };
             let span = first.map_or(0..0, Spanned::span);
             return Err(src
                 .error(
                     span,
                     format!(
-                        "prompt_tokens {} + generate_tokens {} = {context} tokens is past {}'s context window of {max} tokens",
-                        workload.prompt_tokens, workload.generate_tokens, model.name
+                        "prompt_tokens {prompt} + generate_tokens {generate} = {context} tokens is past {}'s context window of {max} tokens",
+                        model.name
                     ),
                     Some(format!(
                         "shorten the prompt or the generation so that together they are at most {max} tokens (the model's max_position_embeddings, with its rope scaling)"
@@ -708,6 +725,32 @@ fn check_workload_limits(
     }
     Ok(())
 }
+
+/// Ranks of an HPL grid must exist: at most [`HPL_RANKS_PER_CORE`] per CPU core of the cluster
+/// (HPL runs one MPI rank per core; more only time-slice, and an unbounded `hpl_p x hpl_q` would
+/// allocate a rank table of any size).
+fn check_hpl_grid(src: &Source, w: &RawWorkload, workload: &Workload, nodes: &[NodeSpec]) -> Result<(), ScenarioError> {
+    let cores: u64 = nodes.iter().map(|n| n.cpu_cores.max(1) as u64).sum();
+    let ranks = workload.hpl_p.max(1) * workload.hpl_q.max(1);
+    if ranks <= HPL_RANKS_PER_CORE * cores {
+        return Ok(());
+    }
+    let span = w.hpl_p.as_ref().or(w.hpl_q.as_ref()).map_or(0..0, Spanned::span);
+    Err(src
+        .error(
+            span,
+            format!(
+                "an HPL grid of {} x {} = {ranks} ranks is more than {HPL_RANKS_PER_CORE} per CPU core of the cluster ({cores} cores)",
+                workload.hpl_p.max(1),
+                workload.hpl_q.max(1)
+            ),
+            Some(format!("use hpl_p x hpl_q of at most {cores} (one rank per core), or leave them out for a near-square grid")),
+        )
+        .with_kind(ErrorKind::BadValue))
+}
+
+/// Most MPI ranks an HPL grid may place on one CPU core.
+pub const HPL_RANKS_PER_CORE: u64 = 4;
 
 /// The `[cost]` table.
 fn cost(src: &Source, c: &RawCost) -> Result<CostConfig, ScenarioError> {

@@ -543,3 +543,47 @@ fn set_errors_point_at_the_argument_or_the_file_on_every_path() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("big.toml:16:17") && !err.contains("with --set"), "{err}");
 }
+
+/// Issue 23 item 5 (every size product bounded): `hpl_p x hpl_q` had no bound, so a two-line
+/// scenario allocated a rank table of any size (65,536 x 65,536 ranks: 32 GB) or hung. Now a
+/// grid of more than 4 ranks per CPU core of the cluster is refused at the key, with the fix.
+#[test]
+fn an_hpl_grid_past_the_clusters_cores_is_refused_at_once() {
+    let hpl = crate::scenario("m3-ultra-hpl-2x.toml");
+    let t0 = Instant::now();
+    let o = bin()
+        .arg("run")
+        .arg(&hpl)
+        .args(["--no-write", "--json", "--set", "workload.hpl_p=65536", "--set", "workload.hpl_q=65536"])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(t0.elapsed() < Duration::from_secs(30));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let msg = v["detail"]["message"].as_str().unwrap();
+    assert!(msg.contains("65536 x 65536 = 4294967296 ranks") && msg.contains("(64 cores)"), "{v}");
+    assert!(v["detail"]["help"].as_str().unwrap().contains("at most 64 (one rank per core)"), "{v}");
+    // One rank per core, and the 4x oversubscription bound itself, still run.
+    bin().arg("run").arg(&hpl).args(["--no-write", "--set", "workload.hpl_p=8", "--set", "workload.hpl_q=8"]).assert().success();
+    bin().arg("run").arg(&hpl).args(["--no-write", "--set", "workload.hpl_p=16", "--set", "workload.hpl_q=16"]).assert().success();
+    bin().arg("run").arg(&hpl).args(["--no-write", "--set", "workload.hpl_p=16", "--set", "workload.hpl_q=17"]).assert().code(2);
+}
+
+/// Issue 23 item 5 (the context-window check on every workload): a serving run skipped it, so a
+/// 500,000-token prompt on a 131k-token model "fit". Now serving checks its longest fixed or
+/// uniform request like `generate` does.
+#[test]
+fn a_serving_prompt_past_the_context_window_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let serve = BASE
+        .replace("prompt_tokens = 8", "kind = \"serve\"\narrival = \"closed\"\nconcurrency = 2\nduration_s = 10\nprompt_tokens = 500000");
+    let err = run_fails(&write(t.path(), "s.toml", &serve), 60);
+    assert!(err.contains("500004 tokens is past Llama 3.2 3B's context window of 131072"), "{err}");
+    let uniform = serve.replace("prompt_tokens = 500000", "prompt_tokens = { dist = \"uniform\", min = 100, max = 131070 }");
+    let err = run_fails(&write(t.path(), "u.toml", &uniform), 60);
+    assert!(err.contains("131074 tokens is past"), "{err}");
+    let ok = serve.replace("prompt_tokens = 500000", "prompt_tokens = 1000");
+    bin().arg("run").arg(write(t.path(), "ok.toml", &ok)).arg("--no-write").assert().success();
+}

@@ -125,7 +125,11 @@ fn sweep_and_run_reports_and_bad_input() {
     assert!(html.contains("Which configuration of sweep"));
     assert!(html.contains("illegal-split"), "the 3-node tensor split's reason is listed");
     assert!(html.contains("range over seeds"));
-    assert!(html.contains("scaling-llama-3-2-3b") || html.contains("scaling-"), "the sweep's own scaling chart is inlined");
+    // The sweep's own charts, each under its heading and inlined as SVG (not linked).
+    for chart in ["scaling-llama-3.2-3b", "power-llama-3.2-3b", "cost-llama-3.2-3b"] {
+        let at = html.find(&format!("<h3>{chart}")).unwrap_or_else(|| panic!("no section for the sweep's chart {chart}"));
+        assert!(html[at..].find("<svg").is_some_and(|i| i < 400), "{chart} is not inlined as SVG right under its heading");
+    }
     // A run's JSON.
     let run_json = dir.path().join("run.json");
     let o = bin()
