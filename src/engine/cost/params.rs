@@ -3,6 +3,7 @@
 //! siblings, checked on load), looked up rather than repeated.
 
 use crate::profile::{Bound, CHIP_FIELDS, COMM_FIELDS, Field, Profile, RUNTIME_FIELDS};
+use ParamSection::{Chip, Comm, Runtime};
 
 /// The profile section a cost parameter lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,11 +55,10 @@ impl CostParameter {
     }
 }
 
+/// A row of [`COST_PARAMETERS`].
 const fn p(section: ParamSection, key: &'static str, times: &'static str) -> CostParameter {
     CostParameter { section, key, times }
 }
-
-use ParamSection::{Chip, Comm, Runtime};
 
 /// Every calibrated parameter the cost model reads ([`super::NodeCost`], [`super::NetCost`]).
 /// Node peaks (`mem_bw_gbs`, `fp16_tflops`) and fabric figures (`latency_us`, `bandwidth_gbs`)
