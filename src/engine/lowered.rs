@@ -4,7 +4,8 @@
 use crate::llm::Op;
 use crate::sim::{TaskGraph, TaskId, Time};
 
-use super::plan::{Plan, Work};
+use super::cost::Work;
+use super::plan::Plan;
 
 /// A run of operations on one node's GPU between two communication points.
 #[derive(Clone, Debug)]
@@ -89,11 +90,12 @@ impl Lowered {
         let mut out = vec![Work::default(); plan.n()];
         for &(_, seg) in &self.gpu_tasks {
             let node = self.segments[seg].node;
+            let cost = plan.cost(node);
             let (_, fixed, by_context) = &self.seg_parts[seg];
             out[node] += *fixed;
             for &j in by_context {
                 for &(t, c) in rows {
-                    out[node] += plan.op_work(node, &self.ctx_ops[j].1, t, c);
+                    out[node] += cost.op_work(&self.ctx_ops[j].1, t, c);
                 }
             }
         }
@@ -111,6 +113,7 @@ impl Lowered {
         // Only some ops depend on the context (Op::depends_on_context): sum the rest once.
         let mut seg_parts = Vec::with_capacity(self.segments.len());
         for s in &self.segments {
+            let cost = plan.cost(s.node);
             let (mut fixed, mut work) = (0.0, Work::default());
             let mut by_context = Vec::new();
             for op in &s.ops {
@@ -125,8 +128,8 @@ impl Lowered {
                     by_context.push(j);
                 } else {
                     let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
-                    fixed += plan.op_ns(s.node, op, toks, 0);
-                    work += plan.op_work(s.node, op, toks, 0);
+                    fixed += cost.op_ns(op, toks, 0);
+                    work += cost.op_work(op, toks, 0);
                 }
             }
             seg_parts.push((fixed, work, by_context));
@@ -138,9 +141,10 @@ impl Lowered {
 /// A context-dependent op over every sequence of a batch, each over its own context; kernel
 /// launches are paid once for the batch.
 fn per_sequence_ns(plan: &Plan, node: usize, op: &Op, rows: &[(u64, u64)]) -> f64 {
-    let mut ns = plan.op_ns(node, op, rows[0].0, rows[0].1);
+    let cost = plan.cost(node);
+    let mut ns = cost.op_ns(op, rows[0].0, rows[0].1);
     for &(t, c) in &rows[1..] {
-        ns += plan.op_ns(node, op, t, c) - plan.launch_ns(node, op, t);
+        ns += cost.op_ns(op, t, c) - cost.launch_ns(op, t);
     }
     ns
 }

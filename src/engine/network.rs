@@ -1,13 +1,13 @@
 //! The network and the collectives: the cluster's resources in a task graph, routes over the
 //! topology, point-to-point sends and the all-reduce / all-gather algorithms of each backend.
 
-use crate::hw::{Backend, Topology, Transport};
+use crate::hw::{Backend, Topology};
 use crate::llm::Op;
 use crate::sim::{ResourceId, ResourceKind, TaskGraph, TaskId, Time};
 
 use super::lowered::{Lowered, Segment};
 use super::options::AllReduceAlgo;
-use super::plan::{Plan, us_to_ns};
+use super::plan::Plan;
 
 /// Resources of the cluster in a graph.
 pub(super) struct Net {
@@ -140,28 +140,10 @@ impl<'a> Builder<'a> {
         t
     }
 
-    /// Duration of one message of `bytes` on one hop.
-    pub(super) fn hop_ns(&self, bytes: u64) -> Time {
-        let f = &self.plan.fabric;
-        let c = &self.plan.comm;
-        let wire = bytes as f64 / f.bytes_per_ns();
-        let ns = match f.transport {
-            Transport::Rdma => {
-                let frame = if f.backend == Backend::Jaccl { self.plan.options.jaccl_frame_bytes } else { 1 << 20 };
-                let frames = bytes.div_ceil(frame).max(1);
-                let rounds = frames.div_ceil(c.jaccl_window.max(1) as u64);
-                rounds as f64 * (f.latency_ns() + c.jaccl_round_us * 1e3) + wire
-            }
-            Transport::Tcp => f.latency_ns() + c.tcp_message_us * 1e3 + wire,
-            Transport::None => 0.0,
-        };
-        ns.round() as Time
-    }
-
     /// A message from `a` to `b`; returns the task at which it has arrived.
     pub(super) fn send(&mut self, a: usize, b: usize, bytes: u64, deps: &[TaskId]) -> TaskId {
         let route = self.net.route(a, b);
-        let d = self.hop_ns(bytes);
+        let d = self.plan.net_cost().hop_ns(bytes);
         let mut last = None;
         // Multi-hop routes (rings) are store-and-forward at message level.
         for link in route {
@@ -184,8 +166,9 @@ impl<'a> Builder<'a> {
         if n == 1 {
             return ready.to_vec();
         }
-        let c = self.plan.comm.clone();
-        let context_ns = if self.in_context { us_to_ns(c.collective_in_context_us) } else { 0 };
+        let plan = self.plan;
+        let cost = plan.net_cost();
+        let context_ns = if self.in_context { cost.in_context_ns() } else { 0 };
         let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i) + context_ns, "gpu->cpu", &[ready[i]])).collect();
         let algo = if self.plan.fabric.backend != Backend::Jaccl || self.plan.topology == Topology::Ring {
             AllReduceAlgo::Ring
@@ -194,8 +177,8 @@ impl<'a> Builder<'a> {
         } else {
             self.plan.options.allreduce
         };
-        let reduce_ns = |b: u64| (b as f64 / c.cpu_reduce_gbs).round() as Time;
-        let peer_ns = us_to_ns(c.jaccl_peer_us);
+        let reduce_ns = |b: u64| cost.reduce_ns(b);
+        let peer_ns = cost.post_ns();
         let reduced: Vec<TaskId> = match algo {
             AllReduceAlgo::FullyConnected => {
                 let arrivals = self.exchange(&synced, bytes, peer_ns);

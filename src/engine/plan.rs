@@ -1,11 +1,14 @@
 //! The plan: a scenario resolved against the catalog and a profile (memory per node, layer
-//! shares, per-chip parameters) and the cost model that times one operation on one node.
+//! shares, per-chip parameters), and the views of it the cost model ([`super::cost`]) times with.
 
-use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
+use crate::hw::{Backend, FabricSpec, NodeSpec, Topology};
 use crate::llm::{ModelSpec, Op, OpClass, Placement, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 use crate::sim::Time;
 
+use super::cost::{MlaOptions, NetCost, NodeCost};
+// The lowering files import the conversion from the plan.
+pub(super) use super::cost::us_to_ns;
 use super::options::{EngineOptions, Parallelism};
 
 /// Errors when a scenario cannot be lowered onto its cluster.
@@ -275,11 +278,9 @@ impl Plan {
         self.options.fast_sync.unwrap_or(self.fabric.backend == Backend::Jaccl && self.n() > 1)
     }
 
-    /// Cost of one GPU<->CPU crossing on a node, ns.
+    /// Cost of one GPU<->CPU crossing on a node, ns (see [`NodeCost::sync_ns`]).
     pub fn sync_ns(&self, node: usize) -> Time {
-        let us =
-            if self.nodes[node].os != Os::Macos || self.fast_sync() { self.comm.gpu_sync_fast_us } else { self.comm.gpu_sync_default_us };
-        us_to_ns(us)
+        self.cost(node).sync_ns()
     }
 
     /// KV-cache bytes one sequence of `context` tokens holds on `node`.
@@ -295,107 +296,32 @@ impl Plan {
     }
 
     /// The runtime's host work on `node` after a forward in which `sequences` sequences sample,
-    /// ns: `host_per_step_us + sequences x host_per_seq_us` (a `generate` step is one sequence).
+    /// ns (see [`NodeCost::host_ns`]).
     pub fn host_ns(&self, node: usize, sequences: u64) -> Time {
-        let rt = &self.runtimes[node];
-        us_to_ns(rt.host_per_step_us + sequences as f64 * rt.host_per_seq_us)
+        self.cost(node).host_ns(sequences)
     }
 
-    /// Kernel-launch part of [`Self::op_ns`], ns: what a batch pays once per kernel rather
-    /// than once per sequence.
-    pub fn launch_ns(&self, node: usize, op: &Op, tokens: u64) -> f64 {
-        let per_head = op.mla_per_head.filter(|_| self.options.mla_per_head_cache);
-        let expanded_mla = tokens > 1 && self.options.mla_prefill_expanded && per_head.is_none();
-        let extra_kernels = if expanded_mla && op.mla_expanded.is_some() { 2 } else { 0 };
-        (op.kernels + extra_kernels) as f64 * self.runtimes[node].kernel_launch_us * 1e3
-    }
-
-    /// Time for one operation on one node, ns (before jitter).
-    pub fn op_ns(&self, node: usize, op: &Op, tokens: u64, context: u64) -> f64 {
+    /// The cost model of `node`: its kernels, launches, crossings and host work.
+    pub fn cost(&self, node: usize) -> NodeCost<'_> {
         let spec = &self.nodes[node];
-        let rt = &self.runtimes[node];
-        let bw = spec.mem_bw() * rt.bw_scale;
-        let peak = spec.flops() * rt.compute_scale;
-        let c = self.op_terms(node, op, tokens, context);
-        let launch = c.kernels as f64 * rt.kernel_launch_us * 1e3;
-        let secs = if c.bw_eff > 0.0 {
-            let side = if c.side_bytes > 0.0 { c.side_bytes / (bw * c.side_bw_eff) } else { 0.0 };
-            (c.bytes / (bw * c.bw_eff)).max(c.flops / (peak * c.compute_eff)) + side
-        } else {
-            // Elementwise kernels: plain array traffic at the full bandwidth.
-            c.bytes / bw
-        };
-        secs * 1e9 + launch
-    }
-
-    /// Bytes and FLOPs of one operation on one node (the counts [`Plan::op_ns`] times): what the
-    /// power model charges energy for.
-    pub fn op_work(&self, node: usize, op: &Op, tokens: u64, context: u64) -> Work {
-        let c = self.op_terms(node, op, tokens, context);
-        let scale = self.runtimes[node].compute_scale;
-        let issued_flops = if c.flops > 0.0 { c.flops / (c.compute_eff * scale).max(1e-6) } else { 0.0 };
-        Work { bytes: c.bytes + c.side_bytes, flops: c.flops, issued_flops }
-    }
-
-    /// The byte and FLOP counts of one operation on one node and the efficiencies they run at:
-    /// the one place [`Plan::op_ns`] and [`Plan::op_work`] read an operation's cost from.
-    fn op_terms(&self, node: usize, op: &Op, tokens: u64, context: u64) -> OpTerms {
-        let chip = &self.chips[node];
-        let rt = &self.runtimes[node];
-        let shard = if op.placement == Placement::Sharded { self.shares[node].shard } else { 1.0 };
-        let t = tokens as f64;
-        let per_head = op.mla_per_head.filter(|_| self.options.mla_per_head_cache);
-        // A per-head cache is already expanded: the latent form's prefill choice does not apply.
-        let expanded_mla = tokens > 1 && self.options.mla_prefill_expanded && per_head.is_none();
-        // The expanded MLA form adds two kernels: the rope-score matmul and its masking.
-        let extra_kernels = if expanded_mla && op.mla_expanded.is_some() { 2 } else { 0 };
-        let base = OpTerms { kernels: op.kernels + extra_kernels, ..OpTerms::default() };
-        // Dense weight streams slow as the node's dense working set grows
-        // (ChipParams::working_set_factor).
-        let ws = chip.working_set_factor(self.dense_gb[node]);
-        match op.class {
-            OpClass::Dense => {
-                // The expanded MLA form runs the latent up-projections over the whole cache.
-                let rows = if expanded_mla && op.expands_latent { (context + tokens) as f64 } else { t };
-                OpTerms {
-                    bytes: op.weight_bytes(op.params as f64) * shard,
-                    bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel) * ws,
-                    flops: 2.0 * op.params as f64 * shard * rows,
-                    compute_eff: chip.compute_eff_dense,
-                    ..base
-                }
-            }
-            OpClass::Expert => OpTerms {
-                bytes: op.weight_bytes(op.params as f64) * op.experts_touched(tokens) * shard,
-                bw_eff: chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel),
-                flops: 2.0 * op.active_params() as f64 * shard * t,
-                compute_eff: chip.compute_eff_expert,
-                ..base
-            },
-            OpClass::Attention => {
-                let kv_share = if op.kv_sharded || per_head.is_some() { shard } else { 1.0 };
-                let kv_tokens = op.effective_context(context + tokens) as f64;
-                let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
-                let (flops_per_ctx, score_bytes_per_ctx, kv_per_ctx) = match (per_head, op.mla_expanded) {
-                    (Some(p), _) => (p.attn_flops_per_ctx, 0, p.kv_bytes_per_ctx),
-                    (None, Some(x)) if expanded_mla => (x.attn_flops_per_ctx, x.score_bytes_per_ctx, op.kv_bytes_per_ctx),
-                    _ => (op.attn_flops_per_ctx, 0, op.kv_bytes_per_ctx),
-                };
-                OpTerms {
-                    bytes: kv_per_ctx as f64 * kv_tokens * kv_share,
-                    bw_eff: chip.bw_eff_attention,
-                    flops: flops_per_ctx as f64 * shard * t * mean_ctx,
-                    compute_eff: chip.compute_eff_attention,
-                    // The rope-score mask streams through memory in its own kernels, before the
-                    // attention kernel: plain array traffic, at the dense bandwidth efficiency.
-                    side_bytes: score_bytes_per_ctx as f64 * shard * t * mean_ctx,
-                    side_bw_eff: chip.bw_eff_dense,
-                    ..base
-                }
-            }
-            OpClass::Elementwise => OpTerms { bytes: op.kernels as f64 * t * self.model.hidden as f64 * 4.0, ..base },
-            OpClass::AllSum => base,
+        NodeCost {
+            mem_bw: spec.mem_bw(),
+            peak_flops: spec.flops(),
+            os: spec.os,
+            chip: &self.chips[node],
+            runtime: &self.runtimes[node],
+            comm: &self.comm,
+            shard: self.shares[node].shard,
+            dense_gb: self.dense_gb[node],
+            hidden: self.model.hidden,
+            mla: MlaOptions { per_head_cache: self.options.mla_per_head_cache, prefill_expanded: self.options.mla_prefill_expanded },
+            fast_sync: self.fast_sync(),
         }
+    }
+
+    /// The cost model of the fabric and the collectives: hops, posts, reductions, RPC calls.
+    pub fn net_cost(&self) -> NetCost<'_> {
+        NetCost { fabric: &self.fabric, comm: &self.comm, jaccl_frame_bytes: self.options.jaccl_frame_bytes }
     }
 }
 
@@ -440,53 +366,4 @@ fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64)
         .map(|l| (kv_per_token_layer * m.layer_window(l).map_or(context, |win| win.min(context))) as f64)
         .sum::<f64>()
         * kv_share
-}
-
-/// The work one operation does on one node: bytes streamed from DRAM and floating-point
-/// operations. What the power model charges energy for; the same byte and FLOP counts
-/// [`Plan::op_ns`] divides by the achieved bandwidth and compute rate.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Work {
-    /// Bytes read from (or written to) DRAM.
-    pub bytes: f64,
-    /// Floating-point operations.
-    pub flops: f64,
-    /// The ALU work issued for them: FLOPs over the kernel's compute efficiency (a kernel at 38%
-    /// of peak keeps the ALUs issuing dequantisation, index arithmetic and masked lanes for the
-    /// rest), i.e. peak FLOP/s times the time the op would take if compute-bound.
-    pub issued_flops: f64,
-}
-
-impl Work {
-    /// This work done `k` times.
-    pub fn scaled(self, k: f64) -> Work {
-        Work { bytes: self.bytes * k, flops: self.flops * k, issued_flops: self.issued_flops * k }
-    }
-}
-
-impl std::ops::AddAssign for Work {
-    fn add_assign(&mut self, o: Work) {
-        self.bytes += o.bytes;
-        self.flops += o.flops;
-        self.issued_flops += o.issued_flops;
-    }
-}
-
-/// Microseconds (a profile value) to integer nanoseconds, never negative.
-pub(super) fn us_to_ns(us: f64) -> Time {
-    (us * 1e3).round().max(0.0) as Time
-}
-
-/// One operation's cost terms on one node: bytes at a bandwidth efficiency and FLOPs at a
-/// compute efficiency (the roofline: the slower wins), plus traffic in side kernels that runs
-/// before it. `bw_eff == 0` marks plain array traffic at full bandwidth (elementwise kernels).
-#[derive(Clone, Copy, Debug, Default)]
-struct OpTerms {
-    kernels: u32,
-    bytes: f64,
-    bw_eff: f64,
-    flops: f64,
-    compute_eff: f64,
-    side_bytes: f64,
-    side_bw_eff: f64,
 }

@@ -1,6 +1,6 @@
 //! Microbenchmark entry points: what `calibrate` and `validate` predict for a harness's
 //! measurements, on a plan built like any scenario's ([`Plan::new`]) and timed by the same cost
-//! model ([`Plan::op_ns`]), lowering and event core as `run`. A single kernel, one all_sum, a
+//! model ([`crate::engine::NodeCost::op_ns`]), lowering and event core as `run`. A single kernel, one all_sum, a
 //! chain of kernel segments with collectives, and the tokens per second of a generate run.
 
 use super::GenerateRun;
@@ -10,7 +10,7 @@ use crate::sim::{Jitter, Time, execute};
 
 /// Seconds of one op on node 0, timed alone (no jitter): `tokens` rows after `context` cached.
 pub fn op_seconds(plan: &Plan, op: &Op, tokens: u64, context: u64) -> f64 {
-    plan.op_ns(0, op, tokens, context) / 1e9
+    plan.cost(0).op_ns(op, tokens, context) / 1e9
 }
 
 /// Seconds of one all_sum of `bytes` across the plan's nodes, timed alone (no jitter).

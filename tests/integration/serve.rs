@@ -119,7 +119,7 @@ fn moe_expert_coverage_matches_the_formula() {
         assert!((op.experts_touched(b) - formula).abs() < 1e-9, "B = {b}");
         // While memory-bound, the expert op's time past its launches scales with the experts
         // the batch touches.
-        let t = |b: u64| plan.op_ns(0, &op, b, 0) - plan.launch_ns(0, &op, b);
+        let t = |b: u64| plan.cost(0).op_ns(&op, b, 0) - plan.cost(0).launch_ns(&op, b);
         if b <= 8 {
             let ratio = t(b) / t(1);
             assert!((ratio - op.experts_touched(b) / op.experts_touched(1)).abs() < 1e-9, "B = {b}: {ratio}");

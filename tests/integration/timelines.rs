@@ -62,7 +62,7 @@ fn dense_op_time_is_bytes_over_effective_bandwidth_plus_launch() {
     let plan = plan(1, "none", &p);
     let lm_head = plan.model.head_ops().into_iter().find(|o| o.name == "lm_head").unwrap();
     // 64 x 256 bf16 = 32,768 bytes at 0.5 x 819.2 GB/s = 80 ns, plus one 10 us launch.
-    assert_eq!(plan.op_ns(0, &lm_head, 1, 0), 80.0 + 10_000.0);
+    assert_eq!(plan.cost(0).op_ns(&lm_head, 1, 0), 80.0 + 10_000.0);
 }
 
 #[test]
@@ -191,19 +191,19 @@ fn mla_prefill_expands_the_latent_on_mlx_and_stays_absorbed_for_decode() {
     // rope-score mask (8 bytes per head per pair) at the dense efficiency and two more kernels.
     let expanded =
         81_920.0 * pairs / (peak * chip.compute_eff_attention) * 1e9 + 1024.0 * pairs / (bw * chip.bw_eff_dense) * 1e9 + 3.0 * launch;
-    assert!((plan.op_ns(0, sdpa, t, ctx) / expanded - 1.0).abs() < 1e-9, "{} vs {expanded}", plan.op_ns(0, sdpa, t, ctx));
+    assert!((plan.cost(0).op_ns(sdpa, t, ctx) / expanded - 1.0).abs() < 1e-9, "{} vs {expanded}", plan.cost(0).op_ns(sdpa, t, ctx));
     // The up-projections run over all 8,192 cached positions: 2 x 512 x 128 x 256 FLOPs each.
     let kv_b_flops = 2.0 * 512.0 * 128.0 * 256.0 * 8192.0;
     let kv_b_expected =
         (kv_b_flops / (peak * chip.compute_eff_dense)).max(kv_b.params as f64 * 4.5 / 8.0 / (bw * chip.bw_eff_dense)) * 1e9 + launch;
-    assert!((plan.op_ns(0, kv_b, t, ctx) / kv_b_expected - 1.0).abs() < 1e-9);
-    let decode = plan.op_ns(0, sdpa, 1, ctx);
+    assert!((plan.cost(0).op_ns(kv_b, t, ctx) / kv_b_expected - 1.0).abs() < 1e-9);
+    let decode = plan.cost(0).op_ns(sdpa, 1, ctx);
     plan.options.mla_prefill_expanded = false;
     // Absorbed: 2 x 128 x (2 x 512 + 64) = 278,528 FLOPs per pair, one kernel.
     let absorbed = 278_528.0 * pairs / (peak * chip.compute_eff_attention) * 1e9 + launch;
-    assert!((plan.op_ns(0, sdpa, t, ctx) / absorbed - 1.0).abs() < 1e-9);
+    assert!((plan.cost(0).op_ns(sdpa, t, ctx) / absorbed - 1.0).abs() < 1e-9);
     assert!(expanded < absorbed / 2.0, "the expanded form is the cheaper one in prefill");
-    assert_eq!(plan.op_ns(0, sdpa, 1, ctx), decode, "one-token steps are absorbed either way");
+    assert_eq!(plan.cost(0).op_ns(sdpa, 1, ctx), decode, "one-token steps are absorbed either way");
 }
 
 #[test]
@@ -246,12 +246,12 @@ fn llama_cpp_per_head_mla_cache_is_plain_multi_head_attention() {
     let launch = chip.runtimes["llama-cpp"].kernel_launch_us * 1e3;
     // Decode at 4,095 cached tokens reads 4,096 x 81,920 bytes at the attention efficiency.
     let decode = 81_920.0 * 4096.0 / (819.2e9 * chip.bw_eff_attention) * 1e9 + launch;
-    assert!((per_head.op_ns(0, &sdpa, 1, 4095) / decode - 1.0).abs() < 1e-9);
+    assert!((per_head.cost(0).op_ns(&sdpa, 1, 4095) / decode - 1.0).abs() < 1e-9);
     // A 512-token chunk from an empty cache: 81,920 FLOPs per pair over a mean context of 256.
     let flops = 81_920.0 * 512.0 * 256.0;
     let bytes = 81_920.0 * 512.0;
     let prefill = (flops / (26.0e12 * chip.compute_eff_attention)).max(bytes / (819.2e9 * chip.bw_eff_attention)) * 1e9 + launch;
-    assert!((per_head.op_ns(0, &sdpa, 512, 0) / prefill - 1.0).abs() < 1e-9);
+    assert!((per_head.cost(0).op_ns(&sdpa, 512, 0) / prefill - 1.0).abs() < 1e-9);
 }
 
 #[test]
@@ -266,7 +266,7 @@ fn a_prefill_step_retimed_at_a_longer_context_pays_every_context_dependent_op() 
         ops.iter().filter(|o| o.class == supernode::llm::OpClass::Attention || o.expands_latent).collect();
     assert_eq!(grows.len(), 2);
     let (t, ctx) = (64u64, 4096u64);
-    let per_layer: f64 = grows.iter().map(|o| plan.op_ns(0, o, t, ctx) - plan.op_ns(0, o, t, 0)).sum();
+    let per_layer: f64 = grows.iter().map(|o| plan.cost(0).op_ns(o, t, ctx) - plan.cost(0).op_ns(o, t, 0)).sum();
     let mut low = lower_step(&plan, t);
     let makespan = |low: &mut supernode::engine::Lowered, ctx: u64| {
         low.retime(&plan, ctx);

@@ -1,0 +1,426 @@
+//! What one node's kernels and host cost: an operation's bytes and FLOPs on the roofline of its
+//! kernel class, launches, GPU<->CPU crossings, host work and a pipeline stage.
+
+use crate::hw::Os;
+use crate::llm::{MlaPerHead, Op, OpClass, Placement};
+use crate::profile::{ChipParams, CommParams, RuntimeParams};
+use crate::sim::Time;
+
+use super::us_to_ns;
+
+/// How the runtime runs MLA attention (the engine options that change its cost).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MlaOptions {
+    /// The cache holds per-head keys and values (llama.cpp without MLA metadata), not the latent.
+    pub per_head_cache: bool,
+    /// Multi-token steps expand the latent cache instead of absorbing the up-projections (mlx-lm).
+    pub prefill_expanded: bool,
+}
+
+/// The cost model of one node: its peaks, its chip's and runtime's calibrated parameters, and
+/// what it holds. Built by [`crate::engine::Plan::cost`]; all durations are nanoseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeCost<'a> {
+    /// Peak memory bandwidth, bytes/s.
+    pub mem_bw: f64,
+    /// Peak FP16 compute, FLOP/s.
+    pub peak_flops: f64,
+    /// Operating system (the GPU<->CPU crossing off macOS is the fast one).
+    pub os: Os,
+    /// The chip's kernel efficiencies.
+    pub chip: &'a ChipParams,
+    /// The runtime's launch, scale and host costs on this chip.
+    pub runtime: &'a RuntimeParams,
+    /// Crossing costs.
+    pub comm: &'a CommParams,
+    /// Fraction of sharded weights (and heads) this node holds.
+    pub shard: f64,
+    /// Dense weights this node's dense kernels stream every token, GB (the working set).
+    pub dense_gb: f64,
+    /// Model hidden size (elementwise traffic per token).
+    pub hidden: u64,
+    /// How MLA attention runs.
+    pub mla: MlaOptions,
+    /// Whether the runtime uses the fast GPU<->CPU crossing (`MLX_METAL_FAST_SYNCH`).
+    pub fast_sync: bool,
+}
+
+/// The work one operation does on one node: bytes streamed from DRAM and floating-point
+/// operations. What the power model charges energy for; the same byte and FLOP counts
+/// [`NodeCost::op_ns`] divides by the achieved bandwidth and compute rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Work {
+    /// Bytes read from (or written to) DRAM.
+    pub bytes: f64,
+    /// Floating-point operations.
+    pub flops: f64,
+    /// The ALU work issued for them: FLOPs over the kernel's compute efficiency (a kernel at 38%
+    /// of peak keeps the ALUs issuing dequantisation, index arithmetic and masked lanes for the
+    /// rest), i.e. peak FLOP/s times the time the op would take if compute-bound.
+    pub issued_flops: f64,
+}
+
+impl Work {
+    /// This work done `k` times.
+    pub fn scaled(self, k: f64) -> Work {
+        Work { bytes: self.bytes * k, flops: self.flops * k, issued_flops: self.issued_flops * k }
+    }
+}
+
+impl std::ops::AddAssign for Work {
+    fn add_assign(&mut self, o: Work) {
+        self.bytes += o.bytes;
+        self.flops += o.flops;
+        self.issued_flops += o.issued_flops;
+    }
+}
+
+/// One operation's cost terms on one node: bytes at a bandwidth efficiency and FLOPs at a
+/// compute efficiency (the roofline: the slower wins), plus traffic in side kernels that runs
+/// before it. `bw_eff == 0` marks plain array traffic at full bandwidth (elementwise kernels).
+#[derive(Clone, Copy, Debug, Default)]
+struct OpTerms {
+    kernels: u32,
+    bytes: f64,
+    bw_eff: f64,
+    flops: f64,
+    compute_eff: f64,
+    side_bytes: f64,
+    side_bw_eff: f64,
+}
+
+/// The form an MLA attention takes in a step: the one decision both the launches and the bytes
+/// and FLOPs of an op read.
+#[derive(Clone, Copy, Debug)]
+struct MlaForm {
+    /// The per-head cache's shapes, when the cache is per head.
+    per_head: Option<MlaPerHead>,
+    /// The step expands the latent cache (multi-token, latent cache, expanding runtime).
+    expanded: bool,
+}
+
+impl MlaForm {
+    /// Kernels the form adds to `op`: the expanded form's rope-score matmul and its masking.
+    fn extra_kernels(self, op: &Op) -> u32 {
+        if self.expanded && op.mla_expanded.is_some() { 2 } else { 0 }
+    }
+}
+
+impl NodeCost<'_> {
+    /// Time for one operation of `tokens` rows after `context` cached tokens, ns (before
+    /// jitter): the roofline of its terms plus its launches.
+    pub fn op_ns(&self, op: &Op, tokens: u64, context: u64) -> f64 {
+        let bw = self.mem_bw * self.runtime.bw_scale;
+        let peak = self.peak_flops * self.runtime.compute_scale;
+        let c = self.terms(op, tokens, context);
+        let launch = self.launches_ns(c.kernels);
+        let secs = if c.bw_eff > 0.0 {
+            let side = if c.side_bytes > 0.0 { c.side_bytes / (bw * c.side_bw_eff) } else { 0.0 };
+            (c.bytes / (bw * c.bw_eff)).max(c.flops / (peak * c.compute_eff)) + side
+        } else {
+            // Elementwise kernels: plain array traffic at the full bandwidth.
+            c.bytes / bw
+        };
+        secs * 1e9 + launch
+    }
+
+    /// Kernel-launch part of [`Self::op_ns`], ns: what a batch pays once per kernel rather than
+    /// once per sequence.
+    pub fn launch_ns(&self, op: &Op, tokens: u64) -> f64 {
+        self.launches_ns(op.kernels + self.mla_form(op, tokens).extra_kernels(op))
+    }
+
+    /// Bytes and FLOPs of one operation (the counts [`Self::op_ns`] times): what the power model
+    /// charges energy for.
+    pub fn op_work(&self, op: &Op, tokens: u64, context: u64) -> Work {
+        let c = self.terms(op, tokens, context);
+        let scale = self.runtime.compute_scale;
+        let issued_flops = if c.flops > 0.0 { c.flops / (c.compute_eff * scale).max(1e-6) } else { 0.0 };
+        Work { bytes: c.bytes + c.side_bytes, flops: c.flops, issued_flops }
+    }
+
+    /// One GPU<->CPU crossing, ns: the fast fence off macOS or when the runtime enables it, else
+    /// MLX's default fence.
+    pub fn sync_ns(&self) -> Time {
+        let c = self.comm;
+        us_to_ns(if self.os != Os::Macos || self.fast_sync { c.gpu_sync_fast_us } else { c.gpu_sync_default_us })
+    }
+
+    /// The runtime's host work after a forward in which `sequences` sequences sample, ns:
+    /// `host_per_step_us + sequences x host_per_seq_us` (a `generate` step is one sequence).
+    pub fn host_ns(&self, sequences: u64) -> Time {
+        let rt = self.runtime;
+        us_to_ns(rt.host_per_step_us + sequences as f64 * rt.host_per_seq_us)
+    }
+
+    /// A pipeline stage's own host and sync cost per forward (graph build, eval, wake-up), ns.
+    pub fn stage_ns(&self) -> Time {
+        us_to_ns(self.runtime.stage_us)
+    }
+
+    /// `kernels` launches, ns.
+    fn launches_ns(&self, kernels: u32) -> f64 {
+        kernels as f64 * self.runtime.kernel_launch_us * 1e3
+    }
+
+    /// How an MLA op runs a step of `tokens` rows (irrelevant, and inert, for other ops).
+    fn mla_form(&self, op: &Op, tokens: u64) -> MlaForm {
+        let per_head = op.mla_per_head.filter(|_| self.mla.per_head_cache);
+        // A per-head cache is already expanded: the latent form's prefill choice does not apply.
+        let expanded = tokens > 1 && self.mla.prefill_expanded && per_head.is_none();
+        MlaForm { per_head, expanded }
+    }
+
+    /// The byte and FLOP counts of one operation and the efficiencies they run at: the one
+    /// place [`Self::op_ns`] and [`Self::op_work`] read an operation's cost from.
+    fn terms(&self, op: &Op, tokens: u64, context: u64) -> OpTerms {
+        let shard = if op.placement == Placement::Sharded { self.shard } else { 1.0 };
+        let mla = self.mla_form(op, tokens);
+        let base = OpTerms { kernels: op.kernels + mla.extra_kernels(op), ..OpTerms::default() };
+        match op.class {
+            OpClass::Dense => self.dense_terms(op, tokens, context, shard, mla, base),
+            OpClass::Expert => self.expert_terms(op, tokens, shard, base),
+            OpClass::Attention => self.attention_terms(op, tokens, context, shard, mla, base),
+            OpClass::Elementwise => OpTerms { bytes: op.kernels as f64 * tokens as f64 * self.hidden as f64 * 4.0, ..base },
+            OpClass::AllSum => base,
+        }
+    }
+
+    /// A dense GEMV (one row) or GEMM (a chunk): the weights once, 2 FLOPs per weight per row.
+    fn dense_terms(&self, op: &Op, tokens: u64, context: u64, shard: f64, mla: MlaForm, base: OpTerms) -> OpTerms {
+        let (chip, rt) = (self.chip, self.runtime);
+        // Dense weight streams slow as the node's dense working set grows
+        // (ChipParams::working_set_factor).
+        let ws = chip.working_set_factor(self.dense_gb);
+        // The expanded MLA form runs the latent up-projections over the whole cache.
+        let rows = if mla.expanded && op.expands_latent { (context + tokens) as f64 } else { tokens as f64 };
+        OpTerms {
+            bytes: op.weight_bytes(op.params as f64) * shard,
+            bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel) * ws,
+            flops: 2.0 * op.params as f64 * shard * rows,
+            compute_eff: chip.compute_eff_dense,
+            ..base
+        }
+    }
+
+    /// Routed experts (gather GEMV/GEMM): the experts the step's tokens touch, 2 FLOPs per active
+    /// weight per token.
+    fn expert_terms(&self, op: &Op, tokens: u64, shard: f64, base: OpTerms) -> OpTerms {
+        let (chip, rt) = (self.chip, self.runtime);
+        OpTerms {
+            bytes: op.weight_bytes(op.params as f64) * op.experts_touched(tokens) * shard,
+            bw_eff: chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel),
+            flops: 2.0 * op.active_params() as f64 * shard * tokens as f64,
+            compute_eff: chip.compute_eff_expert,
+            ..base
+        }
+    }
+
+    /// Attention at depth: the KV cache up to the step's last token once, FLOPs per query token
+    /// over its mean context; the expanded MLA form adds the rope-score mask's traffic.
+    fn attention_terms(&self, op: &Op, tokens: u64, context: u64, shard: f64, mla: MlaForm, base: OpTerms) -> OpTerms {
+        let chip = self.chip;
+        let t = tokens as f64;
+        let kv_share = if op.kv_sharded || mla.per_head.is_some() { shard } else { 1.0 };
+        let kv_tokens = op.effective_context(context + tokens) as f64;
+        let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
+        let (flops_per_ctx, score_bytes_per_ctx, kv_per_ctx) = match (mla.per_head, op.mla_expanded) {
+            (Some(p), _) => (p.attn_flops_per_ctx, 0, p.kv_bytes_per_ctx),
+            (None, Some(x)) if mla.expanded => (x.attn_flops_per_ctx, x.score_bytes_per_ctx, op.kv_bytes_per_ctx),
+            _ => (op.attn_flops_per_ctx, 0, op.kv_bytes_per_ctx),
+        };
+        OpTerms {
+            bytes: kv_per_ctx as f64 * kv_tokens * kv_share,
+            bw_eff: chip.bw_eff_attention,
+            flops: flops_per_ctx as f64 * shard * t * mean_ctx,
+            compute_eff: chip.compute_eff_attention,
+            // The rope-score mask streams through memory in its own kernels, before the
+            // attention kernel: plain array traffic, at the dense bandwidth efficiency.
+            side_bytes: score_bytes_per_ctx as f64 * shard * t * mean_ctx,
+            side_bw_eff: chip.bw_eff_dense,
+            ..base
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! One hand-checkable node: 1 TB/s, 100 TFLOP/s, round efficiencies, 10 us launches.
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::llm::{MlaExpanded, TensorRole};
+
+    fn chip() -> ChipParams {
+        ChipParams {
+            bw_eff_dense: 0.5,
+            bw_eff_expert: 0.25,
+            bw_eff_attention: 0.8,
+            compute_eff_dense: 0.5,
+            compute_eff_expert: 0.25,
+            compute_eff_attention: 0.4,
+            pj_per_byte: 0.0,
+            pj_per_flop: 0.0,
+            cpu_core_w: 0.0,
+            bw_ws_per_tb: 0.0,
+            runtimes: BTreeMap::new(),
+            engines: BTreeMap::new(),
+        }
+    }
+
+    fn runtime() -> RuntimeParams {
+        RuntimeParams {
+            kernel_launch_us: 10.0,
+            host_per_step_us: 200.0,
+            host_per_seq_us: 50.0,
+            bw_scale: 1.0,
+            compute_scale: 1.0,
+            stage_us: 300.0,
+            bw_mult_half: 1.0,
+            bw_mult_8bit: 1.0,
+            bw_mult_mxfp4: 1.0,
+        }
+    }
+
+    fn comm() -> CommParams {
+        let mut c = crate::profile::Profile::default_profile().comm;
+        c.gpu_sync_default_us = 180.0;
+        c.gpu_sync_fast_us = 4.0;
+        c
+    }
+
+    fn node<'a>(chip: &'a ChipParams, runtime: &'a RuntimeParams, comm: &'a CommParams) -> NodeCost<'a> {
+        NodeCost {
+            mem_bw: 1e12,
+            peak_flops: 1e14,
+            os: Os::Macos,
+            chip,
+            runtime,
+            comm,
+            shard: 1.0,
+            dense_gb: 0.0,
+            hidden: 64,
+            mla: MlaOptions::default(),
+            fast_sync: false,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    /// A bf16 dense op of 1e9 weights: 2 GB.
+    fn dense(placement: Placement) -> Op {
+        Op::dense("w", TensorRole::Mlp, 1_000_000_000, placement)
+    }
+
+    #[test]
+    fn a_dense_gemv_streams_its_weights_at_the_dense_efficiency_plus_one_launch() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let n = node(&c, &r, &m);
+        // 2e9 bytes / (1e12 x 0.5) = 4 ms; 2e9 FLOPs / (1e14 x 0.5) = 40 us: memory-bound.
+        assert!(close(n.op_ns(&dense(Placement::Replicated), 1, 0), 4_000_000.0 + 10_000.0));
+        assert_eq!(n.launch_ns(&dense(Placement::Replicated), 1), 10_000.0);
+        // Half the sharded weights on this node: half the bytes.
+        let half = NodeCost { shard: 0.5, ..n };
+        assert!(close(half.op_ns(&dense(Placement::Sharded), 1, 0), 2_000_000.0 + 10_000.0));
+        assert!(close(half.op_ns(&dense(Placement::Replicated), 1, 0), 4_000_000.0 + 10_000.0));
+        // A 1 TB dense working set at 1 per TB halves the efficiency: twice the time.
+        let c = ChipParams { bw_ws_per_tb: 1.0, ..chip() };
+        let big = NodeCost { dense_gb: 1000.0, ..node(&c, &r, &m) };
+        assert!(close(big.op_ns(&dense(Placement::Replicated), 1, 0), 8_000_000.0 + 10_000.0));
+    }
+
+    #[test]
+    fn a_dense_gemm_over_a_long_chunk_is_compute_bound() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let n = node(&c, &r, &m);
+        // 1000 rows: 2e12 FLOPs / (1e14 x 0.5) = 40 ms, over the 4 ms weight stream.
+        assert!(close(n.op_ns(&dense(Placement::Replicated), 1000, 0), 40_000_000.0 + 10_000.0));
+        // The runtime's compute scale doubles the peak.
+        let fast = RuntimeParams { compute_scale: 2.0, ..runtime() };
+        assert!(close(node(&c, &fast, &m).op_ns(&dense(Placement::Replicated), 1000, 0), 20_000_000.0 + 10_000.0));
+    }
+
+    #[test]
+    fn expert_gemv_and_gemm_read_the_experts_the_tokens_touch() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let n = node(&c, &r, &m);
+        // 64 experts of 1e6 bf16 weights, 4 active, 3 gather kernels. One token touches 4:
+        // 8e6 bytes / (1e12 x 0.25) = 32 us, plus 3 launches.
+        let op = Op::experts("e", 1_000_000, 3, 64, 4);
+        assert!(close(n.op_ns(&op, 1, 0), 32_000.0 + 30_000.0));
+        // 10,000 tokens: 2 x 4e6 x 1e4 FLOPs / (1e14 x 0.25) = 3.2 ms (all 64 experts' 128 MB
+        // take 0.512 ms): compute-bound.
+        assert!(close(n.op_ns(&op, 10_000, 0), 3_200_000.0 + 30_000.0));
+    }
+
+    #[test]
+    fn attention_at_depth_reads_the_cache_up_to_the_step_and_caps_at_its_window() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let n = node(&c, &r, &m);
+        // 1000 bytes of KV per cached token; one token after 999: 1 MB / (1e12 x 0.8) = 1.25 us.
+        let op = Op::attention("sdpa", 1000, true, 1000, None);
+        assert!(close(n.op_ns(&op, 1, 999), 1_250.0 + 10_000.0));
+        // A 100-token window reads 100 tokens' KV.
+        let windowed = Op::attention("sdpa", 1000, true, 1000, Some(100));
+        assert!(close(n.op_ns(&windowed, 1, 999), 125.0 + 10_000.0));
+        // A 1000-token prefill: 1000 FLOPs x 1000 queries x 500 mean context / (1e14 x 0.4) =
+        // 12.5 us, over the 1.25 us cache read.
+        assert!(close(n.op_ns(&op, 1000, 0), 12_500.0 + 10_000.0));
+    }
+
+    #[test]
+    fn elementwise_kernels_move_four_bytes_per_hidden_value_at_full_bandwidth() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let n = node(&c, &r, &m);
+        // 2 kernels x 10 tokens x 64 x 4 bytes = 5120 bytes / 1e12 = 5.12 ns, plus 2 launches.
+        assert!(close(n.op_ns(&Op::elementwise("norm", 2), 10, 0), 5.12 + 20_000.0));
+    }
+
+    #[test]
+    fn the_expanded_mla_form_adds_two_kernels_and_the_rope_mask_only_on_multi_token_latent_steps() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let expanding = NodeCost { mla: MlaOptions { per_head_cache: false, prefill_expanded: true }, ..node(&c, &r, &m) };
+        let mut op = Op::attention("sdpa", 1000, false, 1000, None);
+        op.mla_expanded = Some(MlaExpanded { attn_flops_per_ctx: 2000, score_bytes_per_ctx: 8 });
+        assert_eq!(expanding.launch_ns(&op, 1), 10_000.0);
+        assert_eq!(expanding.launch_ns(&op, 2), 30_000.0);
+        // Two tokens at context 0: the cache read 2000 bytes / 8e11 = 2.5 ns beats 4000 FLOPs /
+        // 4e13; the mask's 8 x 2 x 1 bytes at the dense efficiency add 0.032 ns.
+        assert!(close(expanding.op_ns(&op, 2, 0), 2.5 + 0.032 + 30_000.0));
+        // A runtime that absorbs, or a per-head cache, runs the plain form.
+        let absorbing = node(&c, &r, &m);
+        assert_eq!(absorbing.launch_ns(&op, 2), 10_000.0);
+        op.mla_per_head = Some(MlaPerHead { kv_bytes_per_ctx: 4000, attn_flops_per_ctx: 1000 });
+        let per_head = NodeCost { mla: MlaOptions { per_head_cache: true, prefill_expanded: true }, ..node(&c, &r, &m) };
+        assert_eq!(per_head.launch_ns(&op, 2), 10_000.0);
+        assert!(close(per_head.op_ns(&op, 2, 0), 10.0 + 10_000.0), "{}", per_head.op_ns(&op, 2, 0));
+        // The latent up-projection runs over the whole cache in the expanded form.
+        let mut kv_b = Op::dense("kv_b", TensorRole::AttnLatent, 1_000_000, Placement::Replicated);
+        kv_b.expands_latent = true;
+        assert_eq!(expanding.op_work(&kv_b, 2, 998).flops, 2.0 * 1e6 * 1000.0);
+        assert_eq!(absorbing.op_work(&kv_b, 2, 998).flops, 2.0 * 1e6 * 2.0);
+    }
+
+    #[test]
+    fn work_counts_the_timed_bytes_and_flops_and_the_issued_alu_work() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let w = node(&c, &r, &m).op_work(&dense(Placement::Replicated), 1000, 0);
+        assert_eq!(w, Work { bytes: 2e9, flops: 2e12, issued_flops: 4e12 });
+        assert_eq!(node(&c, &r, &m).op_work(&Op::elementwise("norm", 1), 1, 0).issued_flops, 0.0);
+    }
+
+    #[test]
+    fn host_sync_and_stage_costs_are_the_profile_microseconds() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let n = node(&c, &r, &m);
+        assert_eq!(n.host_ns(1), 250_000);
+        assert_eq!(n.host_ns(4), 400_000);
+        assert_eq!(n.stage_ns(), 300_000);
+        assert_eq!(n.sync_ns(), 180_000);
+        assert_eq!(NodeCost { fast_sync: true, ..n }.sync_ns(), 4_000);
+        assert_eq!(NodeCost { os: Os::Linux, ..n }.sync_ns(), 4_000);
+        assert_eq!(super::us_to_ns(-1.0), 0);
+    }
+}
