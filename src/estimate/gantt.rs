@@ -182,11 +182,11 @@ pub fn gantt(s: &Scenario, profile: &Profile, span: Option<GanttSpan>) -> Result
     let plan = trace_plan(s, profile)?;
     let mut rows: Vec<(usize, GanttRow)> = lower_step(&plan, 1)
         .graph
-        .resources
+        .resources()
         .iter()
-        .filter(|r| r.kind != ResourceKind::Virtual)
+        .filter(|r| r.kind() != ResourceKind::Virtual)
         .enumerate()
-        .map(|(i, r)| (i, GanttRow { node: r.node, resource: r.name.clone(), kind: r.kind }))
+        .map(|(i, r)| (i, GanttRow { node: r.node(), resource: r.name().to_string(), kind: r.kind() }))
         .collect();
     let rank = |k: ResourceKind| match k {
         ResourceKind::Gpu => 0,

@@ -105,14 +105,14 @@ impl<'a> Trace<'a> {
     pub fn record(&mut self, low: &Lowered, tl: &crate::sim::Timeline, start: Time, phase: &'static str, step: u64) {
         self.steps += 1;
         let graph = &low.graph;
-        let mut ops: Vec<Option<String>> = vec![None; graph.tasks.len()];
+        let mut ops: Vec<Option<String>> = vec![None; graph.task_count()];
         for &(task, seg) in &low.gpu_tasks {
             let names: Vec<&str> = low.segments[seg].ops.iter().map(|o| o.name).collect();
-            ops[task.0 as usize] = Some(names.join(", "));
+            ops[task.index()] = Some(names.join(", "));
         }
-        for ((task, t), ops) in graph.tasks.iter().zip(&tl.timings).zip(&ops) {
-            let res = &graph.resources[task.resource.0 as usize];
-            if res.kind == ResourceKind::Virtual || t.end == t.start {
+        for ((task, t), ops) in graph.tasks().iter().zip(tl.timings()).zip(&ops) {
+            let res = graph.resource(task.resource());
+            if res.kind() == ResourceKind::Virtual || t.end == t.start {
                 continue;
             }
             if self.recorded >= self.max_events {
@@ -121,15 +121,15 @@ impl<'a> Trace<'a> {
             }
             self.recorded += 1;
             (self.sink)(&TraceEvent {
-                resource: &res.name,
-                node: res.node,
-                label: task.label,
+                resource: res.name(),
+                node: res.node(),
+                label: task.label(),
                 phase,
                 step,
                 start: t.start,
                 end: t.end,
                 step_start: start,
-                step_end: tl.makespan,
+                step_end: tl.makespan(),
                 ops: ops.as_deref(),
             });
         }
