@@ -8,8 +8,9 @@ use crate::scenario::{Scenario, WorkloadKind};
 use crate::sim::{ResourceKind, Time};
 
 use super::EstimateError;
+use super::recorder::{Trace, TraceEvent};
 use super::serve::arrivals::s_to_ns;
-use super::trace::{MAX_TRACE_STEPS, Trace, TraceEvent, trace_plan, trace_run, trace_serve};
+use super::trace::{MAX_TRACE_STEPS, trace_plan, trace_run, trace_serve};
 
 /// What a task does, for its colour in the Gantt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

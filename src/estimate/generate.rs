@@ -4,7 +4,7 @@
 use crate::engine::{Lowered, Plan, Work, lower_step};
 use crate::sim::{Jitter, ResourceKind, Time, execute};
 
-use super::trace::Trace;
+use super::recorder::Trace;
 
 /// Most decode steps simulated one by one. A longer generation is simulated at this many steps
 /// spread evenly over its context range, each standing for its share of the steps (a step's time
