@@ -36,13 +36,13 @@ fn synthetic(tasks: usize, width: usize, barrier_every: usize) -> TaskGraph {
 
 fn bench(c: &mut Criterion) {
     let g = synthetic(200_000, 8, 4);
-    let events = execute(&g, 0, &mut Jitter::none()).events;
+    let events = execute(&g, 0, &mut Jitter::none()).events();
     let mut group = c.benchmark_group("sim");
     group.throughput(Throughput::Elements(events));
-    let durations: Vec<u64> = g.tasks.iter().map(|t| t.duration).collect();
-    group.bench_function("event_queue_200k_tasks", |b| b.iter(|| supernode::sim::execute_events(&g, 0, &durations).makespan));
-    group.bench_function("execute_200k_tasks", |b| b.iter(|| execute(&g, 0, &mut Jitter::none()).makespan));
-    group.bench_function("execute_200k_tasks_jitter", |b| b.iter(|| execute(&g, 0, &mut Jitter::new(1, 0.02)).makespan));
+    let durations: Vec<u64> = g.tasks().iter().map(|t| t.duration()).collect();
+    group.bench_function("event_queue_200k_tasks", |b| b.iter(|| supernode::sim::execute_events(&g, 0, &durations).makespan()));
+    group.bench_function("execute_200k_tasks", |b| b.iter(|| execute(&g, 0, &mut Jitter::none()).makespan()));
+    group.bench_function("execute_200k_tasks_jitter", |b| b.iter(|| execute(&g, 0, &mut Jitter::new(1, 0.02)).makespan()));
     group.finish();
 
     let s = supernode::scenario::load(std::path::Path::new("scenarios/geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml"), &[]).unwrap();

@@ -18,22 +18,28 @@ fn main() {
     let c = g.compute(gpu0, 25, "next piece", &[a]);
 
     let timeline = execute(&g, 0, &mut Jitter::none());
-    for (i, t) in timeline.timings.iter().enumerate() {
+    for id in g.task_ids() {
+        let t = timeline.timing(id);
         println!(
-            "task {i} ({:<10}) on {:<9} ready {:>3} start {:>3} end {:>3}",
-            g.tasks[i].label, g.resources[g.tasks[i].resource.0 as usize].name, t.ready, t.start, t.end
+            "task {} ({:<10}) on {:<9} ready {:>3} start {:>3} end {:>3}",
+            id.index(),
+            g.task(id).label(),
+            g.resource_of(id).name(),
+            t.ready,
+            t.start,
+            t.end
         );
     }
-    println!("makespan {} ns; busy per resource {:?}", timeline.makespan, timeline.busy);
+    println!("makespan {} ns; busy per resource {:?}", timeline.makespan(), timeline.busy_by_resource());
 
     // By hand: a [0,40); the send [40,50); b [50,80) on node 1; c [40,65) on node 0, in
     // parallel with the send. The makespan is b's end; each resource is busy for its tasks' sum.
-    let span = |t: supernode::sim::TaskId| (timeline.timings[t.0 as usize].start, timeline.timings[t.0 as usize].end);
+    let span = |t: supernode::sim::TaskId| (timeline.timing(t).start, timeline.timing(t).end);
     assert_eq!(span(a), (0, 40));
     assert_eq!(span(send), (40, 50));
     assert_eq!(span(b), (50, 80));
     assert_eq!(span(c), (40, 65));
-    assert_eq!(timeline.makespan, 80);
-    assert_eq!(timeline.busy, vec![65, 30, 10]);
+    assert_eq!(timeline.makespan(), 80);
+    assert_eq!(timeline.busy_by_resource(), [65, 30, 10]);
     println!("ok: the timeline matches the hand-computed one");
 }

@@ -5,10 +5,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::fit::{PRIOR_WEIGHT, Target};
+use super::fit::PRIOR_WEIGHT;
 use super::harness::{HarnessFile, HarnessUse, SourceError, harness_id, harness_measured, read_harness};
-use super::predict::{HarnessError, predict_harness};
-use super::validate::{self, Prepared, RowError};
+use super::predict::predict_harness;
+use super::target::{PredictError, Target};
+use super::validate::{self, Prepared};
 use crate::profile::{HOST_CHIP, Profile};
 
 /// Where a target's prediction comes from.
@@ -18,27 +19,6 @@ pub enum TargetSource {
     Row(Box<Prepared>),
     /// A harness measurement (file, index into its benchmarks).
     Harness(Arc<HarnessFile>, usize),
-}
-
-/// Why a target could not be predicted.
-#[derive(Debug, thiserror::Error)]
-pub enum PredictError {
-    /// A published row.
-    #[error("{id}: {source}")]
-    Row {
-        /// Row id.
-        id: String,
-        /// Cause.
-        source: RowError,
-    },
-    /// A harness measurement.
-    #[error("{id}: {source}")]
-    Harness {
-        /// Measurement id.
-        id: String,
-        /// Cause.
-        source: HarnessError,
-    },
 }
 
 /// Measurements with their predictors.

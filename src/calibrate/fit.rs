@@ -9,19 +9,10 @@ use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt, MinimizationR
 use nalgebra::{DMatrix, DVector, Dyn, Owned};
 
 use super::CalibrateError;
-use super::dataset::PredictError;
 use super::params::{dvalue, from_free, get_param, is_fraction, set_params, to_free};
+use super::target::{PredictError, Target};
 use crate::profile::{FitReport, FittedParam, Profile, Residual};
 use crate::util::{round_to, sig};
-
-/// One measurement for a fit: an id and a measured value; the prediction comes from the caller.
-#[derive(Clone, Debug)]
-pub struct Target {
-    /// Id.
-    pub id: String,
-    /// Measured value (must be positive and finite).
-    pub measured: f64,
-}
 
 /// Predictions for all targets under a profile, in target order.
 pub type Predictor<'a> = dyn Fn(&Profile) -> Result<Vec<f64>, PredictError> + Sync + 'a;

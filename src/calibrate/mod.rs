@@ -13,6 +13,7 @@
 //! - [`harness`]: harness files, measurement kinds, the host as a node and a fabric.
 //! - [`predict`]: each harness measurement predicted through the estimator's entry points.
 //! - [`dataset`]: published rows and harness measurements behind one predictor.
+//! - [`target`]: a measurement to fit, and why its prediction failed.
 //! - [`provenance`]: the fitted profile's metadata and every parameter's source.
 //! - [`validate`]: published rows as scenarios, and the validation report.
 //! - [`llama_bench`]: llama-bench output as measurement rows.
@@ -27,17 +28,19 @@ pub mod llama_bench;
 pub mod params;
 pub mod predict;
 pub mod provenance;
+pub mod target;
 pub mod validate;
 
 pub use crate::profile::{FitReport, FittedParam, HOST_CHIP, Residual};
-pub use dataset::{Coverage, Dataset, PredictError, TargetSource};
-pub use fit::{PRIOR_WEIGHT, Predictor, ROBUST_ROUNDS, Target, fit, fit_toward, fit_with, fit_with_prior, parse_prior_weight};
+pub use dataset::{Coverage, Dataset, TargetSource};
+pub use fit::{PRIOR_WEIGHT, Predictor, ROBUST_ROUNDS, fit, fit_toward, fit_with, fit_with_prior, parse_prior_weight};
 pub use harness::{
     HarnessBench, HarnessFile, HarnessKind, HarnessUse, SourceError, harness_id, harness_measured, host_fabric, host_node,
     pace_drift_percent, pace_factors, read_harness,
 };
 pub use params::{get_param, harness_params, published_params, set_params, with_host_chip};
 pub use predict::{HarnessError, e2e_model, predict_harness};
+pub use target::{PredictError, Target};
 
 use crate::profile::Profile;
 

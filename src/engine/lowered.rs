@@ -70,10 +70,10 @@ impl Lowered {
             let (fixed, _, by_context) = &self.seg_parts[seg];
             let ns = by_context.iter().fold(*fixed, |acc, &j| acc + ctx_ns[j]);
             // Clamp to ~11 days so sums of durations can never overflow.
-            self.graph.tasks[task.0 as usize].duration = ns.round().clamp(0.0, 1e15) as Time;
+            self.graph.set_duration(task, ns.round().clamp(0.0, 1e15) as Time);
         }
         for &(task, node) in &self.host_tasks {
-            self.graph.tasks[task.0 as usize].duration = plan.host_ns(node, head_rows);
+            self.graph.set_duration(task, plan.host_ns(node, head_rows));
         }
     }
 

@@ -49,19 +49,19 @@ pub fn nominal_bounds(s: &Scenario, plan: &Plan, profile: &Profile) -> Bounds {
     let mut step = |context: u64| {
         low.retime(plan, context);
         let tl = execute(&low.graph, 0, &mut Jitter::none());
-        let t = tl.makespan.max(1) as f64;
+        let t = tl.makespan().max(1) as f64;
         let work = low.work(plan, context);
         let mut power = 0.0;
         for (i, w) in work.into_iter().enumerate() {
             let cpu_busy = low
                 .graph
-                .resources
+                .resources()
                 .iter()
-                .zip(&tl.busy)
-                .filter(|(r, _)| r.kind == ResourceKind::Cpu && r.node as usize == i)
+                .zip(tl.busy_by_resource())
+                .filter(|(r, _)| r.kind() == ResourceKind::Cpu && r.node() as usize == i)
                 .map(|(_, b)| *b)
                 .sum();
-            power += phase_power_w(plan, i, &PhaseLoad { ns: tl.makespan.max(1), cpu_busy, work: w });
+            power += phase_power_w(plan, i, &PhaseLoad { ns: tl.makespan().max(1), cpu_busy, work: w });
         }
         (t, power, low.bytes_sent as f64)
     };

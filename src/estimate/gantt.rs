@@ -8,8 +8,9 @@ use crate::scenario::{Scenario, WorkloadKind};
 use crate::sim::{ResourceKind, Time};
 
 use super::EstimateError;
+use super::recorder::{Trace, TraceEvent};
 use super::serve::arrivals::s_to_ns;
-use super::trace::{MAX_TRACE_STEPS, Trace, TraceEvent, trace_plan, trace_run, trace_serve};
+use super::trace::{MAX_TRACE_STEPS, trace_plan, trace_run, trace_serve};
 
 /// What a task does, for its colour in the Gantt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -182,11 +183,11 @@ pub fn gantt(s: &Scenario, profile: &Profile, span: Option<GanttSpan>) -> Result
     let plan = trace_plan(s, profile)?;
     let mut rows: Vec<(usize, GanttRow)> = lower_step(&plan, 1)
         .graph
-        .resources
+        .resources()
         .iter()
-        .filter(|r| r.kind != ResourceKind::Virtual)
+        .filter(|r| r.kind() != ResourceKind::Virtual)
         .enumerate()
-        .map(|(i, r)| (i, GanttRow { node: r.node, resource: r.name.clone(), kind: r.kind }))
+        .map(|(i, r)| (i, GanttRow { node: r.node(), resource: r.name().to_string(), kind: r.kind() }))
         .collect();
     let rank = |k: ResourceKind| match k {
         ResourceKind::Gpu => 0,

@@ -4,7 +4,7 @@
 use crate::engine::{Lowered, Plan, Work, lower_step};
 use crate::sim::{Jitter, ResourceKind, Time, execute};
 
-use super::trace::Trace;
+use super::recorder::Trace;
 
 /// Most decode steps simulated one by one. A longer generation is simulated at this many steps
 /// spread evenly over its context range, each standing for its share of the steps (a step's time
@@ -62,10 +62,10 @@ impl PhaseTotals {
     /// Adds a simulated step standing for `weight` steps: its per-resource busy time and its
     /// per-node work.
     fn add(&mut self, low: &Lowered, busy: &[Time], work: Vec<Work>, weight: u64) {
-        for (r, res) in low.graph.resources.iter().enumerate() {
-            match res.kind {
-                ResourceKind::Gpu => self.gpu[res.node as usize] += busy[r] * weight,
-                ResourceKind::Cpu => self.cpu[res.node as usize] += busy[r] * weight,
+        for (r, res) in low.graph.resources().iter().enumerate() {
+            match res.kind() {
+                ResourceKind::Gpu => self.gpu[res.node() as usize] += busy[r] * weight,
+                ResourceKind::Cpu => self.cpu[res.node() as usize] += busy[r] * weight,
                 ResourceKind::Link | ResourceKind::Virtual => {}
             }
         }
@@ -108,11 +108,11 @@ pub fn sample_generate(plan: &Plan, prompt: u64, generate: u64, samples: u64, se
         for (t, w) in run.decode_work.iter_mut().zip(low.work(plan, context)) {
             *t += w.scaled(share);
         }
-        run.events += tl.events;
-        run.step_ns.push(tl.makespan - now);
-        decode += (tl.makespan - now) as f64 * share;
+        run.events += tl.events();
+        run.step_ns.push(tl.makespan() - now);
+        decode += (tl.makespan() - now) as f64 * share;
         bytes += low.bytes_sent as f64 * share;
-        now = tl.makespan;
+        now = tl.makespan();
     }
     run.decode_ns = decode.round() as Time;
     run.decode_steps = generate;
@@ -159,13 +159,13 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         if let Some(tr) = trace.as_deref_mut() {
             tr.record(&low, &tl, now, "decode", g);
         }
-        events += tl.events;
-        let step = tl.makespan - now;
+        events += tl.events();
+        let step = tl.makespan() - now;
         steps.push(step);
         now = now.saturating_add(step.saturating_mul(weight));
         bytes += low.bytes_sent * weight;
         let work = low.work(plan, context);
-        dec.add(&low, &tl.busy, work, weight);
+        dec.add(&low, tl.busy_by_resource(), work, weight);
     }
     GenerateRun {
         prefill_ns,
@@ -210,9 +210,9 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
             tr.record(low, &tl, *now, "prefill", index);
         }
         let work = low.work(plan, done);
-        totals.add(low, &tl.busy, work, weight);
-        *now = now.saturating_add((tl.makespan - *now).saturating_mul(weight));
-        tl.events
+        totals.add(low, tl.busy_by_resource(), work, weight);
+        *now = now.saturating_add((tl.makespan() - *now).saturating_mul(weight));
+        tl.events()
     };
     for k in 0..samples {
         let (c, weight) = sample(k, samples, full);

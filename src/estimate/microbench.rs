@@ -16,7 +16,7 @@ pub fn op_seconds(plan: &Plan, op: &Op, tokens: u64, context: u64) -> f64 {
 /// Seconds of one all_sum of `bytes` across the plan's nodes, timed alone (no jitter).
 pub fn all_sum_seconds(plan: &Plan, bytes: u64) -> f64 {
     let low = lower_all_sum(plan, bytes);
-    execute(&low.graph, 0, &mut Jitter::none()).makespan as f64 / 1e9
+    execute(&low.graph, 0, &mut Jitter::none()).makespan() as f64 / 1e9
 }
 
 /// Mean seconds of `reps` runs of a segment chain: `blocks` (each a list of ops) run in order
@@ -26,7 +26,7 @@ pub fn segment_chain_seconds(plan: &Plan, blocks: &[Vec<Op>], repeats: usize, al
     let mut low = lower_segment_chain(plan, blocks, repeats, all_sum_bytes);
     low.retime(plan, 0);
     let mut jitter = Jitter::new(seed, plan.jitter_cv);
-    let total: Time = (0..reps).map(|_| execute(&low.graph, 0, &mut jitter).makespan).sum();
+    let total: Time = (0..reps).map(|_| execute(&low.graph, 0, &mut jitter).makespan()).sum();
     total as f64 / f64::from(reps.max(1)) / 1e9
 }
 
@@ -46,7 +46,7 @@ pub fn batched_decode_tokens_per_s(plan: &Plan, batch: u64, prompt: u64, generat
     for k in 0..steps {
         rows.iter_mut().for_each(|r| r.1 = prompt + k);
         low.retime_rows(plan, &rows, batch);
-        now = execute(&low.graph, now, &mut jitter).makespan;
+        now = execute(&low.graph, now, &mut jitter).makespan();
     }
     (batch * steps) as f64 / (now as f64 / 1e9)
 }

@@ -2,7 +2,7 @@
 //! plan, lower each forward step, execute it on the discrete-event core ([`generate`]), and turn
 //! the timeline into throughput, latency, power, energy and cost ([`power`]). HPL has its own
 //! model ([`hpl`]); [`envelope`] says whether the profile covers the scenario; [`trace`] records
-//! a run for Perfetto, and [`gantt`] keeps one step of it for a chart.
+//! a run for Perfetto (through the [`recorder`]), and [`gantt`] keeps one step of it for a chart.
 
 use crate::engine::{MemoryBreakdown, Plan, PlanError};
 use crate::profile::Profile;
@@ -17,6 +17,7 @@ pub mod generate;
 pub mod hpl;
 pub mod microbench;
 pub mod power;
+pub mod recorder;
 pub mod serve;
 pub mod trace;
 pub mod types;

@@ -1,11 +1,12 @@
 //! Transformer shapes: Hugging Face config import ([`hf_config`]), model shapes and per-layer
-//! operations ([`model`], [`ops`]), quantized sizes per tensor class ([`quant`], from a config's quantization block in
+//! operations ([`model`], [`ops`], their kernel class in [`op_class`]), quantized sizes per tensor class ([`quant`], from a config's quantization block in
 //! [`hf_quant`] or a GGUF tensor listing in [`gguf_table`]). Knows nothing about clusters.
 
 pub mod gguf_table;
 pub mod hf_config;
 pub mod hf_quant;
 pub mod model;
+pub mod op_class;
 pub mod ops;
 pub mod quant;
 

@@ -1,22 +1,8 @@
 //! Operations: one kernel-level step of a layer, with its weights, FLOPs, KV traffic and how it
 //! shards under tensor parallelism.
 
+pub use super::op_class::OpClass;
 use super::quant::{TensorFormat, TensorRole};
-
-/// What kind of kernel an operation is; each class has its own calibrated efficiency.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OpClass {
-    /// Quantized matrix-vector / matrix-matrix on a dense weight.
-    Dense,
-    /// MoE gather kernels over routed experts.
-    Expert,
-    /// Attention over the KV cache.
-    Attention,
-    /// Norms, rope, activations, residual adds, routing: launch cost only.
-    Elementwise,
-    /// A tensor-parallel all_sum point (no compute).
-    AllSum,
-}
 
 /// Where an operation's weights live under tensor parallelism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! tensor types ([`super::gguf_table`]) or a checkpoint's `config.json` quantization block
 //! ([`super::hf_quant`]).
 
-use super::ops::OpClass;
+use super::op_class::OpClass;
 
 /// The file-format family of a quantization: which runtimes can load it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]

@@ -15,13 +15,30 @@ use rand_distr::{Distribution, Normal};
 /// Simulated time in nanoseconds. Integer so that runs are exact and platform independent.
 pub type Time = u64;
 
-/// Index of a resource (a GPU stream, a CPU, one direction of a link) in a [`TaskGraph`].
+/// Index of a resource (a GPU stream, a CPU, one direction of a link) in a [`TaskGraph`]. Only
+/// the graph hands them out, so an id always names a resource of the graph that made it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ResourceId(pub u32);
+pub struct ResourceId(u32);
 
-/// Index of a task in a [`TaskGraph`].
+impl ResourceId {
+    /// Its position in the graph's resources (and in [`Timeline::busy_by_resource`]).
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Index of a task in a [`TaskGraph`]. Only the graph hands them out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TaskId(pub u32);
+pub struct TaskId(u32);
+
+impl TaskId {
+    /// Its position in the graph's tasks (and in [`Timeline::timings`]).
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
 
 /// What kind of work a resource does; used by power models and reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -37,39 +54,96 @@ pub enum ResourceKind {
     Virtual,
 }
 
-/// A resource: it runs one task at a time, first come first served.
+/// A resource: it runs one task at a time, first come first served. Read-only outside this
+/// module: the graph builds it.
 #[derive(Clone, Debug)]
 pub struct Resource {
     /// Human-readable name, e.g. `node0.gpu` or `link 0->1`.
-    pub name: String,
+    name: String,
     /// What the resource is.
-    pub kind: ResourceKind,
+    kind: ResourceKind,
     /// The node it belongs to (for links: the sending node).
-    pub node: u32,
+    node: u32,
 }
 
-/// One unit of work.
+impl Resource {
+    /// Human-readable name, e.g. `node0.gpu` or `link 0->1`.
+    #[inline]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the resource is.
+    #[inline]
+    pub fn kind(&self) -> ResourceKind {
+        self.kind
+    }
+
+    /// The node it belongs to (for links: the sending node).
+    #[inline]
+    pub fn node(&self) -> u32 {
+        self.node
+    }
+}
+
+/// One unit of work. Read-only outside this module: the graph builds it, and only its duration
+/// may change afterwards ([`TaskGraph::set_duration`]).
 #[derive(Clone, Debug)]
 pub struct Task {
     /// The resource it occupies.
-    pub resource: ResourceId,
+    resource: ResourceId,
     /// Nominal duration in nanoseconds (before jitter).
-    pub duration: Time,
+    duration: Time,
     /// Whether seeded jitter applies to this task (compute does; fixed latencies need not).
-    pub jitter: bool,
+    jitter: bool,
     /// Bytes moved by this task if it is a transfer on a link (for conservation checks).
-    pub bytes: u64,
+    bytes: u64,
     /// Short label for traces.
-    pub label: &'static str,
+    label: &'static str,
 }
 
-/// A directed acyclic graph of tasks over a set of resources.
+impl Task {
+    /// The resource it occupies.
+    #[inline]
+    pub fn resource(&self) -> ResourceId {
+        self.resource
+    }
+
+    /// Nominal duration in nanoseconds (before jitter).
+    #[inline]
+    pub fn duration(&self) -> Time {
+        self.duration
+    }
+
+    /// Whether seeded jitter applies to this task.
+    #[inline]
+    pub fn jittered(&self) -> bool {
+        self.jitter
+    }
+
+    /// Bytes moved by this task if it is a transfer on a link (0 otherwise).
+    #[inline]
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Short label for traces.
+    #[inline]
+    pub fn label(&self) -> &'static str {
+        self.label
+    }
+}
+
+/// A directed acyclic graph of tasks over a set of resources. Built through its methods
+/// (resources, tasks with their dependencies, joins) and read through them; its storage is its
+/// own, so no other layer can break its invariants (dependencies precede successors, the
+/// successor cache matches the predecessor lists).
 #[derive(Clone, Debug, Default)]
 pub struct TaskGraph {
     /// Resources, indexed by [`ResourceId`].
-    pub resources: Vec<Resource>,
+    resources: Vec<Resource>,
     /// Tasks, indexed by [`TaskId`].
-    pub tasks: Vec<Task>,
+    tasks: Vec<Task>,
     /// Predecessors, flat: task t's are `pred_list[pred_start[t]..pred_start[t + 1]]`.
     pred_list: Vec<u32>,
     /// Offsets into `pred_list` (one more entry than tasks once the first task is added).
@@ -94,7 +168,7 @@ impl TaskGraph {
     }
 
     /// Adds a task that may start once every task in `deps` has finished.
-    pub fn add_task(&mut self, task: Task, deps: &[TaskId]) -> TaskId {
+    fn add_task(&mut self, task: Task, deps: &[TaskId]) -> TaskId {
         let id = self.tasks.len() as u32;
         debug_assert!((task.resource.0 as usize) < self.resources.len(), "unknown resource");
         self.tasks.push(task);
@@ -131,21 +205,86 @@ impl TaskGraph {
         self.add_task(Task { resource: v, duration: 0, jitter: false, bytes: 0, label: "join" }, deps)
     }
 
-    /// Predecessors of a task.
-    pub fn predecessors(&self, t: TaskId) -> &[u32] {
-        let t = t.0 as usize;
-        &self.pred_list[self.pred_start[t] as usize..self.pred_start[t + 1] as usize]
+    /// Sets a task's nominal duration: engines re-time one lowered graph per step (the context
+    /// grows) instead of rebuilding it. The graph's shape, and so its successor cache, stays.
+    #[inline]
+    pub fn set_duration(&mut self, task: TaskId, duration: Time) {
+        self.tasks[task.0 as usize].duration = duration;
+    }
+
+    /// Number of tasks.
+    #[inline]
+    pub fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Number of resources (joins' virtual resource included once a join exists).
+    #[inline]
+    pub fn resource_count(&self) -> usize {
+        self.resources.len()
+    }
+
+    /// The tasks in task order, indexed like [`TaskId::index`] and [`Timeline::timings`].
+    #[inline]
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    /// The resources, indexed like [`ResourceId::index`] and [`Timeline::busy_by_resource`].
+    #[inline]
+    pub fn resources(&self) -> &[Resource] {
+        &self.resources
+    }
+
+    /// One task.
+    #[inline]
+    pub fn task(&self, t: TaskId) -> &Task {
+        &self.tasks[t.0 as usize]
+    }
+
+    /// One resource.
+    #[inline]
+    pub fn resource(&self, r: ResourceId) -> &Resource {
+        &self.resources[r.0 as usize]
+    }
+
+    /// The resource a task occupies.
+    #[inline]
+    pub fn resource_of(&self, t: TaskId) -> &Resource {
+        &self.resources[self.tasks[t.0 as usize].resource.0 as usize]
+    }
+
+    /// Every task id, in task order.
+    pub fn task_ids(&self) -> impl ExactSizeIterator<Item = TaskId> + use<> {
+        (0..self.tasks.len() as u32).map(TaskId)
+    }
+
+    /// Every resource id, in order.
+    pub fn resource_ids(&self) -> impl ExactSizeIterator<Item = ResourceId> + use<> {
+        (0..self.resources.len() as u32).map(ResourceId)
+    }
+
+    /// Predecessors of a task, in the order its dependencies were given.
+    pub fn predecessors(&self, t: TaskId) -> impl ExactSizeIterator<Item = TaskId> + '_ {
+        self.pred_slice(t.0 as usize).iter().map(|&p| TaskId(p))
     }
 
     /// Predecessor count of a task.
+    #[inline]
     pub fn pred_count(&self, t: TaskId) -> u32 {
-        self.predecessors(t).len() as u32
+        self.pred_slice(t.0 as usize).len() as u32
     }
 
     /// Successors of a task, in increasing task order.
-    pub fn successors(&self, t: TaskId) -> &[u32] {
+    pub fn successors(&self, t: TaskId) -> impl ExactSizeIterator<Item = TaskId> + '_ {
         let (start, list) = self.csr();
-        &list[start[t.0 as usize] as usize..start[t.0 as usize + 1] as usize]
+        list[start[t.0 as usize] as usize..start[t.0 as usize + 1] as usize].iter().map(|&s| TaskId(s))
+    }
+
+    /// Predecessor indices of task `t`, as stored (the event loop reads them raw).
+    #[inline]
+    fn pred_slice(&self, t: usize) -> &[u32] {
+        &self.pred_list[self.pred_start[t] as usize..self.pred_start[t + 1] as usize]
     }
 
     /// Successors in compressed form, derived once from the predecessor lists (a counting sort:
@@ -163,7 +302,7 @@ impl TaskGraph {
             let mut fill = start.clone();
             let mut list = vec![0u32; self.pred_list.len()];
             for t in 0..n {
-                for &p in self.predecessors(TaskId(t as u32)) {
+                for &p in self.pred_slice(t) {
                     list[fill[p as usize] as usize] = t as u32;
                     fill[p as usize] += 1;
                 }
@@ -261,17 +400,56 @@ pub struct TaskTiming {
     pub end: Time,
 }
 
-/// The result of executing a graph.
+/// The result of executing a graph; read through its methods.
 #[derive(Clone, Debug)]
 pub struct Timeline {
     /// Per-task timing, indexed like the graph's tasks.
-    pub timings: Vec<TaskTiming>,
+    timings: Vec<TaskTiming>,
     /// Total busy nanoseconds per resource.
-    pub busy: Vec<Time>,
+    busy: Vec<Time>,
     /// Time at which the last task finished.
-    pub makespan: Time,
+    makespan: Time,
     /// Number of events processed.
-    pub events: u64,
+    events: u64,
+}
+
+impl Timeline {
+    /// When one task became ready, started and ended.
+    #[inline]
+    pub fn timing(&self, t: TaskId) -> TaskTiming {
+        self.timings[t.0 as usize]
+    }
+
+    /// Every task's timing, indexed like the graph's tasks ([`TaskId::index`]).
+    #[inline]
+    pub fn timings(&self) -> &[TaskTiming] {
+        &self.timings
+    }
+
+    /// Total busy nanoseconds of one resource (the sum of its tasks' durations).
+    #[inline]
+    pub fn busy(&self, r: ResourceId) -> Time {
+        self.busy[r.0 as usize]
+    }
+
+    /// Busy nanoseconds of every resource, indexed like the graph's resources
+    /// ([`ResourceId::index`]).
+    #[inline]
+    pub fn busy_by_resource(&self) -> &[Time] {
+        &self.busy
+    }
+
+    /// Time at which the last task finished (the start time if there are no tasks).
+    #[inline]
+    pub fn makespan(&self) -> Time {
+        self.makespan
+    }
+
+    /// Number of events processed (two per task: ready and done).
+    #[inline]
+    pub fn events(&self) -> u64 {
+        self.events
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -326,7 +504,7 @@ pub fn execute_longest_path(graph: &TaskGraph, start: Time, durations: &[Time]) 
     let mut makespan = start;
     for (t, &duration) in durations.iter().enumerate().take(n) {
         let mut ready = start;
-        for &p in graph.predecessors(TaskId(t as u32)) {
+        for &p in graph.pred_slice(t) {
             let e: TaskTiming = timings[p as usize];
             ready = ready.max(e.end);
         }
@@ -360,7 +538,7 @@ pub fn execute_events(graph: &TaskGraph, start: Time, durations: &[Time]) -> Tim
     let n = graph.tasks.len();
     let nres = graph.resources.len();
     let (succ_start, succ_list) = graph.csr();
-    let mut remaining: Vec<u32> = (0..n).map(|t| graph.pred_count(TaskId(t as u32))).collect();
+    let mut remaining: Vec<u32> = (0..n).map(|t| graph.pred_slice(t).len() as u32).collect();
     let mut timings = vec![TaskTiming { ready: 0, start: 0, end: 0 }; n];
     let mut busy = vec![0 as Time; nres];
     let mut running = vec![false; nres];

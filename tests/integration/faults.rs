@@ -79,8 +79,8 @@ fn availability_of_a_long_run_matches_mtbf_over_mtbf_plus_mttr() {
 fn transfers_per_link(plan: &supernode::engine::Plan) -> std::collections::BTreeMap<String, usize> {
     let low = lower_step(plan, 1);
     let mut out = std::collections::BTreeMap::new();
-    for t in low.graph.tasks.iter().filter(|t| t.bytes > 0) {
-        *out.entry(low.graph.resources[t.resource.0 as usize].name.clone()).or_insert(0) += 1;
+    for t in low.graph.tasks().iter().filter(|t| t.bytes() > 0) {
+        *out.entry(low.graph.resource(t.resource()).name().to_string()).or_insert(0) += 1;
     }
     out
 }

@@ -72,13 +72,13 @@ fn one_node_step_is_the_chain_of_its_segments() {
     let mut low = lower_step(&plan, 1);
     low.retime(&plan, 10);
     let tl = execute(&low.graph, 0, &mut Jitter::none());
-    let sum: u64 = low.gpu_tasks.iter().map(|(t, _)| low.graph.tasks[t.0 as usize].duration).sum();
-    assert_eq!(tl.makespan, sum);
+    let sum: u64 = low.gpu_tasks.iter().map(|(t, _)| low.graph.task(*t).duration()).sum();
+    assert_eq!(tl.makespan(), sum);
     // 3 segments: up to the attention all_sum, up to the FFN all_sum, the head.
     assert_eq!(low.gpu_tasks.len(), 3);
     // Kernels: attention part 1+3+2+1+1 = 8, FFN part 2+3+1 = 6, residual+head 1+1+1+2 = 5
     // -> 19 launches of 10 us dominate.
-    assert!(tl.makespan > 190_000 && tl.makespan < 200_000, "{}", tl.makespan);
+    assert!(tl.makespan() > 190_000 && tl.makespan() < 200_000, "{}", tl.makespan());
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn two_node_all_sum_of_8_kib_over_jaccl_rdma_takes_31_924_us() {
     // flight): 4.64 us wire latency + 15 us round cost + 8192 B / 9.375 B/ns = 874 ns;
     // CPU reduce 8192 B / 20 B/ns = 410 ns; CPU->GPU sync 4 us.
     // 4000 + 3000 + 20514 + 410 + 4000 = 31,924 ns.
-    assert_eq!(tl.makespan, 31_924);
+    assert_eq!(tl.makespan(), 31_924);
     assert_eq!(low.bytes_sent, 2 * 8192);
 }
 
@@ -105,7 +105,7 @@ fn ring_all_sum_over_tcp_takes_two_steps_on_two_nodes() {
     // 2 steps of M/2 = 4096 B: 190 us latency + 20 us TCP overhead + 4096/6.875 = 596 ns each,
     // plus a 205 ns reduce after the first step.
     let step = 190_000 + 20_000 + 596;
-    assert_eq!(tl.makespan, 180_000 + step + 205 + step + 180_000);
+    assert_eq!(tl.makespan(), 180_000 + step + 205 + step + 180_000);
 }
 
 #[test]
@@ -117,11 +117,11 @@ fn segment_chain_is_its_blocks_plus_one_all_sum_per_block() {
         vec![vec![supernode::llm::Op::dense("qmm", supernode::llm::TensorRole::AttnQ, 64 * 256, supernode::llm::Placement::Replicated)]];
     let mut plain = lower_segment_chain(&plan1, &ops, 3, 0);
     plain.retime(&plan1, 0);
-    assert_eq!(execute(&plain.graph, 0, &mut Jitter::none()).makespan, 3 * 10_080);
+    assert_eq!(execute(&plain.graph, 0, &mut Jitter::none()).makespan(), 3 * 10_080);
     // With an 8 KiB all_sum after each block: 3 x (10,080 + 31,924), the all_sum timed above.
     let mut synced = lower_segment_chain(&plan1, &ops, 3, 8192);
     synced.retime(&plan1, 0);
-    assert_eq!(execute(&synced.graph, 0, &mut Jitter::none()).makespan, 3 * (10_080 + 31_924));
+    assert_eq!(execute(&synced.graph, 0, &mut Jitter::none()).makespan(), 3 * (10_080 + 31_924));
     assert_eq!(synced.bytes_sent, 3 * 2 * 8192);
     // In a forward pass each rank pays the in-context cost once per collective; a collective
     // timed alone (lower_all_sum) does not.
@@ -130,8 +130,8 @@ fn segment_chain_is_its_blocks_plus_one_all_sum_per_block() {
     let plan2 = plan(2, "tb5-rdma", &p2);
     let mut ctx = lower_segment_chain(&plan2, &ops, 3, 8192);
     ctx.retime(&plan2, 0);
-    assert_eq!(execute(&ctx.graph, 0, &mut Jitter::none()).makespan, 3 * (10_080 + 31_924 + 100_000));
-    assert_eq!(execute(&lower_all_sum(&plan2, 8192).graph, 0, &mut Jitter::none()).makespan, 31_924);
+    assert_eq!(execute(&ctx.graph, 0, &mut Jitter::none()).makespan(), 3 * (10_080 + 31_924 + 100_000));
+    assert_eq!(execute(&lower_all_sum(&plan2, 8192).graph, 0, &mut Jitter::none()).makespan(), 31_924);
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn prefill_logits_over_the_whole_chunk_cost_a_head_per_token() {
     let time = |plan: &Plan| {
         let mut low = lower_step(plan, 64);
         low.retime(plan, 0);
-        execute(&low.graph, 0, &mut Jitter::none()).makespan
+        execute(&low.graph, 0, &mut Jitter::none()).makespan()
     };
     assert!(!plan.options.prefill_logits_all, "mlx-lm never evaluates a prefill chunk's logits");
     plan.options.prefill_logits_all = true;
@@ -214,7 +214,7 @@ fn mlx_prefills_all_but_the_last_prompt_token_in_chunks_then_that_token_alone() 
     let step = |plan: &Plan, tokens: u64, ctx: u64| {
         let mut low = lower_step(plan, tokens);
         low.retime(plan, ctx);
-        execute(&low.graph, 0, &mut Jitter::none()).makespan
+        execute(&low.graph, 0, &mut Jitter::none()).makespan()
     };
     // 70 prompt tokens: chunks of 32, 32 and 5, then the 70th token alone.
     let expected = step(&plan, 32, 0) + step(&plan, 32, 32) + step(&plan, 5, 64) + step(&plan, 1, 69);
@@ -270,11 +270,11 @@ fn a_prefill_step_retimed_at_a_longer_context_pays_every_context_dependent_op() 
     let mut low = lower_step(&plan, t);
     let makespan = |low: &mut supernode::engine::Lowered, ctx: u64| {
         low.retime(&plan, ctx);
-        execute(&low.graph, 0, &mut Jitter::none()).makespan as f64
+        execute(&low.graph, 0, &mut Jitter::none()).makespan() as f64
     };
     let short = makespan(&mut low, 0);
     let long = makespan(&mut low, ctx);
     let expected = per_layer * model.layers as f64;
     // Task durations are whole nanoseconds: allow one per task.
-    assert!((long - short - expected).abs() <= low.graph.tasks.len() as f64, "{} vs {expected}", long - short);
+    assert!((long - short - expected).abs() <= low.graph.task_count() as f64, "{} vs {expected}", long - short);
 }

@@ -53,8 +53,8 @@ fn a_decode_step_of_b_sequences_pays_gpu_plus_step_plus_b_per_sequence_host_cost
             low.retime_rows(&plan, &rows, b);
             let tl = execute(&low.graph, 0, &mut Jitter::new(1, 0.0));
             let gpu: u64 =
-                low.graph.resources.iter().enumerate().filter(|(_, r)| r.kind == ResourceKind::Gpu).map(|(i, _)| tl.busy[i]).sum();
-            (tl.makespan, gpu)
+                low.graph.resource_ids().filter(|&r| low.graph.resource(r).kind() == ResourceKind::Gpu).map(|r| tl.busy(r)).sum();
+            (tl.makespan(), gpu)
         };
         let (bare, gpu0) = span(&with_host(0.0, 0.0));
         let (paid, gpu1) = span(&with_host(800.0, 900.0));
@@ -76,14 +76,12 @@ fn every_decode_forward_of_a_serving_run_pays_its_batch_of_host_costs() {
             let gpu: u64 = f
                 .lowered
                 .graph
-                .resources
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.kind == ResourceKind::Gpu)
-                .map(|(i, _)| f.timeline.busy[i])
+                .resource_ids()
+                .filter(|&r| f.lowered.graph.resource(r).kind() == ResourceKind::Gpu)
+                .map(|r| f.timeline.busy(r))
                 .sum();
-            let host: u64 = f.lowered.host_tasks.iter().map(|(t, _)| f.lowered.graph.tasks[t.0 as usize].duration).sum();
-            assert_eq!(f.timeline.makespan - f.start, gpu + host);
+            let host: u64 = f.lowered.host_tasks.iter().map(|(t, _)| f.lowered.graph.task(*t).duration()).sum();
+            assert_eq!(f.timeline.makespan() - f.start, gpu + host);
             if f.tokens == f.sequences as u64 {
                 assert_eq!(host, 500_000 + f.sequences as u64 * 250_000, "forward {}", f.index);
                 decodes += 1;

@@ -500,16 +500,16 @@ impl<'a> ServeSim<'a> {
         low.retime_rows(plan, rows, head_rows);
         let work = low.work_rows(plan, rows, head_rows);
         let tl = execute(&low.graph, self.now, &mut self.jitter);
-        self.tasks += low.graph.tasks.len() as u64;
+        self.tasks += low.graph.task_count() as u64;
         let n = self.busy_gpu.len();
-        let mut st = StepTime { span: tl.makespan - self.now, busy_gpu: vec![0; n], busy_cpu: vec![0; n], events: tl.events, work };
+        let mut st = StepTime { span: tl.makespan() - self.now, busy_gpu: vec![0; n], busy_cpu: vec![0; n], events: tl.events(), work };
         if let Some(f) = self.observer.as_mut() {
             f(&Forward { index: self.forwards, start: self.now, sequences: rows.len(), tokens, lowered: low, timeline: &tl });
         }
-        for (r, res) in low.graph.resources.iter().enumerate() {
-            match res.kind {
-                ResourceKind::Gpu => st.busy_gpu[res.node as usize] += tl.busy[r],
-                ResourceKind::Cpu => st.busy_cpu[res.node as usize] += tl.busy[r],
+        for (res, &busy) in low.graph.resources().iter().zip(tl.busy_by_resource()) {
+            match res.kind() {
+                ResourceKind::Gpu => st.busy_gpu[res.node() as usize] += busy,
+                ResourceKind::Cpu => st.busy_cpu[res.node() as usize] += busy,
                 ResourceKind::Link | ResourceKind::Virtual => {}
             }
         }
