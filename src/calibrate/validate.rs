@@ -14,8 +14,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::runtimes::{self, EngineRuntime};
 use crate::engine::EngineKind;
+use crate::engine::runtimes::{self, EngineRuntime};
 use crate::estimate::estimate;
 use crate::llm::QuantFamily;
 use crate::profile::Profile;
@@ -227,9 +227,7 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
         "hpl" if n == 1 => return Err("HPL rows: the single-node CPU HPL rate and power are catalog inputs, not predictions".into()),
         "hpl" => return hpl_scenario(row, &nodes, n, assumptions),
         "" => return Err("no engine: a catalog fact (idle power), not a prediction".into()),
-        e => runtime.ok_or_else(|| {
-            format!("engine `{e}` is not modelled: the twin runs {}", runtimes::measurement_names().join(", "))
-        })?,
+        e => runtime.ok_or_else(|| format!("engine `{e}` is not modelled: the twin runs {}", runtimes::measurement_names().join(", ")))?,
     };
     if row.model.is_empty() {
         return Err("no model: name a model preset (supernode catalog models)".into());

@@ -25,6 +25,6 @@ pub mod split;
 pub use lower::{lower_all_sum, lower_segment_chain, lower_step};
 pub use lowered::{Lowered, Segment};
 pub use options::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism, Runtime};
-pub use runtimes::{EngineRuntime, RUNTIMES};
 pub use plan::{MemoryBreakdown, Plan, PlanError, PlanInput, Share, Work};
+pub use runtimes::{EngineRuntime, RUNTIMES};
 pub use split::SplitError;

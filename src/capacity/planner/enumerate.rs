@@ -4,9 +4,9 @@
 //! with its hardware cost computed up front (for pruning).
 
 use crate::catalog::{Catalog, catalog};
+use crate::engine::Parallelism;
 use crate::engine::runtimes::{EngineRuntime, planner_candidates, planner_engines};
 use crate::engine::split::fleet_is_legal;
-use crate::engine::Parallelism;
 use crate::hw::{NodeSpec, Topology, cluster_cost};
 use crate::scenario::ScenarioBuilder;
 use crate::util::did_you_mean;

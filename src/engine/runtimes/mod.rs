@@ -119,7 +119,8 @@ pub struct VersionDefaults {
 /// MLX runtimes (exo, mlx-lm, vllm-mlx): 2,048-token chunks; mlx-lm's `generate_step`
 /// prefills `prompt - 1` tokens, then the last one alone; multi-token MLA steps expand the
 /// latent (mlx-lm's prefill).
-pub const MLX_DEFAULTS: VersionDefaults = VersionDefaults { prefill_chunk: 2048, prefill_last_token_alone: true, mla_prefill_expanded: true };
+pub const MLX_DEFAULTS: VersionDefaults =
+    VersionDefaults { prefill_chunk: 2048, prefill_last_token_alone: true, mla_prefill_expanded: true };
 
 /// llama.cpp runtimes: ubatch 512; the last prompt token inside the last chunk; MLA stays in
 /// its absorbed (multi-query over the latent) form for every batch size.
@@ -261,3 +262,123 @@ const RESTARTS: &str = "the runtime restarts and reloads";
 
 /// A lost cable fails the request in flight; the next one takes the remaining path.
 const CABLE_FAILS_REQUEST: CableLoss = CableLoss::FailRequest("the request fails");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::split::check_split;
+
+    const SPLITS: [Parallelism; 3] = [Parallelism::None, Parallelism::Tensor, Parallelism::Pipeline];
+
+    #[test]
+    fn every_runtime_answers_every_question() {
+        for r in RUNTIMES {
+            for name in r.names() {
+                assert_eq!(EngineKind::parse(name), Some(r.kind()), "{name} parses back to its kind");
+                assert!(by_name(name).is_some_and(|m| m.names() == r.names()), "{name} finds its own module");
+            }
+            assert_eq!(EngineKind::parse(r.id()), Some(r.kind()), "{} id parses", r.id());
+            assert_eq!(r.kind().id(), r.id(), "an alias writes its target's id");
+            for name in r.measurement_names() {
+                assert_eq!(by_measurement_name(name).map(|m| m.id()), Some(r.id()), "measurement name {name}");
+            }
+            let defaults = r.version_defaults();
+            assert!(defaults.prefill_chunk > 0);
+            let chunks = r.planner_prefill_chunks();
+            assert!(chunks[0] > 0 && chunks[0] < chunks[1], "{}", r.id());
+            for p in SPLITS {
+                for node in 0..3 {
+                    assert!(!r.crash_reaction(p, node).is_empty(), "{} {p:?} node {node}: a crash reaction", r.id());
+                }
+            }
+            let default = r.default_parallelism(1);
+            assert_eq!(default, Parallelism::None, "{} on one node", r.id());
+            assert!(check_split(r.id(), r.kind(), r.default_parallelism(2), 2).is_ok() || r.default_parallelism(2) == Parallelism::None);
+        }
+        // Every kind is registered, under its own id.
+        for k in [EngineKind::Exo, EngineKind::MlxLm, EngineKind::LlamaCpp, EngineKind::LlamaCppRpc, EngineKind::VllmMlx] {
+            assert!(RUNTIMES.iter().any(|r| r.kind() == k && r.id() == k.id()), "{k:?} registered");
+            assert_eq!(k.behaviour().kind(), k);
+        }
+        assert_eq!(EngineKind::names(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama", "vllm-mlx"]);
+    }
+
+    #[test]
+    fn host_keys_are_the_profiles() {
+        assert_eq!(host_keys(), crate::profile::HOST_ENGINES);
+        assert_eq!(EngineKind::VllmMlx.host_key(), Some("vllm-mlx"));
+        assert_eq!(EngineKind::VllmMlx.runtime(), Runtime::Mlx);
+    }
+
+    #[test]
+    fn ollama_is_llama_cpp_under_its_own_name() {
+        assert_eq!(EngineKind::parse("ollama"), Some(EngineKind::LlamaCpp));
+        let ollama = by_name("ollama").expect("registered");
+        assert_eq!(ollama.id(), "llama-cpp");
+        assert_eq!(ollama.label(), "ollama");
+        assert_eq!(ollama.version_defaults(), LLAMA_CPP_DEFAULTS);
+        assert!(!ollama.planned());
+    }
+
+    #[test]
+    fn the_planner_enumerates_every_legal_runtime_in_a_fixed_order() {
+        let ids = |n: usize| planner_candidates(n).iter().map(|(r, p)| (r.id(), p.id())).collect::<Vec<_>>();
+        assert_eq!(ids(1), [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none")]);
+        assert_eq!(ids(2), [("exo", "tensor"), ("exo", "pipeline"), ("llama-cpp-rpc", "pipeline")]);
+        assert_eq!(ids(4), ids(2));
+        assert_eq!(planner_engines(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc"]);
+        for n in [1, 2, 4] {
+            for (r, p) in planner_candidates(n) {
+                assert!(check_split(r.id(), r.kind(), p, n).is_ok(), "{} {p:?} on {n}", r.id());
+            }
+        }
+    }
+
+    #[test]
+    fn fault_reactions_are_pinned_per_runtime() {
+        let exo = EngineKind::Exo.behaviour();
+        // exo tensor parallel reloads every node, whichever crashed.
+        assert!(exo.crash_reloads_every_node(Parallelism::Tensor, 1));
+        // exo pipeline: only the crashed node reloads its layers.
+        assert!(!exo.crash_reloads_every_node(Parallelism::Pipeline, 0));
+        assert!(!exo.crash_reloads_every_node(Parallelism::Pipeline, 2));
+        assert!(matches!(exo.cable_loss(), CableLoss::RestartInstance(_)));
+        assert!(!exo.reloads_over_network(1));
+        // llama.cpp RPC: a server reloads alone, over the network; the client restarts everything.
+        let rpc = EngineKind::LlamaCppRpc.behaviour();
+        assert!(!rpc.crash_reloads_every_node(Parallelism::Pipeline, 1));
+        assert!(rpc.reloads_over_network(1) && !rpc.reloads_over_network(0));
+        assert!(rpc.crash_reloads_every_node(Parallelism::Pipeline, 0));
+        assert_eq!(rpc.crash_reaction(Parallelism::Pipeline, 1), "llama.cpp fails the request and re-sends the server's tensors");
+        assert!(matches!(rpc.cable_loss(), CableLoss::FailRequest(_)));
+        // Single-node runtimes restart and reload.
+        for k in [EngineKind::MlxLm, EngineKind::LlamaCpp, EngineKind::VllmMlx] {
+            let r = k.behaviour();
+            assert!(r.crash_reloads_every_node(Parallelism::None, 0));
+            assert_eq!(r.crash_reaction(Parallelism::None, 0), RESTARTS);
+            assert!(matches!(r.cable_loss(), CableLoss::FailRequest(_)));
+        }
+        // Only exo has the `[faults.runtime]` bugs; the corruption only tensor parallel on JACCL.
+        for r in RUNTIMES {
+            let exo_like = r.kind() == EngineKind::Exo;
+            assert_eq!(r.accepts_runtime_fault(RuntimeFault::LoadFailure, Parallelism::Tensor, Backend::Jaccl), exo_like);
+            assert_eq!(r.accepts_runtime_fault(RuntimeFault::TensorParallelCorruption, Parallelism::Tensor, Backend::Jaccl), exo_like);
+            assert!(!r.accepts_runtime_fault(RuntimeFault::TensorParallelCorruption, Parallelism::Pipeline, Backend::Jaccl));
+        }
+    }
+
+    #[test]
+    fn serving_loops_keep_their_defaults() {
+        assert_eq!(EngineKind::Exo.behaviour().serving_loop(None, 2048), ServingLoop::Exo { max_batch: 8 });
+        assert_eq!(
+            EngineKind::VllmMlx.behaviour().serving_loop(None, 2048),
+            ServingLoop::MlxBatchGenerator { max_batch: 32, prefill_batch: 8 }
+        );
+        assert_eq!(
+            EngineKind::MlxLm.behaviour().serving_loop(Some(4), 2048),
+            ServingLoop::MlxBatchGenerator { max_batch: 4, prefill_batch: 4 }
+        );
+        assert_eq!(EngineKind::LlamaCppRpc.behaviour().serving_loop(None, 512), ServingLoop::LlamaServer { slots: 4, n_batch: 2048 });
+        assert_eq!(EngineKind::LlamaCpp.behaviour().serving_loop(Some(2), 3000), ServingLoop::LlamaServer { slots: 2, n_batch: 3000 });
+    }
+}
