@@ -14,7 +14,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::EngineKind;
+use crate::engine::runtimes::{self, EngineRuntime};
 use crate::estimate::estimate;
+use crate::llm::QuantFamily;
 use crate::profile::Profile;
 use crate::scenario::{self, ScenarioBuilder};
 use crate::util::round3;
@@ -160,19 +163,6 @@ fn strip_notes(s: &str) -> String {
 const FAMILIES: &[(&str, &str)] =
     &[("mac-studio-m3-ultra", "m3-ultra-80c-"), ("mac-studio-m2-ultra", "m2-ultra-76c-"), ("mac-studio-m4-max", "m4-max-40c-")];
 
-/// The engines a row may name, and the twin's engine for each.
-const ENGINES: &[(&str, &str)] = &[
-    ("exo", "exo"),
-    ("mlx-lm", "mlx-lm"),
-    ("mlx", "mlx-lm"),
-    ("llama-cpp", "llama-cpp"),
-    ("ollama", "llama-cpp"),
-    ("llama-cpp-rpc", "llama-cpp-rpc"),
-    // vllm-mlx: MLX kernels, its own host costs; its scheduler is taken as mlx-lm's
-    // BatchGenerator until its source is read (said in the row's assumptions).
-    ("vllm-mlx", "vllm-mlx"),
-];
-
 /// The metrics `validate` predicts.
 const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, node_power_w, cluster_power_w, aggregate_decode_tokens_per_s";
 
@@ -227,17 +217,17 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
     let mut assumptions = Vec::new();
     let n: usize = row.nodes.trim().parse().map_err(|_| format!("node count `{}` is not a number: write an integer", row.nodes))?;
     let nodes = row_nodes(row, n, &mut assumptions)?;
-    if first_word(row.engine.trim()) == "vllm-mlx" {
-        assumptions.push("vllm-mlx scheduler taken as mlx-lm's BatchGenerator (MLX kernels, vllm-mlx host costs)".into());
+    // The engines a row may name are the runtimes' measurement names; a runtime may add what
+    // the twin assumes for its rows (vllm-mlx: its scheduler taken as mlx-lm's).
+    let runtime = runtimes::by_measurement_name(first_word(row.engine.trim()));
+    if let Some(a) = runtime.and_then(|r| r.measurement_assumption()) {
+        assumptions.push(a.into());
     }
     let engine = match row.engine.trim() {
         "hpl" if n == 1 => return Err("HPL rows: the single-node CPU HPL rate and power are catalog inputs, not predictions".into()),
         "hpl" => return hpl_scenario(row, &nodes, n, assumptions),
         "" => return Err("no engine: a catalog fact (idle power), not a prediction".into()),
-        e => ENGINES.iter().find(|(k, _)| *k == first_word(e)).map(|(_, v)| *v).ok_or_else(|| {
-            let names: Vec<&str> = ENGINES.iter().map(|(k, _)| *k).collect();
-            format!("engine `{e}` is not modelled: the twin runs {}", names.join(", "))
-        })?,
+        e => runtime.ok_or_else(|| format!("engine `{e}` is not modelled: the twin runs {}", runtimes::measurement_names().join(", ")))?,
     };
     if row.model.is_empty() {
         return Err("no model: name a model preset (supernode catalog models)".into());
@@ -274,7 +264,7 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     };
     let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
-    b.name(row.id.clone()).seed(1).nodes(&nodes).model(&row.model).quant(&quant).engine(engine).parallelism(parallelism);
+    b.name(row.id.clone()).seed(1).nodes(&nodes).model(&row.model).quant(&quant).engine(engine.id()).parallelism(parallelism);
     if n > 1 {
         // Thunderbolt is cabled as a full mesh (no Thunderbolt switch exists); Ethernet, Wi-Fi
         // and other fabrics that cannot be meshed go through a switch.
@@ -382,7 +372,12 @@ fn hpl_scenario(
     Ok((b, assumptions))
 }
 
-fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, assumptions: &mut Vec<String>) -> Result<String, String> {
+fn resolve_quant(
+    row: &MeasurementRow,
+    all: &[MeasurementRow],
+    engine: &dyn EngineRuntime,
+    assumptions: &mut Vec<String>,
+) -> Result<String, String> {
     let q = first_word(&row.quant).to_lowercase();
     let q = q.as_str();
     let known = crate::catalog::catalog().quant(q).is_some();
@@ -392,7 +387,8 @@ fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, ass
         }
         return Ok(q.to_string());
     }
-    if engine != "llama-cpp" && engine != "llama-cpp-rpc" {
+    // Only a runtime that loads GGUF (llama.cpp's) gets a guessed quant.
+    if engine.kernels().format() != QuantFamily::Gguf {
         return Err(format!(
             "quant `{}` unknown: name a quantization preset ({})",
             row.quant,
@@ -400,8 +396,11 @@ fn resolve_quant(row: &MeasurementRow, all: &[MeasurementRow], engine: &str, ass
         ));
     }
     // Unknown GGUF quant: same bit class as the MLX quant of the same system and model.
-    let sibling =
-        all.iter().find(|r| r.system == row.system && r.model == row.model && r.engine == "exo").map(|r| first_word(&r.quant).to_string());
+    let exo_rows = EngineKind::Exo.behaviour().measurement_names();
+    let sibling = all
+        .iter()
+        .find(|r| r.system == row.system && r.model == row.model && exo_rows.contains(&r.engine.as_str()))
+        .map(|r| first_word(&r.quant).to_string());
     let pick = match sibling.as_deref() {
         Some("mlx-8bit") => "q8_0",
         Some(_) => "q4_k_m",

@@ -1,87 +1,57 @@
-//! Lowering one forward step onto the cluster, per runtime: the single-node and exo tensor
-//! parallel path (segments split at the all_sum points), exo's pipeline, and the microbenchmark
-//! shapes the calibration harness times. llama.cpp RPC lives in [`super::llama_rpc`].
+//! Lowering one forward step onto the cluster: the entry point (each runtime lowers its own
+//! splits, see [`super::runtimes`]), the single-node and tensor-parallel path every runtime
+//! shares (segments split at the all_sum points), and the microbenchmark shapes the
+//! calibration harness times.
 
 use crate::llm::{Op, OpClass};
 use crate::sim::TaskId;
 
-use super::llama_rpc::lower_rpc;
 use super::lowered::Lowered;
 use super::network::Builder;
-use super::options::{EngineKind, Parallelism};
-use super::plan::{Plan, us_to_ns};
+use super::plan::Plan;
 
 /// Lowers one forward step of `tokens` tokens (1 for decode, a chunk for prefill) onto the
-/// cluster. Durations of GPU tasks are filled by [`Lowered::retime`].
+/// cluster, as the plan's runtime does ([`super::runtimes::EngineRuntime::lower`]). Durations
+/// of GPU tasks are filled by [`Lowered::retime`].
 pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
+    plan.options.kind.behaviour().lower(plan, tokens)
+}
+
+/// The single-node and tensor-parallel lowering every runtime shares: segments split at the
+/// all_sum points, one GPU task per node per segment (on one node the all_sums are no-ops).
+pub(super) fn lower_segments(plan: &Plan, tokens: u64) -> Lowered {
     let mut b = Builder::new(plan);
     let n = plan.n();
     let model = &plan.model;
     let logits_all = plan.options.prefill_logits_all;
     let act_bytes = tokens * model.hidden * plan.options.activation_bytes;
-    match plan.options.parallelism {
-        Parallelism::None | Parallelism::Tensor => {
-            // Segments split at the all_sum points; one GPU task per node per segment.
-            let mut prev: Vec<Option<TaskId>> = vec![None; n];
-            // Ops after a layer's last all_sum run in the same GPU task as the next layer's
-            // first ops (or the head): one task per node per all_sum interval.
-            let mut seg_ops: Vec<Op> = Vec::new();
-            for l in 0..model.layers {
-                for op in plan.layer_ops(l) {
-                    if op.class == OpClass::AllSum {
-                        let ready: Vec<TaskId> = (0..n)
-                            .map(|i| {
-                                let deps: Vec<TaskId> = prev[i].into_iter().collect();
-                                b.gpu(i, seg_ops.clone(), logits_all, &deps)
-                            })
-                            .collect();
-                        seg_ops.clear();
-                        let done = b.all_sum(&ready, act_bytes);
-                        prev = done.into_iter().map(Some).collect();
-                    } else {
-                        seg_ops.push(op);
-                    }
-                }
-            }
-            seg_ops.extend(plan.head_ops());
-            for (i, p) in prev.iter_mut().enumerate() {
-                let deps: Vec<TaskId> = p.iter().copied().collect();
-                let head = b.gpu(i, seg_ops.clone(), logits_all, &deps);
-                *p = Some(b.host(i, &[head]));
+    // Segments split at the all_sum points; one GPU task per node per segment.
+    let mut prev: Vec<Option<TaskId>> = vec![None; n];
+    // Ops after a layer's last all_sum run in the same GPU task as the next layer's
+    // first ops (or the head): one task per node per all_sum interval.
+    let mut seg_ops: Vec<Op> = Vec::new();
+    for l in 0..model.layers {
+        for op in plan.layer_ops(l) {
+            if op.class == OpClass::AllSum {
+                let ready: Vec<TaskId> = (0..n)
+                    .map(|i| {
+                        let deps: Vec<TaskId> = prev[i].into_iter().collect();
+                        b.gpu(i, seg_ops.clone(), logits_all, &deps)
+                    })
+                    .collect();
+                seg_ops.clear();
+                let done = b.all_sum(&ready, act_bytes);
+                prev = done.into_iter().map(Some).collect();
+            } else {
+                seg_ops.push(op);
             }
         }
-        Parallelism::Pipeline if plan.options.kind == EngineKind::LlamaCppRpc => lower_rpc(&mut b, tokens),
-        Parallelism::Pipeline => {
-            // exo pipeline: stage r computes its layers, hands the hidden state to r+1; the last
-            // stage's output is all-gathered so every rank has it.
-            let mut prev: Option<TaskId> = None;
-            let mut outputs = Vec::with_capacity(n);
-            for i in 0..n {
-                let share = plan.shares[i].clone();
-                let mut ops: Vec<Op> =
-                    (share.first_layer..share.end_layer).flat_map(|l| plan.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
-                if share.head {
-                    ops.extend(plan.head_ops());
-                }
-                let deps: Vec<TaskId> = prev.into_iter().collect();
-                let gpu = b.gpu(i, ops, logits_all, &deps);
-                // The stage's own host and sync cost (graph build, eval, wake-up), serial with it.
-                let stage = us_to_ns(plan.runtimes[i].stage_us);
-                let done = if stage > 0 { b.cpu(i, stage, "stage", &[gpu]) } else { gpu };
-                outputs.push(done);
-                if i + 1 < n {
-                    let s = b.cpu(i, plan.sync_ns(i), "gpu->cpu", &[done]);
-                    let x = b.send(i, i + 1, act_bytes, &[s]);
-                    prev = Some(b.g.compute(b.net.gpu[i + 1], plan.sync_ns(i + 1), "cpu->gpu", &[x]));
-                }
-            }
-            let last = *outputs.last().expect("at least one stage");
-            let ready: Vec<TaskId> = (0..n).map(|i| if i + 1 == n { last } else { b.g.join(&[outputs[i], last]) }).collect();
-            let gathered = b.all_gather(&ready, act_bytes);
-            for (i, g) in gathered.into_iter().enumerate() {
-                b.host(i, &[g]);
-            }
-        }
+    }
+    seg_ops.extend(plan.head_ops());
+    for (i, p) in prev.iter_mut().enumerate() {
+        let deps: Vec<TaskId> = p.iter().copied().collect();
+        let head = b.gpu(i, seg_ops.clone(), logits_all, &deps);
+        *p = Some(b.host(i, &[head]));
     }
     b.finish(tokens)
 }

@@ -8,17 +8,20 @@
 //! - [`cost`]: the cost model: what an op, a launch, a crossing, host work or a message costs.
 //! - [`lowered`]: a step's task graph, re-timed per context.
 //! - [`network`]: cluster resources, routes, sends and collectives.
-//! - [`lower`]: single-node, exo tensor and exo pipeline lowering; microbenchmark shapes.
-//! - [`llama_rpc`]: llama.cpp RPC lowering.
-//! - [`split`]: which splits each runtime can run on how many nodes.
+//! - [`lower`]: the step entry point, the shared single-node / tensor lowering; microbenchmark
+//!   shapes.
+//! - [`runtimes`]: one module per runtime (exo, mlx-lm, vllm-mlx, llama.cpp, llama.cpp RPC,
+//!   ollama) behind [`EngineRuntime`]: names, kernels, defaults, splits, lowering, serving
+//!   loop, fault reactions, planner enumeration.
+//! - [`split`]: the split errors and the checks shared by every runtime.
 
 pub mod cost;
-pub mod llama_rpc;
 pub mod lower;
 pub mod lowered;
 pub mod network;
 pub mod options;
 pub mod plan;
+pub mod runtimes;
 pub mod split;
 
 pub use cost::{COST_PARAMETERS, CostParameter, MlaOptions, NetCost, NodeCost, ParamSection, Work};
@@ -26,4 +29,5 @@ pub use lower::{lower_all_sum, lower_segment_chain, lower_step};
 pub use lowered::{Lowered, Segment};
 pub use options::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism, Runtime};
 pub use plan::{MemoryBreakdown, Plan, PlanError, PlanInput, Share};
+pub use runtimes::{EngineRuntime, RUNTIMES};
 pub use split::SplitError;

@@ -1,7 +1,9 @@
 //! Engine options: the runtime, the split and the options that changed between software
-//! versions. A leaf: the scenario layer fills these in, the lowering reads them.
+//! versions. The scenario layer fills these in, the lowering reads them; what each runtime
+//! means lives in [`super::runtimes`].
 
-/// The inference runtime.
+/// The inference runtime. Each kind's behaviour is its module under [`super::runtimes`]
+/// ([`EngineKind::behaviour`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EngineKind {
     /// exo 1.0 (MLX; tensor or pipeline parallel over JACCL or the TCP ring).
@@ -19,51 +21,6 @@ pub enum EngineKind {
     VllmMlx,
 }
 
-impl EngineKind {
-    /// Every engine name a scenario may use (`ollama` runs llama.cpp).
-    pub const NAMES: [&'static str; 6] = ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama", "vllm-mlx"];
-
-    /// The engine a scenario name selects.
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "exo" => Some(Self::Exo),
-            "mlx-lm" => Some(Self::MlxLm),
-            "llama-cpp" | "ollama" => Some(Self::LlamaCpp),
-            "llama-cpp-rpc" => Some(Self::LlamaCppRpc),
-            "vllm-mlx" => Some(Self::VllmMlx),
-            _ => None,
-        }
-    }
-
-    /// Scenario id.
-    pub fn id(self) -> &'static str {
-        match self {
-            Self::Exo => "exo",
-            Self::MlxLm => "mlx-lm",
-            Self::LlamaCpp => "llama-cpp",
-            Self::LlamaCppRpc => "llama-cpp-rpc",
-            Self::VllmMlx => "vllm-mlx",
-        }
-    }
-
-    /// The key of this engine's own host costs in a chip's `engines` table, if it has any
-    /// (its kernels are still its [`Self::runtime`]'s).
-    pub fn host_key(self) -> Option<&'static str> {
-        match self {
-            Self::VllmMlx => Some("vllm-mlx"),
-            Self::Exo | Self::MlxLm | Self::LlamaCpp | Self::LlamaCppRpc => None,
-        }
-    }
-
-    /// Runtime family: which kernels run and which calibration parameters apply.
-    pub fn runtime(self) -> Runtime {
-        match self {
-            Self::Exo | Self::MlxLm | Self::VllmMlx => Runtime::Mlx,
-            Self::LlamaCpp | Self::LlamaCppRpc => Runtime::LlamaCpp,
-        }
-    }
-}
-
 /// The kernel library an engine runs: the key of a chip's runtime parameters in a profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Runtime {
@@ -79,6 +36,25 @@ impl Runtime {
         match self {
             Self::Mlx => crate::llm::QuantFamily::Mlx,
             Self::LlamaCpp => crate::llm::QuantFamily::Gguf,
+        }
+    }
+
+    /// Whether a host thread of this library can spin while it waits: MLX's CPU stream polls a
+    /// shared event (`MLX_METAL_FAST_SYNCH`) or a collective backend's completion queues;
+    /// llama.cpp's waits (command-buffer wait, RPC over TCP sockets on any fabric) sleep.
+    pub fn can_spin_on_waits(self) -> bool {
+        match self {
+            Self::Mlx => true,
+            Self::LlamaCpp => false,
+        }
+    }
+
+    /// Whether it can run an MLA model over a per-head KV cache (llama.cpp with a GGUF converted
+    /// without MLA metadata); MLX keeps the latent cache.
+    pub fn has_per_head_mla_cache(self) -> bool {
+        match self {
+            Self::Mlx => false,
+            Self::LlamaCpp => true,
         }
     }
 
@@ -182,19 +158,21 @@ impl EngineOptions {
         if (major, minor) >= (26, 3) { 512 * 1024 } else { 4096 }
     }
 
-    /// What shipped in December 2025 (macOS 26.2, exo 1.0, llama.cpp defaults).
+    /// What shipped in December 2025 (macOS 26.2, exo 1.0, llama.cpp defaults; each runtime's
+    /// own in its module's `version_defaults`).
     pub fn december_2025(kind: EngineKind, parallelism: Parallelism) -> Self {
+        let defaults = kind.behaviour().version_defaults();
         EngineOptions {
             kind,
             parallelism,
             jaccl_frame_bytes: 4096,
             allreduce: AllReduceAlgo::FullyConnected,
             fast_sync: None,
-            prefill_chunk: if kind.runtime() == Runtime::Mlx { 2048 } else { 512 },
+            prefill_chunk: defaults.prefill_chunk,
             activation_bytes: 2,
             prefill_logits_all: false,
-            prefill_last_token_alone: kind.runtime() == Runtime::Mlx,
-            mla_prefill_expanded: kind.runtime() == Runtime::Mlx,
+            prefill_last_token_alone: defaults.prefill_last_token_alone,
+            mla_prefill_expanded: defaults.mla_prefill_expanded,
             mla_per_head_cache: false,
         }
     }

@@ -8,7 +8,6 @@ use crate::sim::Time;
 
 use super::cost::{MlaOptions, NetCost, NodeCost};
 // The lowering files import the conversion from the plan.
-pub(super) use super::cost::us_to_ns;
 use super::options::{EngineOptions, Parallelism};
 
 /// Errors when a scenario cannot be lowered onto its cluster.

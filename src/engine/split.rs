@@ -1,7 +1,9 @@
-//! Which splits a runtime can run: single-node engines, llama.cpp RPC's layer split, and the
-//! divisibility rules of a tensor-parallel split (exo shards heads and hidden across ranks).
+//! Which splits a runtime can run: the errors, the checks every runtime shares (a cluster needs
+//! a split; one chip family always runs) around each runtime's own rules (its module under
+//! [`super::runtimes`]), and the divisibility rules of a tensor-parallel split (exo shards heads
+//! and hidden across ranks).
 
-use crate::hw::{NodeSpec, Os};
+use crate::hw::NodeSpec;
 use crate::llm::ModelSpec;
 
 use super::options::{EngineKind, Parallelism};
@@ -78,22 +80,12 @@ impl SplitError {
 
 /// The split an engine uses on `nodes` nodes when the scenario names none.
 pub fn default_parallelism(kind: EngineKind, nodes: usize) -> Parallelism {
-    match kind {
-        EngineKind::Exo if nodes > 1 => Parallelism::Tensor,
-        EngineKind::LlamaCppRpc if nodes > 1 => Parallelism::Pipeline,
-        _ => Parallelism::None,
-    }
+    kind.behaviour().default_parallelism(nodes)
 }
 
 /// Checks that engine `kind` (named `engine` in the file) can run `parallelism` on `nodes` nodes.
 pub fn check_split(engine: &str, kind: EngineKind, parallelism: Parallelism, nodes: usize) -> Result<(), SplitError> {
-    match (kind, parallelism) {
-        (EngineKind::MlxLm | EngineKind::VllmMlx | EngineKind::LlamaCpp, Parallelism::Tensor | Parallelism::Pipeline) => {
-            return Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism });
-        }
-        (EngineKind::LlamaCppRpc, Parallelism::Tensor) => return Err(SplitError::RpcSplitsLayers),
-        _ => {}
-    }
+    kind.behaviour().check_split(engine, parallelism)?;
     if nodes > 1 && parallelism == Parallelism::None {
         return Err(SplitError::NoSplitOnCluster { engine: engine.to_string(), nodes });
     }
@@ -101,17 +93,11 @@ pub fn check_split(engine: &str, kind: EngineKind, parallelism: Parallelism, nod
 }
 
 /// Whether engine `kind` can run one cluster on `nodes` (the runtimes' fleet rules): one chip
-/// family is always allowed; llama.cpp RPC runs any mix (each `rpc-server` is a ggml device of
-/// its own backend: Metal, CUDA, Vulkan/ROCm); exo (MLX) mixes chips only when every node is a
-/// Mac (Metal; e.g. an M3 Ultra with an M4 Max, exo issue 2070's M4 Max + M5 Max pair).
+/// family is always allowed; a mix only where the runtime can mix chips
+/// ([`super::runtimes::EngineRuntime::mixes_chips`]).
 pub fn fleet_is_legal(kind: EngineKind, nodes: &[&NodeSpec]) -> bool {
     let one_chip = nodes.windows(2).all(|w| w[0].chip == w[1].chip);
-    one_chip
-        || match kind {
-            EngineKind::LlamaCppRpc => true,
-            EngineKind::Exo => nodes.iter().all(|n| n.os == Os::Macos),
-            _ => false,
-        }
+    one_chip || kind.behaviour().mixes_chips(nodes)
 }
 
 /// Checks [`fleet_is_legal`], naming the chips when it is not.

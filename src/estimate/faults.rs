@@ -31,7 +31,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::{EngineKind, Parallelism, Plan};
+use crate::engine::Plan;
+use crate::engine::runtimes::CableLoss;
 use crate::hw::{FabricSpec, PortKind, Topology, Transport, cabling, connected};
 use crate::profile::{FaultParams, Profile};
 use crate::scenario::{FaultConfig, Scenario, WorkloadKind};
@@ -261,9 +262,9 @@ pub fn load_fault_availability(s: &Scenario, plan: &Plan, link_util: f64, params
     let f = &plan.fabric;
     if f.transport == Transport::Tcp && f.port == PortKind::Thunderbolt {
         let rate = link_util.powf(params.tb_tcp_crash_exponent) / params.tb_tcp_crash_mean_s;
-        let tensor = s.engine.kind == EngineKind::Exo && s.engine.parallelism == Parallelism::Tensor;
+        let runtime = s.engine.kind.behaviour();
         for (node, r) in reload.iter().enumerate() {
-            let all = tensor || (s.engine.kind != EngineKind::Exo && node == 0);
+            let all = runtime.crash_reloads_every_node(s.engine.parallelism, node);
             rate_x_outage += rate * (ASSUMED_REBOOT_S + if all { max_reload } else { *r });
         }
     }
@@ -288,8 +289,9 @@ fn link_directions(t: Topology, n: usize) -> usize {
     }
 }
 
-/// Seconds each node takes to load its weights again: from its disk, or for a llama.cpp RPC
-/// server over the network from the client (rpc-server holds no files). HPL loads nothing: a
+/// Seconds each node takes to load its weights again: from its disk, or where the runtime
+/// reloads it over the network (a llama.cpp RPC server, which holds no files, from the client)
+/// at the slower of disk and link. HPL loads nothing: a
 /// crashed run starts again from scratch.
 fn reload_seconds(s: &Scenario, disk_read_gbs: Option<f64>, plan: Option<&Plan>) -> Vec<f64> {
     // HPL loads no model.
@@ -302,7 +304,7 @@ fn reload_seconds(s: &Scenario, disk_read_gbs: Option<f64>, plan: Option<&Plan>)
         .enumerate()
         .map(|(i, m)| {
             let bytes = m.weights_gb * 1e9;
-            if s.engine.kind == EngineKind::LlamaCppRpc && i > 0 { bytes / disk.min(s.fabric.bandwidth_gbs * 1e9) } else { bytes / disk }
+            if s.engine.kind.behaviour().reloads_over_network(i) { bytes / disk.min(s.fabric.bandwidth_gbs * 1e9) } else { bytes / disk }
         })
         .collect()
 }
@@ -461,19 +463,16 @@ impl FaultSim<'_> {
             Hit::Crash { node, cause } => {
                 *self.events.entry(cause.into()).or_default() += 1;
                 self.node_up_at[node] = self.t + self.cfg.reboot_s;
-                let kind = self.s.engine.kind;
-                // exo tensor parallel reloads every node; so does any runtime whose client (node 0
-                // of llama.cpp RPC) or only node crashed.
-                let tensor = kind == EngineKind::Exo && self.s.engine.parallelism == Parallelism::Tensor;
-                let all = tensor || (kind != EngineKind::Exo && node == 0);
+                let runtime = self.s.engine.kind.behaviour();
+                let parallelism = self.s.engine.parallelism;
+                // The runtime says who reloads: every node (exo tensor parallel; any runtime whose
+                // client, node 0 of llama.cpp RPC, or only node crashed) or the crashed one.
+                let all = runtime.crash_reloads_every_node(parallelism, node);
                 let reload = if all { self.reload_s.iter().copied().fold(0.0, f64::max) } else { self.reload_s[node] };
-                let hpl = self.s.workload.kind == WorkloadKind::Hpl;
-                let what = match (kind, self.s.engine.parallelism) {
-                    _ if hpl => "the HPL run dies and starts again from scratch",
-                    (EngineKind::Exo, Parallelism::Tensor) => "exo stops the instance and reloads every node",
-                    (EngineKind::Exo, _) => "the pipeline stalls until the node has reloaded its layers",
-                    (EngineKind::LlamaCppRpc, _) if node > 0 => "llama.cpp fails the request and re-sends the server's tensors",
-                    _ => "the runtime restarts and reloads",
+                let what = if self.s.workload.kind == WorkloadKind::Hpl {
+                    "the HPL run dies and starts again from scratch"
+                } else {
+                    runtime.crash_reaction(parallelism, node)
                 };
                 let event = format!("node {node} crashed ({cause})");
                 self.interrupt(cause, self.node_up_at[node] + reload, &event, what, reload);
@@ -493,17 +492,12 @@ impl FaultSim<'_> {
                 lost.push((a, b));
                 let path = if connected(self.s.topology, n, &lost) { "traffic detours through a peer" } else { "no path left: falls back" };
                 let event = format!("cable {} lost", cable_name(a, b, n));
-                if self.s.engine.kind == EngineKind::Exo {
-                    let reload = self.reload_s.iter().copied().fold(0.0, f64::max);
-                    self.interrupt(
-                        "link-loss",
-                        self.t + reload,
-                        &event,
-                        &format!("exo's collective fails, the instance restarts; {path}"),
-                        reload,
-                    );
-                } else {
-                    self.interrupt("link-loss", self.t, &event, &format!("the request fails; {path}"), 0.0);
+                match self.s.engine.kind.behaviour().cable_loss() {
+                    CableLoss::RestartInstance(why) => {
+                        let reload = self.reload_s.iter().copied().fold(0.0, f64::max);
+                        self.interrupt("link-loss", self.t + reload, &event, &format!("{why}; {path}"), reload);
+                    }
+                    CableLoss::FailRequest(why) => self.interrupt("link-loss", self.t, &event, &format!("{why}; {path}"), 0.0),
                 }
             }
             Hit::Rdma { cable } => {

@@ -14,7 +14,7 @@
 //! decode average; the run's peak is the larger phase (what a wall meter's maximum during a
 //! benchmark shows).
 
-use crate::engine::{Plan, Runtime, Work};
+use crate::engine::{Plan, Work};
 use crate::hw::Backend;
 use crate::scenario::Scenario;
 use crate::sim::Time;
@@ -36,7 +36,7 @@ pub fn hardware_cost(s: &Scenario) -> f64 {
 pub fn spinning_cores(plan: &Plan) -> f64 {
     // Only MLX runs its collectives through these backends; llama.cpp RPC talks TCP sockets
     // over any fabric.
-    if plan.options.kind.runtime() != Runtime::Mlx {
+    if !plan.options.kind.runtime().can_spin_on_waits() {
         return 0.0;
     }
     let polls_nic = plan.n() > 1 && matches!(plan.fabric.backend, Backend::Jaccl | Backend::Nccl);

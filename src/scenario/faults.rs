@@ -12,8 +12,8 @@ use toml::Spanned;
 use crate::catalog::catalog;
 use crate::hw::{FabricSpec, PortKind, Transport};
 
-use crate::engine::{EngineKind, EngineOptions, Parallelism};
-use crate::hw::Backend;
+use crate::engine::EngineOptions;
+use crate::engine::runtimes::RuntimeFault;
 
 use super::raw::{RawFaults, RawLinkFaults, RawNodeFaults, RawRuntimeFaults};
 use super::source::{ErrorKind, ScenarioError, Source, suggest};
@@ -208,9 +208,10 @@ fn runtime_faults(
     cfg: &mut FaultConfig,
 ) -> Result<(), ScenarioError> {
     let r = raw.into_inner();
-    let exo = engine.kind == EngineKind::Exo;
+    let runtime = engine.kind.behaviour();
+    let accepts = |fault| runtime.accepts_runtime_fault(fault, engine.parallelism, fabric.backend);
     if let Some(p) = &r.load_failure_probability {
-        if !exo {
+        if !accepts(RuntimeFault::LoadFailure) {
             return Err(src
                 .error(p.span(), "`load_failure_probability` models exo's model loads", Some("remove it, or use engine = \"exo\"".into()))
                 .with_kind(ErrorKind::BadValue));
@@ -227,7 +228,7 @@ fn runtime_faults(
         cfg.load_failure = Some(number(src, p, "faults.runtime.load_failure_probability", 0.0, 0.99, 1.0)?);
     }
     if let Some(t) = &r.tp_corrupt_above_prompt_tokens {
-        if !(exo && engine.parallelism == Parallelism::Tensor && fabric.backend == Backend::Jaccl) {
+        if !accepts(RuntimeFault::TensorParallelCorruption) {
             return Err(src
                 .error(
                     t.span(),

@@ -72,13 +72,13 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
             let e = e.into_inner();
             (e.name.get_ref().clone(), e.name.span(), Some(e))
         }
-        None => ((if n > 1 { "exo" } else { "mlx-lm" }).to_string(), model_span, None),
+        None => (crate::engine::runtimes::default_engine(n).id().to_string(), model_span, None),
     };
     let kind = EngineKind::parse(&engine_name).ok_or_else(|| {
         src.error(
             engine_span.clone(),
             format!("unknown engine `{engine_name}`"),
-            Some(suggest(&engine_name, &EngineKind::NAMES, "engines")),
+            Some(suggest(&engine_name, &EngineKind::names(), "engines")),
         )
         .with_kind(ErrorKind::UnknownPreset)
     })?;
@@ -565,7 +565,7 @@ fn engine_options(
             ("MLA cache", "caches"),
             " (per-head = llama.cpp with a GGUF converted without MLA metadata)",
         )?;
-        if per_head && options.kind.runtime() != crate::engine::Runtime::LlamaCpp {
+        if per_head && !options.kind.runtime().has_per_head_mla_cache() {
             return Err(src.error(
                 m.span(),
                 format!("engine `{engine_name}` keeps the MLA latent cache; a per-head cache is llama.cpp's"),

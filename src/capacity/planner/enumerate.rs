@@ -4,7 +4,8 @@
 //! with its hardware cost computed up front (for pruning).
 
 use crate::catalog::{Catalog, catalog};
-use crate::engine::EngineKind;
+use crate::engine::Parallelism;
+use crate::engine::runtimes::{EngineRuntime, planner_candidates, planner_engines};
 use crate::engine::split::fleet_is_legal;
 use crate::hw::{NodeSpec, Topology, cluster_cost};
 use crate::scenario::ScenarioBuilder;
@@ -12,9 +13,6 @@ use crate::util::did_you_mean;
 
 use super::{Candidate, Outcome, PlanRequest, nodes_label};
 use crate::scenario::ErrorKind;
-
-/// Engines the planner may choose from.
-pub const ENGINES: &[&str] = &["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc"];
 
 /// Multisets of `k` items from `types` (indices, non-decreasing).
 fn multisets(types: usize, k: usize, out: &mut Vec<Vec<usize>>, cur: &mut Vec<usize>, from: usize) {
@@ -58,8 +56,9 @@ fn check_request(req: &PlanRequest, cat: &Catalog) -> Result<(), String> {
     if let Some(f) = req.fabrics.iter().find(|f| !fabric_ids.contains(&f.as_str())) {
         return Err(unknown("fabric", "fabrics", f, &fabric_ids));
     }
-    if let Some(e) = req.engines.iter().find(|e| !ENGINES.contains(&e.as_str())) {
-        return Err(format!("unknown engine `{e}`; engines: {}", ENGINES.join(", ")));
+    let engines = planner_engines();
+    if let Some(e) = req.engines.iter().find(|e| !engines.contains(&e.as_str())) {
+        return Err(format!("unknown engine `{e}`; engines: {}", engines.join(", ")));
     }
     Ok(())
 }
@@ -145,30 +144,31 @@ fn compositions(parts: usize, max: usize) -> Vec<Vec<usize>> {
 /// Wiring (fabric, topology) if more than one node, engine, parallelism, engine options.
 type Config = (Option<(String, String)>, &'static str, &'static str, Vec<(&'static str, toml::Value)>);
 
-/// The configurations of a mix the request allows (engines the runtimes' fleet rules allow on
-/// it; with `vary_options`, one per engine option set).
+/// The configurations of a mix the request allows (the (runtime, split) pairs the runtimes
+/// enumerate on its node count, where their fleet rules allow it; with `vary_options`, one per
+/// engine option set).
 fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
-    let allowed_engine = |e: &str| {
-        (req.engines.is_empty() || req.engines.iter().any(|x| x == e)) && EngineKind::parse(e).is_some_and(|k| fleet_is_legal(k, mix))
-    };
+    let allowed_engine =
+        |r: &dyn EngineRuntime| (req.engines.is_empty() || req.engines.iter().any(|x| x == r.id())) && fleet_is_legal(r.kind(), mix);
+    let candidates = planner_candidates(mix.len());
     let mut configs: Vec<Config> = Vec::new();
-    let mut push = |wiring: Option<(String, String)>, jaccl: bool, e: &'static str, p: &'static str| {
-        if allowed_engine(e) {
-            for opts in option_sets(req.vary_options, e, p, jaccl, mix.len()) {
-                configs.push((wiring.clone(), e, p, opts));
+    let mut push = |wiring: Option<(String, String)>, jaccl: bool, r: &'static dyn EngineRuntime, p: Parallelism| {
+        if allowed_engine(r) {
+            for opts in option_sets(req.vary_options, r, p, jaccl, mix.len()) {
+                configs.push((wiring.clone(), r.id(), p.id(), opts));
             }
         }
     };
     if mix.len() == 1 {
-        for (e, p) in [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none")] {
-            push(None, false, e, p);
+        for &(r, p) in &candidates {
+            push(None, false, r, p);
         }
         return configs;
     }
     for f in cat.fabrics.iter().filter(|f| f.id != "none" && (req.fabrics.is_empty() || req.fabrics.contains(&f.id))) {
         for t in &f.topologies {
-            for (e, p) in [("exo", "tensor"), ("exo", "pipeline"), ("llama-cpp-rpc", "pipeline")] {
-                push(Some((f.id.clone(), t.id().to_string())), f.backend == crate::hw::Backend::Jaccl, e, p);
+            for &(r, p) in &candidates {
+                push(Some((f.id.clone(), t.id().to_string())), f.backend == crate::hw::Backend::Jaccl, r, p);
             }
         }
     }
@@ -176,27 +176,22 @@ fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
 }
 
 /// Engine option sets of a configuration: only the defaults, or with `vary` the cartesian
-/// product of the options that engine, split and backend read: for exo over JACCL the macOS
-/// version (26.2: 4 KiB RDMA frames, 26.3: 512 KiB), `MLX_METAL_FAST_SYNCH` on or off and (tensor)
-/// the all-reduce algorithm (Dec 2025 fully connected, or mlx PR 3901's rs-ag); for exo over
-/// TCP, fast sync; and for every engine two prefill chunks (exo/mlx-lm 2,048 or 4,096; llama.cpp
-/// 512 or 2,048).
-pub fn option_sets(vary: bool, engine: &str, par: &str, jaccl: bool, nodes: usize) -> Vec<Vec<(&'static str, toml::Value)>> {
+/// product of the options that runtime, split and backend read: the runtime's own axes
+/// ([`EngineRuntime::planner_option_axes`]: for exo the macOS version, fast sync and the
+/// all-reduce algorithm) and, for every engine, its two prefill chunks
+/// ([`EngineRuntime::planner_prefill_chunks`]).
+pub fn option_sets(
+    vary: bool,
+    runtime: &dyn EngineRuntime,
+    par: Parallelism,
+    jaccl: bool,
+    nodes: usize,
+) -> Vec<Vec<(&'static str, toml::Value)>> {
     if !vary {
         return vec![vec![]];
     }
-    let s = |x: &str| toml::Value::String(x.into());
-    let mut axes: Vec<(&'static str, Vec<toml::Value>)> = Vec::new();
-    if engine == "exo" && nodes > 1 {
-        if jaccl {
-            axes.push(("engine.macos", vec![s("26.2"), s("26.3")]));
-            if par == "tensor" {
-                axes.push(("engine.allreduce", vec![s("fully-connected"), s("rs-ag")]));
-            }
-        }
-        axes.push(("engine.fast_sync", vec![toml::Value::Boolean(true), toml::Value::Boolean(false)]));
-    }
-    let chunks = if engine.starts_with("llama-cpp") { [512, 2048] } else { [2048, 4096] };
+    let mut axes = runtime.planner_option_axes(par, jaccl, nodes);
+    let chunks = runtime.planner_prefill_chunks();
     axes.push(("engine.prefill_chunk", chunks.iter().map(|&c| toml::Value::Integer(c)).collect()));
     let mut sets: Vec<Vec<(&'static str, toml::Value)>> = vec![vec![]];
     for (key, values) in &axes {
@@ -286,7 +281,8 @@ mod tests {
         // 2 parts of >= 1 within 4: (1,1) (1,2) (1,3) (2,1) (2,2) (3,1).
         assert_eq!(compositions(2, 4).len(), 6);
         assert_eq!(compositions(3, 3), vec![vec![1, 1, 1]]);
-        assert_eq!(option_sets(true, "exo", "tensor", true, 4).len(), 16);
-        assert_eq!(option_sets(false, "exo", "tensor", true, 4).len(), 1);
+        let exo = crate::engine::EngineKind::Exo.behaviour();
+        assert_eq!(option_sets(true, exo, Parallelism::Tensor, true, 4).len(), 16);
+        assert_eq!(option_sets(false, exo, Parallelism::Tensor, true, 4).len(), 1);
     }
 }

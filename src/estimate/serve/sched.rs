@@ -2,14 +2,12 @@
 //! requests"). One iteration of the server loop per call; every forward goes through
 //! [`super::ServeSim::forward`], the same lowering and event core as `generate`.
 
-use crate::engine::{EngineKind, Plan};
+use crate::engine::Plan;
+use crate::engine::runtimes::ServingLoop;
 use crate::scenario::Serve;
 
 use super::super::generate::prefill_piece;
 use super::{Req, ServeSim};
-
-/// llama.cpp server's logical batch `n_batch` (tokens per `llama_decode` call), default 2,048.
-const LLAMA_N_BATCH: u64 = 2048;
 
 /// A runtime's serving loop.
 ///
@@ -73,20 +71,11 @@ pub enum Policy {
 impl Policy {
     /// The scheduler of the plan's runtime, with the scenario's `max_batch` override.
     pub fn for_plan(plan: &Plan, serve: &Serve) -> Policy {
-        match plan.options.kind {
-            EngineKind::Exo => Policy::Exo { max_batch: serve.max_batch.unwrap_or(8) },
-            // vllm-mlx: taken as mlx-lm's BatchGenerator with mlx_lm.server's limits (an
-            // assumption: FACTS.md reads mlx-lm's scheduler, not vllm-mlx's; vllm-mlx batches
-            // through mlx-lm's BatchGenerator). Its own Python scheduler, detokenising and
-            // streaming show as its host costs (`[chips.<chip>.engines.vllm-mlx]`).
-            EngineKind::MlxLm | EngineKind::VllmMlx => {
-                let max_batch = serve.max_batch.unwrap_or(32);
-                Policy::MlxLm { max_batch, prefill_batch: max_batch.min(8) }
-            }
-            EngineKind::LlamaCpp | EngineKind::LlamaCppRpc => {
-                let ub = plan.options.prefill_chunk.max(1);
-                Policy::LlamaServer { slots: serve.max_batch.unwrap_or(4), n_batch: (LLAMA_N_BATCH / ub * ub).max(ub) }
-            }
+        // The runtime chooses its loop and defaults (its module under `engine::runtimes`).
+        match plan.options.kind.behaviour().serving_loop(serve.max_batch, plan.options.prefill_chunk) {
+            ServingLoop::Exo { max_batch } => Policy::Exo { max_batch },
+            ServingLoop::MlxBatchGenerator { max_batch, prefill_batch } => Policy::MlxLm { max_batch, prefill_batch },
+            ServingLoop::LlamaServer { slots, n_batch } => Policy::LlamaServer { slots, n_batch },
         }
     }
 

@@ -10,7 +10,7 @@ pub(super) const SINGLE_NODE_WILDCARDS: &[&str] = &["cluster.fabric", "cluster.t
 pub(super) fn pretty_value(key: &str, v: &serde_json::Value) -> String {
     let s = value_label(v);
     match key {
-        "engine.name" if s == "llama-cpp" || s == "llama-cpp-rpc" => "llama.cpp".into(),
+        "engine.name" => crate::engine::runtimes::by_name(&s).map_or(s, |r| r.label().to_string()),
         "cluster.count" => format!("{s} node{}", if s == "1" { "" } else { "s" }),
         "workload.prompt_tokens" => format!("{s} prompt tokens"),
         "workload.generate_tokens" => format!("{s} generated"),

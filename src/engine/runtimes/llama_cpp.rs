@@ -1,0 +1,92 @@
+//! llama.cpp on one node (`llama-server`; llama-cpp-python 0.3.36's vendored source).
+
+use crate::hw::NodeSpec;
+
+use super::super::lower::lower_segments;
+use super::super::lowered::Lowered;
+use super::super::options::{EngineKind, Parallelism, Runtime};
+use super::super::plan::Plan;
+use super::super::split::SplitError;
+use super::{
+    CABLE_FAILS_REQUEST, CableLoss, EngineRuntime, LLAMA_CPP_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults,
+    client_crash_reloads_every_node, single_node_planner_splits, single_node_split,
+};
+
+/// llama.cpp server's logical batch `n_batch` (tokens per `llama_decode` call), default 2,048.
+pub const LLAMA_N_BATCH: u64 = 2048;
+
+/// llama.cpp's `llama-server` with `-np` slots (4 by default), batches of `n_batch` = 2,048
+/// tokens cut into micro-batches of the engine's `prefill_chunk` (`n_ubatch`, 512).
+pub fn llama_server(max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop {
+    let ub = prefill_chunk.max(1);
+    ServingLoop::LlamaServer { slots: max_batch.unwrap_or(4), n_batch: (LLAMA_N_BATCH / ub * ub).max(ub) }
+}
+
+/// llama.cpp: GGUF on one node.
+pub struct LlamaCpp;
+
+impl EngineRuntime for LlamaCpp {
+    fn kind(&self) -> EngineKind {
+        EngineKind::LlamaCpp
+    }
+
+    fn names(&self) -> &'static [&'static str] {
+        &["llama-cpp"]
+    }
+
+    fn id(&self) -> &'static str {
+        "llama-cpp"
+    }
+
+    fn label(&self) -> &'static str {
+        "llama.cpp"
+    }
+
+    fn kernels(&self) -> Runtime {
+        Runtime::LlamaCpp
+    }
+
+    fn version_defaults(&self) -> VersionDefaults {
+        LLAMA_CPP_DEFAULTS
+    }
+
+    fn default_parallelism(&self, _nodes: usize) -> Parallelism {
+        Parallelism::None
+    }
+
+    fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
+        single_node_split(engine, parallelism)
+    }
+
+    fn mixes_chips(&self, _nodes: &[&NodeSpec]) -> bool {
+        false
+    }
+
+    fn lower(&self, plan: &Plan, tokens: u64) -> Lowered {
+        lower_segments(plan, tokens)
+    }
+
+    fn serving_loop(&self, max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop {
+        llama_server(max_batch, prefill_chunk)
+    }
+
+    fn crash_reloads_every_node(&self, _parallelism: Parallelism, node: usize) -> bool {
+        client_crash_reloads_every_node(node)
+    }
+
+    fn crash_reaction(&self, _parallelism: Parallelism, _node: usize) -> &'static str {
+        RESTARTS
+    }
+
+    fn cable_loss(&self) -> CableLoss {
+        CABLE_FAILS_REQUEST
+    }
+
+    fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
+        single_node_planner_splits(nodes)
+    }
+
+    fn planner_prefill_chunks(&self) -> [i64; 2] {
+        [512, 2048]
+    }
+}

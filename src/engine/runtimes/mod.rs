@@ -1,0 +1,384 @@
+//! One module per runtime, behind one seam: [`EngineRuntime`]. A runtime answers everything it
+//! means: its names and id, its kernel library and host costs, its version-dependent defaults,
+//! the splits and fleets it can run, how it lowers a forward step, its serving scheduler, how it
+//! reacts to faults, what the planner enumerates for it and its report label.
+//!
+//! [`EngineKind::behaviour`] is the single registration match; [`RUNTIMES`] lists every module
+//! (aliases included) for name look-ups. Adding a runtime: a new module here, its `EngineKind`
+//! variant, one line in each of those two, its profile table and its tests.
+
+pub mod exo;
+pub mod llama_cpp;
+pub mod llama_cpp_rpc;
+pub mod mlx_lm;
+pub mod ollama;
+pub mod vllm_mlx;
+
+use crate::hw::{Backend, NodeSpec};
+
+use super::lowered::Lowered;
+use super::options::{EngineKind, Parallelism, Runtime};
+use super::plan::Plan;
+use super::split::SplitError;
+
+/// Every runtime module, in the order scenario names are listed (aliases included).
+pub const RUNTIMES: [&dyn EngineRuntime; 6] =
+    [&exo::Exo, &mlx_lm::MlxLm, &llama_cpp::LlamaCpp, &llama_cpp_rpc::LlamaCppRpc, &ollama::Ollama, &vllm_mlx::VllmMlx];
+
+impl EngineKind {
+    /// The module that owns this runtime's behaviour (the one registration match).
+    pub fn behaviour(self) -> &'static dyn EngineRuntime {
+        match self {
+            Self::Exo => &exo::Exo,
+            Self::MlxLm => &mlx_lm::MlxLm,
+            Self::LlamaCpp => &llama_cpp::LlamaCpp,
+            Self::LlamaCppRpc => &llama_cpp_rpc::LlamaCppRpc,
+            Self::VllmMlx => &vllm_mlx::VllmMlx,
+        }
+    }
+
+    /// Every engine name a scenario may use (`ollama` runs llama.cpp).
+    pub fn names() -> Vec<&'static str> {
+        RUNTIMES.iter().flat_map(|r| r.names().iter().copied()).collect()
+    }
+
+    /// The engine a scenario name selects.
+    pub fn parse(name: &str) -> Option<Self> {
+        by_name(name).map(|r| r.kind())
+    }
+
+    /// Scenario id.
+    pub fn id(self) -> &'static str {
+        self.behaviour().id()
+    }
+
+    /// The key of this engine's own host costs in a chip's `engines` table, if it has any
+    /// (its kernels are still its [`Self::runtime`]'s).
+    pub fn host_key(self) -> Option<&'static str> {
+        self.behaviour().host_key()
+    }
+
+    /// Runtime family: which kernels run and which calibration parameters apply.
+    pub fn runtime(self) -> Runtime {
+        self.behaviour().kernels()
+    }
+}
+
+/// The runtime module a scenario name selects (an alias's own module, e.g. ollama's).
+pub fn by_name(name: &str) -> Option<&'static dyn EngineRuntime> {
+    RUNTIMES.iter().copied().find(|r| r.names().contains(&name))
+}
+
+/// The runtime module a measurement row's engine name selects.
+pub fn by_measurement_name(name: &str) -> Option<&'static dyn EngineRuntime> {
+    RUNTIMES.iter().copied().find(|r| r.measurement_names().contains(&name))
+}
+
+/// Every engine name a measurement row may use.
+pub fn measurement_names() -> Vec<&'static str> {
+    RUNTIMES.iter().flat_map(|r| r.measurement_names().iter().copied()).collect()
+}
+
+/// The keys of chips' `engines` tables: the runtimes with host costs of their own.
+pub fn host_keys() -> Vec<&'static str> {
+    RUNTIMES.iter().filter_map(|r| r.host_key()).collect()
+}
+
+/// The engine of a scenario that names none: exo on a cluster, mlx-lm on one node.
+pub fn default_engine(nodes: usize) -> EngineKind {
+    if nodes > 1 { EngineKind::Exo } else { EngineKind::MlxLm }
+}
+
+/// The engines the planner may choose from (those it enumerates on some node count).
+pub fn planner_engines() -> Vec<&'static str> {
+    RUNTIMES.iter().filter(|r| r.planned()).map(|r| r.id()).collect()
+}
+
+/// The planner's candidates on `nodes` nodes, as (runtime, split), in enumeration order: on
+/// one node the single-node runtimes come before the cluster runtimes' one-node form (a tie
+/// goes to the runtime made for one node); in registry order otherwise.
+pub fn planner_candidates(nodes: usize) -> Vec<(&'static dyn EngineRuntime, Parallelism)> {
+    let mut runtimes: Vec<&'static dyn EngineRuntime> = RUNTIMES.to_vec();
+    if nodes == 1 {
+        runtimes.sort_by_key(|r| !r.planner_splits(2).is_empty());
+    }
+    runtimes.into_iter().flat_map(|r| r.planner_splits(nodes).iter().map(move |&p| (r, p))).collect()
+}
+
+/// Options that changed between a runtime's versions, as shipped in December 2025.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VersionDefaults {
+    /// Prefill chunk in tokens.
+    pub prefill_chunk: u64,
+    /// Whether the last prompt token runs as its own one-token step after the chunks.
+    pub prefill_last_token_alone: bool,
+    /// Whether a multi-token step of an MLA model expands the latent cache.
+    pub mla_prefill_expanded: bool,
+}
+
+/// MLX runtimes (exo, mlx-lm, vllm-mlx): 2,048-token chunks; mlx-lm's `generate_step`
+/// prefills `prompt - 1` tokens, then the last one alone; multi-token MLA steps expand the
+/// latent (mlx-lm's prefill).
+pub const MLX_DEFAULTS: VersionDefaults =
+    VersionDefaults { prefill_chunk: 2048, prefill_last_token_alone: true, mla_prefill_expanded: true };
+
+/// llama.cpp runtimes: ubatch 512; the last prompt token inside the last chunk; MLA stays in
+/// its absorbed (multi-query over the latent) form for every batch size.
+pub const LLAMA_CPP_DEFAULTS: VersionDefaults =
+    VersionDefaults { prefill_chunk: 512, prefill_last_token_alone: false, mla_prefill_expanded: false };
+
+/// A runtime's serving loop, as the runtime configures it (the serving code in `estimate`
+/// turns it into its scheduler).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServingLoop {
+    /// exo's loop: prefill each admitted request to completion at batch 1, then one decode step
+    /// of every active request.
+    Exo {
+        /// Most active requests.
+        max_batch: u64,
+    },
+    /// mlx-lm's `BatchGenerator`: decode and prefill as separate forwards.
+    MlxBatchGenerator {
+        /// Most sequences (prompting + generating).
+        max_batch: u64,
+        /// Most sequences prompting at once.
+        prefill_batch: u64,
+    },
+    /// llama.cpp's `llama-server`: decode and prefill fused in one batch per iteration.
+    LlamaServer {
+        /// Slots (`-np`).
+        slots: u64,
+        /// Tokens per batch (`-b`), a multiple of the micro-batch.
+        n_batch: u64,
+    },
+}
+
+/// What a runtime does when a cable is lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CableLoss {
+    /// The instance restarts (every node reloads); the sentence says why.
+    RestartInstance(&'static str),
+    /// Only the request in flight fails; the sentence says so.
+    FailRequest(&'static str),
+}
+
+/// The `[faults.runtime]` keys of a scenario: runtime bugs a runtime may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuntimeFault {
+    /// `load_failure_probability`: a model load fails until a reboot.
+    LoadFailure,
+    /// `tp_corrupt_above_prompt_tokens`: tensor parallel output corrupted past a prompt length.
+    TensorParallelCorruption,
+}
+
+/// Everything a runtime means. Each module implements it on a unit struct and says, beside
+/// each answer, which version of the runtime's source it was read from.
+pub trait EngineRuntime: Sync {
+    /// The engine kind this module runs as (an alias answers its target's).
+    fn kind(&self) -> EngineKind;
+    /// Scenario names that select it.
+    fn names(&self) -> &'static [&'static str];
+    /// The id written in every output.
+    fn id(&self) -> &'static str;
+    /// The name charts print.
+    fn label(&self) -> &'static str;
+    /// Engine names a measurement row may use for it (validation).
+    fn measurement_names(&self) -> &'static [&'static str] {
+        self.names()
+    }
+    /// What validation assumes for a row of this runtime, if anything.
+    fn measurement_assumption(&self) -> Option<&'static str> {
+        None
+    }
+    /// The kernel library it runs: the profile key `[chips.<chip>.runtimes.<id>]`.
+    fn kernels(&self) -> Runtime;
+    /// The key of its own host costs (`[chips.<chip>.engines.<key>]`), if it has any.
+    fn host_key(&self) -> Option<&'static str> {
+        None
+    }
+    /// Its defaults as shipped in December 2025.
+    fn version_defaults(&self) -> VersionDefaults;
+    /// The split it uses on `nodes` nodes when the scenario names none.
+    fn default_parallelism(&self, nodes: usize) -> Parallelism;
+    /// Checks that it can run `parallelism` (named `engine` in the file); node counts are
+    /// checked by [`super::split::check_split`].
+    fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError>;
+    /// Whether it can run one cluster over `nodes` of more than one chip.
+    fn mixes_chips(&self, nodes: &[&NodeSpec]) -> bool;
+    /// Lowers one forward step of `tokens` tokens onto the plan's cluster.
+    fn lower(&self, plan: &Plan, tokens: u64) -> Lowered;
+    /// Its serving loop, with the scenario's `max_batch` override, for a prefill micro-batch of
+    /// `prefill_chunk` tokens.
+    fn serving_loop(&self, max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop;
+    /// Whether a crash of `node` makes every node reload (else only the crashed one).
+    fn crash_reloads_every_node(&self, parallelism: Parallelism, node: usize) -> bool;
+    /// Whether `node` reloads its weights over the network (else from its own disk).
+    fn reloads_over_network(&self, _node: usize) -> bool {
+        false
+    }
+    /// What a user sees after `node` crashed.
+    fn crash_reaction(&self, parallelism: Parallelism, node: usize) -> &'static str;
+    /// What a lost cable does.
+    fn cable_loss(&self) -> CableLoss;
+    /// Whether a scenario may give it `fault` with this split over this backend.
+    fn accepts_runtime_fault(&self, _fault: RuntimeFault, _parallelism: Parallelism, _backend: Backend) -> bool {
+        false
+    }
+    /// The splits the planner tries on `nodes` nodes (none: the planner skips it there).
+    fn planner_splits(&self, nodes: usize) -> &'static [Parallelism];
+    /// The two prefill chunks the planner tries with `vary_options`.
+    fn planner_prefill_chunks(&self) -> [i64; 2];
+    /// The planner's runtime-specific option axes (scenario key, values) with `vary_options`.
+    fn planner_option_axes(&self, _parallelism: Parallelism, _jaccl: bool, _nodes: usize) -> Vec<(&'static str, Vec<toml::Value>)> {
+        Vec::new()
+    }
+    /// Whether the planner enumerates it on any node count.
+    fn planned(&self) -> bool {
+        !self.planner_splits(1).is_empty() || !self.planner_splits(2).is_empty()
+    }
+}
+
+/// A single-node runtime's split rule: no tensor or pipeline parallelism.
+fn single_node_split(engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
+    match parallelism {
+        Parallelism::Tensor | Parallelism::Pipeline => Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism }),
+        Parallelism::None => Ok(()),
+    }
+}
+
+/// The planner's splits of a single-node runtime.
+fn single_node_planner_splits(nodes: usize) -> &'static [Parallelism] {
+    if nodes == 1 { &[Parallelism::None] } else { &[] }
+}
+
+/// What a runtime without a distributed instance does after a crash: a runtime whose client
+/// (node 0 of llama.cpp RPC) or only node crashed reloads every node.
+fn client_crash_reloads_every_node(node: usize) -> bool {
+    node == 0
+}
+
+/// The user-facing sentence of a runtime that restarts after a crash.
+const RESTARTS: &str = "the runtime restarts and reloads";
+
+/// A lost cable fails the request in flight; the next one takes the remaining path.
+const CABLE_FAILS_REQUEST: CableLoss = CableLoss::FailRequest("the request fails");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::split::check_split;
+
+    const SPLITS: [Parallelism; 3] = [Parallelism::None, Parallelism::Tensor, Parallelism::Pipeline];
+
+    #[test]
+    fn every_runtime_answers_every_question() {
+        for r in RUNTIMES {
+            for name in r.names() {
+                assert_eq!(EngineKind::parse(name), Some(r.kind()), "{name} parses back to its kind");
+                assert!(by_name(name).is_some_and(|m| m.names() == r.names()), "{name} finds its own module");
+            }
+            assert_eq!(EngineKind::parse(r.id()), Some(r.kind()), "{} id parses", r.id());
+            assert_eq!(r.kind().id(), r.id(), "an alias writes its target's id");
+            for name in r.measurement_names() {
+                assert_eq!(by_measurement_name(name).map(|m| m.id()), Some(r.id()), "measurement name {name}");
+            }
+            let defaults = r.version_defaults();
+            assert!(defaults.prefill_chunk > 0);
+            let chunks = r.planner_prefill_chunks();
+            assert!(chunks[0] > 0 && chunks[0] < chunks[1], "{}", r.id());
+            for p in SPLITS {
+                for node in 0..3 {
+                    assert!(!r.crash_reaction(p, node).is_empty(), "{} {p:?} node {node}: a crash reaction", r.id());
+                }
+            }
+            let default = r.default_parallelism(1);
+            assert_eq!(default, Parallelism::None, "{} on one node", r.id());
+            assert!(check_split(r.id(), r.kind(), r.default_parallelism(2), 2).is_ok() || r.default_parallelism(2) == Parallelism::None);
+        }
+        // Every kind is registered, under its own id.
+        for k in [EngineKind::Exo, EngineKind::MlxLm, EngineKind::LlamaCpp, EngineKind::LlamaCppRpc, EngineKind::VllmMlx] {
+            assert!(RUNTIMES.iter().any(|r| r.kind() == k && r.id() == k.id()), "{k:?} registered");
+            assert_eq!(k.behaviour().kind(), k);
+        }
+        assert_eq!(EngineKind::names(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama", "vllm-mlx"]);
+    }
+
+    #[test]
+    fn host_keys_are_the_profiles() {
+        assert_eq!(host_keys(), crate::profile::HOST_ENGINES);
+        assert_eq!(EngineKind::VllmMlx.host_key(), Some("vllm-mlx"));
+        assert_eq!(EngineKind::VllmMlx.runtime(), Runtime::Mlx);
+    }
+
+    #[test]
+    fn ollama_is_llama_cpp_under_its_own_name() {
+        assert_eq!(EngineKind::parse("ollama"), Some(EngineKind::LlamaCpp));
+        let ollama = by_name("ollama").expect("registered");
+        assert_eq!(ollama.id(), "llama-cpp");
+        assert_eq!(ollama.label(), "ollama");
+        assert_eq!(ollama.version_defaults(), LLAMA_CPP_DEFAULTS);
+        assert!(!ollama.planned());
+    }
+
+    #[test]
+    fn the_planner_enumerates_every_legal_runtime_in_a_fixed_order() {
+        let ids = |n: usize| planner_candidates(n).iter().map(|(r, p)| (r.id(), p.id())).collect::<Vec<_>>();
+        assert_eq!(ids(1), [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none")]);
+        assert_eq!(ids(2), [("exo", "tensor"), ("exo", "pipeline"), ("llama-cpp-rpc", "pipeline")]);
+        assert_eq!(ids(4), ids(2));
+        assert_eq!(planner_engines(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc"]);
+        for n in [1, 2, 4] {
+            for (r, p) in planner_candidates(n) {
+                assert!(check_split(r.id(), r.kind(), p, n).is_ok(), "{} {p:?} on {n}", r.id());
+            }
+        }
+    }
+
+    #[test]
+    fn fault_reactions_are_pinned_per_runtime() {
+        let exo = EngineKind::Exo.behaviour();
+        // exo tensor parallel reloads every node, whichever crashed.
+        assert!(exo.crash_reloads_every_node(Parallelism::Tensor, 1));
+        // exo pipeline: only the crashed node reloads its layers.
+        assert!(!exo.crash_reloads_every_node(Parallelism::Pipeline, 0));
+        assert!(!exo.crash_reloads_every_node(Parallelism::Pipeline, 2));
+        assert!(matches!(exo.cable_loss(), CableLoss::RestartInstance(_)));
+        assert!(!exo.reloads_over_network(1));
+        // llama.cpp RPC: a server reloads alone, over the network; the client restarts everything.
+        let rpc = EngineKind::LlamaCppRpc.behaviour();
+        assert!(!rpc.crash_reloads_every_node(Parallelism::Pipeline, 1));
+        assert!(rpc.reloads_over_network(1) && !rpc.reloads_over_network(0));
+        assert!(rpc.crash_reloads_every_node(Parallelism::Pipeline, 0));
+        assert_eq!(rpc.crash_reaction(Parallelism::Pipeline, 1), "llama.cpp fails the request and re-sends the server's tensors");
+        assert!(matches!(rpc.cable_loss(), CableLoss::FailRequest(_)));
+        // Single-node runtimes restart and reload.
+        for k in [EngineKind::MlxLm, EngineKind::LlamaCpp, EngineKind::VllmMlx] {
+            let r = k.behaviour();
+            assert!(r.crash_reloads_every_node(Parallelism::None, 0));
+            assert_eq!(r.crash_reaction(Parallelism::None, 0), RESTARTS);
+            assert!(matches!(r.cable_loss(), CableLoss::FailRequest(_)));
+        }
+        // Only exo has the `[faults.runtime]` bugs; the corruption only tensor parallel on JACCL.
+        for r in RUNTIMES {
+            let exo_like = r.kind() == EngineKind::Exo;
+            assert_eq!(r.accepts_runtime_fault(RuntimeFault::LoadFailure, Parallelism::Tensor, Backend::Jaccl), exo_like);
+            assert_eq!(r.accepts_runtime_fault(RuntimeFault::TensorParallelCorruption, Parallelism::Tensor, Backend::Jaccl), exo_like);
+            assert!(!r.accepts_runtime_fault(RuntimeFault::TensorParallelCorruption, Parallelism::Pipeline, Backend::Jaccl));
+        }
+    }
+
+    #[test]
+    fn serving_loops_keep_their_defaults() {
+        assert_eq!(EngineKind::Exo.behaviour().serving_loop(None, 2048), ServingLoop::Exo { max_batch: 8 });
+        assert_eq!(
+            EngineKind::VllmMlx.behaviour().serving_loop(None, 2048),
+            ServingLoop::MlxBatchGenerator { max_batch: 32, prefill_batch: 8 }
+        );
+        assert_eq!(
+            EngineKind::MlxLm.behaviour().serving_loop(Some(4), 2048),
+            ServingLoop::MlxBatchGenerator { max_batch: 4, prefill_batch: 4 }
+        );
+        assert_eq!(EngineKind::LlamaCppRpc.behaviour().serving_loop(None, 512), ServingLoop::LlamaServer { slots: 4, n_batch: 2048 });
+        assert_eq!(EngineKind::LlamaCpp.behaviour().serving_loop(Some(2), 3000), ServingLoop::LlamaServer { slots: 2, n_batch: 3000 });
+    }
+}
