@@ -36,6 +36,10 @@ pub struct RunArgs {
     /// Do not write result files.
     #[arg(long)]
     pub no_write: bool,
+    /// Skip the 90% prediction intervals (one re-estimate per calibrated parameter that can move
+    /// the scenario): the headlines alone, without `<key>_interval` keys, for scripts.
+    #[arg(long)]
+    pub no_intervals: bool,
     /// Also write a Perfetto / chrome://tracing trace of the run (every prefill chunk and the first decode steps) to this file.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -72,7 +76,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
             write_trace(&sc, &profile, path, args.trace_steps, args.trace_max_tasks)?;
         }
     }
-    let intervals = crate::calibrate::interval::intervals(&sc, &profile, &est);
+    let intervals = if args.no_intervals { Default::default() } else { crate::calibrate::interval::intervals(&sc, &profile, &est) };
     let body = report::to_json_with(&est, &intervals);
     if !args.no_write {
         let path = args.out.join(format!("{}.json", output_stem(&est.name, &args.set)));

@@ -417,3 +417,26 @@ fn import_refuses_a_node_that_contradicts_the_gpu() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("m3-ultra-80c-512gb"));
     bin().args(["import", "--node", "dgx-spark"]).arg(&gb10).assert().success();
 }
+
+/// Issue 23 item 3: `--no-intervals` gives the same headlines without the interval keys (and
+/// without the re-estimates behind them), for scripts.
+#[test]
+fn no_intervals_keeps_the_headlines_and_drops_the_interval_keys() {
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let o = bin()
+            .arg("run")
+            .arg(scenario("geerling-2x-m3-ultra-deepseek-v3.1-exo-rdma.toml"))
+            .args(["--json", "--no-write"])
+            .args(extra)
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (with, without) = (json(&[]), json(&["--no-intervals"]));
+    assert!(with.get("decode_tokens_per_s_interval").is_some(), "{with}");
+    let mut stripped = with.as_object().unwrap().clone();
+    stripped.retain(|k, _| !k.ends_with("_interval"));
+    assert_eq!(serde_json::Value::Object(stripped), without);
+}
