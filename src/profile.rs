@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 const DEFAULT_PROFILE: &str = include_str!("../calibration/profiles/default.toml");
+const HAND_SET_PROFILE: &str = include_str!("../calibration/profiles/hand-set.toml");
 
 /// Where a profile came from.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -30,6 +31,28 @@ pub struct ProfileMeta {
     /// Largest context length the profile was calibrated on.
     #[serde(default)]
     pub calibrated_max_context: u64,
+    /// The setups (chip, engine, parallelism, fabric, quantization family) the calibration
+    /// rows had, each with the largest concurrency measured on it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibrated_setups: Vec<CalibratedSetup>,
+}
+
+/// One setup a profile's calibration rows covered.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(deny_unknown_fields)]
+pub struct CalibratedSetup {
+    /// Chip family.
+    pub chip: String,
+    /// Engine id (`exo`, `llama-cpp-rpc`, ...).
+    pub engine: String,
+    /// Parallelism id (`none`, `tensor`, `pipeline`).
+    pub parallelism: String,
+    /// Fabric id; `-` for one node (no fabric in use).
+    pub fabric: String,
+    /// Quantization family (`mlx`, `gguf`, `any`).
+    pub quant_family: String,
+    /// Largest concurrency (sequences decoded together) measured on this setup.
+    pub max_concurrency: u64,
 }
 
 /// Per-chip parameters.
@@ -376,6 +399,10 @@ pub struct ParamSource {
     /// The data the value was set or fitted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
+    /// Ids of measurement rows a hand-set value was read from. Cross-validation does not score
+    /// such a row where this value decides its held-out prediction (it would grade itself).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from_rows: Vec<String>,
 }
 
 /// The values a parameter may take.
@@ -688,6 +715,11 @@ impl Profile {
     /// The embedded default profile.
     pub fn default_profile() -> Profile {
         Profile::parse(DEFAULT_PROFILE, "calibration/profiles/default.toml").expect("embedded default profile is valid")
+    }
+
+    /// The embedded hand-set profile: the priors `calibrate` starts from, each with its source.
+    pub fn hand_set() -> Profile {
+        Profile::parse(HAND_SET_PROFILE, "calibration/profiles/hand-set.toml").expect("embedded hand-set profile is valid")
     }
 
     /// Loads and checks a profile file.

@@ -22,6 +22,7 @@ use nalgebra::{DMatrix, DVector};
 use super::CalibrateError;
 use super::dataset::{Dataset, TargetSource};
 use super::fit::{FD_STEP, ROBUST_ROUNDS};
+pub use super::fit::{MATERIAL_ELASTICITY, moves_materially};
 use super::params::{from_free, get_param, is_fraction, set_params, to_free};
 use crate::profile::{Profile, Uncertainty};
 
@@ -36,21 +37,6 @@ const STEP_TOL: f64 = 5e-4;
 
 /// Rows a parameter must move to be fitted; with fewer it is held at its prior.
 pub const MIN_ROWS_PER_PARAM: usize = 2;
-
-/// The least elasticity |d ln(prediction) / d(free variable)| at the full fit for a row to count
-/// as moving a parameter in a fold's budget: a doubling of the parameter must change the row's
-/// prediction by about 3.5% or more. A row a parameter barely touches cannot constrain it: with
-/// "any change at all", a term that one row sets (the 405B's working set) counted a 3B and a 70B
-/// row that it moves by 0.1% and 4% per doubling, was "fitted" without its one row and sent the
-/// held-out 405B to -81%. (`calibrate` itself, starting from the priors, keeps "any change":
-/// a per-call cost whose prior is small moves its rows little there, and far more at the fit.)
-pub const MATERIAL_ELASTICITY: f64 = 0.05;
-
-/// Whether a row whose prediction went from `p0` to `p1` when a parameter's free variable moved by
-/// `step` counts as moved by it (see [`MATERIAL_ELASTICITY`]).
-pub fn moves_materially(p0: f64, p1: f64, step: f64) -> bool {
-    p0 > 0.0 && p1 > 0.0 && (p1 / p0).ln().abs() >= MATERIAL_ELASTICITY * step.abs()
-}
 
 /// How rows are grouped for cross-validation: each group is left out of the fit in turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -444,6 +430,9 @@ pub struct Fold {
     pub indices: Vec<usize>,
     /// Gauss-Newton steps the fold took.
     pub steps: usize,
+    /// Parameters held at their prior in this fold (fewer than [`MIN_ROWS_PER_PARAM`] training
+    /// rows move them materially).
+    pub held: Vec<bool>,
 }
 
 /// A row's prediction by a fit that did not see it, with its 90% interval.
@@ -491,6 +480,7 @@ pub fn cross_validate(
         .map(|(g, idx)| {
             let key = |i: usize| grouping.key(lin.data, i);
             let train: Vec<bool> = (0..lin.rows()).map(|i| key(i) != *g).collect();
+            let held = lin.budget(&train);
             let out = lin.refit(&train, steps, Some(full)).map(|fold| {
                 let u = lin.uncertainty(&fold, &train);
                 let rows = idx
@@ -505,8 +495,8 @@ pub fn cross_validate(
             });
             tick();
             match out {
-                Ok((rows, steps)) => Fold { group: g.clone(), rows: Ok(rows), indices: idx.clone(), steps },
-                Err(e) => Fold { group: g.clone(), rows: Err(e.to_string()), indices: idx.clone(), steps: 0 },
+                Ok((rows, steps)) => Fold { group: g.clone(), rows: Ok(rows), indices: idx.clone(), steps, held },
+                Err(e) => Fold { group: g.clone(), rows: Err(e.to_string()), indices: idx.clone(), steps: 0, held },
             }
         })
         .collect()
@@ -580,6 +570,131 @@ pub struct CvReport {
     /// With an exact refit per fold: the largest |exact - fast| difference, percent of measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exact_vs_fast_max_percent: Option<f64>,
+    /// Parameters fitted on all rows and the rows they are fitted on (degrees of freedom).
+    pub budget: ParamBudget,
+    /// Held-out rows left out of the scores: a prior that decides their held-out prediction
+    /// was read from them.
+    pub excluded: Vec<ExcludedRow>,
+}
+
+/// How many parameters a fit has for how many rows.
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
+pub struct ParamBudget {
+    /// Parameters fitted.
+    pub parameters: usize,
+    /// Measurements they are fitted on.
+    pub rows: usize,
+    /// Rows per fitted parameter.
+    pub rows_per_parameter: f64,
+    /// Set below [`MIN_ROWS_PER_PARAM`] rows per parameter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+impl ParamBudget {
+    /// The budget of `parameters` fitted on `rows`, with a warning below
+    /// [`MIN_ROWS_PER_PARAM`] rows per parameter.
+    pub fn new(parameters: usize, rows: usize) -> ParamBudget {
+        let per = if parameters == 0 { f64::INFINITY } else { rows as f64 / parameters as f64 };
+        let warning = (per < MIN_ROWS_PER_PARAM as f64).then(|| {
+            format!(
+                "only {per:.2} rows per fitted parameter (below {MIN_ROWS_PER_PARAM}): the fit can follow the rows' noise; trust held-out errors, not in-sample ones"
+            )
+        });
+        ParamBudget { parameters, rows, rows_per_parameter: crate::util::round3(per.min(1e9)), warning }
+    }
+
+    /// One line: `N parameters fitted on M rows (X rows per parameter)`, then the warning.
+    pub fn line(&self) -> String {
+        let mut s =
+            format!("{} parameters fitted on {} rows ({:.2} rows per parameter)", self.parameters, self.rows, self.rows_per_parameter);
+        if let Some(w) = &self.warning {
+            s.push_str(&format!("\nWARNING: {w}"));
+        }
+        s
+    }
+}
+
+/// A held-out row left out of the cross-validation scores.
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
+pub struct ExcludedRow {
+    /// Row id.
+    pub id: String,
+    /// The parameters whose prior was read from this row and decides its held-out prediction.
+    pub params: Vec<String>,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// A prior read from measurement rows: the parameter, the rows, and for a parameter outside the
+/// fit, the rows (by index) it moves materially.
+#[derive(Clone, Debug)]
+pub struct RowPrior {
+    /// Dotted path.
+    pub path: String,
+    /// Ids of the rows its hand-set value was read from.
+    pub from_rows: Vec<String>,
+    /// Index in the fitted paths, or `None` when the parameter is not fitted (always at its prior).
+    pub fitted: Option<usize>,
+    /// For a parameter outside the fit: the rows it moves materially.
+    pub moves: Vec<usize>,
+}
+
+/// The priors of `lin`'s data that were read from its own rows: parameters whose value at the
+/// prior's centre (fitted) or in the profile (not fitted) is the hand-set value whose source
+/// lists `from_rows` (calibration/profiles/hand-set.toml).
+pub fn row_priors(lin: &Linearized<'_>, profile: &Profile) -> Result<Vec<RowPrior>, CalibrateError> {
+    let hand = Profile::hand_set();
+    let center = lin.values(&lin.center);
+    let mut out = Vec::new();
+    for (path, src) in hand.sources.iter().filter(|(_, s)| !s.from_rows.is_empty()) {
+        let Some(prior) = get_param(&hand, path) else { continue };
+        let same = |v: f64| (v - prior).abs() <= 1e-9 * prior.abs().max(1e-12);
+        let named: Vec<usize> = (0..lin.rows()).filter(|&i| src.from_rows.contains(&lin.data.targets[i].id)).collect();
+        if named.is_empty() {
+            continue;
+        }
+        match lin.paths.iter().position(|p| p == path) {
+            Some(k) if same(center[k]) => {
+                out.push(RowPrior { path: path.clone(), from_rows: src.from_rows.clone(), fitted: Some(k), moves: Vec::new() })
+            }
+            Some(_) => {}
+            None if get_param(profile, path).is_some_and(same) && prior > 0.0 => {
+                // Not fitted: the prior is the value every fold predicts with. Which of the
+                // named rows does it move materially?
+                let fraction = is_fraction(profile, path);
+                let nudged = from_free(fraction, to_free(fraction, prior) + FD_STEP);
+                let p0 = lin.profile_at(&lin.x)?;
+                let p1 = set_params(&p0, std::slice::from_ref(path), &[nudged])?;
+                let mut moves = Vec::new();
+                for &i in &named {
+                    let (a, b) = (lin.data.predict_one(i, &p0).map_err(pred_err)?, lin.data.predict_one(i, &p1).map_err(pred_err)?);
+                    if moves_materially(a, b, FD_STEP) {
+                        moves.push(i);
+                    }
+                }
+                out.push(RowPrior { path: path.clone(), from_rows: src.from_rows.clone(), fitted: None, moves });
+            }
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The priors that decide held-out row `i`'s prediction in a fold with `held` parameters and
+/// were read from that row: a fitted parameter held at its prior in the fold that moves the row
+/// materially, or a parameter outside the fit that does.
+fn self_graded(lin: &Linearized<'_>, priors: &[RowPrior], held: &[bool], i: usize) -> Vec<String> {
+    let id = &lin.data.targets[i].id;
+    priors
+        .iter()
+        .filter(|p| p.from_rows.contains(id))
+        .filter(|p| match p.fitted {
+            Some(k) => held.get(k).copied().unwrap_or(false) && lin.movers[k].contains(&i),
+            None => p.moves.contains(&i),
+        })
+        .map(|p| p.path.clone())
+        .collect()
 }
 
 /// Everything a cross-validation needs besides the data.
@@ -640,7 +755,8 @@ pub fn run(data: &Dataset, input: &CvInput<'_>, tick: &(dyn Fn() + Sync)) -> Res
         }
         exact_diff = Some(crate::util::round3(worst));
     }
-    Ok(report(data, &lin, input.grouping, &folds, exact_diff))
+    let priors = row_priors(&lin, input.profile)?;
+    Ok(report(data, &lin, input.grouping, &folds, exact_diff, &priors))
 }
 
 fn fast_steps(m: FoldMethod) -> usize {
@@ -672,23 +788,43 @@ fn exact_fold(lin: &Linearized<'_>, full: &FoldFit, train: &[bool], idx: &[usize
 }
 
 /// The report of finished folds.
-fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fold], exact: Option<f64>) -> CvReport {
+fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fold], exact: Option<f64>, priors: &[RowPrior]) -> CvReport {
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     let mut groups = Vec::new();
+    let mut excluded = Vec::new();
+    let mut inside = 0;
     for f in folds {
         match &f.rows {
             Ok(hs) => {
                 let mut errs = Vec::new();
                 for h in hs {
+                    let graded = self_graded(lin, priors, &f.held, h.index);
+                    if !graded.is_empty() {
+                        excluded.push(ExcludedRow {
+                            id: data.targets[h.index].id.clone(),
+                            reason: format!(
+                                "the prior of {} was read from this row (hand-set.toml) and decides its held-out prediction (the parameter is not fitted without it)",
+                                graded.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+                            ),
+                            params: graded,
+                        });
+                        continue;
+                    }
+                    if (h.p5..=h.p95).contains(&data.targets[h.index].measured) {
+                        inside += 1;
+                    }
                     let mut v = data.validated(h.index, h.predicted);
                     v.p5 = Some(crate::util::round3(h.p5));
                     v.p95 = Some(crate::util::round3(h.p95));
                     errs.push(v.error_percent.abs());
                     rows.push(v);
                 }
-                let mape = crate::util::round3(errs.iter().sum::<f64>() / errs.len().max(1) as f64);
-                groups.push(GroupError { group: f.group.clone(), rows: hs.len(), mape_percent: mape });
+                if errs.is_empty() {
+                    continue;
+                }
+                let mape = crate::util::round3(errs.iter().sum::<f64>() / errs.len() as f64);
+                groups.push(GroupError { group: f.group.clone(), rows: errs.len(), mape_percent: mape });
             }
             Err(e) => skipped.extend(f.indices.iter().map(|&i| super::validate::SkippedRow {
                 id: data.targets[i].id.clone(),
@@ -696,13 +832,7 @@ fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fol
             })),
         }
     }
-    let inside = folds
-        .iter()
-        .filter_map(|f| f.rows.as_ref().ok())
-        .flatten()
-        .filter(|h| (h.p5..=h.p95).contains(&data.targets[h.index].measured))
-        .count();
-    let coverage_percent = crate::util::round3(coverage(data, folds).unwrap_or(0.0) * 100.0);
+    let coverage_percent = crate::util::round3(if rows.is_empty() { 0.0 } else { inside as f64 / rows.len() as f64 * 100.0 });
     let all = vec![true; lin.rows()];
     let held = lin.budget(&all);
     let named =
@@ -716,6 +846,8 @@ fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fol
         fitted: (0..held.len()).filter(|&k| !held[k]).map(named).collect(),
         held: (0..held.len()).filter(|&k| held[k]).map(named).collect(),
         exact_vs_fast_max_percent: exact,
+        budget: ParamBudget::new(held.iter().filter(|h| !**h).count(), lin.rows()),
+        excluded,
     }
 }
 
@@ -755,6 +887,14 @@ pub fn table(r: &CvReport) -> String {
     if let Some(d) = r.exact_vs_fast_max_percent {
         let _ = writeln!(s, "exact refits: held-out predictions differ from the fast folds' by at most {d:.2}% of measured");
     }
+    if !r.excluded.is_empty() {
+        let _ =
+            writeln!(s, "\nnot scored ({} held-out rows whose prediction rests on a prior read from the row itself):", r.excluded.len());
+        for e in &r.excluded {
+            let _ = writeln!(s, "  {:<24} {}", e.id, e.reason);
+        }
+    }
+    let _ = writeln!(s, "\n{}", r.budget.line());
     let _ = writeln!(s, "\nfitted parameters (rows that move them materially):");
     for p in &r.fitted {
         let _ = writeln!(s, "  {} ({}): {}", p.name, p.rows.len(), p.rows.join(", "));

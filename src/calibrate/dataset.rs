@@ -43,6 +43,8 @@ pub struct Coverage {
     pub max_context: u64,
     /// Chips, sorted.
     pub chips: Vec<String>,
+    /// Setups of the published rows with their largest concurrency, sorted.
+    pub setups: Vec<crate::profile::CalibratedSetup>,
 }
 
 impl Dataset {
@@ -177,9 +179,16 @@ impl Dataset {
         let mut counts = BTreeSet::new();
         let mut chips = BTreeSet::new();
         let mut ctx = 0;
+        let mut setups: Vec<crate::profile::CalibratedSetup> = Vec::new();
         for s in &self.sources {
             match s {
                 TargetSource::Row(p) => {
+                    for setup in crate::estimate::scenario_setups(&p.scenario) {
+                        match setups.iter_mut().find(|x| crate::estimate::same_setup(x, &setup)) {
+                            Some(x) => x.max_concurrency = x.max_concurrency.max(setup.max_concurrency),
+                            None => setups.push(setup),
+                        }
+                    }
                     counts.insert(p.scenario.nodes.len() as u32);
                     chips.extend(p.scenario.nodes.iter().map(|n| n.chip.clone()));
                     ctx = ctx.max(p.scenario.workload.prompt_tokens + p.scenario.workload.generate_tokens);
@@ -190,6 +199,7 @@ impl Dataset {
                 }
             }
         }
-        Coverage { node_counts: counts.into_iter().collect(), max_context: ctx, chips: chips.into_iter().collect() }
+        setups.sort();
+        Coverage { node_counts: counts.into_iter().collect(), max_context: ctx, chips: chips.into_iter().collect(), setups }
     }
 }

@@ -369,3 +369,31 @@ pub(crate) fn moving_params(base: &Profile, paths: Vec<String>, predict: &Predic
     }
     (kept, idle)
 }
+
+/// The rows whose prediction `path` moves materially ([`moves_materially`]: a doubling
+/// of the parameter changes the row by about 3.5% or more) at `profile`; `None` where the
+/// parameter cannot be nudged or the prediction fails there.
+pub(crate) fn material_rows(profile: &Profile, path: &str, predict: &Predictor<'_>) -> Option<usize> {
+    let p0 = predict(profile).ok()?;
+    let fraction = is_fraction(profile, path);
+    let v = get_param(profile, path).filter(|v| *v > 0.0 && v.is_finite() && !(fraction && *v >= 1.0))?;
+    let step = 10.0 * FD_STEP;
+    let nudged = from_free(fraction, to_free(fraction, v) + step);
+    let p1 = predict(&set_params(profile, &[path.to_string()], &[nudged]).ok()?).ok()?;
+    Some(p1.iter().zip(&p0).filter(|(a, b)| moves_materially(**b, **a, step)).count())
+}
+
+/// The least elasticity |d ln(prediction) / d(free variable)| at the full fit for a row to count
+/// as moving a parameter in a fold's budget: a doubling of the parameter must change the row's
+/// prediction by about 3.5% or more. A row a parameter barely touches cannot constrain it: with
+/// "any change at all", a term that one row sets (the 405B's working set) counted a 3B and a 70B
+/// row that it moves by 0.1% and 4% per doubling, was "fitted" without its one row and sent the
+/// held-out 405B to -81%. (`calibrate` itself, starting from the priors, keeps "any change":
+/// a per-call cost whose prior is small moves its rows little there, and far more at the fit.)
+pub const MATERIAL_ELASTICITY: f64 = 0.05;
+
+/// Whether a row whose prediction went from `p0` to `p1` when a parameter's free variable moved by
+/// `step` counts as moved by it (see [`MATERIAL_ELASTICITY`]).
+pub fn moves_materially(p0: f64, p1: f64, step: f64) -> bool {
+    p0 > 0.0 && p1 > 0.0 && (p1 / p0).ln().abs() >= MATERIAL_ELASTICITY * step.abs()
+}

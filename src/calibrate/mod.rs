@@ -109,6 +109,24 @@ pub fn calibrate(
     params: Option<Vec<String>>,
     prior_weight: f64,
 ) -> Result<(Profile, FitReport, Vec<String>), CalibrateError> {
+    let (mut fitted, report, dropped) = calibrate_from_starts(data, base, params, prior_weight)?;
+    // Parameters left out of the fit keep their prior exactly, including those given a positive
+    // start only so that they could be tried in log space (a 0 host cost started at 100 us).
+    for p in &dropped {
+        if let Some((v, _)) = base.param(p) {
+            fitted.set_param(p, v);
+        }
+    }
+    Ok((fitted, report, dropped))
+}
+
+/// [`calibrate`] before the parameters it dropped are put back to their priors.
+fn calibrate_from_starts(
+    data: &Dataset,
+    base: &Profile,
+    params: Option<Vec<String>>,
+    prior_weight: f64,
+) -> Result<(Profile, FitReport, Vec<String>), CalibrateError> {
     let explicit = params.is_some();
     let mut params = params.unwrap_or_else(|| default_params(data));
     // Costs are fitted in log space and need a positive start: a collective's in-context cost is 0
@@ -149,6 +167,26 @@ pub fn calibrate(
             // Parameters chosen automatically that the data cannot tell apart: keep the one
             // listed first (efficiencies come before per-call costs) and leave the other as is.
             Err(CalibrateError::Collinear { last, .. }) if !explicit && !last.is_empty() => last,
+            Ok((prof, rep)) if !explicit => {
+                // A parameter that fewer than `min_rows` rows move materially both at its prior
+                // and at the fit is not constrained by the data: it goes back to its prior
+                // exactly (the weak prior alone would let it drift with the robust weights).
+                let min_rows = if data.has_rows() { cv::MIN_ROWS_PER_PARAM } else { 1 };
+                let idle: Vec<String> = params
+                    .iter()
+                    .filter(|p| {
+                        let few = |at: &Profile| fit::material_rows(at, p, &predictor).is_some_and(|n| n < min_rows);
+                        few(&prof) && few(base)
+                    })
+                    .cloned()
+                    .collect();
+                if idle.is_empty() || idle.len() == params.len() {
+                    return Ok((prof, rep, dropped));
+                }
+                params.retain(|p| !idle.contains(p));
+                dropped.extend(idle);
+                continue;
+            }
             other => return other.map(|(prof, rep)| (prof, rep, dropped)),
         };
         params.retain(|x| *x != drop);

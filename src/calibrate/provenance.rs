@@ -38,6 +38,7 @@ pub fn describe_fit(fitted: &mut Profile, base: &Profile, report: &FitReport, ct
         calibrated_node_counts: cov.node_counts,
         calibrated_chips: cov.chips,
         calibrated_max_context: cov.max_context,
+        calibrated_setups: cov.setups,
     };
     fitted.fit = Some(report.clone());
     fitted.sources = param_sources(fitted, base);
@@ -61,15 +62,16 @@ pub fn param_sources(fitted: &Profile, base: &Profile) -> BTreeMap<String, Param
                 value: Some(p.value),
                 std_error: f.std_error,
                 data: Some(fitted_on.clone()),
+                from_rows: Vec::new(),
             }
         } else if let Some(s) = base.sources.get(&p.path) {
             ParamSource { value: Some(p.value), data: s.data.clone().or_else(base_data), ..s.clone() }
         } else if let Some(rest) = p.path.strip_prefix(&format!("chips.{HOST_CHIP}.")) {
             let seed = format!("chips.{SEED_CHIP}.{rest}");
             let source = format!("not fitted: seeded from `{seed}` of the base profile ({})", base_source(&seed));
-            ParamSource { source, value: Some(p.value), std_error: None, data: base_data() }
+            ParamSource { source, value: Some(p.value), std_error: None, data: base_data(), from_rows: Vec::new() }
         } else {
-            ParamSource { source: base_source(&p.path), value: Some(p.value), std_error: None, data: base_data() }
+            ParamSource { source: base_source(&p.path), value: Some(p.value), std_error: None, data: base_data(), from_rows: Vec::new() }
         };
         out.insert(p.path, source);
     }
@@ -103,6 +105,26 @@ mod tests {
         let s = &default.sources["chips.m3-ultra.bw_eff_dense"];
         assert!(s.source.starts_with("fitted on ") && s.std_error.is_some(), "{s:?}");
         assert_eq!(default.sources["comm.gpu_sync_default_us"].source, hand_set.sources["comm.gpu_sync_default_us"].source);
+    }
+
+    /// Prints the `[[meta.calibrated_setups]]` that `calibrate` writes for the rows the default
+    /// profile was fitted on (its fit report's residual ids), to add to default.toml without a
+    /// refit: `cargo test --release --lib print_default_calibrated_setups -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "prints TOML for calibration/profiles/default.toml"]
+    fn print_default_calibrated_setups() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let default = Profile::default_profile();
+        let ids: Vec<String> = default.fit.as_ref().unwrap().residuals.iter().map(|r| r.id.clone()).collect();
+        let mut d = crate::calibrate::Dataset::default();
+        d.add_csv(&root.join("../shared/data/measurements.csv"), &default).unwrap();
+        let keep: Vec<bool> = d.targets.iter().map(|t| ids.contains(&t.id)).collect();
+        assert_eq!(keep.iter().filter(|k| **k).count(), ids.len(), "every fitted row is in the CSV");
+        #[derive(serde::Serialize)]
+        struct Meta {
+            calibrated_setups: Vec<crate::profile::CalibratedSetup>,
+        }
+        println!("{}", toml::to_string(&Meta { calibrated_setups: d.subset(&keep).envelope().setups }).unwrap());
     }
 
     /// Regenerates the sources of calibration/profiles/default.toml from its fit report and the

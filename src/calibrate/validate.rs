@@ -433,18 +433,19 @@ pub fn prepare(rows: &[MeasurementRow], profile: &Profile) -> (Vec<Prepared>, Ve
                 continue;
             }
         };
-        let mut sc = match builder.build() {
+        let sc = match builder.build() {
             Ok(s) => s,
             Err(e) => {
                 skipped.push(SkippedRow { id: row.id.clone(), reason: e.message });
                 continue;
             }
         };
-        let est = estimate(&sc, profile);
-        if matches!(est, Err(crate::estimate::EstimateError::Plan(crate::engine::PlanError::DoesNotFit { .. }))) {
-            // The model ran on that hardware, so the user had raised the wired limit.
-            sc.wired_limit_fraction = Some(0.9);
-            assumptions.push("does not fit the default wired limit: assumed raised to 90%".into());
+        // The plan raises a Mac's wired limit where the model needs it, as `run` and `plan` do;
+        // the row says so.
+        if let Ok(est) = estimate(&sc, profile)
+            && let Some(cmd) = est.memory.iter().find_map(|m| m.raise_wired_limit.clone())
+        {
+            assumptions.push(format!("fits only with the wired limit raised: {cmd}"));
         }
         out.push(Prepared { row: row.clone(), scenario: sc, assumptions });
     }

@@ -77,6 +77,7 @@ pub fn validate(args: ValidateArgs) -> Result<(), CliError> {
     let report = v::report(selected.iter().map(|&i| data.validated(i, predictions[i])).collect(), skipped);
     let mut out = Output { text: v::table(&report), json: serde_json::to_value(&report).expect("report serializes") };
     harness_notes(&data, &mut out);
+    fit_budget(&profile, &mut out);
     let cv = match grouping {
         Some(g) => Some(cv_section(&data, &profile, g, &selected, &args, &mut out)?),
         None => None,
@@ -138,6 +139,18 @@ fn harness_notes(data: &Dataset, out: &mut Output) {
         ));
         out.json["pace_drift_percent"] = serde_json::json!(crate::util::round3(drift));
     }
+}
+
+/// The profile's own fit: how many parameters it fitted on how many rows (the in-sample errors
+/// above are those rows' residuals), with a warning below two rows per parameter.
+fn fit_budget(profile: &Profile, out: &mut Output) {
+    let Some(fit) = &profile.fit else {
+        out.text.push_str(&format!("profile `{}` is not fitted (hand-set priors): every row above is out of sample\n", profile.meta.name));
+        return;
+    };
+    let b = cv::ParamBudget::new(fit.params.len(), fit.residuals.len());
+    out.text.push_str(&format!("in-sample: profile `{}` has {}\n", profile.meta.name, b.line()));
+    out.json["fit_budget"] = serde_json::to_value(&b).expect("serializes");
 }
 
 /// `--cv GROUPING`: each group predicted by a profile refitted without it, with 90% intervals.

@@ -1,7 +1,7 @@
 //! The plan: a scenario resolved against the catalog and a profile (memory per node, layer
 //! shares, per-chip parameters), and the views of it the cost model ([`super::cost`]) times with.
 
-use crate::hw::{Backend, FabricSpec, NodeSpec, Topology};
+use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
 use crate::llm::{ModelSpec, Op, OpClass, Placement, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 use crate::sim::Time;
@@ -69,6 +69,23 @@ pub struct MemoryBreakdown {
     pub total_gb: f64,
     /// Wired-memory limit, GB.
     pub limit_gb: f64,
+    /// Where the model fits only with the Metal wired limit raised above the OS default: the
+    /// limit the plan assumes, MiB (`sudo sysctl iogpu.wired_limit_mb=N`).
+    pub raised_wired_limit_mb: Option<u64>,
+}
+
+/// The fraction of RAM a macOS user raises the Metal wired limit to (`sudo sysctl
+/// iogpu.wired_limit_mb=N`) when a model does not fit the default recommended working set.
+/// FACTS.md ("Usable GPU memory is capped by the Metal wired limit"): the default is about 75-93%
+/// of RAM and exo warns above 0.9 of the recommended working set; 0.9 of RAM leaves the OS its
+/// ~10% and is the level the published one-box DeepSeek R1 Q4_K_M rows (b17-r1-*) need at most.
+/// Linux unified-memory nodes have no such switch in the twin: their catalog `wired_fraction` is
+/// already the GTT/TTM limit users set.
+pub const RAISED_WIRED_FRACTION_MACOS: f64 = 0.9;
+
+/// The command that raises a Mac's wired limit to `mb` MiB.
+pub fn wired_limit_command(mb: u64) -> String {
+    format!("sudo sysctl iogpu.wired_limit_mb={mb}")
 }
 
 /// What one node holds and computes.
@@ -207,15 +224,15 @@ impl Plan {
             let (w, dense) = node_weight_bytes(m, inp.quant, share);
             dense_gb.push(dense / 1e9);
             let kv = kv_bytes(m, share, inp.options, inp.context);
-            let wired = inp.wired_limit_fraction.unwrap_or(node.wired_fraction);
-            let limit = node.usable_bytes(wired) / 1e9;
             let total = w / 1e9 + kv / 1e9 + overhead;
+            let (limit, raised_wired_limit_mb) = wired_limit_gb(node, inp.wired_limit_fraction, total);
             memory.push(MemoryBreakdown {
                 weights_gb: w / 1e9,
                 kv_cache_gb: kv / 1e9,
                 overhead_gb: overhead,
                 total_gb: total,
                 limit_gb: limit,
+                raised_wired_limit_mb,
             });
             let _ = i;
         }
@@ -236,7 +253,15 @@ impl Plan {
                     inp.nodes[i].memory_gb,
                     need
                 ),
-                fix: "add nodes or bigger nodes, use a smaller quantization, shorten the context, or raise the wired limit (cluster.wired_limit_fraction, i.e. sysctl iogpu.wired_limit_mb)".into(),
+                fix: if inp.wired_limit_fraction.is_none() && inp.nodes[i].os == Os::Macos {
+                    format!(
+                        "add nodes or bigger nodes, use a smaller quantization or shorten the context: it does not fit even with the wired limit raised to {:.0}% of RAM ({})",
+                        100.0 * RAISED_WIRED_FRACTION_MACOS,
+                        wired_limit_command(mib(inp.nodes[i].usable_bytes(RAISED_WIRED_FRACTION_MACOS)))
+                    )
+                } else {
+                    "add nodes or bigger nodes, use a smaller quantization, shorten the context, or raise the wired limit (cluster.wired_limit_fraction, i.e. sysctl iogpu.wired_limit_mb)".into()
+                },
             });
         }
         Ok(Plan {
@@ -322,6 +347,27 @@ impl Plan {
     pub fn net_cost(&self) -> NetCost<'_> {
         NetCost { fabric: &self.fabric, comm: &self.comm, jaccl_frame_bytes: self.options.jaccl_frame_bytes }
     }
+}
+
+/// A node's wired limit, GB, for a plan that needs `need_gb` on it, and the raised limit in MiB
+/// where the plan relies on one: an explicit `cluster.wired_limit_fraction` is taken as written;
+/// otherwise the OS default (the catalog's `wired_fraction`), raised on a Mac to
+/// [`RAISED_WIRED_FRACTION_MACOS`] only when the need exceeds the default, as users do.
+fn wired_limit_gb(node: &NodeSpec, explicit: Option<f64>, need_gb: f64) -> (f64, Option<u64>) {
+    if let Some(f) = explicit {
+        return (node.usable_bytes(f) / 1e9, None);
+    }
+    let default = node.usable_bytes(node.wired_fraction) / 1e9;
+    if need_gb <= default || node.os != Os::Macos || RAISED_WIRED_FRACTION_MACOS <= node.wired_fraction {
+        return (default, None);
+    }
+    let raised = node.usable_bytes(RAISED_WIRED_FRACTION_MACOS);
+    (raised / 1e9, Some(mib(raised)))
+}
+
+/// Whole MiB in `bytes`, rounded down (the sysctl grants at least what the plan assumed).
+fn mib(bytes: f64) -> u64 {
+    (bytes / 1_048_576.0).floor() as u64
 }
 
 /// Bytes of weights `share` holds on a node, and of those the dense (non-expert) bytes its dense

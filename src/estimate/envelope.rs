@@ -1,38 +1,130 @@
 //! Whether a prediction is inside the calibrated envelope of the profile.
 
-use crate::profile::Profile;
-use crate::scenario::Scenario;
+use crate::profile::{CalibratedSetup, Profile};
+use crate::scenario::{Arrival, Scenario, WorkloadKind};
 
 use super::Envelope;
 
+/// Concurrency of a serving run whose Poisson arrivals have no `max_batch`: no bound the
+/// calibration rows could cover.
+const UNBOUNDED: u64 = u64::MAX;
+
+/// The sequences a scenario decodes together: 1 for a generate run, the users of a closed
+/// serving loop, a Poisson run's `max_batch` (unbounded without one).
+fn concurrency(s: &Scenario) -> u64 {
+    match (&s.workload.kind, &s.workload.serve) {
+        (WorkloadKind::Serve, Some(sv)) => match (&sv.arrival, sv.max_batch) {
+            (_, Some(b)) => b,
+            (Arrival::Closed { users, .. }, None) => *users,
+            _ => UNBOUNDED,
+        },
+        _ => 1,
+    }
+}
+
+/// The setups of a scenario, one per distinct chip: chip, engine, parallelism, fabric (`-` for
+/// one node), quantization family, concurrency.
+pub fn scenario_setups(s: &Scenario) -> Vec<CalibratedSetup> {
+    let mut out: Vec<CalibratedSetup> = Vec::new();
+    for chip in s.nodes.iter().map(|n| &n.chip) {
+        if out.iter().any(|x| x.chip == *chip) {
+            continue;
+        }
+        out.push(CalibratedSetup {
+            chip: chip.clone(),
+            engine: s.engine.kind.id().into(),
+            parallelism: s.engine.parallelism.id().into(),
+            fabric: if s.nodes.len() > 1 { s.fabric.id.clone() } else { "-".into() },
+            quant_family: s.quant.family.id().into(),
+            max_concurrency: concurrency(s),
+        });
+    }
+    out
+}
+
+/// Whether two setups are the same but for their concurrency.
+pub fn same_setup(a: &CalibratedSetup, b: &CalibratedSetup) -> bool {
+    (&a.chip, &a.engine, &a.parallelism, &a.fabric, &a.quant_family) == (&b.chip, &b.engine, &b.parallelism, &b.fabric, &b.quant_family)
+}
+
+/// Whether `path` is a fitted parameter that applies to `chip` under `runtime` / `engine`: a
+/// chip-wide one, or one of that runtime's or engine's.
+fn applies(path: &str, chip: &str, runtime: &str, engine: Option<&str>) -> bool {
+    let Some(rest) = path.strip_prefix(&format!("chips.{chip}.")) else { return false };
+    match rest.split_once('.') {
+        None => true,
+        Some(("runtimes", r)) => r.starts_with(&format!("{runtime}.")),
+        Some(("engines", e)) => engine.is_some_and(|k| e.starts_with(&format!("{k}."))),
+        Some(_) => true,
+    }
+}
+
 /// The envelope status of a scenario under a profile: node counts, chips and context length the
-/// profile was calibrated on, and an engine's own host costs (vllm-mlx) where the chip has none.
+/// profile was calibrated on; chips whose parameters for this runtime are all priors; the setup
+/// (runtime, parallelism, fabric, quantization family) and concurrency its rows covered; and an
+/// engine's own host costs (vllm-mlx) where the chip has none.
 pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
     let mut reasons = Vec::new();
+    let mut push = |r: String| {
+        if !reasons.contains(&r) {
+            reasons.push(r);
+        }
+    };
+    let meta = &profile.meta;
     let n = s.nodes.len() as u32;
-    if !profile.meta.calibrated_node_counts.is_empty() && !profile.meta.calibrated_node_counts.contains(&n) {
-        reasons.push(format!("{n} nodes: calibrated on {:?}", profile.meta.calibrated_node_counts));
+    if !meta.calibrated_node_counts.is_empty() && !meta.calibrated_node_counts.contains(&n) {
+        push(format!("{n} nodes: calibrated on {:?}", meta.calibrated_node_counts));
     }
+    let runtime = s.engine.kind.runtime().id();
+    let host_key = s.engine.kind.host_key();
+    let fitted: Vec<&str> = profile.fit.as_ref().map(|f| f.params.iter().map(|p| p.name.as_str()).collect()).unwrap_or_default();
     for chip in s.nodes.iter().map(|x| &x.chip) {
-        if !profile.meta.calibrated_chips.is_empty() && !profile.meta.calibrated_chips.contains(chip) {
-            let r = format!("chip `{chip}` was never profiled (parameters are assumed)");
-            if !reasons.contains(&r) {
-                reasons.push(r);
+        if !meta.calibrated_chips.is_empty() && !meta.calibrated_chips.contains(chip) {
+            push(format!("chip `{chip}` was never profiled (parameters are assumed)"));
+        } else if profile.fit.is_some()
+            && s.workload.kind != WorkloadKind::Hpl
+            && !fitted.iter().any(|p| applies(p, chip, runtime, host_key))
+        {
+            push(format!("chip `{chip}` extrapolated: none of its {runtime} parameters was fitted (all are priors)"));
+        }
+    }
+    if let Some(key) = host_key {
+        for chip in s.nodes.iter().map(|x| &x.chip) {
+            let own = profile.chip(chip).is_some_and(|c| c.engines.contains_key(key));
+            if !own {
+                push(format!("no {key} host costs for chip `{chip}`: the {runtime} runtime's assumed"));
             }
         }
     }
-    if let Some(key) = s.engine.kind.host_key() {
-        for chip in s.nodes.iter().map(|x| &x.chip) {
-            let own = profile.chip(chip).is_some_and(|c| c.engines.contains_key(key));
-            let r = format!("no {key} host costs for chip `{chip}`: the {} runtime's assumed", s.engine.kind.runtime().id());
-            if !own && !reasons.contains(&r) {
-                reasons.push(r);
+    // HPL runs on the CPUs from catalog figures: no LLM runtime setup to have calibrated.
+    if !meta.calibrated_setups.is_empty() && s.workload.kind != WorkloadKind::Hpl {
+        for setup in scenario_setups(s) {
+            let what = format!(
+                "{} {} over {} with {} weights on `{}`",
+                setup.engine,
+                setup.parallelism,
+                if setup.fabric == "-" { "one node" } else { &setup.fabric },
+                setup.quant_family,
+                setup.chip
+            );
+            match meta.calibrated_setups.iter().find(|c| same_setup(c, &setup)) {
+                None => push(format!("extrapolated: no calibration row ran {what}")),
+                Some(c) if setup.max_concurrency > c.max_concurrency => push(format!(
+                    "extrapolated: concurrency {} beyond the {} measured for {what}",
+                    if setup.max_concurrency == UNBOUNDED {
+                        "unbounded (Poisson arrivals, no max_batch)".to_string()
+                    } else {
+                        setup.max_concurrency.to_string()
+                    },
+                    c.max_concurrency
+                )),
+                Some(_) => {}
             }
         }
     }
     let ctx = s.workload.prompt_tokens + s.workload.generate_tokens;
-    if profile.meta.calibrated_max_context > 0 && ctx > profile.meta.calibrated_max_context {
-        reasons.push(format!("context {ctx} beyond the {} calibrated", profile.meta.calibrated_max_context));
+    if meta.calibrated_max_context > 0 && ctx > meta.calibrated_max_context {
+        push(format!("context {ctx} beyond the {} calibrated", meta.calibrated_max_context));
     }
     Envelope {
         profile: profile.meta.name.clone(),

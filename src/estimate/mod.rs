@@ -23,7 +23,7 @@ pub mod trace;
 pub mod types;
 
 pub use bounds::{BOUND_MARGIN, Bounds, RunMemo, estimate_memo, nominal_bounds};
-pub use envelope::envelope;
+pub use envelope::{envelope, same_setup, scenario_setups};
 pub use gantt::{Gantt, GanttError, GanttRow, GanttSpan, GanttTask, TaskKind, gantt};
 pub use generate::{
     GenerateRun, MAX_SIMULATED_DECODE_STEPS, MAX_SIMULATED_PREFILL_CHUNKS, sample_generate, simulate_generate, simulate_generate_traced,
@@ -176,6 +176,7 @@ fn node_memory(s: &Scenario, plan: &Plan) -> Vec<NodeMemory> {
             overhead_gb: round3(m.overhead_gb),
             total_gb: round3(m.total_gb),
             limit_gb: round3(m.limit_gb),
+            raise_wired_limit: m.raised_wired_limit_mb.map(crate::engine::wired_limit_command),
         })
         .collect()
 }

@@ -109,6 +109,10 @@ pub struct NodeMemory {
     pub total_gb: f64,
     /// Wired limit, GB.
     pub limit_gb: f64,
+    /// Where the model fits only with the Mac's wired limit raised above the macOS default: the
+    /// command that raises it to the limit this estimate assumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raise_wired_limit: Option<String>,
 }
 
 /// One line of a fault run's log: what a user of the cluster sees.

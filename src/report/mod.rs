@@ -87,6 +87,9 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
                 m.total_gb, m.limit_gb, m.weights_gb, m.kv_cache_gb, m.overhead_gb, m.layers[0], m.layers[1]
             ),
         );
+        if let Some(cmd) = &m.raise_wired_limit {
+            row(&mut s, "", format!("fits only with the wired limit raised above the macOS default: {cmd}"));
+        }
     }
     let cal = if e.calibration.status == "inside" {
         format!("inside the calibrated envelope ({})", e.calibration.profile)

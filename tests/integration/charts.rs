@@ -197,8 +197,8 @@ fn node_lines_break_where_a_configuration_cannot_run() {
 }
 
 /// Issue 14 item 4 (memory-fit cells per quant and engine; legends name the preset and engine;
-/// footnotes wrap, never "…"): Geerling's sweep gives six columns, and DeepSeek and Kimi on one
-/// node do not fit in every format (three red cells, where the merged map showed one).
+/// footnotes wrap, never "…"): Geerling's sweep gives six columns, and Kimi on one node does not
+/// fit in any format (two red cells, where the merged map showed one).
 #[test]
 fn geerling_memory_fit_has_a_cell_per_quant_and_engine() {
     let t = tempfile::tempdir().unwrap();
@@ -210,7 +210,9 @@ fn geerling_memory_fit_has_a_cell_per_quant_and_engine() {
     {
         assert!(svg.contains(needle), "memory-fit lacks `{needle}`");
     }
-    assert_eq!(svg.lines().filter(|l| l.trim() == "does not fit").count(), 4, "three cells and the legend");
+    // DeepSeek V3.1 q4_k_m (404 GB) fits one 512 GB node with the wired limit raised to 90%, as
+    // users run it (engine::plan::RAISED_WIRED_FRACTION_MACOS); Kimi K2 does not, in either format.
+    assert_eq!(svg.lines().filter(|l| l.trim() == "does not fit").count(), 3, "two cells and the legend");
     for entry in std::fs::read_dir(out.join("charts")).unwrap() {
         let p = entry.unwrap().path();
         if p.extension().is_some_and(|e| e == "svg") {

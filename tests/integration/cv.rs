@@ -231,3 +231,17 @@ fn validate_published_json(args: &[&str]) -> serde_json::Value {
         .clone();
     serde_json::from_slice(&out).unwrap()
 }
+
+#[test]
+fn validate_prints_the_parameter_budget_and_warns_below_two_rows_per_parameter() {
+    // The shipped profile's fit: 20 parameters on 34 rows, 1.7 per parameter.
+    let out = bin().args(["validate", "--against"]).arg(measurements_csv()).assert().success().get_output().clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("in-sample: profile `default` has 20 parameters fitted on 34 rows (1.70 rows per parameter)"), "{text}");
+    assert!(text.contains("WARNING: only 1.70 rows per fitted parameter (below 2)"), "{text}");
+    let out = bin().args(["validate", "--json", "--against"]).arg(measurements_csv()).assert().success().get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["fit_budget"]["parameters"], 20);
+    assert_eq!(v["fit_budget"]["rows"], 34);
+    assert!(v["fit_budget"]["warning"].is_string());
+}

@@ -1,18 +1,67 @@
-//! The twin against published measurements.
+//! The twin against published measurements, out of sample: every bar here is on held-out
+//! predictions (leave-one-out cross-validation: each row predicted by a fit that never saw it),
+//! never on the rows a profile was fitted to.
 
-use supernode::calibrate::validate::{read_csv, validate};
+use supernode::calibrate::cv::{self, CvInput, FoldMethod, Grouping};
+use supernode::calibrate::{self, Dataset};
 use supernode::profile::Profile;
 
+/// Leave-one-out cross-validation of the published rows under the shipped profile.
+fn loo() -> cv::CvReport {
+    let profile = Profile::default_profile();
+    let mut d = Dataset::default();
+    d.add_csv(&crate::measurements_csv(), &profile).unwrap();
+    let selected: Vec<usize> = (0..d.targets.len()).collect();
+    let input = CvInput {
+        profile: &profile,
+        paths: calibrate::default_params(&d),
+        prior_weight: calibrate::PRIOR_WEIGHT,
+        grouping: Grouping::Row,
+        selected: &selected,
+        method: FoldMethod::Fast(cv::FOLD_STEPS),
+    };
+    cv::run(&d, &input, &|| {}).unwrap()
+}
+
 #[test]
-fn geerling_rows_within_15_percent_with_the_right_shape() {
-    let rows = read_csv(&crate::measurements_csv()).unwrap();
-    let report = validate(&rows, &Profile::default_profile());
-    let g: Vec<_> = report.rows.iter().filter(|r| r.id.starts_with("g-")).collect();
-    assert_eq!(g.len(), 12, "all twelve Geerling rows are predicted");
-    let mape = g.iter().map(|r| r.error_percent.abs()).sum::<f64>() / g.len() as f64;
-    eprintln!("Geerling MAPE {mape:.2}%");
-    assert!(mape <= 15.0, "Geerling MAPE {mape:.2}%");
-    let p = |id: &str| g.iter().find(|r| r.id == id).unwrap().predicted;
+fn held_out_errors_of_the_published_rows_stay_within_their_bars() {
+    let r = loo();
+    let mape = |f: &dyn Fn(&str) -> bool| {
+        let rows: Vec<_> = r.report.rows.iter().filter(|x| f(&x.id)).collect();
+        (rows.len(), rows.iter().map(|x| x.error_percent.abs()).sum::<f64>() / rows.len().max(1) as f64)
+    };
+    let (n_g, g) = mape(&|id| id.starts_with("g-"));
+    let (n_all, all) = mape(&|_| true);
+    eprintln!("held-out MAPE: Geerling {g:.1}% over {n_g}, all {all:.1}% over {n_all}, decode {:.1}%", r.report.decode_mape_percent);
+    // Bars measured on this commit's profile (see the commit message), with a margin: a physics
+    // change that worsens held-out error beyond them must say why.
+    assert!(n_g >= 6, "Geerling rows scored: {n_g}");
+    assert!(g <= GEERLING_BAR, "Geerling held-out MAPE {g:.2}%");
+    assert!(all <= ALL_BAR, "held-out MAPE {all:.2}%");
+    assert!(r.report.decode_mape_percent <= DECODE_BAR, "decode held-out MAPE {:.2}%", r.report.decode_mape_percent);
+    // The intervals are honest: most held-out measurements fall inside their own 90% interval.
+    assert!(r.coverage_percent >= COVERAGE_FLOOR, "coverage {:.1}%", r.coverage_percent);
+    // The DeepSeek R1 pp512 row set the prior of the expert compute efficiency
+    // (hand-set.toml `from_rows`); without it only one row moves that parameter, so it is held at
+    // that prior and the row would grade itself: it is listed, not scored.
+    let r1 = r.excluded.iter().find(|e| e.id == "b17-r1-671b-pp").expect("b17-r1-671b-pp is excluded");
+    assert_eq!(r1.params, ["chips.m3-ultra.compute_eff_expert"]);
+    // The parameter budget counts what the folds fit.
+    assert_eq!(r.budget.parameters, r.fitted.len());
+    assert_eq!(r.budget.warning.is_some(), r.budget.rows_per_parameter < 2.0);
+    // A row whose prior was read from itself is never scored.
+    for e in &r.excluded {
+        assert!(!r.report.rows.iter().any(|x| x.id == e.id), "{} both excluded and scored", e.id);
+    }
+}
+
+#[test]
+fn the_twin_has_the_published_shape_across_node_counts() {
+    // The shape of the Geerling series under the shipped profile (a physics check, not a bar on
+    // fitted rows): exo tensor parallel speeds decode up with nodes, llama.cpp RPC slows it down.
+    let rows = supernode::calibrate::validate::read_csv(&crate::measurements_csv()).unwrap();
+    let report = supernode::calibrate::validate::validate(&rows, &Profile::default_profile());
+    let p = |id: &str| report.rows.iter().find(|r| r.id == id).unwrap().predicted;
     for m in ["qwen3", "dsv31"] {
         assert!(
             p(&format!("g-{m}-exo-1")) < p(&format!("g-{m}-exo-2")) && p(&format!("g-{m}-exo-2")) < p(&format!("g-{m}-exo-4")),
@@ -34,3 +83,15 @@ fn memory_fit_arithmetic_matches_facts() {
     assert_eq!(c.model("qwen3-235b-a22b").unwrap().1.kv_bytes(1), 188 * 1024);
     assert_eq!(c.model("llama-3.3-70b").unwrap().1.kv_bytes(1), 320 * 1024);
 }
+
+// Measured at this commit (default profile, --cv row): Geerling 10.9% over 12 rows, all scored
+// rows 23.3% over 43, decode 17.5%, coverage 86%; the bars leave ~2-3 points of margin.
+
+/// Held-out (leave-one-out) MAPE bar of the twelve Geerling cluster rows, percent.
+const GEERLING_BAR: f64 = 13.0;
+/// Held-out MAPE bar of every scored row, percent.
+const ALL_BAR: f64 = 26.0;
+/// Held-out MAPE bar of the decode rows, percent.
+const DECODE_BAR: f64 = 20.0;
+/// Least share of held-out rows inside their own 90% interval, percent.
+const COVERAGE_FLOOR: f64 = 80.0;

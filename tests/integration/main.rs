@@ -7,6 +7,7 @@ mod charts;
 mod cli;
 mod cv;
 mod determinism;
+mod envelope;
 mod errors;
 mod exo_bench;
 mod faults;
@@ -29,6 +30,7 @@ mod snapshots;
 mod sweep;
 mod timelines;
 mod vllm;
+mod wired_limit;
 mod working_set;
 
 use std::path::PathBuf;

@@ -282,6 +282,16 @@ impl Plan {
                         format!("\n        EXTRAPOLATION: {}", e.calibration.reasons.join("; "))
                     }
                 );
+                // A Mac node that fits only with its wired limit raised (engine::plan): the command.
+                for (i, m) in e.memory.iter().enumerate() {
+                    if let Some(cmd) = &m.raise_wired_limit {
+                        let _ = writeln!(
+                            s,
+                            "        node {i} ({}) fits only with its wired limit raised above the macOS default: {cmd}",
+                            m.node
+                        );
+                    }
+                }
             }
             None => {
                 let _ = writeln!(s, "NO CLUSTER meets the objective (the closest are listed below).");

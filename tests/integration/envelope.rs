@@ -1,0 +1,55 @@
+//! The calibrated envelope: a prediction is "inside" only where the profile's calibration rows
+//! ran the same chip, runtime, parallelism, fabric, quantization family and concurrency.
+
+use crate::{bin, scenario};
+
+/// `run --json` of `file` with `--set` overrides: the estimate's `calibration` object.
+fn calibration(file: &std::path::Path, sets: &[&str]) -> serde_json::Value {
+    let mut c = bin();
+    c.arg("run").arg(file).args(["--json", "--no-write"]);
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    let out = c.assert().success().get_output().clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["calibration"].clone()
+}
+
+fn reasons(c: &serde_json::Value) -> Vec<String> {
+    c["reasons"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn the_geerling_deepseek_exo_rdma_scenario_is_inside() {
+    for n in [2, 4] {
+        let c = calibration(&scenario(&format!("geerling-{n}x-m3-ultra-deepseek-v3.1-exo-rdma.toml")), &[]);
+        assert_eq!(c["status"], "inside", "{n} nodes: {c}");
+    }
+}
+
+#[test]
+fn exo_pipeline_over_10_gbe_was_never_measured_and_says_so() {
+    let f = scenario("geerling-2x-m3-ultra-deepseek-v3.1-exo-rdma.toml");
+    let c = calibration(&f, &["engine.parallelism=pipeline", "cluster.fabric=eth-10g", "cluster.topology=switch"]);
+    assert_eq!(c["status"], "extrapolation", "{c}");
+    let r = reasons(&c);
+    assert!(r.iter().any(|x| x.contains("no calibration row ran exo pipeline over eth-10g with mlx weights on `m3-ultra`")), "{r:?}");
+}
+
+#[test]
+fn a_chip_whose_parameters_are_all_priors_is_extrapolated() {
+    // The M2 Ultra has a published mlx-lm row but no fitted parameter of its own: every figure
+    // is the M3 Ultra's prior.
+    let f = scenario("geerling-1x-m3-ultra-deepseek-v3.1-llama-cpp.toml");
+    let c = calibration(&f, &["cluster.nodes=[\"m2-ultra-76c-192gb\"]", "model.name=llama-3.3-70b", "cluster.wired_limit_fraction=0.75"]);
+    assert_eq!(c["status"], "extrapolation");
+    let r = reasons(&c);
+    assert!(r.iter().any(|x| x.contains("chip `m2-ultra` extrapolated: none of its llama-cpp parameters was fitted")), "{r:?}");
+}
+
+#[test]
+fn serving_beyond_the_measured_concurrency_is_extrapolated() {
+    let c = calibration(&scenario("serve-4x-m3-ultra-qwen3-235b-a22b-exo-8-users.toml"), &[]);
+    let r = reasons(&c);
+    assert!(r.iter().any(|x| x.contains("concurrency 8 beyond the 1 measured for exo tensor over tb5-rdma")), "{r:?}");
+}
