@@ -16,13 +16,10 @@ fn quiet_profile() -> Profile {
     p.comm.gpu_sync_fast_us = 4.0;
     p.comm.jaccl_round_us = 15.0;
     p.comm.jaccl_peer_us = 3.0;
-    p.comm.jaccl_window = 2;
     p.comm.cpu_reduce_gbs = 20.0;
     p.comm.tcp_message_us = 20.0;
     let chip = p.chips.get_mut("m3-ultra").unwrap();
     chip.bw_eff_dense = 0.5;
-    // No working-set term: the tiny model's efficiency is exactly bw_eff_dense.
-    chip.bw_ws_per_tb = 0.0;
     chip.runtimes.get_mut("mlx").unwrap().kernel_launch_us = 10.0;
     chip.runtimes.get_mut("mlx").unwrap().host_per_step_us = 0.0;
     p

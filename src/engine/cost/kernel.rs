@@ -35,8 +35,6 @@ pub struct NodeCost<'a> {
     pub comm: &'a CommParams,
     /// Fraction of sharded weights (and heads) this node holds.
     pub shard: f64,
-    /// Dense weights this node's dense kernels stream every token, GB (the working set).
-    pub dense_gb: f64,
     /// Model hidden size (elementwise traffic per token).
     pub hidden: u64,
     /// How MLA attention runs.
@@ -187,16 +185,16 @@ impl NodeCost<'_> {
     }
 
     /// A dense GEMV (one row) or GEMM (a chunk): the weights once, 2 FLOPs per weight per row.
+    /// The efficiency per byte does not depend on how many bytes the node holds, so a node
+    /// holding 1/N of the weights streams them in exactly 1/N of the time: no split can beat
+    /// one node per byte (the working-set term that did, issue 20, is gone).
     fn dense_terms(&self, op: &Op, tokens: u64, context: u64, shard: f64, mla: MlaForm, base: OpTerms) -> OpTerms {
         let (chip, rt) = (self.chip, self.runtime);
-        // Dense weight streams slow as the node's dense working set grows
-        // (ChipParams::working_set_factor).
-        let ws = chip.working_set_factor(self.dense_gb);
         // The expanded MLA form runs the latent up-projections over the whole cache.
         let rows = if mla.expanded && op.expands_latent { (context + tokens) as f64 } else { tokens as f64 };
         OpTerms {
             bytes: op.weight_bytes(op.params as f64) * shard,
-            bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel) * ws,
+            bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel),
             flops: 2.0 * op.params as f64 * shard * rows,
             compute_eff: chip.compute_eff_dense,
             ..base
@@ -262,7 +260,6 @@ mod tests {
             pj_per_byte: 0.0,
             pj_per_flop: 0.0,
             cpu_core_w: 0.0,
-            bw_ws_per_tb: 0.0,
             runtimes: BTreeMap::new(),
             engines: BTreeMap::new(),
         }
@@ -298,7 +295,6 @@ mod tests {
             runtime,
             comm,
             shard: 1.0,
-            dense_gb: 0.0,
             hidden: 64,
             mla: MlaOptions::default(),
             fast_sync: false,
@@ -325,10 +321,6 @@ mod tests {
         let half = NodeCost { shard: 0.5, ..n };
         assert!(close(half.op_ns(&dense(Placement::Sharded), 1, 0), 2_000_000.0 + 10_000.0));
         assert!(close(half.op_ns(&dense(Placement::Replicated), 1, 0), 4_000_000.0 + 10_000.0));
-        // A 1 TB dense working set at 1 per TB halves the efficiency: twice the time.
-        let c = ChipParams { bw_ws_per_tb: 1.0, ..chip() };
-        let big = NodeCost { dense_gb: 1000.0, ..node(&c, &r, &m) };
-        assert!(close(big.op_ns(&dense(Placement::Replicated), 1, 0), 8_000_000.0 + 10_000.0));
     }
 
     #[test]

@@ -1,0 +1,372 @@
+//! Physical invariants over the whole catalog (ARCHITECTURE.md, "Physical invariants"): a
+//! prediction that breaks one is a bug, whatever it fits. Each test walks a grid of catalog
+//! nodes x models x quantizations x runtimes x node counts x contexts (jitter off, so two
+//! scenarios compare exactly), collects every violation with the scenario that shows it, and
+//! fails listing them all.
+
+use std::sync::OnceLock;
+
+use supernode::catalog::catalog;
+use supernode::engine::lower_step;
+use supernode::estimate::{Estimate, estimate, trace_plan};
+use supernode::hw::Os;
+use supernode::profile::Profile;
+use supernode::scenario::{Scenario, ScenarioBuilder};
+
+/// Slack for rounding (the rates are printed to 4-6 significant digits): 0.5%.
+const TOL: f64 = 1.005;
+
+/// The default profile without jitter: two scenarios differ only in what the test varies.
+fn profile() -> &'static Profile {
+    static P: OnceLock<Profile> = OnceLock::new();
+    P.get_or_init(|| {
+        let mut p = Profile::default_profile();
+        p.misc.jitter_cv = 0.0;
+        p
+    })
+}
+
+/// One scenario of the grid, described as a user would write it.
+#[derive(Clone, Debug)]
+struct Case {
+    node: &'static str,
+    count: usize,
+    fabric: &'static str,
+    model: &'static str,
+    quant: &'static str,
+    engine: &'static str,
+    parallelism: &'static str,
+    prompt: u64,
+    generate: u64,
+}
+
+impl Case {
+    fn one(node: &'static str, model: &'static str, quant: &'static str, engine: &'static str) -> Case {
+        Case { node, count: 1, fabric: "none", model, quant, engine, parallelism: "none", prompt: 128, generate: 8 }
+    }
+
+    fn split(mut self, count: usize, fabric: &'static str, engine: &'static str, parallelism: &'static str) -> Case {
+        self.count = count;
+        self.fabric = fabric;
+        self.engine = engine;
+        self.parallelism = parallelism;
+        self
+    }
+
+    fn prompt(mut self, prompt: u64) -> Case {
+        self.prompt = prompt;
+        self
+    }
+
+    fn quant(mut self, quant: &'static str) -> Case {
+        self.quant = quant;
+        self
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "{}x {} over {}, {} {}, {} {}, prompt {}",
+            self.count, self.node, self.fabric, self.model, self.quant, self.engine, self.parallelism, self.prompt
+        )
+    }
+
+    fn scenario(&self) -> Option<Scenario> {
+        let mut b = ScenarioBuilder::new(self.name());
+        b.nodes(&vec![self.node.to_string(); self.count]).model(self.model).quant(self.quant).engine(self.engine);
+        b.parallelism(self.parallelism).tokens(self.prompt, self.generate).seed(1);
+        if self.count > 1 {
+            b.fabric(self.fabric);
+            let ring_only = catalog().fabric(self.fabric).is_some_and(|f| f.topologies.iter().all(|t| t.id() != "full-mesh"));
+            if ring_only {
+                b.topology("switch");
+            }
+        }
+        b.build().ok()
+    }
+
+    /// The estimate, or `None` when the scenario cannot run (does not fit, illegal split, ...).
+    fn run(&self) -> Option<Estimate> {
+        estimate(&self.scenario()?, profile()).ok()
+    }
+}
+
+/// Catalog nodes by the fabrics that join two of them (the fast one first, then its TCP twin).
+fn fabrics_of(node: &str) -> (&'static str, &'static str) {
+    let n = catalog().node(node).expect("catalog node");
+    match (n.os, n.rdma_ports) {
+        (Os::Macos, p) if p >= 3 => ("tb5-rdma", "tb5-tcp"),
+        (Os::Macos, _) => ("tb4-tcp", "tb4-tcp"),
+        _ if n.qsfp_ports > 0 => ("cx7-roce", "cx7-tcp"),
+        _ => ("usb4-tcp", "eth-5g"),
+    }
+}
+
+fn nodes() -> Vec<&'static str> {
+    catalog().node_ids()
+}
+
+fn models() -> Vec<&'static str> {
+    catalog().model_ids()
+}
+
+fn is_mac(node: &str) -> bool {
+    catalog().node(node).is_some_and(|n| n.os == Os::Macos)
+}
+
+/// Quantizations per runtime family, fewest bits first.
+const MLX_QUANTS: [&str; 3] = ["mlx-4bit", "mlx-8bit", "bf16"];
+const GGUF_QUANTS: [&str; 3] = ["q4_k_m", "q8_0", "bf16"];
+
+/// Fails listing every violation (and how many checks ran), if any.
+fn verdict(what: &str, checked: usize, bad: Vec<String>) {
+    assert!(checked > 0, "{what}: no case of the grid could run");
+    assert!(bad.is_empty(), "{what}: {} of {checked} checks broken:\n{}", bad.len(), bad.join("\n"));
+    eprintln!("{what}: {checked} checks hold");
+}
+
+#[test]
+fn rdma_never_loses_to_tcp_on_the_same_cables() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    for node in nodes().into_iter().filter(|n| fabrics_of(n).0 == "tb5-rdma") {
+        for model in models() {
+            for quant in ["mlx-4bit", "bf16"] {
+                for (count, par, prompt) in [(2, "tensor", 128), (2, "tensor", 4096), (4, "tensor", 4096), (2, "pipeline", 4096)] {
+                    let base = Case::one(node, model, quant, "exo").prompt(prompt);
+                    let rdma = base.clone().split(count, "tb5-rdma", "exo", par);
+                    let (Some(a), Some(b)) = (rdma.run(), base.split(count, "tb5-tcp", "exo", par).run()) else { continue };
+                    for (key, x, y) in [
+                        ("decode", a.decode_tokens_per_s, b.decode_tokens_per_s),
+                        ("prefill", a.prefill_tokens_per_s, b.prefill_tokens_per_s),
+                    ] {
+                        checked += 1;
+                        if x * TOL < y {
+                            bad.push(format!("{}: {key} {x:.2} tok/s over RDMA < {y:.2} over TCP", rdma.name()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    verdict("RDMA >= TCP", checked, bad);
+}
+
+#[test]
+fn a_split_never_beats_its_nodes_and_a_batch_one_pipeline_never_beats_one_node() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    for node in nodes() {
+        // llama.cpp RPC runs over TCP sockets; exo over the fastest fabric.
+        let (fast, tcp) = fabrics_of(node);
+        for model in models() {
+            let mut runs: Vec<(&str, &str, &str, &str)> = vec![("llama-cpp", "llama-cpp-rpc", "q4_k_m", tcp)];
+            if is_mac(node) {
+                runs.push(("exo", "exo", "mlx-4bit", fast));
+            }
+            for (single, multi, quant, fabric) in runs {
+                let one_case = Case::one(node, model, quant, single);
+                let Some(one) = one_case.run() else { continue };
+                for count in [2, 4] {
+                    let mut splits = vec!["pipeline"];
+                    if multi == "exo" {
+                        splits.push("tensor");
+                    }
+                    for par in splits {
+                        let c = one_case.clone().split(count, fabric, multi, par);
+                        let Some(e) = c.run() else { continue };
+                        checked += 1;
+                        let (x, y) = (e.decode_tokens_per_s, one.decode_tokens_per_s);
+                        match par {
+                            "pipeline" if x > y * TOL => {
+                                bad.push(format!("{}: batch-1 pipeline decodes {x:.2} tok/s > one node's {y:.2}", c.name()))
+                            }
+                            "tensor" if x > count as f64 * y * TOL => {
+                                bad.push(format!("{}: {x:.2} tok/s > {count} x one node's {y:.2}", c.name()))
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+    verdict("split <= N x one node; pipeline <= one node", checked, bad);
+}
+
+/// Decode bytes and prefill FLOPs per node and step, from the lowered graph the estimate times.
+fn work_per_node(s: &Scenario, tokens: u64, context: u64) -> Option<Vec<(f64, f64)>> {
+    let plan = trace_plan(s, profile()).ok()?;
+    let mut lowered = lower_step(&plan, tokens);
+    let work = lowered.work(&plan, context);
+    Some(work.iter().map(|w| (w.bytes, w.flops)).collect())
+}
+
+#[test]
+fn decode_and_prefill_stay_under_their_rooflines() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    for node in nodes() {
+        let spec = catalog().node(node).expect("node");
+        let (bw, peak) = (spec.mem_bw_gbs * 1e9, spec.fp16_tflops * 1e12);
+        let (fast, tcp) = fabrics_of(node);
+        for model in models() {
+            let mut cases = vec![
+                Case::one(node, model, "q4_k_m", "llama-cpp"),
+                Case::one(node, model, "q4_k_m", "llama-cpp").split(2, tcp, "llama-cpp-rpc", "pipeline"),
+            ];
+            if is_mac(node) {
+                cases.push(Case::one(node, model, "mlx-4bit", "mlx-lm"));
+                cases.push(Case::one(node, model, "mlx-4bit", "exo").split(2, fast, "exo", "tensor"));
+            }
+            for c in cases {
+                let Some(s) = c.scenario() else { continue };
+                let Ok(e) = estimate(&s, profile()) else { continue };
+                // Every node streams its own decode bytes within each step: the step is at least
+                // the slowest node's bytes over its bandwidth.
+                let Some(decode) = work_per_node(&s, 1, c.prompt) else { continue };
+                let floor_s = decode.iter().map(|(bytes, _)| bytes / bw).fold(0.0, f64::max);
+                checked += 1;
+                if e.decode_tokens_per_s * floor_s > TOL {
+                    bad.push(format!(
+                        "{}: decode {:.2} tok/s above the bandwidth roofline {:.2}",
+                        c.name(),
+                        e.decode_tokens_per_s,
+                        1.0 / floor_s
+                    ));
+                }
+                // Every prompt token's FLOPs run on some node's ALUs: prefill is at most the
+                // cluster's peak over the FLOPs per token.
+                let chunk = s.engine.prefill_chunk.min(c.prompt).max(1);
+                let Some(prefill) = work_per_node(&s, chunk, 0) else { continue };
+                let flops_per_token = prefill.iter().map(|(_, f)| f).sum::<f64>() / chunk as f64;
+                let ceiling = c.count as f64 * peak / flops_per_token;
+                checked += 1;
+                if e.prefill_tokens_per_s > ceiling * TOL {
+                    bad.push(format!("{}: prefill {:.1} tok/s above the compute roofline {ceiling:.1}", c.name(), e.prefill_tokens_per_s));
+                }
+            }
+        }
+    }
+    verdict("rooflines", checked, bad);
+}
+
+#[test]
+fn decode_never_speeds_up_with_context_or_with_more_bits_per_weight() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    for node in nodes() {
+        for model in models() {
+            let mut families = vec![("llama-cpp", GGUF_QUANTS)];
+            if is_mac(node) {
+                families.push(("mlx-lm", MLX_QUANTS));
+            }
+            for (engine, quants) in families {
+                // Longer context: more KV to read per token.
+                let base = Case::one(node, model, quants[0], engine);
+                let runs: Vec<(u64, f64)> =
+                    [128, 4096, 32768].iter().filter_map(|&p| base.clone().prompt(p).run().map(|e| (p, e.decode_tokens_per_s))).collect();
+                for w in runs.windows(2) {
+                    checked += 1;
+                    if w[1].1 > w[0].1 * TOL {
+                        bad.push(format!("{}: decode at prompt {} ({:.2}) > at {} ({:.2})", base.name(), w[1].0, w[1].1, w[0].0, w[0].1));
+                    }
+                }
+                // More bits per weight: more bytes per token.
+                let runs: Vec<(&str, f64)> =
+                    quants.iter().filter_map(|&q| base.clone().quant(q).run().map(|e| (q, e.decode_tokens_per_s))).collect();
+                for w in runs.windows(2) {
+                    checked += 1;
+                    if w[1].1 > w[0].1 * TOL {
+                        bad.push(format!("{}: decode in {} ({:.2}) > in {} ({:.2})", base.name(), w[1].0, w[1].1, w[0].0, w[0].1));
+                    }
+                }
+            }
+        }
+    }
+    verdict("decode monotonic in context and bits", checked, bad);
+}
+
+#[test]
+fn node_power_stays_between_idle_and_maximum_and_energy_per_token_is_positive() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    for node in nodes() {
+        let spec = catalog().node(node).expect("node").clone();
+        let (fast, slow) = fabrics_of(node);
+        for model in models() {
+            let mut cases = vec![
+                Case::one(node, model, "q4_k_m", "llama-cpp").prompt(4096),
+                Case::one(node, model, "q4_k_m", "llama-cpp").split(2, slow, "llama-cpp-rpc", "pipeline"),
+            ];
+            if is_mac(node) {
+                cases.push(Case::one(node, model, "mlx-4bit", "mlx-lm").prompt(4096));
+                cases.push(Case::one(node, model, "mlx-4bit", "exo").split(2, fast, "exo", "tensor").prompt(4096));
+                cases.push(Case::one(node, model, "bf16", "exo").split(4, fast, "exo", "tensor"));
+            }
+            for c in cases {
+                let Some(e) = c.run() else { continue };
+                let phases = [("decode", &e.node_power_w), ("prefill", &e.node_prefill_power_w), ("peak", &e.node_peak_power_w)];
+                for (phase, watts) in phases {
+                    for (i, w) in watts.iter().enumerate() {
+                        checked += 1;
+                        if !(spec.idle_w * (2.0 - TOL)..=spec.max_w * TOL).contains(w) {
+                            bad.push(format!(
+                                "{}: node {i} draws {w:.1} W in {phase}, outside [{}, {}]",
+                                c.name(),
+                                spec.idle_w,
+                                spec.max_w
+                            ));
+                        }
+                    }
+                }
+                checked += 1;
+                if !(e.energy_j_per_token > 0.0 && e.energy_j_per_token.is_finite()) {
+                    bad.push(format!("{}: energy per token {}", c.name(), e.energy_j_per_token));
+                }
+            }
+        }
+    }
+    verdict("power within [idle, max]", checked, bad);
+}
+
+#[test]
+fn batching_raises_the_aggregate_rate_and_lowers_each_users() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    let cases = [
+        ("m3-ultra-80c-512gb", 1, "none", "llama-3.3-70b", "mlx-4bit", "mlx-lm", "none"),
+        ("m3-ultra-80c-512gb", 1, "none", "qwen3-235b-a22b", "mlx-4bit", "mlx-lm", "none"),
+        ("m3-ultra-80c-512gb", 2, "tb5-rdma", "deepseek-v3.1", "mlx-4bit", "exo", "tensor"),
+        ("dgx-spark", 1, "none", "gpt-oss-120b", "mxfp4", "llama-cpp", "none"),
+        ("framework-desktop-ai-max-395", 1, "none", "llama-3.2-3b", "q4_k_m", "llama-cpp", "none"),
+    ];
+    for (node, count, fabric, model, quant, engine, par) in cases {
+        let mut last: Option<(u64, f64, f64)> = None;
+        for users in [1u64, 2, 4, 8] {
+            let mut b = ScenarioBuilder::new(format!("{count}x {node} {model} {quant} {engine} {par}, {users} users"));
+            b.nodes(&vec![node.to_string(); count]).model(model).quant(quant).engine(engine).parallelism(par).seed(1);
+            if count > 1 {
+                b.fabric(fabric);
+            }
+            b.workload_kind("serve");
+            for (k, v) in [("workload.arrival", toml::Value::from("closed")), ("workload.concurrency", (users as i64).into())] {
+                b.set(k, &v).unwrap();
+            }
+            for (k, v) in
+                [("workload.prompt_tokens", 128), ("workload.generate_tokens", 64), ("workload.duration_s", 60), ("workload.warmup_s", 5)]
+            {
+                b.set(k, &toml::Value::from(v)).unwrap();
+            }
+            b.set("workload.think_s", &toml::Value::from(0.0)).unwrap();
+            let s = b.build().unwrap_or_else(|e| panic!("{e}"));
+            let e = estimate(&s, profile()).unwrap_or_else(|e| panic!("{e}"));
+            let serve = e.serve.expect("a serving run");
+            let (agg, per) = (serve.aggregate_decode_tokens_per_s, serve.per_request_decode_tokens_per_s);
+            if let Some((u, a0, p0)) = last {
+                checked += 2;
+                if agg * TOL < a0 {
+                    bad.push(format!("{node} {model} {engine}: aggregate {agg:.2} tok/s at {users} users < {a0:.2} at {u}"));
+                }
+                if per > p0 * TOL {
+                    bad.push(format!("{node} {model} {engine}: per user {per:.2} tok/s at {users} users > {p0:.2} at {u}"));
+                }
+            }
+            last = Some((users, agg, per));
+        }
+    }
+    verdict("batching", checked, bad);
+}
