@@ -9,7 +9,7 @@ use crate::sim::Time;
 use super::cost::{MlaOptions, NetCost, NodeCost};
 // The lowering files import the conversion from the plan.
 pub(super) use super::cost::us_to_ns;
-use super::options::{EngineOptions, Parallelism};
+use super::options::{EngineOptions, Parallelism, Runtime};
 
 /// Errors when a scenario cannot be lowered onto its cluster.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -309,6 +309,7 @@ impl Plan {
             hidden: self.model.hidden,
             mla: MlaOptions { per_head_cache: self.options.mla_per_head_cache, prefill_expanded: self.options.mla_prefill_expanded },
             fast_sync: self.fast_sync(),
+            flash_attention: self.options.kind.runtime() == Runtime::LlamaCpp,
         }
     }
 

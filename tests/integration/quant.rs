@@ -226,9 +226,12 @@ fn presets_reproduce_published_file_sizes_within_2_percent() {
         match left_out {
             // A row left out is still off: when it comes within 2%, it joins the check.
             Some(why) => assert!(err.abs() > 0.02, "{model} {quant} now within 2% ({err:+.4}): check it ({why})"),
-            None if err.abs() > 0.02 => {
-                bad.push(format!("{model} {quant}: {:.2} GB, published {:.2} GB ({source}): {:+.1}%", bytes / 1e9, published / 1e9, err * 100.0))
-            }
+            None if err.abs() > 0.02 => bad.push(format!(
+                "{model} {quant}: {:.2} GB, published {:.2} GB ({source}): {:+.1}%",
+                bytes / 1e9,
+                published / 1e9,
+                err * 100.0
+            )),
             None => {}
         }
     }
