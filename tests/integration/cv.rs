@@ -200,15 +200,14 @@ fn run_json_carries_intervals_beside_unchanged_keys() {
 
 /// The parameter budget counts only rows that move a parameter materially
 /// (`cv::MATERIAL_ELASTICITY`): a parameter fewer than two rows move materially is held at its
-/// prior, not refitted from barely moved rows (the Ryzen AI Max+ expert efficiency: only the
-/// gpt-oss row moves it). (This test used the working-set term, removed in issue 20.)
+/// prior, not refitted from barely moved rows. (This test pinned the working-set term, removed in
+/// issue 20; it now checks the rule on whatever the published rows leave held.)
 #[test]
 fn a_term_only_one_row_moves_materially_is_held_at_its_prior() {
     let v = validate_published_json(&["--cv", "row"]);
     let held = v["cv"]["held"].as_array().unwrap();
+    assert!(!held.is_empty(), "no term held: comm.jaccl_peer_us moves no row materially");
     assert!(held.iter().all(|p| p["rows"].as_array().is_some_and(|r| r.len() < 2)), "{held:?}");
-    let one = held.iter().find(|p| p["rows"].as_array().is_some_and(|r| r.len() == 1)).expect("a term one row moves is held");
-    assert!(one["name"].as_str().is_some(), "{one}");
     assert!(supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.05f64 * 0.002).exp(), 0.002));
     assert!(!supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.04f64 * 0.002).exp(), 0.002));
 }
