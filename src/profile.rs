@@ -77,12 +77,6 @@ pub struct ChipParams {
     pub pj_per_flop: f64,
     /// Wall power added per busy CPU core, W.
     pub cpu_core_w: f64,
-    /// Fall of the dense bandwidth efficiency with the dense working set, per TB: dense
-    /// matrix-vector kernels run at `bw_eff_dense / (1 + bw_ws_per_tb x W)`, W the dense
-    /// (non-expert) weight bytes on the node in TB, which they stream every token (see
-    /// [`ChipParams::working_set_factor`]). Absent: 0, no dependence.
-    #[serde(default)]
-    pub bw_ws_per_tb: f64,
     /// Per-runtime costs on this chip, keyed by runtime (`mlx`, `llama-cpp`).
     pub runtimes: BTreeMap<String, RuntimeParams>,
     /// Host costs of engines that run a runtime's kernels behind a server loop of their own,
@@ -106,26 +100,6 @@ pub struct EngineHostParams {
     /// Host work per forward pass per sequence that samples in it (sampling, detokenising,
     /// streaming), microseconds.
     pub host_per_seq_us: f64,
-}
-
-impl ChipParams {
-    /// The factor on the dense bandwidth efficiency of a node whose dense kernels stream
-    /// `dense_gb` GB of weights every token: `1 / (1 + bw_ws_per_tb x dense_gb / 1000)`.
-    ///
-    /// Why this form: the published dense decode rows on one M3 Ultra reach ~0.81 of peak
-    /// bandwidth with a 42.5 GB 70B and ~0.59 with a 243 GB 405B (after kernel launches). A
-    /// dense GEMV streams each weight page once per token, so address translation is paid per
-    /// page whatever the size, but the page-table walks miss the caches more often as the
-    /// tables of the pages walked per token grow (16 KiB pages, 8-byte entries: 21 MB of
-    /// tables for the 70B, 119 MB for the 405B): the extra time per byte is taken linear in
-    /// that working set, the first term of any smooth dependence, one parameter per chip.
-    /// Expert (gather) kernels keep their own efficiency, and a MoE model's working set here is
-    /// its dense part only: with the whole resident set (experts included) the MoE rows tied
-    /// the term to the expert efficiency and the collective costs, and cross-validation got
-    /// worse.
-    pub fn working_set_factor(&self, resident_gb: f64) -> f64 {
-        1.0 / (1.0 + self.bw_ws_per_tb * resident_gb.max(0.0) / 1000.0)
-    }
 }
 
 /// Per-runtime, per-chip costs.
@@ -193,8 +167,6 @@ pub struct CommParams {
     pub jaccl_round_us: f64,
     /// CPU time to post and poll one peer's transfer, microseconds.
     pub jaccl_peer_us: f64,
-    /// Messages in flight per peer (JACCL uses 2 buffers).
-    pub jaccl_window: u32,
     /// CPU reduction bandwidth for all_sum, GB/s.
     pub cpu_reduce_gbs: f64,
     /// Per-message software overhead over TCP (syscalls, copies), microseconds.
@@ -476,7 +448,6 @@ pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
     bw_eff_dense "" Fraction, bw_eff_expert "" Fraction, bw_eff_attention "" Fraction,
     compute_eff_dense "" Fraction, compute_eff_expert "" Fraction, compute_eff_attention "" Fraction,
     pj_per_byte "pJ" NonNegative, pj_per_flop "pJ" NonNegative, cpu_core_w "W" NonNegative,
-    bw_ws_per_tb "1/TB" NonNegative,
 );
 
 /// Parameters of a `[chips.<chip>.runtimes.<runtime>]` section.
@@ -494,7 +465,7 @@ pub const ENGINE_FIELDS: &[Field<EngineHostParams>] = fields!(EngineHostParams:
 /// Parameters of the `[comm]` section.
 pub const COMM_FIELDS: &[Field<CommParams>] = fields!(CommParams:
     gpu_sync_default_us "us" NonNegative, gpu_sync_fast_us "us" NonNegative, jaccl_round_us "us" NonNegative,
-    jaccl_peer_us "us" NonNegative, jaccl_window "messages" Count, cpu_reduce_gbs "GB/s" Positive,
+    jaccl_peer_us "us" NonNegative, cpu_reduce_gbs "GB/s" Positive,
     tcp_message_us "us" NonNegative, rpc_call_us "us" NonNegative, rpc_graph_node_us "us" NonNegative,
     rpc_graph_node_bytes "bytes" NonNegative, collective_in_context_us "us" NonNegative,
 );
@@ -736,16 +707,16 @@ impl Profile {
             ProfileError::Parse {
                 path: path.to_string(),
                 line: line_of(text, e.span().map_or(0, |s| s.start)),
-                message: match crate::util::toml_shape(text, e.span().unwrap_or(0..0), &msg) {
+                message: explain_retired(match crate::util::toml_shape(text, e.span().unwrap_or(0..0), &msg) {
                     Some((msg, help)) => format!("{msg}; {help}"),
                     None => msg,
-                },
+                }),
             }
         })?;
         p.check().map_err(|issue| ProfileError::Invalid {
             path: path.to_string(),
             line: line_of(text, locate(text, &issue.at)),
-            message: issue.message,
+            message: explain_retired(issue.message),
         })?;
         Ok(p)
     }
@@ -753,6 +724,24 @@ impl Profile {
     /// Parameters for a chip, if profiled.
     pub fn chip(&self, chip: &str) -> Option<&ChipParams> {
         self.chips.get(chip)
+    }
+}
+
+/// Parameters earlier profiles had and the twin no longer reads, with why they went (issue 20):
+/// a profile that still sets one is refused with this reason and what to delete.
+const RETIRED_PARAMS: &[(&str, &str)] = &[
+    ("jaccl_window", "RDMA messages are timed as latency + one JACCL round + bytes at the link rate, not a round per window of frames"),
+    ("bw_ws_per_tb", "the dense working-set term could make a pipeline beat one node; it was removed"),
+];
+
+/// `message`, with the reason and the fix appended when it is about a retired parameter.
+fn explain_retired(message: String) -> String {
+    match RETIRED_PARAMS.iter().find(|(name, _)| message.contains(&format!("{name}`"))) {
+        Some((name, why)) => format!(
+            "{message}; `{name}` was removed on 2026-12-04 ({why}): delete its line, its [sources] entry and its \
+             mentions in [fit] and [uncertainty], or refit"
+        ),
+        None => message,
     }
 }
 
@@ -790,18 +779,20 @@ mod tests {
     }
 
     #[test]
-    fn the_working_set_factor_divides_by_one_plus_k_times_the_resident_terabytes() {
-        let mut c = Profile::default_profile().chip("m3-ultra").unwrap().clone();
-        c.bw_ws_per_tb = 2.0;
-        // 250 GB resident: 1 / (1 + 2 x 0.25) = 2/3; 50 GB: 1 / 1.1. The 50 GB node streams
-        // 1.5 / 1.1 times faster per byte.
-        assert!((c.working_set_factor(250.0) - 2.0 / 3.0).abs() < 1e-15);
-        assert!((c.working_set_factor(50.0) - 1.0 / 1.1).abs() < 1e-15);
-        assert!((c.working_set_factor(50.0) / c.working_set_factor(250.0) - 1.5 / 1.1).abs() < 1e-12);
-        // Nothing resident, or no dependence: the factor is 1.
-        assert_eq!(c.working_set_factor(0.0), 1.0);
-        c.bw_ws_per_tb = 0.0;
-        assert_eq!(c.working_set_factor(250.0), 1.0);
+    fn a_profile_with_a_retired_parameter_is_refused_with_the_reason_and_the_fix() {
+        let good = include_str!("../calibration/profiles/hand-set.toml");
+        for (from, to, name) in [
+            ("cpu_reduce_gbs = 20.0", "jaccl_window = 2\ncpu_reduce_gbs = 20.0", "jaccl_window"),
+            ("bw_eff_dense = 0.793\n", "bw_eff_dense = 0.793\nbw_ws_per_tb = 1.0\n", "bw_ws_per_tb"),
+        ] {
+            assert!(good.contains(from), "{from}");
+            let e = Profile::parse(&good.replacen(from, to, 1), "old.toml").unwrap_err().to_string();
+            assert!(e.contains(&format!("`{name}` was removed")) && e.contains("delete its line"), "{e}");
+        }
+        // A source left behind for a removed parameter says the same.
+        let e = explain_retired("source for `comm.jaccl_window`, which is not a parameter of this profile".into());
+        assert!(e.contains("`jaccl_window` was removed"), "{e}");
+        assert_eq!(explain_retired("other".into()), "other");
     }
 
     #[test]
@@ -824,7 +815,6 @@ mod tests {
             ("cpu_reduce_gbs = 20.0", "cpu_reduce_gbs = 0.0", "comm.cpu_reduce_gbs"),
             ("bw_eff_dense = 0.793\n", "bw_eff_dense = 1.5\n", "chips.m3-ultra.bw_eff_dense"),
             ("jitter_cv = 0.02", "jitter_cv = -0.1", "misc.jitter_cv"),
-            ("jaccl_window = 2", "jaccl_window = 0", "comm.jaccl_window"),
             ("kernel_launch_us = 7.2", "kernel_launch_us = nan", "chips.m3-ultra.runtimes.mlx.kernel_launch_us"),
             ("cpu_reduce_gbs = 20.0\n", "", "cpu_reduce_gbs"),
         ];

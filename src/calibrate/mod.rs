@@ -143,12 +143,6 @@ fn calibrate_from_starts(
             base.set_param(p, 100.0);
         }
     }
-    // A working-set term is 0 in profiles from before it: start it at 1 per TB.
-    for p in params.iter().filter(|p| p.ends_with(".bw_ws_per_tb")) {
-        if base.param(p).is_some_and(|(v, _)| v <= 0.0) {
-            base.set_param(p, 1.0);
-        }
-    }
     let base = &base;
     let mut dropped = Vec::new();
     let predictor = |p: &Profile| data.predict(p);

@@ -91,8 +91,6 @@ pub fn published_params() -> Vec<String> {
     [
         "chips.m3-ultra.bw_eff_dense",
         "chips.m3-ultra.bw_eff_expert",
-        // The fall of bandwidth with the resident set: the 405B and MoE rows against the 70B.
-        "chips.m3-ultra.bw_ws_per_tb",
         "chips.m3-ultra.compute_eff_dense",
         "chips.m3-ultra.compute_eff_expert",
         "chips.m3-ultra.compute_eff_attention",
@@ -132,10 +130,6 @@ mod tests {
         let q = set_params(&p, &["chips.m3-ultra.bw_eff_dense".into()], &[v * 2.0]).unwrap();
         assert_eq!(get_param(&q, "chips.m3-ultra.bw_eff_dense").unwrap(), v * 2.0);
         assert!(set_params(&p, &["chips.nope.x".into()], &[1.0]).is_err());
-        assert_eq!(
-            set_params(&p, &["comm.jaccl_window".into()], &[3.0]).unwrap_err(),
-            CalibrateError::Discrete("comm.jaccl_window".into())
-        );
     }
 
     #[test]

@@ -2,13 +2,12 @@
 //! shares, per-chip parameters), and the views of it the cost model ([`super::cost`]) times with.
 
 use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
-use crate::llm::{ModelSpec, Op, OpClass, Placement, QuantSpec};
+use crate::llm::{ModelSpec, Op, Placement, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 use crate::sim::Time;
 
 use super::cost::{MlaOptions, NetCost, NodeCost};
-// The lowering files import the conversion from the plan.
-use super::options::{EngineOptions, Parallelism};
+use super::options::{EngineOptions, Parallelism, Runtime};
 
 /// Errors when a scenario cannot be lowered onto its cluster.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -128,9 +127,6 @@ pub struct Plan {
     pub shares: Vec<Share>,
     /// Per-node memory.
     pub memory: Vec<MemoryBreakdown>,
-    /// Per node, the dense (non-expert) weights it holds and its dense kernels stream every
-    /// token, GB: the working set of [`ChipParams::working_set_factor`].
-    pub dense_gb: Vec<f64>,
     /// Jitter coefficient of variation.
     pub jitter_cv: f64,
     /// Cables lost to a fault (unordered node pairs; `(a, n)` is node a's cable to a switch):
@@ -217,12 +213,10 @@ impl Plan {
             }
         };
         let mut memory = Vec::with_capacity(n);
-        let mut dense_gb = Vec::with_capacity(n);
         let overhead = inp.profile.misc.runtime_overhead_gb;
         for (i, (node, share)) in inp.nodes.iter().zip(&shares).enumerate() {
             let m = inp.model;
-            let (w, dense) = node_weight_bytes(m, inp.quant, share);
-            dense_gb.push(dense / 1e9);
+            let w = node_weight_bytes(m, inp.quant, share);
             let kv = kv_bytes(m, share, inp.options, inp.context);
             let total = w / 1e9 + kv / 1e9 + overhead;
             let (limit, raised_wired_limit_mb) = wired_limit_gb(node, inp.wired_limit_fraction, total);
@@ -276,7 +270,6 @@ impl Plan {
             comm: inp.profile.comm.clone(),
             shares,
             memory,
-            dense_gb,
             jitter_cv: inp.profile.misc.jitter_cv,
             lost_links: Vec::new(),
         })
@@ -336,16 +329,16 @@ impl Plan {
             runtime: &self.runtimes[node],
             comm: &self.comm,
             shard: self.shares[node].shard,
-            dense_gb: self.dense_gb[node],
             hidden: self.model.hidden,
             mla: MlaOptions { per_head_cache: self.options.mla_per_head_cache, prefill_expanded: self.options.mla_prefill_expanded },
             fast_sync: self.fast_sync(),
+            flash_attention: self.options.kind.runtime() == Runtime::LlamaCpp,
         }
     }
 
     /// The cost model of the fabric and the collectives: hops, posts, reductions, RPC calls.
     pub fn net_cost(&self) -> NetCost<'_> {
-        NetCost { fabric: &self.fabric, comm: &self.comm, jaccl_frame_bytes: self.options.jaccl_frame_bytes }
+        NetCost { fabric: &self.fabric, comm: &self.comm }
     }
 }
 
@@ -370,34 +363,22 @@ fn mib(bytes: f64) -> u64 {
     (bytes / 1_048_576.0).floor() as u64
 }
 
-/// Bytes of weights `share` holds on a node, and of those the dense (non-expert) bytes its dense
-/// kernels stream every token (a tied LM head streams the embedding's bytes without holding more).
-fn node_weight_bytes(m: &ModelSpec, quant: &QuantSpec, share: &Share) -> (f64, f64) {
-    let (mut w, mut dense) = (0.0, 0.0);
+/// Bytes of weights `share` holds on a node (a tied LM head holds no bytes of its own).
+fn node_weight_bytes(m: &ModelSpec, quant: &QuantSpec, share: &Share) -> f64 {
+    let mut w = 0.0;
     for l in share.first_layer..share.end_layer {
         for op in m.quantized_layer_ops(l, quant) {
             let frac = if op.placement == Placement::Sharded { share.shard } else { 1.0 };
-            let b = op.weight_bytes(op.total_params() as f64) * frac;
-            w += b;
-            if op.class == OpClass::Dense {
-                dense += b;
-            }
+            w += op.weight_bytes(op.total_params() as f64) * frac;
         }
     }
     if share.embedding {
         w += m.embedding_params() as f64 * m.embedding_format(quant).bits / 8.0;
     }
-    if share.head {
-        let ops = m.quantized_head_ops(quant);
-        let bytes = |dense_only: bool| {
-            ops.iter().filter(|o| !dense_only || o.class == OpClass::Dense).map(|o| o.weight_bytes(o.total_params() as f64)).sum::<f64>()
-        };
-        dense += bytes(true);
-        if !m.tie_embeddings {
-            w += bytes(false);
-        }
+    if share.head && !m.tie_embeddings {
+        w += m.quantized_head_ops(quant).iter().map(|o| o.weight_bytes(o.total_params() as f64)).sum::<f64>();
     }
-    (w, dense)
+    w
 }
 
 /// KV-cache bytes one sequence of `context` tokens holds on a node with `share` (sliding-window

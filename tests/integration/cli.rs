@@ -91,11 +91,11 @@ fn set_overrides_any_key() {
         "decode slows with a long KV cache"
     );
     assert!(long["calibration"]["status"] == "extrapolation");
+    // macOS 26.3's 512 KiB frames (26.2: 4 KiB) change no timing: an RDMA message costs one round
+    // plus its bytes at the link rate whatever its frames (issue 20); the frame enters only the
+    // fault model's RDMA instability.
     let newer = get(&["engine.macos=\"26.3\""]);
-    assert!(
-        newer["decode_tokens_per_s"].as_f64().unwrap() > base["decode_tokens_per_s"].as_f64().unwrap(),
-        "512 KiB frames: one JACCL round per all_sum"
-    );
+    assert_eq!(newer["decode_tokens_per_s"], base["decode_tokens_per_s"], "the frame size is not a timing term");
     // exo prefills MLA models in mlx-lm's expanded form; the absorbed form is slower at long context.
     // At 64K tokens: 908 s absorbed vs 682 s expanded.
     let expanded = get(&["workload.prompt_tokens=65536"]);

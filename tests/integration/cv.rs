@@ -199,20 +199,15 @@ fn run_json_carries_intervals_beside_unchanged_keys() {
 }
 
 /// The parameter budget counts only rows that move a parameter materially
-/// (`cv::MATERIAL_ELASTICITY`): the working-set term moves the 3B and 70B rows by 0.1-4% per
-/// doubling and the 405B by far more, so it is held at its prior, not refitted from the barely
-/// moved rows, when the 405B is held out (with "any change counts" the fold sent the held-out
-/// 405B to -81%).
+/// (`cv::MATERIAL_ELASTICITY`): a parameter fewer than two rows move materially is held at its
+/// prior, not refitted from barely moved rows. (This test pinned the working-set term, removed in
+/// issue 20; it now checks the rule on whatever the published rows leave held.)
 #[test]
 fn a_term_only_one_row_moves_materially_is_held_at_its_prior() {
     let v = validate_published_json(&["--cv", "row"]);
     let held = v["cv"]["held"].as_array().unwrap();
-    let ws = held.iter().find(|p| p["name"] == "chips.m3-ultra.bw_ws_per_tb").expect("the working-set term is held");
-    assert_eq!(ws["rows"], serde_json::json!(["aib-m3u-405b"]), "{ws}");
-    let rows = v["cv"]["report"]["rows"].as_array().unwrap();
-    let r405 = rows.iter().find(|r| r["id"] == "aib-m3u-405b").unwrap();
-    let err = r405["error_percent"].as_f64().unwrap();
-    assert!(err.abs() < 30.0, "held-out 405B at its prior term: {err}%");
+    assert!(!held.is_empty(), "no term held: comm.jaccl_peer_us moves no row materially");
+    assert!(held.iter().all(|p| p["rows"].as_array().is_some_and(|r| r.len() < 2)), "{held:?}");
     assert!(supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.05f64 * 0.002).exp(), 0.002));
     assert!(!supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.04f64 * 0.002).exp(), 0.002));
 }

@@ -17,6 +17,7 @@ mod gantt;
 mod hostile;
 mod invariants;
 mod layers;
+mod physics;
 mod planner;
 mod planner_fleets;
 mod power;

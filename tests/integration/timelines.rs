@@ -16,13 +16,10 @@ fn quiet_profile() -> Profile {
     p.comm.gpu_sync_fast_us = 4.0;
     p.comm.jaccl_round_us = 15.0;
     p.comm.jaccl_peer_us = 3.0;
-    p.comm.jaccl_window = 2;
     p.comm.cpu_reduce_gbs = 20.0;
     p.comm.tcp_message_us = 20.0;
     let chip = p.chips.get_mut("m3-ultra").unwrap();
     chip.bw_eff_dense = 0.5;
-    // No working-set term: the tiny model's efficiency is exactly bw_eff_dense.
-    chip.bw_ws_per_tb = 0.0;
     chip.runtimes.get_mut("mlx").unwrap().kernel_launch_us = 10.0;
     chip.runtimes.get_mut("mlx").unwrap().host_per_step_us = 0.0;
     p
@@ -244,13 +241,14 @@ fn llama_cpp_per_head_mla_cache_is_plain_multi_head_attention() {
     let sdpa = model.layer_ops(3).into_iter().find(|o| o.mla_per_head.is_some()).unwrap();
     let chip = &p.chips["m3-ultra"];
     let launch = chip.runtimes["llama-cpp"].kernel_launch_us * 1e3;
-    // Decode at 4,095 cached tokens reads 4,096 x 81,920 bytes at the attention efficiency.
-    let decode = 81_920.0 * 4096.0 / (819.2e9 * chip.bw_eff_attention) * 1e9 + launch;
+    // Decode at 4,095 cached tokens reads 4,096 x 81,920 bytes in one flash-attention pass at the
+    // dense streaming efficiency (llama.cpp, FACTS.md; MLX's SDPA would read at bw_eff_attention).
+    let decode = 81_920.0 * 4096.0 / (819.2e9 * chip.bw_eff_dense) * 1e9 + launch;
     assert!((per_head.cost(0).op_ns(&sdpa, 1, 4095) / decode - 1.0).abs() < 1e-9);
     // A 512-token chunk from an empty cache: 81,920 FLOPs per pair over a mean context of 256.
     let flops = 81_920.0 * 512.0 * 256.0;
     let bytes = 81_920.0 * 512.0;
-    let prefill = (flops / (26.0e12 * chip.compute_eff_attention)).max(bytes / (819.2e9 * chip.bw_eff_attention)) * 1e9 + launch;
+    let prefill = (flops / (26.0e12 * chip.compute_eff_attention)).max(bytes / (819.2e9 * chip.bw_eff_dense)) * 1e9 + launch;
     assert!((per_head.cost(0).op_ns(&sdpa, 512, 0) / prefill - 1.0).abs() < 1e-9);
 }
 

@@ -35,14 +35,16 @@ pub struct NodeCost<'a> {
     pub comm: &'a CommParams,
     /// Fraction of sharded weights (and heads) this node holds.
     pub shard: f64,
-    /// Dense weights this node's dense kernels stream every token, GB (the working set).
-    pub dense_gb: f64,
     /// Model hidden size (elementwise traffic per token).
     pub hidden: u64,
     /// How MLA attention runs.
     pub mla: MlaOptions,
     /// Whether the runtime uses the fast GPU<->CPU crossing (`MLX_METAL_FAST_SYNCH`).
     pub fast_sync: bool,
+    /// Whether attention runs as a flash-attention kernel (llama.cpp's GPU backends): one pass
+    /// over the KV cache per token per layer at the streaming rate of a weight GEMV, not at the
+    /// chip's `bw_eff_attention` (MLX's SDPA).
+    pub flash_attention: bool,
 }
 
 /// The work one operation does on one node: bytes streamed from DRAM and floating-point
@@ -187,16 +189,16 @@ impl NodeCost<'_> {
     }
 
     /// A dense GEMV (one row) or GEMM (a chunk): the weights once, 2 FLOPs per weight per row.
+    /// The efficiency per byte does not depend on how many bytes the node holds, so a node
+    /// holding 1/N of the weights streams them in exactly 1/N of the time: no split can beat
+    /// one node per byte (the working-set term that did, issue 20, is gone).
     fn dense_terms(&self, op: &Op, tokens: u64, context: u64, shard: f64, mla: MlaForm, base: OpTerms) -> OpTerms {
         let (chip, rt) = (self.chip, self.runtime);
-        // Dense weight streams slow as the node's dense working set grows
-        // (ChipParams::working_set_factor).
-        let ws = chip.working_set_factor(self.dense_gb);
         // The expanded MLA form runs the latent up-projections over the whole cache.
         let rows = if mla.expanded && op.expands_latent { (context + tokens) as f64 } else { tokens as f64 };
         OpTerms {
             bytes: op.weight_bytes(op.params as f64) * shard,
-            bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel) * ws,
+            bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel),
             flops: 2.0 * op.params as f64 * shard * rows,
             compute_eff: chip.compute_eff_dense,
             ..base
@@ -223,6 +225,11 @@ impl NodeCost<'_> {
         let t = tokens as f64;
         let kv_share = if op.kv_sharded || mla.per_head.is_some() { shard } else { 1.0 };
         let kv_tokens = op.effective_context(context + tokens) as f64;
+        // llama.cpp's GPU backends (CUDA, Vulkan, Metal) decode with flash attention: one pass
+        // over the KV cache per token per layer, near memory bandwidth (FACTS.md, Runtimes and
+        // kernels), i.e. a plain stream like a weight GEMV's: the chip's dense efficiency. MLX's
+        // SDPA over a long cache runs at ~25-28% of peak (FACTS.md): the chip's attention one.
+        let kv_bw_eff = if self.flash_attention { chip.bw_eff_dense } else { chip.bw_eff_attention };
         let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
         let (flops_per_ctx, score_bytes_per_ctx, kv_per_ctx) = match (mla.per_head, op.mla_expanded) {
             (Some(p), _) => (p.attn_flops_per_ctx, 0, p.kv_bytes_per_ctx),
@@ -231,7 +238,7 @@ impl NodeCost<'_> {
         };
         OpTerms {
             bytes: kv_per_ctx as f64 * kv_tokens * kv_share,
-            bw_eff: chip.bw_eff_attention,
+            bw_eff: kv_bw_eff,
             flops: flops_per_ctx as f64 * shard * t * mean_ctx,
             compute_eff: chip.compute_eff_attention,
             // The rope-score mask streams through memory in its own kernels, before the
@@ -262,7 +269,6 @@ mod tests {
             pj_per_byte: 0.0,
             pj_per_flop: 0.0,
             cpu_core_w: 0.0,
-            bw_ws_per_tb: 0.0,
             runtimes: BTreeMap::new(),
             engines: BTreeMap::new(),
         }
@@ -298,10 +304,10 @@ mod tests {
             runtime,
             comm,
             shard: 1.0,
-            dense_gb: 0.0,
             hidden: 64,
             mla: MlaOptions::default(),
             fast_sync: false,
+            flash_attention: false,
         }
     }
 
@@ -325,10 +331,6 @@ mod tests {
         let half = NodeCost { shard: 0.5, ..n };
         assert!(close(half.op_ns(&dense(Placement::Sharded), 1, 0), 2_000_000.0 + 10_000.0));
         assert!(close(half.op_ns(&dense(Placement::Replicated), 1, 0), 4_000_000.0 + 10_000.0));
-        // A 1 TB dense working set at 1 per TB halves the efficiency: twice the time.
-        let c = ChipParams { bw_ws_per_tb: 1.0, ..chip() };
-        let big = NodeCost { dense_gb: 1000.0, ..node(&c, &r, &m) };
-        assert!(close(big.op_ns(&dense(Placement::Replicated), 1, 0), 8_000_000.0 + 10_000.0));
     }
 
     #[test]
@@ -368,6 +370,22 @@ mod tests {
         // A 1000-token prefill: 1000 FLOPs x 1000 queries x 500 mean context / (1e14 x 0.4) =
         // 12.5 us, over the 1.25 us cache read.
         assert!(close(n.op_ns(&op, 1000, 0), 12_500.0 + 10_000.0));
+    }
+
+    #[test]
+    fn flash_attention_reads_the_cache_once_at_the_dense_streaming_rate_and_windows_cap_it() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let c = ChipParams { bw_eff_attention: 0.25, ..c };
+        let sdpa = node(&c, &r, &m);
+        let flash = NodeCost { flash_attention: true, ..sdpa };
+        // 1000 bytes of KV per token, one token after 32,767: 32.768 MB. SDPA at 0.25 of 1 TB/s:
+        // 131.072 us; flash attention at the dense 0.5: 65.536 us (plus a 10 us launch each).
+        let op = Op::attention("sdpa", 1000, true, 1000, None);
+        assert!(close(sdpa.op_ns(&op, 1, 32_767), 131_072.0 + 10_000.0));
+        assert!(close(flash.op_ns(&op, 1, 32_767), 65_536.0 + 10_000.0));
+        // A 128-token sliding window reads 128 tokens whatever the depth: 0.256 us.
+        let windowed = Op::attention("swa", 1000, true, 1000, Some(128));
+        assert!(close(flash.op_ns(&windowed, 1, 32_767), 256.0 + 10_000.0));
     }
 
     #[test]

@@ -1,15 +1,12 @@
-//! What messages cost: one hop on the fabric (RDMA rounds or a TCP message), the CPU side of
+//! What messages cost: one hop on the fabric (an RDMA or a TCP message), the CPU side of
 //! collectives (posting a peer's transfer, reducing received bytes, the hand-offs of a collective
 //! between kernels) and llama.cpp RPC calls.
 
-use crate::hw::{Backend, FabricSpec, Transport};
+use crate::hw::{FabricSpec, Transport};
 use crate::profile::CommParams;
 use crate::sim::Time;
 
 use super::us_to_ns;
-
-/// Frame of RDMA transports other than JACCL (whose frame is an engine option), bytes.
-const RDMA_FRAME_BYTES: u64 = 1 << 20;
 
 /// The cost model of the cluster's fabric and collectives. Built by
 /// [`crate::engine::Plan::net_cost`]; all durations are nanoseconds.
@@ -19,22 +16,35 @@ pub struct NetCost<'a> {
     pub fabric: &'a FabricSpec,
     /// Software costs of messages and collectives.
     pub comm: &'a CommParams,
-    /// JACCL's RDMA frame, bytes (an engine option: it depends on the macOS version).
-    pub jaccl_frame_bytes: u64,
 }
 
 impl NetCost<'_> {
-    /// One message of `bytes` on one hop, ns: the wire time plus, over RDMA, a latency and a
-    /// completion round per window of frames, or, over TCP, one latency and one message's
-    /// software cost.
+    /// One message of `bytes` on one hop, ns: a Hockney alpha-beta cost, a fixed start-up
+    /// (alpha) plus the bytes at the fabric's bandwidth (beta).
+    ///
+    /// RDMA: alpha = the wire latency + one JACCL software round (`jaccl_round_us`: post,
+    /// completion poll, wake-up) per message. The frames of a message stream back to back: a
+    /// 4 KiB frame on macOS 26.2 is a unit of the NIC, not a round trip of the software, and
+    /// ib_send_bw reaches 75 Gbit/s (the catalog's 9.375 GB/s) at 64 KiB messages; a JACCL link
+    /// moves "approximately 6.1-6.5 GB/s" with "27-31 us" latency (omlx PR 3118) and a 4-node
+    /// 256 MB all-reduce reaches 12.2 GB/s algorithm bandwidth (mlx PR 3412), so bulk traffic
+    /// runs near the link rate and small messages pay about one round (FACTS.md, tb5-rdma).
+    /// Timing a round per window of frames instead capped a link near 0.5 GB/s and made RDMA
+    /// prefill slower than TCP on the same cables. The frame size stays in the fault model,
+    /// where FACTS gives it an effect (RDMA instability).
+    ///
+    /// TCP: alpha = the wire latency + one message's software cost (syscalls, copies).
+    ///
+    /// With an RDMA alpha below the TCP one and an RDMA bandwidth above it (every catalog pair
+    /// of fabrics on the same cables), RDMA is never slower than TCP, at any size.
     pub fn hop_ns(&self, bytes: u64) -> Time {
         let wire = bytes as f64 / self.fabric.bytes_per_ns();
-        let ns = match self.fabric.transport {
-            Transport::Rdma => self.rdma_rounds(bytes) as f64 * self.rdma_round_ns() + wire,
-            Transport::Tcp => self.fabric.latency_ns() + self.comm.tcp_message_us * 1e3 + wire,
-            Transport::None => 0.0,
+        let alpha_us = match self.fabric.transport {
+            Transport::Rdma => self.fabric.latency_us + self.comm.jaccl_round_us,
+            Transport::Tcp => self.fabric.latency_us + self.comm.tcp_message_us,
+            Transport::None => return 0,
         };
-        ns.round() as Time
+        (alpha_us * 1e3 + wire).round() as Time
     }
 
     /// CPU time to post and poll one peer's transfer in a collective, ns.
@@ -68,18 +78,6 @@ impl NetCost<'_> {
     pub fn rpc_deserialize_ns(&self, graph_nodes: u64) -> Time {
         self.rpc_half_call_ns() + us_to_ns(graph_nodes as f64 * self.comm.rpc_graph_node_us)
     }
-
-    /// Send/completion rounds of one RDMA message of `bytes`: its frames, `jaccl_window` in flight.
-    fn rdma_rounds(&self, bytes: u64) -> u64 {
-        let frame = if self.fabric.backend == Backend::Jaccl { self.jaccl_frame_bytes } else { RDMA_FRAME_BYTES };
-        let frames = bytes.div_ceil(frame).max(1);
-        frames.div_ceil(self.comm.jaccl_window.max(1) as u64)
-    }
-
-    /// One RDMA round, ns: the wire latency plus JACCL's software round.
-    fn rdma_round_ns(&self) -> f64 {
-        self.fabric.latency_ns() + self.comm.jaccl_round_us * 1e3
-    }
 }
 
 #[cfg(test)]
@@ -89,7 +87,6 @@ mod tests {
     fn comm() -> CommParams {
         let mut c = crate::profile::Profile::default_profile().comm;
         c.jaccl_round_us = 15.0;
-        c.jaccl_window = 2;
         c.jaccl_peer_us = 3.0;
         c.cpu_reduce_gbs = 20.0;
         c.tcp_message_us = 20.0;
@@ -106,22 +103,49 @@ mod tests {
     }
 
     #[test]
-    fn an_rdma_hop_pays_a_latency_and_a_round_per_window_of_frames_plus_the_wire() {
+    fn an_rdma_hop_pays_one_latency_and_one_round_plus_the_wire() {
         let (f, c) = (fabric("tb5-rdma", 5.0, 10.0), comm());
-        let net = NetCost { fabric: &f, comm: &c, jaccl_frame_bytes: 4096 };
-        // 5 frames of 4 KiB, 2 in flight: 3 rounds of (5 + 15) us, plus 20,480 B / 10 B/ns.
-        assert_eq!(net.hop_ns(5 * 4096), 3 * 20_000 + 2_048);
+        let net = NetCost { fabric: &f, comm: &c };
+        // (5 + 15) us, plus 20,480 B / 10 B/ns: the frames do not add rounds.
+        assert_eq!(net.hop_ns(5 * 4096), 20_000 + 2_048);
         // An empty message still takes one round.
         assert_eq!(net.hop_ns(0), 20_000);
-        // RDMA without JACCL frames at 1 MiB: one round.
-        let other = FabricSpec { backend: Backend::Ring, ..f.clone() };
-        assert_eq!(NetCost { fabric: &other, ..net }.hop_ns(5 * 4096), 20_000 + 2_048);
+    }
+
+    #[test]
+    fn a_64_mib_message_on_tb5_rdma_runs_at_the_link_rate_plus_one_alpha() {
+        // The catalog's tb5-rdma: ib_send_lat 4.64 us, ib_send_bw 75 Gbit/s = 9.375 GB/s.
+        let f = crate::catalog::catalog().fabric("tb5-rdma").unwrap().clone();
+        let c = comm();
+        let net = NetCost { fabric: &f, comm: &c };
+        let bytes = 64u64 << 20;
+        // 67,108,864 B / 9.375 B/ns = 7,158,278.8 ns; alpha = (4.64 + 15) us = 19,640 ns.
+        assert_eq!(net.hop_ns(bytes), 7_158_279 + 19_640);
+        // Effective bandwidth ~9.35 GB/s: within 0.3% of the link rate.
+        let gbs = bytes as f64 / net.hop_ns(bytes) as f64;
+        assert!((9.3..9.375).contains(&gbs), "{gbs}");
+    }
+
+    #[test]
+    fn rdma_is_never_slower_than_tcp_on_the_same_cables_at_any_size() {
+        let cat = crate::catalog::catalog();
+        let c = crate::profile::Profile::default_profile().comm;
+        for (rdma, tcp) in [("tb5-rdma", "tb5-tcp"), ("cx7-roce", "cx7-tcp")] {
+            let (r, t) = (cat.fabric(rdma).unwrap().clone(), cat.fabric(tcp).unwrap().clone());
+            let (r, t) = (NetCost { fabric: &r, comm: &c }, NetCost { fabric: &t, comm: &c });
+            // 1 B .. 1 GiB, every power of two and its neighbours.
+            for shift in 0..=30 {
+                for bytes in [(1u64 << shift).saturating_sub(1), 1 << shift, (1 << shift) + 1] {
+                    assert!(r.hop_ns(bytes) <= t.hop_ns(bytes), "{rdma} {bytes} B: {} > {tcp} {}", r.hop_ns(bytes), t.hop_ns(bytes));
+                }
+            }
+        }
     }
 
     #[test]
     fn a_tcp_hop_pays_one_latency_and_one_message_cost_plus_the_wire() {
         let (f, c) = (fabric("tb5-tcp", 100.0, 5.0), comm());
-        let net = NetCost { fabric: &f, comm: &c, jaccl_frame_bytes: 4096 };
+        let net = NetCost { fabric: &f, comm: &c };
         assert_eq!(net.hop_ns(20_480), 100_000 + 20_000 + 4_096);
         let none = FabricSpec { transport: Transport::None, ..f.clone() };
         assert_eq!(NetCost { fabric: &none, ..net }.hop_ns(20_480), 0);
@@ -130,7 +154,7 @@ mod tests {
     #[test]
     fn collective_and_rpc_costs_are_the_profile_values() {
         let (f, c) = (fabric("tb5-rdma", 5.0, 10.0), comm());
-        let net = NetCost { fabric: &f, comm: &c, jaccl_frame_bytes: 4096 };
+        let net = NetCost { fabric: &f, comm: &c };
         assert_eq!(net.post_ns(), 3_000);
         // 1 MB at 20 GB/s (20 bytes/ns).
         assert_eq!(net.reduce_ns(1_000_000), 50_000);

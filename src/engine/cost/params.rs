@@ -62,19 +62,14 @@ const fn p(section: ParamSection, key: &'static str, times: &'static str) -> Cos
 
 /// Every calibrated parameter the cost model reads ([`super::NodeCost`], [`super::NetCost`]).
 /// Node peaks (`mem_bw_gbs`, `fp16_tflops`) and fabric figures (`latency_us`, `bandwidth_gbs`)
-/// come from the catalog, JACCL's frame size from the engine options.
+/// come from the catalog; JACCL's frame size (engine options) only enters the fault model.
 pub const COST_PARAMETERS: &[CostParameter] = &[
-    p(
-        Chip,
-        "bw_eff_dense",
-        "dense GEMV/GEMM weight streams (x runtime bw_scale, kernel multiplier, working-set factor); the MLA rope-score mask's traffic",
-    ),
+    p(Chip, "bw_eff_dense", "dense GEMV/GEMM weight streams (x runtime bw_scale, kernel multiplier); the MLA rope-score mask's traffic"),
     p(Chip, "bw_eff_expert", "routed-expert gather weight streams (x runtime bw_scale, kernel multiplier)"),
     p(Chip, "bw_eff_attention", "attention's KV-cache reads at depth"),
     p(Chip, "compute_eff_dense", "dense GEMM FLOPs (prefill), and the issued FLOPs of dense work"),
     p(Chip, "compute_eff_expert", "routed-expert GEMM FLOPs (prefill), and their issued FLOPs"),
     p(Chip, "compute_eff_attention", "attention FLOPs over the context, and their issued FLOPs"),
-    p(Chip, "bw_ws_per_tb", "fall of the dense bandwidth efficiency with the node's dense working set"),
     p(Runtime, "kernel_launch_us", "one kernel launch (per op kernel; once per batch)"),
     p(Runtime, "host_per_step_us", "host work per forward (an engine's own host costs replace it)"),
     p(Runtime, "host_per_seq_us", "host work per sampling sequence per forward (as host_per_step_us)"),
@@ -88,7 +83,6 @@ pub const COST_PARAMETERS: &[CostParameter] = &[
     p(Comm, "gpu_sync_fast_us", "one GPU<->CPU crossing with the fast fence, or off macOS"),
     p(Comm, "jaccl_round_us", "software part of one RDMA send/completion round, beside the wire latency"),
     p(Comm, "jaccl_peer_us", "CPU post and poll of one peer's transfer in a collective"),
-    p(Comm, "jaccl_window", "RDMA frames in flight per round"),
     p(Comm, "cpu_reduce_gbs", "CPU reduction of received all_sum bytes"),
     p(Comm, "tcp_message_us", "software cost of one TCP message, beside the wire latency"),
     p(Comm, "rpc_call_us", "one blocking llama.cpp RPC call, client and server halves"),
