@@ -213,6 +213,14 @@ pub struct FaultParams {
     pub tb_tcp_crash_mean_s: f64,
     /// How steeply the Thunderbolt TCP crash rate rises with link utilisation.
     pub tb_tcp_crash_exponent: f64,
+    /// Mean time between losses of one cable, h (the planner's availability; a scenario's
+    /// `[faults.link]` gives its own).
+    pub cable_mtbf_hours: f64,
+    /// Time to notice and repair a lost cable, h (the planner's availability).
+    pub cable_repair_hours: f64,
+    /// The least share of the fault-free rate at which a cluster still counts as available: a
+    /// state serving slower is degraded time, not up time.
+    pub useful_rate_fraction: f64,
 }
 
 impl Default for FaultParams {
@@ -224,6 +232,9 @@ impl Default for FaultParams {
             rdma_frame_exponent: 0.5,
             tb_tcp_crash_mean_s: 60.0,
             tb_tcp_crash_exponent: 2.0,
+            cable_mtbf_hours: 8760.0,
+            cable_repair_hours: 4.0,
+            useful_rate_fraction: 0.5,
         }
     }
 }
@@ -479,6 +490,7 @@ pub const MISC_FIELDS: &[Field<MiscParams>] = fields!(MiscParams:
 pub const FAULT_FIELDS: &[Field<FaultParams>] = fields!(FaultParams:
     rdma_failures_per_link_hour "1/h" NonNegative, rdma_utilisation_exponent "" NonNegative, rdma_frame_exponent "" NonNegative,
     tb_tcp_crash_mean_s "s" Positive, tb_tcp_crash_exponent "" NonNegative,
+    cable_mtbf_hours "h" Positive, cable_repair_hours "h" Positive, useful_rate_fraction "" Fraction,
 );
 
 /// A numeric parameter of a profile, by dotted path.

@@ -35,6 +35,9 @@ pub struct Lowered {
     pub tokens: u64,
     /// Bytes the engine put on links (for conservation checks).
     pub bytes_sent: u64,
+    /// Cables (unordered node pairs; `(a, n)` is node a's cable to a switch) the step's messages
+    /// cross, in order: the cables this runtime needs on this cluster.
+    pub cables_crossed: Vec<(usize, usize)>,
     /// Per segment: the context-independent part of its time (ns) and of its work, and the ops
     /// whose cost grows with the context, as indices into `ctx_ops`. Filled on the first
     /// [`Lowered::retime`] or [`Lowered::work`].

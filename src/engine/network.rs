@@ -58,17 +58,19 @@ impl Net {
         Net { gpu, cpu, links, n, topology: plan.topology, lost: plan.lost_links.clone() }
     }
 
-    /// Link resources a message from `a` to `b` crosses, in order.
-    pub(super) fn route(&self, a: usize, b: usize) -> Vec<ResourceId> {
+    /// Link resources a message from `a` to `b` crosses, in order, each with its cable (the
+    /// unordered node pair; `(a, n)` for node a's cable to a switch).
+    pub(super) fn route(&self, a: usize, b: usize) -> Vec<(ResourceId, (usize, usize))> {
         let n = self.n;
+        let cable = |x: usize, y: usize| (x.min(y), x.max(y));
         if !self.lost.is_empty() {
             return self.detour(a, b);
         }
         match self.topology {
-            Topology::FullMesh => vec![self.links[a * n + b].expect("mesh link")],
+            Topology::FullMesh => vec![(self.links[a * n + b].expect("mesh link"), cable(a, b))],
             // Switched fabrics: the sender's uplink carries the message (incast at the
             // receiver is not modelled).
-            Topology::Switch => vec![self.links[a * n + a].expect("uplink")],
+            Topology::Switch => vec![(self.links[a * n + a].expect("uplink"), (a, n))],
             Topology::Ring => {
                 let fwd = (b + n - a) % n;
                 let step = if fwd <= n - fwd { 1 } else { n - 1 };
@@ -76,7 +78,7 @@ impl Net {
                 let mut cur = a;
                 while cur != b {
                     let next = (cur + step) % n;
-                    out.push(self.links[cur * n + next].expect("ring link"));
+                    out.push((self.links[cur * n + next].expect("ring link"), cable(cur, next)));
                     cur = next;
                 }
                 out
@@ -87,14 +89,19 @@ impl Net {
 
     /// The route around lost cables: the node path of [`crate::hw::route_around`], hop by hop
     /// (store-and-forward through the peer); on a switch only the senders' uplinks are
-    /// resources, as without faults. The fault simulation only plans connected clusters.
-    fn detour(&self, a: usize, b: usize) -> Vec<ResourceId> {
+    /// resources, as without faults. No backend is known to forward through a peer (JACCL has
+    /// no forwarding; no runtime source routes TCP through a node), so the fault simulation
+    /// never plans a step across a lost cable it needs: this is for what-if studies only.
+    fn detour(&self, a: usize, b: usize) -> Vec<(ResourceId, (usize, usize))> {
         let n = self.n;
-        let path = crate::hw::route_around(self.topology, n, a, b, &self.lost).expect("the fault simulation plans connected clusters only");
+        let path = crate::hw::route_around(self.topology, n, a, b, &self.lost).expect("a detour is planned for connected clusters only");
         path.windows(2)
             .filter(|w| w[0] < n)
-            .map(|w| if w[1] == n { self.links[w[0] * n + w[0]] } else { self.links[w[0] * n + w[1]] })
-            .map(|l| l.expect("a link on the detour"))
+            .map(|w| {
+                let (x, y) = (w[0], w[1]);
+                let link = if y == n { self.links[x * n + x] } else { self.links[x * n + y] };
+                (link.expect("a link on the detour"), (x.min(y), x.max(y)))
+            })
             .collect()
     }
 }
@@ -109,6 +116,8 @@ pub(super) struct Builder<'a> {
     /// `(task, node)` of every per-step host task (re-timed per batch by [`Lowered::retime_rows`]).
     pub(super) host_tasks: Vec<(TaskId, usize)>,
     pub(super) bytes_sent: u64,
+    /// Cables the step's messages cross (unordered node pairs, see [`Net::route`]).
+    pub(super) cables_crossed: std::collections::BTreeSet<(usize, usize)>,
     /// Collectives sit between kernels (a forward pass) rather than alone (a microbenchmark).
     pub(super) in_context: bool,
 }
@@ -117,7 +126,17 @@ impl<'a> Builder<'a> {
     pub(super) fn new(plan: &'a Plan) -> Self {
         let mut g = TaskGraph::new();
         let net = Net::new(&mut g, plan);
-        Builder { plan, g, net, gpu_tasks: Vec::new(), segments: Vec::new(), host_tasks: Vec::new(), bytes_sent: 0, in_context: true }
+        Builder {
+            plan,
+            g,
+            net,
+            gpu_tasks: Vec::new(),
+            segments: Vec::new(),
+            host_tasks: Vec::new(),
+            bytes_sent: 0,
+            cables_crossed: Default::default(),
+            in_context: true,
+        }
     }
 
     pub(super) fn gpu(&mut self, node: usize, ops: Vec<Op>, logits_all_tokens: bool, deps: &[TaskId]) -> TaskId {
@@ -146,7 +165,8 @@ impl<'a> Builder<'a> {
         let d = self.plan.net_cost().hop_ns(bytes);
         let mut last = None;
         // Multi-hop routes (rings) are store-and-forward at message level.
-        for link in route {
+        for (link, cable) in route {
+            self.cables_crossed.insert(cable);
             let dep: Vec<TaskId> = match last {
                 Some(t) => vec![t],
                 None => deps.to_vec(),
@@ -170,7 +190,10 @@ impl<'a> Builder<'a> {
         let cost = plan.net_cost();
         let context_ns = if self.in_context { cost.in_context_ns() } else { 0 };
         let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i) + context_ns, "gpu->cpu", &[ready[i]])).collect();
-        let algo = if self.plan.fabric.backend != Backend::Jaccl || self.plan.topology == Topology::Ring {
+        // The algorithm follows the cables, not the label: where every pair of ranks has a
+        // cable of its own (a full mesh, a ring of 2 or 3) JACCL runs its fully connected
+        // algorithm; a longer ring runs the ring algorithm (mlx PR 3094), as TCP always does.
+        let algo = if self.plan.fabric.backend != Backend::Jaccl || !self.plan.topology.every_pair_cabled(n) {
             AllReduceAlgo::Ring
         } else if self.plan.options.allreduce == AllReduceAlgo::ReduceScatterAllGather && bytes <= 32 * 1024 {
             AllReduceAlgo::FullyConnected
@@ -272,6 +295,7 @@ impl<'a> Builder<'a> {
             host_tasks: self.host_tasks,
             tokens,
             bytes_sent: self.bytes_sent,
+            cables_crossed: self.cables_crossed.into_iter().collect(),
             seg_parts: Vec::new(),
             ctx_ops: Vec::new(),
             head_rows: 0,

@@ -71,7 +71,7 @@ pub fn nominal_bounds(s: &Scenario, plan: &Plan, profile: &Profile) -> Bounds {
     Bounds {
         tokens_per_s_max: 1e9 / first * (1.0 + BOUND_MARGIN),
         power_w_min: p_first.min(p_last) * (1.0 - BOUND_MARGIN),
-        availability_max: load_fault_availability(s, plan, util_min, &profile.faults),
+        availability_max: load_fault_availability(s, plan, util_min, low.cables_crossed.len(), &profile.faults),
     }
 }
 
@@ -139,6 +139,7 @@ pub fn estimate_memo(s: &Scenario, profile: &Profile, memo: &RunMemo) -> Result<
     let plan = generate_plan(s, profile)?;
     let run = memo.run(&plan, s.workload.prompt_tokens, s.workload.generate_tokens, s.seed);
     let util = decode_link_utilisation(&plan, run.decode_ns as f64, run.decode_bytes_sent as f64);
-    let availability = load_fault_availability(s, &plan, util, &profile.faults);
+    let cables_needed = lower_step(&plan, 1).cables_crossed.len();
+    let availability = load_fault_availability(s, &plan, util, cables_needed, &profile.faults);
     Ok((super::generate_estimate(s, &plan, &run, profile), availability))
 }

@@ -14,10 +14,15 @@
 //!   is back; an exo pipeline stalls until that node is back and has reloaded its layers;
 //!   llama.cpp RPC fails the request and re-sends the server's tensors over the network.
 //!   The interrupted request is retried (`faults.retry`, default) or fails.
-//! - a lost cable: traffic detours through a peer where a path is left
-//!   ([`crate::hw::route_around`]), else the cluster falls back to the fabric's `lost_to`
-//!   (Wi-Fi); exo's collective fails and the instance restarts, llama.cpp fails the request.
-//!   A repaired cable is used again at once.
+//! - a lost cable: a cable the runtime's step does not cross (e.g. a mesh chord under the TCP
+//!   ring all-reduce) changes nothing. One it crosses is a lost path for that pair: no backend
+//!   forwards through a peer (JACCL over RDMA has no forwarding; no runtime source routes TCP
+//!   through a node), so the runtime reacts as it does ([`CableLoss`]): exo tensor parallel
+//!   re-places the instance on the largest set of nodes still cabled pair by pair that holds
+//!   the model ([`crate::hw::fully_cabled_sets`]), reloading it, or stops until a repair; an exo
+//!   pipeline is placed over the fabric's `lost_to` (Wi-Fi, exo issue 2295); llama.cpp RPC fails
+//!   requests until the repair. A repair that moves the placement back restarts the runtime
+//!   there (another reload).
 //! - a degraded cable runs at the fabric's `degrade_to` (RDMA -> TCP). A synchronous
 //!   collective waits for its slowest link, so the step is timed with the whole fabric at the
 //!   fallback's parameters: exact for fully connected all-reduce, pessimistic for pipelines.
@@ -26,14 +31,20 @@
 //!   instance restarts and reloads.
 //! - Thunderbolt TCP load: each serving node crashes at `u^k / tb_tcp_crash_mean_s`; HPL is
 //!   sustained load (u = 1).
-//! - Slow states (straggler, throttled, detoured, degraded, fallback) count the throughput they
-//!   lose as time lost, against the fault-free rate, under the most severe cause present.
+//! - Slow states (straggler, throttled, re-placed, degraded, fallback) count the throughput they
+//!   lose as time lost, against the fault-free rate, under the most severe cause present, and
+//!   their wall time as degraded time (`degraded_s`, by cause).
+//!
+//! Availability is the share of the horizon spent serving at a useful rate: at least the
+//! profile's `faults.useful_rate_fraction` of the fault-free rate. Outages, a stopped
+//! instance, requests failing for a lost path and slower states (e.g. Wi-Fi at a few percent
+//! of the cables' rate) are not available; goodput counts only tokens delivered.
 
 use std::collections::BTreeMap;
 
-use crate::engine::Plan;
 use crate::engine::runtimes::CableLoss;
-use crate::hw::{FabricSpec, PortKind, Topology, Transport, cabling, connected};
+use crate::engine::{Plan, lower_step};
+use crate::hw::{FabricSpec, PortKind, Topology, Transport, cabling, fully_cabled_sets};
 use crate::profile::{FaultParams, Profile};
 use crate::scenario::{FaultConfig, Scenario, WorkloadKind};
 use crate::sim::FaultDraws;
@@ -57,9 +68,28 @@ struct Mode {
     throttled: bool,
 }
 
+/// Where the runtime's instance runs in a mode.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Placement {
+    /// On every node, over its cables.
+    Whole,
+    /// Re-placed on these nodes (every pair cabled).
+    Nodes(Vec<usize>),
+    /// On every node, over the fabric's `lost_to` (the LAN).
+    Lan,
+    /// Stopped: no set of nodes still cabled pair by pair holds the model.
+    Stopped,
+    /// Requests fail until the cable is repaired.
+    Failing,
+}
+
 /// How fast the cluster serves in a mode.
 #[derive(Clone, Debug)]
 struct Rate {
+    /// Where the instance runs.
+    placement: Placement,
+    /// Seconds the instance takes to load there (the largest share over its nodes).
+    reload_s: f64,
     /// Seconds per request (prompt and generation; HPL: one run).
     request_s: f64,
     /// Average utilisation of a link direction.
@@ -90,6 +120,12 @@ struct FaultSim<'a> {
     cables: Vec<(usize, usize)>,
     reload_s: Vec<f64>,
     modes: BTreeMap<Mode, Rate>,
+    /// Rates of placements already run on the event core, by (placement, degraded, throttled).
+    placed: BTreeMap<(Placement, bool, bool), Rate>,
+    /// Per cable: whether the runtime's step crosses it (its loss is a lost path).
+    needed: Vec<bool>,
+    /// The rate in effect since the last event (what an interrupted request was running at).
+    in_effect: Option<Rate>,
     free_request_s: f64,
     draws: FaultDraws,
     t: f64,
@@ -106,6 +142,7 @@ struct FaultSim<'a> {
     failed: u64,
     retried: u64,
     lost_s: BTreeMap<String, f64>,
+    degraded_s: BTreeMap<String, f64>,
     events: BTreeMap<String, u64>,
     log: Vec<FaultLogEntry>,
     /// Every request's output is corrupt on JACCL (prompt past `tp_corrupt_above_tokens`).
@@ -124,6 +161,9 @@ impl<'a> FaultSim<'a> {
         let n = s.nodes.len();
         let cables: Vec<(usize, usize)> = cabling(s.topology, n).into_iter().map(|(a, _, b, _)| (a, b)).collect();
         let reload_s = reload_seconds(s, cfg.disk_read_gbs, plan);
+        // The cables the runtime's step crosses (HPL, or a plan that failed: all of them).
+        let crossed = plan.filter(|_| s.workload.kind != WorkloadKind::Hpl).map(|p| lower_step(p, 1).cables_crossed);
+        let needed = cables.iter().map(|c| crossed.as_ref().is_none_or(|x| x.contains(c))).collect();
         let mut sim = FaultSim {
             s,
             cfg,
@@ -134,6 +174,9 @@ impl<'a> FaultSim<'a> {
             cables,
             reload_s,
             modes: BTreeMap::new(),
+            placed: BTreeMap::new(),
+            needed,
+            in_effect: None,
             free_request_s: 0.0,
             draws: FaultDraws::new(s.seed),
             t: 0.0,
@@ -148,11 +191,12 @@ impl<'a> FaultSim<'a> {
             failed: 0,
             retried: 0,
             lost_s: BTreeMap::new(),
+            degraded_s: BTreeMap::new(),
             events: BTreeMap::new(),
             log: Vec::new(),
             corrupt: cfg.tp_corrupt_above_tokens.is_some_and(|t| s.workload.kind == WorkloadKind::Generate && s.workload.prompt_tokens > t),
         };
-        sim.free_request_s = sim.evaluate(s.clone(), Vec::new(), None).request_s;
+        sim.free_request_s = sim.evaluate(s.clone(), Placement::Whole, None).request_s;
         sim
     }
 
@@ -164,12 +208,79 @@ impl<'a> FaultSim<'a> {
         Mode { lost: on(&self.lost_until), degraded: self.degraded_until.iter().any(Option::is_some), throttled }
     }
 
-    /// The rate of a mode, run once on the event core and cached.
+    /// The rate of a mode, run once on the event core per placement and cached.
     fn rate(&mut self, m: &Mode) -> Rate {
         if let Some(r) = self.modes.get(m) {
             return r.clone();
         }
+        let lost: Vec<(usize, usize)> = m.lost.iter().map(|&c| self.cables[c]).collect();
+        let placement = if m.lost.iter().all(|&c| !self.needed[c]) {
+            Placement::Whole
+        } else if self.s.workload.kind == WorkloadKind::Hpl {
+            // An MPI job with a rank it cannot reach dies; it runs again once the cable is back.
+            Placement::Failing
+        } else {
+            match self.s.engine.kind.behaviour().cable_loss(self.s.engine.parallelism) {
+                CableLoss::FailUntilRepaired(_) => Placement::Failing,
+                CableLoss::FallBack(_) => Placement::Lan,
+                CableLoss::Replace(_) => self.replacement(&lost),
+            }
+        };
+        let key = (placement.clone(), m.degraded, m.throttled);
+        if let Some(r) = self.placed.get(&key) {
+            self.modes.insert(m.clone(), r.clone());
+            return r.clone();
+        }
+        let r = self.run_placement(placement, m);
+        self.placed.insert(key, r.clone());
+        self.modes.insert(m.clone(), r.clone());
+        r
+    }
+
+    /// The largest set of nodes still cabled pair by pair (ties: the lowest-numbered) on which
+    /// the scenario plans (the model fits, the split divides), or `Stopped`.
+    fn replacement(&self, lost: &[(usize, usize)]) -> Placement {
+        fully_cabled_sets(self.s.topology, self.s.nodes.len(), lost)
+            .into_iter()
+            .find(|set| super::generate_plan(&self.on_nodes(set), self.profile).is_ok())
+            .map_or(Placement::Stopped, Placement::Nodes)
+    }
+
+    /// The scenario with its instance on `set` alone: a full mesh of those nodes (a switch
+    /// stays a switch), one node without a split.
+    fn on_nodes(&self, set: &[usize]) -> Scenario {
         let mut ms = self.s.clone();
+        ms.nodes = set.iter().map(|&i| self.s.nodes[i].clone()).collect();
+        ms.topology = match (set.len(), self.s.topology) {
+            (1, _) => Topology::None,
+            (_, Topology::Switch) => Topology::Switch,
+            _ => Topology::FullMesh,
+        };
+        if set.len() == 1 {
+            ms.engine.parallelism = ms.engine.kind.behaviour().default_parallelism(1);
+        }
+        ms
+    }
+
+    /// Runs `placement` in mode `m` (heat, degraded cables) on the event core.
+    fn run_placement(&self, placement: Placement, m: &Mode) -> Rate {
+        let transport = self.s.fabric.transport;
+        let (mut ms, nodes): (Scenario, Vec<usize>) = match &placement {
+            Placement::Stopped | Placement::Failing => {
+                let cause = if placement == Placement::Stopped { "stopped" } else { "lost-path" };
+                return Rate {
+                    placement,
+                    reload_s: 0.0,
+                    request_s: f64::INFINITY,
+                    link_util: 0.0,
+                    transport,
+                    tb_tcp: false,
+                    cause: Some(cause),
+                };
+            }
+            Placement::Nodes(set) => (self.on_nodes(set), set.clone()),
+            Placement::Whole | Placement::Lan => (self.s.clone(), (0..self.s.nodes.len()).collect()),
+        };
         let slow = |ms: &mut Scenario, node: usize, f: f64| {
             let x = &mut ms.nodes[node];
             x.mem_bw_gbs /= f;
@@ -177,50 +288,48 @@ impl<'a> FaultSim<'a> {
             x.hpl_cpu_gflops /= f;
         };
         let mut cause = None;
-        if let Some(st) = &self.cfg.straggler {
-            slow(&mut ms, st.node, st.factor);
+        if let Some(st) = &self.cfg.straggler
+            && let Some(at) = nodes.iter().position(|&i| i == st.node)
+        {
+            slow(&mut ms, at, st.factor);
             cause = Some("straggler");
         }
         if let (true, Some(th)) = (m.throttled, &self.cfg.thermal) {
             (0..ms.nodes.len()).for_each(|i| slow(&mut ms, i, th.factor));
             cause = Some("thermal");
         }
-        let mut lost: Vec<(usize, usize)> = m.lost.iter().map(|&c| self.cables[c]).collect();
         if m.degraded {
             ms.fabric = fabric(self.s.fabric.degrade_to.as_deref());
             cause = Some("link-degraded");
         }
-        if !lost.is_empty() {
-            if connected(self.s.topology, self.s.nodes.len(), &lost) {
-                cause = Some("rerouted");
-            } else {
+        match placement {
+            Placement::Lan => {
                 ms.fabric = self.cfg.fallback.clone().unwrap_or_else(|| fabric(self.s.fabric.lost_to.as_deref()));
                 ms.topology = Topology::Switch;
-                lost.clear();
                 cause = Some("fallback");
             }
+            Placement::Nodes(_) => cause = Some("re-placed"),
+            _ => {}
         }
-        let r = self.evaluate(ms, lost, cause);
-        self.modes.insert(m.clone(), r.clone());
-        r
+        self.evaluate(ms, placement, cause)
     }
 
-    /// Runs one request of scenario `ms` (with `lost` cables) on the event core.
-    fn evaluate(&self, ms: Scenario, lost: Vec<(usize, usize)>, cause: Option<&'static str>) -> Rate {
+    /// Runs one request of scenario `ms` (the instance placed as `placement`) on the event core.
+    fn evaluate(&self, ms: Scenario, placement: Placement, cause: Option<&'static str>) -> Rate {
         let transport = ms.fabric.transport;
         let tb_tcp = transport == Transport::Tcp && ms.fabric.port == PortKind::Thunderbolt;
         if ms.workload.kind == WorkloadKind::Hpl {
             let (_, seconds) = super::hpl::hpl_run(&ms);
-            return Rate { request_s: seconds, link_util: 1.0, transport, tb_tcp, cause };
+            return Rate { placement, reload_s: 0.0, request_s: seconds, link_util: 1.0, transport, tb_tcp, cause };
         }
-        let Ok(mut plan) = super::generate_plan(&ms, self.profile) else {
-            return Rate { request_s: f64::INFINITY, link_util: 0.0, transport, tb_tcp, cause };
+        let Ok(plan) = super::generate_plan(&ms, self.profile) else {
+            return Rate { placement, reload_s: 0.0, request_s: f64::INFINITY, link_util: 0.0, transport, tb_tcp, cause };
         };
-        plan.lost_links = lost;
+        let reload_s = reload_seconds(&ms, self.cfg.disk_read_gbs, Some(&plan)).into_iter().fold(0.0, f64::max);
         let w = &ms.workload;
         let run = super::sample_generate(&plan, w.prompt_tokens, w.generate_tokens, DECODE_SAMPLES, ms.seed);
         let link_util = decode_link_utilisation(&plan, run.decode_ns as f64, run.decode_bytes_sent as f64);
-        Rate { request_s: (run.prefill_ns + run.decode_ns) as f64 / 1e9, link_util, transport, tb_tcp, cause }
+        Rate { placement, reload_s, request_s: (run.prefill_ns + run.decode_ns) as f64 / 1e9, link_util, transport, tb_tcp, cause }
     }
 }
 
@@ -244,14 +353,24 @@ pub fn decode_link_utilisation(plan: &Plan, decode_ns: f64, bytes: f64) -> f64 {
 pub const ASSUMED_REBOOT_S: f64 = 120.0;
 
 /// Steady-state availability of `s` (planned as `plan`) serving back to back under the
-/// profile's load-dependent faults at decode link utilisation `link_util`: Thunderbolt TCP
-/// crashes of every node (out for [`ASSUMED_REBOOT_S`] plus the reload the runtime needs, as
-/// in [`simulate`]) and RDMA (JACCL) failures of every cable (out for the reload). Both
-/// hazards run only while serving and stop service, so up times are exponential and outages
-/// fixed: A = 1 / (1 + sum of rate x outage) over the causes, exactly the long-run fraction
-/// [`simulate`] converges to with `tcp_load_crash` / `rdma_instability` on. Other faults (node
-/// MTBF, cable losses) have no published rate and are not included. Decreasing in `link_util`.
-pub fn load_fault_availability(s: &Scenario, plan: &Plan, link_util: f64, params: &FaultParams) -> f64 {
+/// profile's load-dependent faults at decode link utilisation `link_util`, and of the
+/// `cables_needed` cables its step crosses ([`crate::engine::Lowered::cables_crossed`]).
+///
+/// Load faults: Thunderbolt TCP crashes of every node (out for [`ASSUMED_REBOOT_S`] plus the
+/// reload the runtime needs, as in [`simulate`]) and RDMA (JACCL) failures of every cable (out
+/// for the reload). Both hazards run only while serving and stop service, so up times are
+/// exponential and outages fixed: A_load = 1 / (1 + sum of rate x outage) over the causes,
+/// exactly the long-run fraction [`simulate`] converges to with `tcp_load_crash` /
+/// `rdma_instability` on.
+///
+/// Cable loss: each needed cable is out a share q = repair / (MTBF + repair) of the time (an
+/// alternating renewal, the profile's `cable_mtbf_hours` and `cable_repair_hours`), cables
+/// independent; no backend forwards through a peer, so one needed cable out is a lost path and
+/// the cluster does not serve as planned (a re-placed instance is another, smaller cluster):
+/// A_cable = (1 - q)^cables_needed. An 8-node ring's tensor all-reduce needs all 8 cables, a
+/// 4-node JACCL mesh its 6. A = A_load x A_cable (the causes taken independent). Node MTBF has
+/// no published rate and is not included. Decreasing in `link_util` and in `cables_needed`.
+pub fn load_fault_availability(s: &Scenario, plan: &Plan, link_util: f64, cables_needed: usize, params: &FaultParams) -> f64 {
     let n = plan.n();
     if n < 2 {
         return 1.0;
@@ -275,7 +394,8 @@ pub fn load_fault_availability(s: &Scenario, plan: &Plan, link_util: f64, params
                 / 3600.0;
         rate_x_outage += cabling(plan.topology, n).len() as f64 * per_s * max_reload;
     }
-    1.0 / (1.0 + rate_x_outage)
+    let cable_down = params.cable_repair_hours / (params.cable_mtbf_hours + params.cable_repair_hours);
+    (1.0 - cable_down).powi(cables_needed as i32) / (1.0 + rate_x_outage)
 }
 
 /// Link directions (resources) of a topology.
@@ -317,6 +437,7 @@ impl FaultSim<'_> {
         while self.t < horizon {
             let mode = self.mode();
             let rate = self.rate(&mode);
+            self.in_effect = Some(rate.clone());
             let (hits, rates) = self.hazards(&rate);
             let dt = self.draws.exponential(rates.iter().sum());
             let scheduled = self.cfg.crashes.get(next_crash).map_or(f64::INFINITY, |c| c.0);
@@ -403,44 +524,99 @@ impl FaultSim<'_> {
             self.serve_since = t;
             self.note("cluster serving again", String::new());
         }
+        let before = self.rate(&self.mode()).placement;
+        let mut repaired = Vec::new();
         for c in 0..self.cables.len() {
             if self.lost_until[c].is_some_and(|u| u <= t) {
                 self.lost_until[c] = None;
                 let (a, b) = self.cables[c];
-                self.note(&format!("cable {} repaired", cable_name(a, b, self.s.nodes.len())), "traffic back on it".into());
+                repaired.push(cable_name(a, b, self.s.nodes.len()));
             }
             if self.degraded_until[c].is_some_and(|u| u <= t) {
                 self.degraded_until[c] = None;
             }
         }
+        if !repaired.is_empty() {
+            self.follow_placement(&before, &format!("cable {} repaired", repaired.join(", ")), "link-repair");
+        }
+    }
+
+    /// After cables were lost or repaired: where the runtime's instance goes now. A placement
+    /// that moved restarts the runtime there (a reload); a stopped or failing one interrupts
+    /// the request in flight and serves nothing until a repair moves it again.
+    fn follow_placement(&mut self, before: &Placement, event: &str, cause: &'static str) {
+        let now = self.rate(&self.mode());
+        if now.placement == *before {
+            let effect = match before {
+                Placement::Whole => "the instance does not use it: nothing changes",
+                _ => "the instance stays where it is",
+            };
+            self.note(event, effect.into());
+            return;
+        }
+        let runtime = self.s.engine.kind.behaviour();
+        let why = match runtime.cable_loss(self.s.engine.parallelism) {
+            CableLoss::Replace(w) | CableLoss::FallBack(w) | CableLoss::FailUntilRepaired(w) => w,
+        };
+        let what = match &now.placement {
+            Placement::Whole => "the instance is placed on the whole cluster again".to_string(),
+            Placement::Nodes(set) => {
+                let nodes: Vec<String> = set.iter().map(usize::to_string).collect();
+                format!("{why}: re-placed on node(s) {}", nodes.join(", "))
+            }
+            Placement::Lan => {
+                let lan = self.cfg.fallback.as_ref().map_or_else(|| self.s.fabric.lost_to.clone().unwrap_or_default(), |f| f.id.clone());
+                format!("{why}: now over {lan}")
+            }
+            Placement::Stopped => format!("{why}: no set of nodes still cabled to each other holds the model; stopped until a repair"),
+            Placement::Failing if self.s.workload.kind == WorkloadKind::Hpl => "the HPL run fails until the cable is repaired".into(),
+            Placement::Failing => why.to_string(),
+        };
+        let kind = match &now.placement {
+            Placement::Whole => "placed-whole",
+            Placement::Nodes(_) => "re-placed",
+            Placement::Lan => "lan-fallback",
+            Placement::Stopped => "stopped",
+            Placement::Failing => "lost-path",
+        };
+        *self.events.entry(kind.into()).or_default() += 1;
+        let reload = now.reload_s;
+        self.interrupt(cause, self.t + reload, event, &what, reload);
     }
 
     /// Serves (or waits) from now to `until`.
     fn advance(&mut self, until: f64, rate: &Rate) {
         let dt = until - self.t;
-        if self.serving {
-            self.up_s += dt;
-            if rate.request_s.is_finite() {
-                let total = self.progress + dt / rate.request_s;
-                let done = total.floor();
-                self.progress = total - done;
-                if self.corrupt && rate.transport == Transport::Rdma {
-                    // Served, but every output is garbage (exo issue 2270): failed requests.
-                    self.failed += done as u64;
-                    *self.events.entry("tp-corruption".into()).or_default() += done as u64;
-                    *self.lost_s.entry("tp-corruption".into()).or_default() += dt;
-                    if done > 0.0 && !self.log.iter().any(|l| l.event.starts_with("corrupt output")) {
-                        let what = format!(
-                            "the {}-token prompt is past the tensor-parallel corruption threshold on JACCL",
-                            self.s.workload.prompt_tokens
-                        );
-                        self.note("corrupt output", format!("{what}; the requests fail"));
-                    }
-                } else {
-                    self.completed += done as u64;
-                    if let Some(c) = rate.cause {
-                        *self.lost_s.entry(c.into()).or_default() += dt * (1.0 - self.free_request_s / rate.request_s).max(0.0);
-                    }
+        if self.serving && !rate.request_s.is_finite() {
+            // Stopped, or failing every request: no service at all.
+            *self.lost_s.entry(rate.cause.unwrap_or("stopped").into()).or_default() += dt;
+        } else if self.serving {
+            let share = self.free_request_s / rate.request_s;
+            if share >= self.params.useful_rate_fraction {
+                self.up_s += dt;
+            }
+            if share < 1.0 - 1e-9 {
+                *self.degraded_s.entry(rate.cause.unwrap_or("slow").into()).or_default() += dt;
+            }
+            let total = self.progress + dt / rate.request_s;
+            let done = total.floor();
+            self.progress = total - done;
+            if self.corrupt && rate.transport == Transport::Rdma {
+                // Served, but every output is garbage (exo issue 2270): failed requests.
+                self.failed += done as u64;
+                *self.events.entry("tp-corruption".into()).or_default() += done as u64;
+                *self.lost_s.entry("tp-corruption".into()).or_default() += dt;
+                if done > 0.0 && !self.log.iter().any(|l| l.event.starts_with("corrupt output")) {
+                    let what = format!(
+                        "the {}-token prompt is past the tensor-parallel corruption threshold on JACCL",
+                        self.s.workload.prompt_tokens
+                    );
+                    self.note("corrupt output", format!("{what}; the requests fail"));
+                }
+            } else {
+                self.completed += done as u64;
+                if let (Some(c), true) = (rate.cause, share < 1.0) {
+                    *self.lost_s.entry(c.into()).or_default() += dt * (1.0 - share);
                 }
             }
         } else {
@@ -486,19 +662,10 @@ impl FaultSim<'_> {
             }
             Hit::Cable { cable } => {
                 *self.events.entry("link-loss".into()).or_default() += 1;
+                let before = self.rate(&self.mode()).placement;
                 self.lost_until[cable] = Some(self.t + self.cfg.link_repair_s);
                 let (a, b) = self.cables[cable];
-                let mut lost: Vec<(usize, usize)> = self.mode().lost.iter().map(|&c| self.cables[c]).collect();
-                lost.push((a, b));
-                let path = if connected(self.s.topology, n, &lost) { "traffic detours through a peer" } else { "no path left: falls back" };
-                let event = format!("cable {} lost", cable_name(a, b, n));
-                match self.s.engine.kind.behaviour().cable_loss() {
-                    CableLoss::RestartInstance(why) => {
-                        let reload = self.reload_s.iter().copied().fold(0.0, f64::max);
-                        self.interrupt("link-loss", self.t + reload, &event, &format!("{why}; {path}"), reload);
-                    }
-                    CableLoss::FailRequest(why) => self.interrupt("link-loss", self.t, &event, &format!("{why}; {path}"), 0.0),
-                }
+                self.follow_placement(&before, &format!("cable {} lost", cable_name(a, b, n)), "link-loss");
             }
             Hit::Rdma { cable } => {
                 *self.events.entry("rdma-failure".into()).or_default() += 1;
@@ -514,8 +681,8 @@ impl FaultSim<'_> {
     fn interrupt(&mut self, cause: &'static str, ready: f64, event: &str, what: &str, reload: f64) {
         let mut request = String::new();
         if self.serving && self.progress > 0.0 {
-            let rate = self.rate(&self.mode());
-            *self.lost_s.entry("interrupted-requests".into()).or_default() += self.progress * rate.request_s;
+            let request_s = self.in_effect.as_ref().map_or(self.free_request_s, |r| r.request_s);
+            *self.lost_s.entry("interrupted-requests".into()).or_default() += self.progress * request_s;
             self.progress = 0.0;
             if self.cfg.retry {
                 self.retried += 1;
@@ -594,6 +761,8 @@ impl FaultSim<'_> {
             requests_failed: self.failed,
             requests_retried: self.retried,
             time_lost_s: self.lost_s.into_iter().map(|(k, v)| (k, round3(v))).collect(),
+            degraded_s: self.degraded_s.into_iter().map(|(k, v)| (k, round3(v))).collect(),
+            useful_rate_fraction: self.params.useful_rate_fraction,
             events: self.events,
             log: self.log,
         }

@@ -131,8 +131,19 @@ pub struct FaultLogEntry {
 pub struct FaultReport {
     /// Simulated horizon, days.
     pub horizon_days: f64,
-    /// Share of the horizon the cluster was serving (not rebooting, reloading or stalled).
+    /// Share of the horizon the cluster was serving at a useful rate: at least
+    /// `useful_rate_fraction` of the fault-free rate (not rebooting, reloading, stalled,
+    /// stopped, failing requests for a lost path, nor crawling, e.g. over Wi-Fi).
     pub availability: f64,
+    /// The least share of the fault-free rate that counts as available (the profile's
+    /// `faults.useful_rate_fraction`).
+    #[serde(default)]
+    pub useful_rate_fraction: f64,
+    /// Wall time spent serving below the fault-free rate, s, by cause (straggler, thermal,
+    /// link-degraded, re-placed, fallback); states under `useful_rate_fraction` count here and
+    /// not as available.
+    #[serde(default)]
+    pub degraded_s: std::collections::BTreeMap<String, f64>,
     /// Generated tokens of completed requests per second of horizon (generate workloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_tokens_per_s: Option<f64>,

@@ -10,7 +10,7 @@ pub mod topology;
 pub use cabling::CablingError;
 pub use fabric::{Backend, FabricSpec, PortKind, Transport};
 pub use node::{NodeSpec, Os};
-pub use topology::{Topology, cabling, connected, route_around};
+pub use topology::{Topology, cabling, connected, fully_cabled_sets, route_around};
 
 /// Hardware cost of a cluster, USD: node prices (summed in order), cables, and a switch for a
 /// switched fabric of 2+ nodes. No simulation: planners prune by budget with it before
@@ -50,5 +50,17 @@ mod tests {
         // A switch: a node's cable to the switch (vertex n) lost isolates it.
         assert_eq!(route_around(Topology::Switch, 3, 0, 2, &[]), Some(vec![0, 3, 2]));
         assert!(!connected(Topology::Switch, 3, &[(1, 3)]));
+        // Fully cabled sets, largest first: a 4-node mesh without 0-1 keeps two triangles; an
+        // 8-node ring with two cuts keeps its adjacent pairs; a 3-node ring is a triangle.
+        let sets = fully_cabled_sets(Topology::FullMesh, 4, &[(1, 0)]);
+        assert_eq!(sets[..2], [vec![0, 2, 3], vec![1, 2, 3]]);
+        assert_eq!(sets.len(), 2 + 5 + 4);
+        let sets = fully_cabled_sets(Topology::Ring, 8, &[(0, 1), (4, 5)]);
+        assert_eq!(sets[0], vec![0, 7]);
+        assert_eq!(sets.iter().filter(|s| s.len() == 2).count(), 6);
+        assert!(sets.iter().all(|s| s.len() <= 2));
+        assert_eq!(fully_cabled_sets(Topology::Ring, 3, &[])[0], vec![0, 1, 2]);
+        assert_eq!(fully_cabled_sets(Topology::Switch, 3, &[(1, 3)]), [vec![0, 2], vec![0], vec![2]]);
+        assert!(Topology::Ring.every_pair_cabled(3) && !Topology::Ring.every_pair_cabled(4));
     }
 }

@@ -60,6 +60,16 @@ impl Topology {
         }
     }
 
+    /// Whether every pair of `n` nodes has a cable of its own: a full mesh, and a ring of two
+    /// or three nodes (one cable; a triangle), whatever the label says.
+    pub fn every_pair_cabled(self, n: usize) -> bool {
+        match self {
+            Self::FullMesh | Self::None => true,
+            Self::Ring => n <= 3,
+            Self::Switch => n <= 1,
+        }
+    }
+
     /// Number of link hops from `a` to `b` (shortest way).
     pub fn hops(self, n: usize, a: usize, b: usize) -> usize {
         if a == b {
@@ -115,6 +125,43 @@ pub fn route_around(topology: Topology, n: usize, a: usize, b: usize, lost: &[(u
         }
     }
     None
+}
+
+/// The sets of nodes that stay fully cabled when the cables in `lost` are gone, largest first
+/// (ties in index order): sets in which every pair has a cable of its own (a clique of the
+/// cabling; single nodes included), or on a switch the nodes that kept their uplink. These are
+/// the sets a runtime without forwarding can still run one instance on.
+pub fn fully_cabled_sets(topology: Topology, n: usize, lost: &[(usize, usize)]) -> Vec<Vec<usize>> {
+    let is_lost = |x: usize, y: usize| lost.iter().any(|&(p, q)| (p, q) == (x, y) || (q, p) == (x, y));
+    if topology == Topology::Switch {
+        let up: Vec<usize> = (0..n).filter(|&a| !is_lost(a, n)).collect();
+        let singles: Vec<Vec<usize>> = if up.len() > 1 { up.iter().map(|&a| vec![a]).collect() } else { Vec::new() };
+        return std::iter::once(up).filter(|s| !s.is_empty()).chain(singles).collect();
+    }
+    let mut adjacent = vec![vec![false; n]; n];
+    for (x, _, y, _) in cabling(topology, n) {
+        if !is_lost(x, y) {
+            adjacent[x][y] = true;
+            adjacent[y][x] = true;
+        }
+    }
+    // Every clique, each built once by adding ever higher nodes (a ring has O(n) of them; a
+    // mesh, at most 9 nodes by its ports, at most 2^9).
+    let mut sets = Vec::new();
+    let mut stack: Vec<Vec<usize>> = (0..n).rev().map(|a| vec![a]).collect();
+    while let Some(set) = stack.pop() {
+        let last = *set.last().expect("non-empty");
+        for next in (last + 1..n).rev() {
+            if set.iter().all(|&m| adjacent[m][next]) {
+                let mut bigger = set.clone();
+                bigger.push(next);
+                stack.push(bigger);
+            }
+        }
+        sets.push(set);
+    }
+    sets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    sets
 }
 
 /// Whether every pair of nodes still has a path when the cables in `lost` are gone.

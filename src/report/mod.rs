@@ -111,7 +111,13 @@ fn fault_rows(s: &mut String, e: &Estimate) {
     let Some(f) = &e.faults else { return };
     let row = row_to;
     row(s, "faults over", format!("{} days", f.horizon_days));
-    row(s, "availability", format!("{:.4} %", f.availability * 100.0));
+    row(
+        s,
+        "availability",
+        format!("{:.4} %  (serving at >= {:.0}% of the fault-free rate)", f.availability * 100.0, f.useful_rate_fraction * 100.0),
+    );
+    let degraded: Vec<String> = f.degraded_s.iter().map(|(k, v)| format!("{k} {v:.0}")).collect();
+    row(s, "degraded (s)", if degraded.is_empty() { "none".into() } else { degraded.join(", ") });
     if let (Some(t), Some(free)) = (f.expected_tokens_per_day, f.fault_free_tokens_per_day) {
         row(s, "tokens per day", format!("{t:.0}  (fault-free {free:.0}; goodput {:.2} tok/s)", f.goodput_tokens_per_s.unwrap_or(0.0)));
     }

@@ -85,21 +85,59 @@ fn fastest_under_20000_dollars_for_deepseek_v3_1() {
     // Hand check: $20,000 buys one 512 GB node ($11,699), two 256 GB nodes (2 x $8,099 + $70 =
     // $16,268) or one of each ($19,868). DeepSeek V3.1 at 4 bits (~378 GB) fits on one 512 GB
     // node (~21 tok/s with mlx-lm) or across two nodes; exo tensor over RDMA splits every layer's
-    // weight reads in two and is the fastest (29.3 tok/s over the full mesh: one exchange per
-    // all_sum; the ring's reduce-scatter + all-gather pays two RDMA rounds, 27.9 tok/s). Since
-    // issue 20 an RDMA message costs one round whatever its frames, so the ring's smaller
-    // messages no longer save rounds. The 512 + 256 GB pair is as fast but dearer, so two 256 GB
-    // nodes win.
+    // weight reads in two and is the fastest (27.6 tok/s). Two nodes "in a ring" and "in a full
+    // mesh" are the same single cable running the same fully connected all-reduce: they tie and
+    // the mesh, enumerated first, wins. The 512 + 256 GB pair is as fast but dearer.
     let w = &p["winner"];
     assert_eq!(w["cluster"], "2x m3-ultra-80c-256gb, tb5-rdma full-mesh, exo tensor");
     assert_eq!(w["cost_usd"].as_f64().unwrap(), 2.0 * 8099.0 + 70.0);
-    assert_eq!(w["decode_tokens_per_s"].as_f64().unwrap(), 29.278);
+    assert_eq!(w["decode_tokens_per_s"].as_f64().unwrap(), 27.646);
     let speed = w["decode_tokens_per_s"].as_f64().unwrap();
     for b in p["best"].as_array().unwrap() {
         assert!(b["decode_tokens_per_s"].as_f64().unwrap() <= speed, "{b}");
     }
-    assert_eq!(p["best"][1]["verdict"], "as fast, dearer: +$3,600");
+    assert_eq!(p["best"][1]["cluster"], "2x m3-ultra-80c-256gb, tb5-rdma ring, exo tensor");
+    assert_eq!(p["best"][1]["verdict"], "tie; enumerated later");
+    assert_eq!(p["best"][2]["verdict"], "as fast, dearer: +$3,600");
     assert!(!p["pareto"].as_array().unwrap().is_empty());
+}
+
+/// Issue 23 item 6: the all-reduce follows the cables, not the label. A ring of two nodes is
+/// one cable, exactly its full mesh: every figure of the estimate is the same (the label
+/// aside). A ring of three is a triangle: its all-reduce takes exactly the mesh's time (no model
+/// in the catalog splits three ways, so the collective is timed alone). A ring of four is not a
+/// mesh and differs.
+#[test]
+fn a_two_or_three_node_ring_predicts_exactly_its_full_mesh() {
+    use supernode::engine::lower_all_sum;
+    use supernode::estimate::estimate;
+    use supernode::profile::Profile;
+    use supernode::scenario::ScenarioBuilder;
+    use supernode::sim::{Jitter, execute};
+    let profile = Profile::default_profile();
+    let scenario = |n: usize, topology: &str, parallelism: &str| {
+        let mut b = ScenarioBuilder::new("twin");
+        b.nodes(&vec!["m3-ultra-80c-512gb".to_string(); n]).fabric("tb5-rdma").topology(topology);
+        b.model("llama-3.2-3b").engine("exo").parallelism(parallelism).tokens(512, 64);
+        b.build().unwrap()
+    };
+    let figures = |n: usize, topology: &str| {
+        let mut e = serde_json::to_value(estimate(&scenario(n, topology, "tensor"), &profile).unwrap()).unwrap();
+        e.as_object_mut().unwrap().retain(|k, _| !matches!(k.as_str(), "scenario" | "name" | "topology" | "cluster"));
+        e
+    };
+    let (ring, mesh) = (figures(2, "ring"), figures(2, "full-mesh"));
+    assert!(ring["decode_tokens_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(ring, mesh);
+    assert_ne!(figures(4, "ring")["decode_tokens_per_s"], figures(4, "full-mesh")["decode_tokens_per_s"]);
+    let all_sum_ns = |n: usize, topology: &str| {
+        let plan = scenario(n, topology, "pipeline").plan(256, &profile).unwrap();
+        execute(&lower_all_sum(&plan, 6144).graph, 0, &mut Jitter::none()).makespan()
+    };
+    for n in [2, 3] {
+        assert_eq!(all_sum_ns(n, "ring"), all_sum_ns(n, "full-mesh"), "{n} nodes");
+    }
+    assert_ne!(all_sum_ns(4, "ring"), all_sum_ns(4, "full-mesh"));
 }
 
 #[test]

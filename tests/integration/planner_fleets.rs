@@ -142,17 +142,18 @@ fn thunderbolt_tcp_ranks_below_its_rdma_twin_on_tokens_per_day() {
     let e = estimate(&rdma, &profile).unwrap();
     // The same run (equal raw speed and link load) under each fabric's fault model.
     for u in [0.05, 0.3, 1.0] {
-        let a_tcp = load_fault_availability(&tcp, &tcp_plan, u, &profile.faults);
-        let a_rdma = load_fault_availability(&rdma, &rdma_plan, u, &profile.faults);
+        let a_tcp = load_fault_availability(&tcp, &tcp_plan, u, 1, &profile.faults);
+        let a_rdma = load_fault_availability(&rdma, &rdma_plan, u, 1, &profile.faults);
         assert!(a_tcp < a_rdma && a_rdma <= 1.0, "u {u}: {a_tcp} vs {a_rdma}");
         let (s_tcp, s_rdma) = (Goal::TokensPerDayPerDollar.score(&e, a_tcp), Goal::TokensPerDayPerDollar.score(&e, a_rdma));
         assert!(s_tcp < s_rdma);
         assert_eq!(Goal::TokensPerSecondPerDollar.score(&e, a_tcp), Goal::TokensPerSecondPerDollar.score(&e, a_rdma));
     }
-    // At full load: two Macs crash once a minute each and are out 2 minutes plus the reload.
+    // At full load: two Macs crash once a minute each and are out 2 minutes plus the reload
+    // (no cable counted: the load faults alone).
     let reload = tcp_plan.memory.iter().map(|m| m.weights_gb).fold(0.0, f64::max) / 3.0;
     let want = 1.0 / (1.0 + 2.0 / 60.0 * (supernode::estimate::faults::ASSUMED_REBOOT_S + reload));
-    assert!((load_fault_availability(&tcp, &tcp_plan, 1.0, &profile.faults) - want).abs() < 1e-12);
+    assert!((load_fault_availability(&tcp, &tcp_plan, 1.0, 0, &profile.faults) - want).abs() < 1e-12);
     // In the planner: every TCP candidate's availability is below its RDMA twin's.
     let mut req = small(Goal::TokensPerDayPerDollar, 1e9, true);
     req.nodes = vec!["m3-ultra-80c-512gb".into()];
@@ -193,7 +194,8 @@ fn closed_form_availability_matches_the_fault_simulation() {
     let s = supernode::scenario::parse(supernode::scenario::Source { path: "t.toml".into(), dir: ".".into(), text }).unwrap();
     let plan = s.plan(s.workload.prompt_tokens + s.workload.generate_tokens, &profile).unwrap();
     let f = estimate(&s, &profile).unwrap().faults.unwrap();
-    let want = load_fault_availability(&s, &plan, 1.0, &profile.faults);
+    // The simulated scenario loses no cable: the load faults alone.
+    let want = load_fault_availability(&s, &plan, 1.0, 0, &profile.faults);
     let cycles = f.events["tcp-load-crash"] as f64;
     let sd = want * (1.0 - want) / cycles.sqrt();
     assert!(cycles > 1000.0 && (f.availability - want).abs() < 4.0 * sd, "{} vs {want} (sd {sd}, {cycles} crashes)", f.availability);

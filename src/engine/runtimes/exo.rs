@@ -80,8 +80,18 @@ impl EngineRuntime for Exo {
         }
     }
 
-    fn cable_loss(&self) -> CableLoss {
-        CableLoss::RestartInstance("exo's collective fails, the instance restarts")
+    /// Tensor parallel: the collective fails and exo's placement (exo 1.0 `place_instance`:
+    /// instances go on nodes connected to each other) puts the instance on the nodes still
+    /// cabled to each other, reloading every shard. A pipeline is placed over the LAN instead:
+    /// exo issue 2295 (FACTS.md, fabrics): a 4-node pipeline "fell back to Wi-Fi", 8.7 tok/s
+    /// against 25.4 over JACCL.
+    fn cable_loss(&self, parallelism: Parallelism) -> CableLoss {
+        match parallelism {
+            Parallelism::Pipeline => CableLoss::FallBack("exo places the pipeline again over the LAN (exo issue 2295)"),
+            Parallelism::Tensor | Parallelism::None => {
+                CableLoss::Replace("exo's collective fails; exo places the instance again on the nodes still cabled to each other")
+            }
+        }
     }
 
     /// FACTS.md reports exo model loads that fail until a reboot, and tensor parallel output

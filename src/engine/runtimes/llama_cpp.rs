@@ -8,7 +8,7 @@ use super::super::options::{EngineKind, Parallelism, Runtime};
 use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::{
-    CABLE_FAILS_REQUEST, CableLoss, EngineRuntime, LLAMA_CPP_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults,
+    CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, LLAMA_CPP_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults,
     client_crash_reloads_every_node, single_node_planner_splits, single_node_split,
 };
 
@@ -78,8 +78,8 @@ impl EngineRuntime for LlamaCpp {
         RESTARTS
     }
 
-    fn cable_loss(&self) -> CableLoss {
-        CABLE_FAILS_REQUEST
+    fn cable_loss(&self, _parallelism: Parallelism) -> CableLoss {
+        CABLE_FAILS_REQUESTS
     }
 
     fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {

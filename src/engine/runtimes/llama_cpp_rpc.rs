@@ -13,7 +13,7 @@ use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::llama_cpp::llama_server;
 use super::{
-    CABLE_FAILS_REQUEST, CableLoss, EngineRuntime, LLAMA_CPP_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults,
+    CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, LLAMA_CPP_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults,
     client_crash_reloads_every_node,
 };
 
@@ -89,8 +89,11 @@ impl EngineRuntime for LlamaCppRpc {
         if node > 0 { "llama.cpp fails the request and re-sends the server's tensors" } else { RESTARTS }
     }
 
-    fn cable_loss(&self) -> CableLoss {
-        CABLE_FAILS_REQUEST
+    /// The client's graph runs every stage through its `rpc-server`'s socket, and the servers
+    /// are fixed at start (`--rpc host:port,...`): a stage it cannot reach cannot run, so no
+    /// request completes until the cable is back and the client has restarted.
+    fn cable_loss(&self, _parallelism: Parallelism) -> CableLoss {
+        CABLE_FAILS_REQUESTS
     }
 
     fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {

@@ -153,13 +153,21 @@ pub enum ServingLoop {
     },
 }
 
-/// What a runtime does when a cable is lost.
+/// What a runtime does when a lost cable is one its step crosses. No backend forwards through a
+/// peer (JACCL has none; no runtime source routes TCP through a node), so the pair that cable
+/// joined has lost its path, and the runtime answers for itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CableLoss {
-    /// The instance restarts (every node reloads); the sentence says why.
-    RestartInstance(&'static str),
-    /// Only the request in flight fails; the sentence says so.
-    FailRequest(&'static str),
+    /// The instance is placed again on the largest set of nodes in which every pair still has a
+    /// cable of its own (every node with its uplink, on a switch) and which holds the model;
+    /// every node of it loads its share. No such set: the instance stops until a repair. A
+    /// repair places it on the whole cluster again. The sentence says what the runtime does.
+    Replace(&'static str),
+    /// The instance is placed again on the same nodes over the fabric's `lost_to` (the LAN),
+    /// and back on the cables once repaired.
+    FallBack(&'static str),
+    /// Requests fail until the cable is repaired, then the runtime restarts and reloads.
+    FailUntilRepaired(&'static str),
 }
 
 /// The `[faults.runtime]` keys of a scenario: runtime bugs a runtime may have.
@@ -218,8 +226,8 @@ pub trait EngineRuntime: Sync {
     }
     /// What a user sees after `node` crashed.
     fn crash_reaction(&self, parallelism: Parallelism, node: usize) -> &'static str;
-    /// What a lost cable does.
-    fn cable_loss(&self) -> CableLoss;
+    /// What it does with `parallelism` when a cable its step crosses is lost.
+    fn cable_loss(&self, parallelism: Parallelism) -> CableLoss;
     /// Whether a scenario may give it `fault` with this split over this backend.
     fn accepts_runtime_fault(&self, _fault: RuntimeFault, _parallelism: Parallelism, _backend: Backend) -> bool {
         false
@@ -260,8 +268,8 @@ fn client_crash_reloads_every_node(node: usize) -> bool {
 /// The user-facing sentence of a runtime that restarts after a crash.
 const RESTARTS: &str = "the runtime restarts and reloads";
 
-/// A lost cable fails the request in flight; the next one takes the remaining path.
-const CABLE_FAILS_REQUEST: CableLoss = CableLoss::FailRequest("the request fails");
+/// A runtime that cannot serve while a node is unreachable: requests fail until the repair.
+const CABLE_FAILS_REQUESTS: CableLoss = CableLoss::FailUntilRepaired("requests fail until the cable is repaired");
 
 #[cfg(test)]
 mod tests {
@@ -342,7 +350,10 @@ mod tests {
         // exo pipeline: only the crashed node reloads its layers.
         assert!(!exo.crash_reloads_every_node(Parallelism::Pipeline, 0));
         assert!(!exo.crash_reloads_every_node(Parallelism::Pipeline, 2));
-        assert!(matches!(exo.cable_loss(), CableLoss::RestartInstance(_)));
+        // A lost path: exo tensor re-places the instance; an exo pipeline goes over the LAN
+        // (exo issue 2295); llama.cpp RPC fails requests until the repair.
+        assert!(matches!(exo.cable_loss(Parallelism::Tensor), CableLoss::Replace(_)));
+        assert!(matches!(exo.cable_loss(Parallelism::Pipeline), CableLoss::FallBack(_)));
         assert!(!exo.reloads_over_network(1));
         // llama.cpp RPC: a server reloads alone, over the network; the client restarts everything.
         let rpc = EngineKind::LlamaCppRpc.behaviour();
@@ -350,13 +361,13 @@ mod tests {
         assert!(rpc.reloads_over_network(1) && !rpc.reloads_over_network(0));
         assert!(rpc.crash_reloads_every_node(Parallelism::Pipeline, 0));
         assert_eq!(rpc.crash_reaction(Parallelism::Pipeline, 1), "llama.cpp fails the request and re-sends the server's tensors");
-        assert!(matches!(rpc.cable_loss(), CableLoss::FailRequest(_)));
+        assert!(matches!(rpc.cable_loss(Parallelism::Pipeline), CableLoss::FailUntilRepaired(_)));
         // Single-node runtimes restart and reload.
         for k in [EngineKind::MlxLm, EngineKind::LlamaCpp, EngineKind::VllmMlx] {
             let r = k.behaviour();
             assert!(r.crash_reloads_every_node(Parallelism::None, 0));
             assert_eq!(r.crash_reaction(Parallelism::None, 0), RESTARTS);
-            assert!(matches!(r.cable_loss(), CableLoss::FailRequest(_)));
+            assert!(matches!(r.cable_loss(Parallelism::None), CableLoss::FailUntilRepaired(_)));
         }
         // Only exo has the `[faults.runtime]` bugs; the corruption only tensor parallel on JACCL.
         for r in RUNTIMES {

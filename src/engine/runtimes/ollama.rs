@@ -78,8 +78,8 @@ impl EngineRuntime for Ollama {
         LlamaCpp.crash_reaction(parallelism, node)
     }
 
-    fn cable_loss(&self) -> CableLoss {
-        LlamaCpp.cable_loss()
+    fn cable_loss(&self, parallelism: Parallelism) -> CableLoss {
+        LlamaCpp.cable_loss(parallelism)
     }
 
     fn accepts_runtime_fault(&self, fault: RuntimeFault, parallelism: Parallelism, backend: Backend) -> bool {

@@ -11,7 +11,7 @@ use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::mlx_lm::MlxLm;
 use super::{
-    CABLE_FAILS_REQUEST, CableLoss, EngineRuntime, MLX_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults, client_crash_reloads_every_node,
+    CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, MLX_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults, client_crash_reloads_every_node,
     single_node_split,
 };
 
@@ -84,8 +84,8 @@ impl EngineRuntime for VllmMlx {
         RESTARTS
     }
 
-    fn cable_loss(&self) -> CableLoss {
-        CABLE_FAILS_REQUEST
+    fn cable_loss(&self, _parallelism: Parallelism) -> CableLoss {
+        CABLE_FAILS_REQUESTS
     }
 
     fn planner_splits(&self, _nodes: usize) -> &'static [Parallelism] {
