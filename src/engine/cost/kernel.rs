@@ -181,6 +181,7 @@ impl NodeCost<'_> {
             OpClass::Dense => self.dense_terms(op, tokens, context, shard, mla, base),
             OpClass::Expert => self.expert_terms(op, tokens, shard, base),
             OpClass::Attention => self.attention_terms(op, tokens, context, shard, mla, base),
+            OpClass::Recurrent => self.recurrent_terms(op, tokens, shard, base),
             OpClass::Elementwise => OpTerms { bytes: op.kernels as f64 * tokens as f64 * self.hidden as f64 * 4.0, ..base },
             OpClass::AllSum => base,
         }
@@ -212,6 +213,23 @@ impl NodeCost<'_> {
             bw_eff: chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel),
             flops: 2.0 * op.active_params() as f64 * shard * tokens as f64,
             compute_eff: chip.compute_eff_expert,
+            ..base
+        }
+    }
+
+    /// A linear-attention recurrence (Gated DeltaNet) for one sequence: its own small weights,
+    /// and its fixed state read once and written once per step, whatever the step's tokens (MLX's
+    /// `gated_delta` kernel keeps the state in registers across them, FACTS-2026 section C), at
+    /// the attention bandwidth efficiency; its FLOPs per token at the attention compute
+    /// efficiency. Not modelled: the kernel runs the tokens one after another and uses no
+    /// matrix units, so a long prefill step is slower than this roofline.
+    fn recurrent_terms(&self, op: &Op, tokens: u64, shard: f64, base: OpTerms) -> OpTerms {
+        let chip = self.chip;
+        OpTerms {
+            bytes: (op.weight_bytes(op.params as f64) + 2.0 * op.state_bytes as f64) * shard,
+            bw_eff: chip.bw_eff_attention,
+            flops: op.recurrence_flops_per_token as f64 * shard * tokens as f64,
+            compute_eff: chip.compute_eff_attention,
             ..base
         }
     }
