@@ -260,6 +260,162 @@ fn shared_expert(v: &Value, key: &'static str) -> Result<(u64, u64), LlmError> {
     })
 }
 
+/// A routed MoE with the fields every family shares (no shared expert, every layer MoE,
+/// softmax top-k routing).
+fn routed(experts: u64, active: u64, expert_ffn: u64) -> Moe {
+    Moe { experts, active, shared: 0, expert_ffn, first_k_dense: 0, dense_ffn: 0, shared_ffn: 0, sparse_step: 1, sigmoid_routing: false }
+}
+
+/// Reads what each family's keys say beyond the common ones: its FFN or MoE, its per-layer
+/// mixers, its attention's extras.
+fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    let heads = spec.heads();
+    match spec.arch.as_str() {
+        "llama" | "mistral" | "qwen2" | "qwen3" | "qwen3_vl" => spec.ffn = req(v, "intermediate_size")?,
+        "gemma3" => {
+            // Local layers with a sliding window, a global one every `sliding_window_pattern`
+            // (6: 5 local to 1 global; Hugging Face `is_sliding = (i + 1) % pattern != 0`).
+            spec.ffn = req(v, "intermediate_size")?;
+            let window = req(v, "sliding_window")?;
+            let pattern = get_u(v, "sliding_window_pattern")?.unwrap_or(6);
+            let local_or_global = |i: u64| if (i + 1) % pattern != 0 { LayerMixer::Sliding(window) } else { LayerMixer::Full };
+            spec.mixers = mixers(v, layers, Some(window), None, local_or_global)?;
+            spec.qk_norm = true;
+            spec.post_norms = true;
+        }
+        "qwen3_moe" | "qwen3_vl_moe" => {
+            no_mlp_only_layers(v)?;
+            spec.moe = Some(Moe {
+                dense_ffn: get_u(v, "intermediate_size")?.unwrap_or(0),
+                sparse_step: get_u(v, "decoder_sparse_step")?.unwrap_or(1),
+                ..routed(req(v, "num_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
+            });
+        }
+        "qwen3_next" | "qwen3_5_moe" => read_gated_deltanet(spec, v)?,
+        "gpt_oss" => {
+            spec.moe = Some(routed(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, req(v, "intermediate_size")?));
+            if let Some(w) = get_u(v, "sliding_window")? {
+                // Alternating, starting with a sliding layer.
+                spec.mixers = mixers(v, layers, Some(w), None, |i| if i % 2 == 0 { LayerMixer::Sliding(w) } else { LayerMixer::Full })?;
+            }
+        }
+        "deepseek_v3" | "deepseek_v2" | "kimi_k2" => {
+            spec.attention = Attention::Mla {
+                heads,
+                q_lora_rank: get_u(v, "q_lora_rank")?.unwrap_or(0),
+                kv_lora_rank: req(v, "kv_lora_rank")?,
+                qk_nope_head_dim: req(v, "qk_nope_head_dim")?,
+                qk_rope_head_dim: req(v, "qk_rope_head_dim")?,
+                v_head_dim: req(v, "v_head_dim")?,
+            };
+            let expert_ffn = req(v, "moe_intermediate_size")?;
+            spec.moe = Some(Moe {
+                shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
+                shared_ffn: expert_ffn,
+                first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
+                dense_ffn: req(v, "intermediate_size")?,
+                sigmoid_routing: true,
+                ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
+            });
+        }
+        "glm4_moe" => {
+            // GLM-4.5/4.6/4.7: the first `first_k_dense_replace` layers dense, then routed
+            // experts plus shared ones of the expert size, DeepSeek-style sigmoid routing with
+            // a correction bias; q, k and v with biases (`attention_bias`).
+            let expert_ffn = req(v, "moe_intermediate_size")?;
+            spec.moe = Some(Moe {
+                shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
+                shared_ffn: expert_ffn,
+                first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
+                dense_ffn: req(v, "intermediate_size")?,
+                sigmoid_routing: true,
+                ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
+            });
+            spec.qkv_bias = flag(v, "attention_bias", false);
+        }
+        "minimax_m2" => read_minimax_m2(spec, v)?,
+        "llama4" => read_llama4(spec, v)?,
+        other => return Err(LlmError::UnsupportedArch(other.to_string())),
+    }
+    Ok(())
+}
+
+/// Qwen3-Next and Qwen3.5: routed experts with one gated shared expert, Gated DeltaNet layers
+/// with a gated full-attention layer every `full_attention_interval`-th.
+fn read_gated_deltanet(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    no_mlp_only_layers(v)?;
+    let (shared, shared_ffn) = shared_expert(v, "shared_expert_intermediate_size")?;
+    spec.moe = Some(Moe {
+        shared,
+        shared_ffn,
+        dense_ffn: get_u(v, "intermediate_size")?.unwrap_or(0),
+        sparse_step: get_u(v, "decoder_sparse_step")?.unwrap_or(1),
+        ..routed(req(v, "num_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
+    });
+    spec.linear = Some(LinearAttention {
+        key_heads: req(v, "linear_num_key_heads")?,
+        key_head_dim: req(v, "linear_key_head_dim")?,
+        value_heads: req(v, "linear_num_value_heads")?,
+        value_head_dim: req(v, "linear_value_head_dim")?,
+        conv_kernel: req(v, "linear_conv_kernel_dim")?,
+    });
+    // Full attention on every `full_attention_interval`-th layer (Hugging Face:
+    // `(i + 1) % interval == 0`), Gated DeltaNet on the others.
+    let interval = get_u(v, "full_attention_interval")?.unwrap_or(4);
+    spec.mixers = mixers(v, layers, None, None, |i| if (i + 1) % interval == 0 { LayerMixer::Full } else { LayerMixer::Linear })?;
+    spec.attn_output_gate = flag(v, "attn_output_gate", true);
+    Ok(())
+}
+
+/// MiniMax-M2/M2.1.
+fn read_minimax_m2(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    // Every layer full attention (`attn_type_list` 1; MiniMax-01's 0 is a lightning
+    // linear attention this twin does not model), no shared expert.
+    if flags(v, "attn_type_list", layers)?.is_some_and(|f| f.iter().any(|full| !full)) {
+        return Err(LlmError::Invalid {
+            key: "attn_type_list",
+            why: "lists linear (lightning) attention layers, which are not modelled; only full attention (1)".into(),
+        });
+    }
+    let (shared, shared_ffn) = shared_expert(v, "shared_intermediate_size")?;
+    let scoring = v.get("scoring_func").and_then(Value::as_str).unwrap_or("softmax");
+    spec.moe = Some(Moe {
+        shared,
+        shared_ffn,
+        sigmoid_routing: scoring == "sigmoid",
+        ..routed(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, req(v, "intermediate_size")?)
+    });
+    Ok(())
+}
+
+/// Llama 4 (Scout, Maverick).
+fn read_llama4(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    // Routed experts (top-1) plus one shared expert of the same size on every
+    // `interleave_moe_layer_step`-th layer, dense layers of `intermediate_size_mlp`
+    // between (Maverick); RoPE layers attend inside `attention_chunk_size` chunks,
+    // NoPE layers (`no_rope_layers` 0, by default every 4th) globally.
+    let expert_ffn = req(v, "intermediate_size")?;
+    spec.moe = Some(Moe {
+        shared: 1,
+        shared_ffn: expert_ffn,
+        dense_ffn: get_u(v, "intermediate_size_mlp")?.unwrap_or(0),
+        sparse_step: get_u(v, "interleave_moe_layer_step")?.unwrap_or(1),
+        ..routed(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
+    });
+    let chunk = get_u(v, "attention_chunk_size")?;
+    let rope = flags(v, "no_rope_layers", layers)?.unwrap_or_else(|| (0..layers).map(|i| (i + 1) % 4 != 0).collect());
+    let chunked = |i: u64| match chunk {
+        Some(c) if rope[i as usize] => LayerMixer::Chunked(c),
+        _ => LayerMixer::Full,
+    };
+    spec.mixers = mixers(v, layers, None, chunk, chunked)?;
+    Ok(())
+}
+
 impl ModelSpec {
     /// Imports a model from a Hugging Face `config.json` value (a multimodal wrapper's
     /// `text_config` is the language model: vision towers are not modelled). Supports dense
@@ -312,146 +468,7 @@ impl ModelSpec {
             tie_embeddings: tie,
             max_context: max_context(v)?,
         };
-        // A routed MoE with the fields every family shares.
-        let moe = |experts: u64, active: u64, expert_ffn: u64| Moe {
-            experts,
-            active,
-            shared: 0,
-            expert_ffn,
-            first_k_dense: 0,
-            dense_ffn: 0,
-            shared_ffn: 0,
-            sparse_step: 1,
-            sigmoid_routing: false,
-        };
-        match arch.as_str() {
-            "llama" | "mistral" | "qwen2" | "qwen3" | "qwen3_vl" => spec.ffn = req(v, "intermediate_size")?,
-            "gemma3" => {
-                // Local layers with a sliding window, a global one every `sliding_window_pattern`
-                // (6: 5 local to 1 global; Hugging Face `is_sliding = (i + 1) % pattern != 0`).
-                spec.ffn = req(v, "intermediate_size")?;
-                let window = req(v, "sliding_window")?;
-                let pattern = get_u(v, "sliding_window_pattern")?.unwrap_or(6);
-                spec.mixers = mixers(v, layers, Some(window), None, |i| {
-                    if (i + 1) % pattern != 0 { LayerMixer::Sliding(window) } else { LayerMixer::Full }
-                })?;
-                spec.qk_norm = true;
-                spec.post_norms = true;
-            }
-            "qwen3_moe" | "qwen3_vl_moe" => {
-                no_mlp_only_layers(v)?;
-                spec.moe = Some(Moe {
-                    dense_ffn: get_u(v, "intermediate_size")?.unwrap_or(0),
-                    sparse_step: get_u(v, "decoder_sparse_step")?.unwrap_or(1),
-                    ..moe(req(v, "num_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
-                });
-            }
-            "qwen3_next" | "qwen3_5_moe" => {
-                no_mlp_only_layers(v)?;
-                let (shared, shared_ffn) = shared_expert(v, "shared_expert_intermediate_size")?;
-                spec.moe = Some(Moe {
-                    shared,
-                    shared_ffn,
-                    dense_ffn: get_u(v, "intermediate_size")?.unwrap_or(0),
-                    sparse_step: get_u(v, "decoder_sparse_step")?.unwrap_or(1),
-                    ..moe(req(v, "num_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
-                });
-                spec.linear = Some(LinearAttention {
-                    key_heads: req(v, "linear_num_key_heads")?,
-                    key_head_dim: req(v, "linear_key_head_dim")?,
-                    value_heads: req(v, "linear_num_value_heads")?,
-                    value_head_dim: req(v, "linear_value_head_dim")?,
-                    conv_kernel: req(v, "linear_conv_kernel_dim")?,
-                });
-                // Full attention on every `full_attention_interval`-th layer (Hugging Face:
-                // `(i + 1) % interval == 0`), Gated DeltaNet on the others.
-                let interval = get_u(v, "full_attention_interval")?.unwrap_or(4);
-                spec.mixers =
-                    mixers(v, layers, None, None, |i| if (i + 1) % interval == 0 { LayerMixer::Full } else { LayerMixer::Linear })?;
-                spec.attn_output_gate = flag(v, "attn_output_gate", true);
-            }
-            "gpt_oss" => {
-                spec.moe = Some(moe(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, req(v, "intermediate_size")?));
-                if let Some(w) = get_u(v, "sliding_window")? {
-                    // Alternating, starting with a sliding layer.
-                    spec.mixers = mixers(v, layers, Some(w), None, |i| if i % 2 == 0 { LayerMixer::Sliding(w) } else { LayerMixer::Full })?;
-                }
-            }
-            "deepseek_v3" | "deepseek_v2" | "kimi_k2" => {
-                spec.attention = Attention::Mla {
-                    heads,
-                    q_lora_rank: get_u(v, "q_lora_rank")?.unwrap_or(0),
-                    kv_lora_rank: req(v, "kv_lora_rank")?,
-                    qk_nope_head_dim: req(v, "qk_nope_head_dim")?,
-                    qk_rope_head_dim: req(v, "qk_rope_head_dim")?,
-                    v_head_dim: req(v, "v_head_dim")?,
-                };
-                let expert_ffn = req(v, "moe_intermediate_size")?;
-                spec.moe = Some(Moe {
-                    shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
-                    shared_ffn: expert_ffn,
-                    first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
-                    dense_ffn: req(v, "intermediate_size")?,
-                    sigmoid_routing: true,
-                    ..moe(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
-                });
-            }
-            "glm4_moe" => {
-                // GLM-4.5/4.6/4.7: the first `first_k_dense_replace` layers dense, then routed
-                // experts plus shared ones of the expert size, DeepSeek-style sigmoid routing with
-                // a correction bias; q, k and v with biases (`attention_bias`).
-                let expert_ffn = req(v, "moe_intermediate_size")?;
-                spec.moe = Some(Moe {
-                    shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
-                    shared_ffn: expert_ffn,
-                    first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
-                    dense_ffn: req(v, "intermediate_size")?,
-                    sigmoid_routing: true,
-                    ..moe(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
-                });
-                spec.qkv_bias = flag(v, "attention_bias", false);
-            }
-            "minimax_m2" => {
-                // Every layer full attention (`attn_type_list` 1; MiniMax-01's 0 is a lightning
-                // linear attention this twin does not model), no shared expert.
-                if flags(v, "attn_type_list", layers)?.is_some_and(|f| f.iter().any(|full| !full)) {
-                    return Err(LlmError::Invalid {
-                        key: "attn_type_list",
-                        why: "lists linear (lightning) attention layers, which are not modelled; only full attention (1)".into(),
-                    });
-                }
-                let (shared, shared_ffn) = shared_expert(v, "shared_intermediate_size")?;
-                let scoring = v.get("scoring_func").and_then(Value::as_str).unwrap_or("softmax");
-                spec.moe = Some(Moe {
-                    shared,
-                    shared_ffn,
-                    sigmoid_routing: scoring == "sigmoid",
-                    ..moe(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, req(v, "intermediate_size")?)
-                });
-            }
-            "llama4" => {
-                // Routed experts (top-1) plus one shared expert of the same size on every
-                // `interleave_moe_layer_step`-th layer, dense layers of `intermediate_size_mlp`
-                // between (Maverick); RoPE layers attend inside `attention_chunk_size` chunks,
-                // NoPE layers (`no_rope_layers` 0, by default every 4th) globally.
-                let expert_ffn = req(v, "intermediate_size")?;
-                spec.moe = Some(Moe {
-                    shared: 1,
-                    shared_ffn: expert_ffn,
-                    dense_ffn: get_u(v, "intermediate_size_mlp")?.unwrap_or(0),
-                    sparse_step: get_u(v, "interleave_moe_layer_step")?.unwrap_or(1),
-                    ..moe(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
-                });
-                let chunk = get_u(v, "attention_chunk_size")?;
-                let rope = flags(v, "no_rope_layers", layers)?.unwrap_or_else(|| (0..layers).map(|i| (i + 1) % 4 != 0).collect());
-                let chunked = |i: u64| match chunk {
-                    Some(c) if rope[i as usize] => LayerMixer::Chunked(c),
-                    _ => LayerMixer::Full,
-                };
-                spec.mixers = mixers(v, layers, None, chunk, chunked)?;
-            }
-            other => return Err(LlmError::UnsupportedArch(other.to_string())),
-        }
+        read_family(&mut spec, v)?;
         if let Some(m) = &spec.moe {
             if m.active > m.experts {
                 return Err(LlmError::Invalid {

@@ -389,6 +389,20 @@ mod tests {
     }
 
     #[test]
+    fn a_recurrence_reads_and_writes_its_state_once_per_step_whatever_the_context() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let n = node(&c, &r, &m);
+        // A 4 MB state, 1e6 FLOPs per token: read + write 8 MB / (1e12 x 0.8) = 10 us, one launch.
+        let op = Op::recurrent("gated_delta", 0, 4_000_000, 1_000_000, 1);
+        assert!(close(n.op_ns(&op, 1, 0), 10_000.0 + 10_000.0));
+        assert!(close(n.op_ns(&op, 1, 100_000), 10_000.0 + 10_000.0));
+        // A 4000-token chunk: the state still once; 4e9 FLOPs / (1e14 x 0.4) = 100 us win.
+        assert!(close(n.op_ns(&op, 4000, 0), 100_000.0 + 10_000.0));
+        // Half the heads on this node under tensor parallelism: half the state.
+        assert!(close(NodeCost { shard: 0.5, ..n }.op_ns(&op, 1, 0), 5_000.0 + 10_000.0));
+    }
+
+    #[test]
     fn elementwise_kernels_move_four_bytes_per_hidden_value_at_full_bandwidth() {
         let (c, r, m) = (chip(), runtime(), comm());
         let n = node(&c, &r, &m);
