@@ -382,14 +382,15 @@ fn node_weight_bytes(m: &ModelSpec, quant: &QuantSpec, share: &Share) -> f64 {
 }
 
 /// KV-cache bytes one sequence of `context` tokens holds on a node with `share` (sliding-window
-/// layers cap at their window).
+/// and chunked layers cap at their window; linear-attention layers hold their fixed recurrent
+/// state instead, split by head like a GQA cache).
 fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64) -> f64 {
     // A per-head MLA cache is split by head like a GQA cache; the latent one is replicated.
     let per_head = m.mla_per_head().filter(|_| options.mla_per_head_cache);
     let kv_share = if m.kv_heads() > 1 || per_head.is_some() { share.shard } else { 1.0 };
     let kv_per_token_layer = per_head.map_or(m.kv_bytes_per_token_layer(), |x| x.kv_bytes_per_ctx);
     (share.first_layer..share.end_layer)
-        .map(|l| (kv_per_token_layer * m.layer_window(l).map_or(context, |win| win.min(context))) as f64)
+        .map(|l| (kv_per_token_layer * m.layer_kv_tokens(l, context) + m.layer_state_bytes(l)) as f64)
         .sum::<f64>()
         * kv_share
 }

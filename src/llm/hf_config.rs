@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::model::{Attention, ModelSpec, Moe};
+use super::model::{Attention, LayerMixer, LinearAttention, ModelSpec, Moe};
 
 /// Errors while importing a model configuration.
 #[derive(Debug, thiserror::Error)]
@@ -27,9 +27,13 @@ pub enum LlmError {
         params: f64,
     },
     /// `model_type` is not one the twin knows.
-    #[error("unsupported model_type `{0}` (supported: llama, mistral, qwen2, qwen3, qwen3_moe, deepseek_v3, kimi_k2, gpt_oss)")]
+    #[error("unsupported model_type `{0}` (supported: {SUPPORTED})")]
     UnsupportedArch(String),
 }
+
+/// The `model_type`s the importer reads (a multimodal wrapper's `text_config` names its own,
+/// `_text` suffix dropped).
+pub const SUPPORTED: &str = "llama, mistral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5_moe, deepseek_v3, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4";
 
 /// Sanity bounds on each dimension of an imported config: the largest published models by a
 /// wide margin (Llama 3.1 405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; DeepSeek V3:
@@ -52,6 +56,7 @@ const BOUNDS: &[(&str, u64)] = &[
     ("num_experts_per_tok", 100_000),
     ("first_k_dense_replace", 1_000),
     ("sliding_window", 1_000_000_000),
+    ("attention_chunk_size", 1_000_000_000),
     ("max_position_embeddings", 100_000_000),
     ("original_max_position_embeddings", 100_000_000),
 ];
@@ -61,7 +66,14 @@ const MAX_OTHER: u64 = 1_000_000;
 /// config is refused: 1,000 times the largest published models.
 pub const MAX_PARAMS: f64 = 1e15;
 /// Keys whose 0 means "none" (every other key must be positive when present).
-const ZERO_MEANS_NONE: &[&str] = &["q_lora_rank", "n_shared_experts", "first_k_dense_replace", "intermediate_size"];
+const ZERO_MEANS_NONE: &[&str] = &[
+    "q_lora_rank",
+    "n_shared_experts",
+    "first_k_dense_replace",
+    "intermediate_size",
+    "shared_intermediate_size",
+    "shared_expert_intermediate_size",
+];
 
 fn bound(key: &str) -> u64 {
     BOUNDS.iter().find(|(k, _)| *k == key).map_or(MAX_OTHER, |(_, b)| *b)
@@ -97,7 +109,15 @@ fn req(v: &Value, key: &'static str) -> Result<u64, LlmError> {
 }
 
 /// Parameters the dimensions describe, estimated in f64 (no overflow) and generously.
-fn params_estimate(layers: u64, hidden: u64, vocab: u64, attention: &Attention, ffn: u64, moe: Option<&Moe>) -> f64 {
+fn params_estimate(
+    layers: u64,
+    hidden: u64,
+    vocab: u64,
+    attention: &Attention,
+    ffn: u64,
+    moe: Option<&Moe>,
+    linear: Option<&LinearAttention>,
+) -> f64 {
     let f = |x: u64| x as f64;
     let h = f(hidden);
     let att = match *attention {
@@ -111,8 +131,16 @@ fn params_estimate(layers: u64, hidden: u64, vocab: u64, attention: &Attention, 
         }
     };
     let ffn = 3.0 * h * f(ffn);
-    let moe = moe.map_or(0.0, |m| 3.0 * h * (f(m.experts) + f(m.shared)) * f(m.expert_ffn) + 3.0 * h * f(m.dense_ffn) + h * f(m.experts));
-    f(layers) * (att + ffn + moe) + 2.0 * f(vocab) * h
+    let moe = moe.map_or(0.0, |m| {
+        3.0 * h * (f(m.experts) * f(m.expert_ffn) + f(m.shared) * f(m.shared_ffn)) + 3.0 * h * f(m.dense_ffn) + h * f(m.experts)
+    });
+    // A linear-attention layer's projections and its state's elements (bounded alike: the
+    // state is allocated per sequence).
+    let lin = linear.map_or(0.0, |l| {
+        let (k, v) = (f(l.key_heads) * f(l.key_head_dim), f(l.value_heads) * f(l.value_head_dim));
+        h * (2.0 * k + 3.0 * v) + v * f(l.key_head_dim) + (2.0 * k + v) * f(l.conv_kernel)
+    });
+    f(layers) * (att + ffn + moe + lin) + 2.0 * f(vocab) * h
 }
 
 /// The longest context: `max_position_embeddings`, or with `rope_scaling` (`factor` and
@@ -132,19 +160,282 @@ fn max_context(v: &Value) -> Result<Option<u64>, LlmError> {
     Ok(Some(mpe.max(scaled)))
 }
 
+/// The mixer each `layer_types` entry names (Hugging Face's per-layer list in newer configs).
+fn mixer_of(kind: &str, window: Option<u64>, chunk: Option<u64>) -> Result<LayerMixer, LlmError> {
+    let needs = |key: &'static str| LlmError::Invalid { key: "layer_types", why: format!("`{kind}` layers need `{key}`") };
+    match kind {
+        "full_attention" => Ok(LayerMixer::Full),
+        "sliding_attention" => window.map(LayerMixer::Sliding).ok_or_else(|| needs("sliding_window")),
+        "chunked_attention" => chunk.map(LayerMixer::Chunked).ok_or_else(|| needs("attention_chunk_size")),
+        "linear_attention" => Ok(LayerMixer::Linear),
+        other => Err(LlmError::Invalid {
+            key: "layer_types",
+            why: format!("unknown layer type `{other}` (known: full_attention, sliding_attention, chunked_attention, linear_attention)"),
+        }),
+    }
+}
+
+/// The per-layer mixers from `layer_types` when the config lists them (one per layer), else
+/// from `default(layer)`.
+fn mixers(
+    v: &Value,
+    layers: u64,
+    window: Option<u64>,
+    chunk: Option<u64>,
+    default: impl Fn(u64) -> LayerMixer,
+) -> Result<Vec<LayerMixer>, LlmError> {
+    match v.get("layer_types").filter(|x| !x.is_null()) {
+        Some(Value::Array(kinds)) => {
+            if kinds.len() as u64 != layers {
+                return Err(LlmError::Invalid {
+                    key: "layer_types",
+                    why: format!("lists {} layers, num_hidden_layers is {layers}", kinds.len()),
+                });
+            }
+            kinds
+                .iter()
+                .map(|k| {
+                    let k = k.as_str().ok_or(LlmError::Invalid { key: "layer_types", why: format!("{k} is not a string") })?;
+                    mixer_of(k, window, chunk)
+                })
+                .collect()
+        }
+        Some(x) => Err(LlmError::Invalid { key: "layer_types", why: format!("{x} is not a list") }),
+        None => Ok((0..layers).map(default).collect()),
+    }
+}
+
+/// A list of 0/1 integers, one per layer (`no_rope_layers`, `attn_type_list`), or None.
+fn flags(v: &Value, key: &'static str, layers: u64) -> Result<Option<Vec<bool>>, LlmError> {
+    let Some(x) = v.get(key).filter(|x| !x.is_null()) else { return Ok(None) };
+    let bad = |why: String| LlmError::Invalid { key, why };
+    let list = x.as_array().ok_or_else(|| bad(format!("{x} is not a list")))?;
+    if list.len() as u64 != layers {
+        return Err(bad(format!("lists {} layers, num_hidden_layers is {layers}", list.len())));
+    }
+    list.iter()
+        .map(|f| match f.as_u64() {
+            Some(0) => Ok(false),
+            Some(1) => Ok(true),
+            _ => Err(bad(format!("{f} is not 0 or 1"))),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// A boolean key, `default` when absent.
+fn flag(v: &Value, key: &str, default: bool) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(default)
+}
+
+/// Checks a fraction key (`partial_rotary_factor`, at the top or in `rope_parameters`): the
+/// rotary part of a head changes no weight or cache size, but a value outside (0, 1] is a
+/// broken file.
+fn check_fraction(v: &Value, key: &'static str) -> Result<(), LlmError> {
+    for x in [v.get(key), v.get("rope_parameters").and_then(|r| r.get(key))].into_iter().flatten().filter(|x| !x.is_null()) {
+        match x.as_f64() {
+            Some(f) if f > 0.0 && f <= 1.0 => {}
+            _ => return Err(LlmError::Invalid { key, why: format!("{x} is not a fraction in (0, 1]") }),
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a non-empty `mlp_only_layers` (dense layers at listed positions, not modelled).
+fn no_mlp_only_layers(v: &Value) -> Result<(), LlmError> {
+    match v.get("mlp_only_layers") {
+        Some(Value::Array(a)) if !a.is_empty() => Err(LlmError::Invalid {
+            key: "mlp_only_layers",
+            why: "dense layers at listed positions are not modelled (only `decoder_sparse_step`)".into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Shared expert count and size from a `*shared*_intermediate_size` key (0 or absent: none).
+fn shared_expert(v: &Value, key: &'static str) -> Result<(u64, u64), LlmError> {
+    Ok(match get_u(v, key)? {
+        Some(n) if n > 0 => (1, n),
+        _ => (0, 0),
+    })
+}
+
+/// A routed MoE with the fields every family shares (no shared expert, every layer MoE,
+/// softmax top-k routing).
+fn routed(experts: u64, active: u64, expert_ffn: u64) -> Moe {
+    Moe { experts, active, shared: 0, expert_ffn, first_k_dense: 0, dense_ffn: 0, shared_ffn: 0, sparse_step: 1, sigmoid_routing: false }
+}
+
+/// Reads what each family's keys say beyond the common ones: its FFN or MoE, its per-layer
+/// mixers, its attention's extras.
+fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    let heads = spec.heads();
+    match spec.arch.as_str() {
+        "llama" | "mistral" | "qwen2" | "qwen3" | "qwen3_vl" => spec.ffn = req(v, "intermediate_size")?,
+        "gemma3" => {
+            // Local layers with a sliding window, a global one every `sliding_window_pattern`
+            // (6: 5 local to 1 global; Hugging Face `is_sliding = (i + 1) % pattern != 0`).
+            spec.ffn = req(v, "intermediate_size")?;
+            let window = req(v, "sliding_window")?;
+            let pattern = get_u(v, "sliding_window_pattern")?.unwrap_or(6);
+            let local_or_global = |i: u64| if (i + 1) % pattern != 0 { LayerMixer::Sliding(window) } else { LayerMixer::Full };
+            spec.mixers = mixers(v, layers, Some(window), None, local_or_global)?;
+            spec.qk_norm = true;
+            spec.post_norms = true;
+        }
+        "qwen3_moe" | "qwen3_vl_moe" => {
+            no_mlp_only_layers(v)?;
+            spec.moe = Some(Moe {
+                dense_ffn: get_u(v, "intermediate_size")?.unwrap_or(0),
+                sparse_step: get_u(v, "decoder_sparse_step")?.unwrap_or(1),
+                ..routed(req(v, "num_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
+            });
+        }
+        "qwen3_next" | "qwen3_5_moe" => read_gated_deltanet(spec, v)?,
+        "gpt_oss" => {
+            spec.moe = Some(routed(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, req(v, "intermediate_size")?));
+            if let Some(w) = get_u(v, "sliding_window")? {
+                // Alternating, starting with a sliding layer.
+                spec.mixers = mixers(v, layers, Some(w), None, |i| if i % 2 == 0 { LayerMixer::Sliding(w) } else { LayerMixer::Full })?;
+            }
+        }
+        "deepseek_v3" | "deepseek_v2" | "kimi_k2" => {
+            spec.attention = Attention::Mla {
+                heads,
+                q_lora_rank: get_u(v, "q_lora_rank")?.unwrap_or(0),
+                kv_lora_rank: req(v, "kv_lora_rank")?,
+                qk_nope_head_dim: req(v, "qk_nope_head_dim")?,
+                qk_rope_head_dim: req(v, "qk_rope_head_dim")?,
+                v_head_dim: req(v, "v_head_dim")?,
+            };
+            let expert_ffn = req(v, "moe_intermediate_size")?;
+            spec.moe = Some(Moe {
+                shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
+                shared_ffn: expert_ffn,
+                first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
+                dense_ffn: req(v, "intermediate_size")?,
+                sigmoid_routing: true,
+                ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
+            });
+        }
+        "glm4_moe" => {
+            // GLM-4.5/4.6/4.7: the first `first_k_dense_replace` layers dense, then routed
+            // experts plus shared ones of the expert size, DeepSeek-style sigmoid routing with
+            // a correction bias; q, k and v with biases (`attention_bias`).
+            let expert_ffn = req(v, "moe_intermediate_size")?;
+            spec.moe = Some(Moe {
+                shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
+                shared_ffn: expert_ffn,
+                first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
+                dense_ffn: req(v, "intermediate_size")?,
+                sigmoid_routing: true,
+                ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
+            });
+            spec.qkv_bias = flag(v, "attention_bias", false);
+        }
+        "minimax_m2" => read_minimax_m2(spec, v)?,
+        "llama4" => read_llama4(spec, v)?,
+        other => return Err(LlmError::UnsupportedArch(other.to_string())),
+    }
+    Ok(())
+}
+
+/// Qwen3-Next and Qwen3.5: routed experts with one gated shared expert, Gated DeltaNet layers
+/// with a gated full-attention layer every `full_attention_interval`-th.
+fn read_gated_deltanet(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    no_mlp_only_layers(v)?;
+    let (shared, shared_ffn) = shared_expert(v, "shared_expert_intermediate_size")?;
+    spec.moe = Some(Moe {
+        shared,
+        shared_ffn,
+        dense_ffn: get_u(v, "intermediate_size")?.unwrap_or(0),
+        sparse_step: get_u(v, "decoder_sparse_step")?.unwrap_or(1),
+        ..routed(req(v, "num_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
+    });
+    spec.linear = Some(LinearAttention {
+        key_heads: req(v, "linear_num_key_heads")?,
+        key_head_dim: req(v, "linear_key_head_dim")?,
+        value_heads: req(v, "linear_num_value_heads")?,
+        value_head_dim: req(v, "linear_value_head_dim")?,
+        conv_kernel: req(v, "linear_conv_kernel_dim")?,
+    });
+    // Full attention on every `full_attention_interval`-th layer (Hugging Face:
+    // `(i + 1) % interval == 0`), Gated DeltaNet on the others.
+    let interval = get_u(v, "full_attention_interval")?.unwrap_or(4);
+    spec.mixers = mixers(v, layers, None, None, |i| if (i + 1) % interval == 0 { LayerMixer::Full } else { LayerMixer::Linear })?;
+    spec.attn_output_gate = flag(v, "attn_output_gate", true);
+    Ok(())
+}
+
+/// MiniMax-M2/M2.1.
+fn read_minimax_m2(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    // Every layer full attention (`attn_type_list` 1; MiniMax-01's 0 is a lightning
+    // linear attention this twin does not model), no shared expert.
+    if flags(v, "attn_type_list", layers)?.is_some_and(|f| f.iter().any(|full| !full)) {
+        return Err(LlmError::Invalid {
+            key: "attn_type_list",
+            why: "lists linear (lightning) attention layers, which are not modelled; only full attention (1)".into(),
+        });
+    }
+    let (shared, shared_ffn) = shared_expert(v, "shared_intermediate_size")?;
+    let scoring = v.get("scoring_func").and_then(Value::as_str).unwrap_or("softmax");
+    spec.moe = Some(Moe {
+        shared,
+        shared_ffn,
+        sigmoid_routing: scoring == "sigmoid",
+        ..routed(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, req(v, "intermediate_size")?)
+    });
+    Ok(())
+}
+
+/// Llama 4 (Scout, Maverick).
+fn read_llama4(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    // Routed experts (top-1) plus one shared expert of the same size on every
+    // `interleave_moe_layer_step`-th layer, dense layers of `intermediate_size_mlp`
+    // between (Maverick); RoPE layers attend inside `attention_chunk_size` chunks,
+    // NoPE layers (`no_rope_layers` 0, by default every 4th) globally.
+    let expert_ffn = req(v, "intermediate_size")?;
+    spec.moe = Some(Moe {
+        shared: 1,
+        shared_ffn: expert_ffn,
+        dense_ffn: get_u(v, "intermediate_size_mlp")?.unwrap_or(0),
+        sparse_step: get_u(v, "interleave_moe_layer_step")?.unwrap_or(1),
+        ..routed(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
+    });
+    let chunk = get_u(v, "attention_chunk_size")?;
+    let rope = flags(v, "no_rope_layers", layers)?.unwrap_or_else(|| (0..layers).map(|i| (i + 1) % 4 != 0).collect());
+    let chunked = |i: u64| match chunk {
+        Some(c) if rope[i as usize] => LayerMixer::Chunked(c),
+        _ => LayerMixer::Full,
+    };
+    spec.mixers = mixers(v, layers, None, chunk, chunked)?;
+    Ok(())
+}
+
 impl ModelSpec {
-    /// Imports a model from a Hugging Face `config.json` value. Supports dense (llama family),
-    /// MoE (qwen3_moe, gpt_oss), GQA, MLA (deepseek_v3, kimi_k2) and sliding-window attention.
-    pub fn from_hf_config(id: &str, name: &str, v: &Value) -> Result<Self, LlmError> {
-        // Some configs (kimi_k2, multimodal wrappers) nest the language model config.
-        let v = v.get("text_config").unwrap_or(v);
-        let arch = v.get("model_type").and_then(Value::as_str).ok_or(LlmError::Missing("model_type"))?.to_string();
+    /// Imports a model from a Hugging Face `config.json` value (a multimodal wrapper's
+    /// `text_config` is the language model: vision towers are not modelled). Supports dense
+    /// (llama, mistral, qwen2/3, gemma3), MoE (qwen3_moe, gpt_oss, glm4_moe, minimax_m2,
+    /// llama4), MLA (deepseek_v3, kimi_k2), sliding-window and chunked attention, and the
+    /// Gated DeltaNet hybrids (qwen3_next, qwen3_5_moe).
+    pub fn from_hf_config(id: &str, name: &str, top: &Value) -> Result<Self, LlmError> {
+        // Some configs (kimi_k2, multimodal wrappers) nest the language model config; keys a
+        // wrapper keeps at its top (tie_word_embeddings in Qwen3.5's and Gemma 3's) still count.
+        let v = top.get("text_config").filter(|t| t.is_object()).unwrap_or(top);
+        let arch = v.get("model_type").or_else(|| top.get("model_type")).and_then(Value::as_str).ok_or(LlmError::Missing("model_type"))?;
+        // Wrappers name their text model `<arch>_text` (gemma3_text, llama4_text, qwen3_5_moe_text).
+        let arch = arch.strip_suffix("_text").unwrap_or(arch).to_string();
         let layers = req(v, "num_hidden_layers")?;
         let hidden = req(v, "hidden_size")?;
         let vocab = req(v, "vocab_size")?;
         let heads = req(v, "num_attention_heads")?;
         let kv_heads = get_u(v, "num_key_value_heads")?.unwrap_or(heads);
-        let tie = v.get("tie_word_embeddings").and_then(Value::as_bool).unwrap_or(false);
+        let tie_default = arch == "gemma3"; // Gemma 3's config class ties by default.
+        let tie = v.get("tie_word_embeddings").or_else(|| top.get("tie_word_embeddings")).and_then(Value::as_bool).unwrap_or(tie_default);
         let head_dim = get_u(v, "head_dim")?;
         if hidden % heads != 0 && head_dim.is_none() {
             return Err(LlmError::Invalid { key: "hidden_size", why: format!("{hidden} is not divisible by num_attention_heads {heads}") });
@@ -155,54 +446,30 @@ impl ModelSpec {
                 why: format!("{kv_heads} must divide num_attention_heads {heads}"),
             });
         }
+        check_fraction(v, "partial_rotary_factor")?;
         let gqa = || Attention::Gqa { heads, kv_heads, head_dim: head_dim.unwrap_or(hidden / heads) };
-        let (attention, ffn, moe, sliding) = match arch.as_str() {
-            "llama" | "mistral" | "qwen2" | "qwen3" => (gqa(), req(v, "intermediate_size")?, None, None),
-            "qwen3_moe" => {
-                let experts = req(v, "num_experts")?;
-                let moe = Moe {
-                    experts,
-                    active: req(v, "num_experts_per_tok")?,
-                    shared: 0,
-                    expert_ffn: req(v, "moe_intermediate_size")?,
-                    first_k_dense: 0,
-                    dense_ffn: get_u(v, "intermediate_size")?.unwrap_or(0),
-                };
-                (gqa(), 0, Some(moe), None)
-            }
-            "gpt_oss" => {
-                let moe = Moe {
-                    experts: req(v, "num_local_experts")?,
-                    active: req(v, "num_experts_per_tok")?,
-                    shared: 0,
-                    expert_ffn: req(v, "intermediate_size")?,
-                    first_k_dense: 0,
-                    dense_ffn: 0,
-                };
-                (gqa(), 0, Some(moe), get_u(v, "sliding_window")?)
-            }
-            "deepseek_v3" | "deepseek_v2" | "kimi_k2" => {
-                let att = Attention::Mla {
-                    heads,
-                    q_lora_rank: get_u(v, "q_lora_rank")?.unwrap_or(0),
-                    kv_lora_rank: req(v, "kv_lora_rank")?,
-                    qk_nope_head_dim: req(v, "qk_nope_head_dim")?,
-                    qk_rope_head_dim: req(v, "qk_rope_head_dim")?,
-                    v_head_dim: req(v, "v_head_dim")?,
-                };
-                let moe = Moe {
-                    experts: req(v, "n_routed_experts")?,
-                    active: req(v, "num_experts_per_tok")?,
-                    shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
-                    expert_ffn: req(v, "moe_intermediate_size")?,
-                    first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
-                    dense_ffn: req(v, "intermediate_size")?,
-                };
-                (att, 0, Some(moe), None)
-            }
-            other => return Err(LlmError::UnsupportedArch(other.to_string())),
+        let all_full = || vec![LayerMixer::Full; layers as usize];
+        let mut spec = ModelSpec {
+            id: id.into(),
+            name: name.into(),
+            arch: arch.clone(),
+            layers,
+            hidden,
+            vocab,
+            attention: gqa(),
+            ffn: 0,
+            moe: None,
+            mixers: all_full(),
+            linear: None,
+            attn_output_gate: false,
+            qkv_bias: false,
+            qk_norm: arch.starts_with("qwen3") || flag(v, "use_qk_norm", false),
+            post_norms: false,
+            tie_embeddings: tie,
+            max_context: max_context(v)?,
         };
-        if let Some(m) = &moe {
+        read_family(&mut spec, v)?;
+        if let Some(m) = &spec.moe {
             if m.active > m.experts {
                 return Err(LlmError::Invalid {
                     key: "num_experts_per_tok",
@@ -216,23 +483,13 @@ impl ModelSpec {
                 });
             }
         }
-        let params = params_estimate(layers, hidden, vocab, &attention, ffn, moe.as_ref());
+        if spec.mixers.contains(&LayerMixer::Linear) && spec.linear.is_none() {
+            return Err(LlmError::Invalid { key: "layer_types", why: format!("`linear_attention` layers are not modelled for {arch}") });
+        }
+        let params = params_estimate(layers, hidden, vocab, &spec.attention, spec.ffn, spec.moe.as_ref(), spec.linear.as_ref());
         if params > MAX_PARAMS {
             return Err(LlmError::TooLarge { params });
         }
-        Ok(ModelSpec {
-            id: id.into(),
-            name: name.into(),
-            arch,
-            layers,
-            hidden,
-            vocab,
-            attention,
-            ffn,
-            moe,
-            sliding_window: sliding,
-            tie_embeddings: tie,
-            max_context: max_context(v)?,
-        })
+        Ok(spec)
     }
 }

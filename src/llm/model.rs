@@ -48,6 +48,75 @@ pub struct Moe {
     pub first_k_dense: u64,
     /// Intermediate size of the dense FFN layers.
     pub dense_ffn: u64,
+    /// Intermediate size of one shared expert (DeepSeek's equals `expert_ffn`; Qwen3-Next's
+    /// `shared_expert_intermediate_size`, Llama 4's `intermediate_size`).
+    pub shared_ffn: u64,
+    /// Every `sparse_step`-th layer (from the first) is MoE, the others dense (Qwen's
+    /// `decoder_sparse_step`, Llama 4's `interleave_moe_layer_step`; 1: every layer).
+    pub sparse_step: u64,
+    /// Scores by sigmoid with a selection bias (DeepSeek V3, Kimi K2, GLM-4.5+, MiniMax-M2):
+    /// sigmoid, bias, top-k, gather, normalise and scale kernels rather than a softmax top-k.
+    pub sigmoid_routing: bool,
+}
+
+impl Moe {
+    /// Whether layer `layer` runs routed experts: past the first `first_k_dense` layers and on
+    /// every `sparse_step`-th layer (Hugging Face: `(layer + 1) % step == 0`).
+    pub fn is_moe_layer(&self, layer: u64) -> bool {
+        layer >= self.first_k_dense && (layer + 1) % self.sparse_step.max(1) == 0
+    }
+}
+
+/// How one layer mixes tokens across positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerMixer {
+    /// Causal attention over the whole context.
+    Full,
+    /// Attention over the last `n` tokens (gpt-oss's alternate layers, Gemma 3's local ones):
+    /// the cache holds at most `n` tokens.
+    Sliding(u64),
+    /// Attention inside the current `n`-token chunk only (Llama 4's RoPE layers; MLX's
+    /// `ChunkedKVCache` holds at most `n` tokens, FACTS-2026 section C).
+    Chunked(u64),
+    /// Gated DeltaNet linear attention ([`LinearAttention`]): a fixed recurrent state per
+    /// sequence, no KV cache.
+    Linear,
+}
+
+/// Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): `linear_*` keys of config.json.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinearAttention {
+    /// Query/key heads (`linear_num_key_heads`).
+    pub key_heads: u64,
+    /// Dimension of a query/key head (`linear_key_head_dim`).
+    pub key_head_dim: u64,
+    /// Value heads (`linear_num_value_heads`).
+    pub value_heads: u64,
+    /// Dimension of a value head (`linear_value_head_dim`).
+    pub value_head_dim: u64,
+    /// Width of the causal depthwise convolution (`linear_conv_kernel_dim`).
+    pub conv_kernel: u64,
+}
+
+impl LinearAttention {
+    /// Channels the convolution runs over: q, k and v.
+    pub fn conv_dim(&self) -> u64 {
+        2 * self.key_heads * self.key_head_dim + self.value_heads * self.value_head_dim
+    }
+
+    /// Recurrent state of one layer for one sequence, bytes: the delta-rule matrix S =
+    /// [Hv, Dv, Dk] in fp32 (MLX allocates it `mx.float32`; config `mamba_ssm_dtype` float32)
+    /// plus the convolution's last `conv_kernel - 1` inputs in bf16 (FACTS-2026 section C:
+    /// 2 MiB + 48 KiB per Qwen3-Next layer).
+    pub fn state_bytes(&self) -> u64 {
+        self.value_heads * self.value_head_dim * self.key_head_dim * 4 + self.conv_dim() * (self.conv_kernel - 1) * 2
+    }
+
+    /// Recurrence FLOPs per token: about 7 Hv Dk Dv for the gated delta rule (FACTS-2026
+    /// section C, 3.7 MFLOP for Qwen3-Next) plus the convolution's 2 per weight.
+    pub fn flops_per_token(&self) -> u64 {
+        7 * self.value_heads * self.key_head_dim * self.value_head_dim + 2 * self.conv_dim() * self.conv_kernel
+    }
 }
 
 /// A transformer, as far as the twin needs it.
@@ -71,8 +140,19 @@ pub struct ModelSpec {
     pub ffn: u64,
     /// Mixture of experts, if any.
     pub moe: Option<Moe>,
-    /// Sliding-window size on alternating layers (gpt-oss), if any.
-    pub sliding_window: Option<u64>,
+    /// How each layer mixes tokens (one entry per layer).
+    pub mixers: Vec<LayerMixer>,
+    /// The linear attention of [`LayerMixer::Linear`] layers, if any.
+    pub linear: Option<LinearAttention>,
+    /// Full-attention layers gate their output by a sigmoid of a second query-sized projection
+    /// (Qwen3-Next, Qwen3.5: `q_proj` doubled).
+    pub attn_output_gate: bool,
+    /// The q, k and v projections carry biases (GLM-4.5+ `attention_bias`).
+    pub qkv_bias: bool,
+    /// Per-head RMS norms on queries and keys (Qwen3, GLM-4.5+, MiniMax-M2, Gemma 3, Llama 4).
+    pub qk_norm: bool,
+    /// Norms after attention and after the FFN besides the usual pre-norms (Gemma 3).
+    pub post_norms: bool,
     /// Input embeddings shared with the LM head.
     pub tie_embeddings: bool,
     /// Longest context the model reads, tokens: `max_position_embeddings` (or, with rope
@@ -116,14 +196,38 @@ impl ModelSpec {
         }
     }
 
-    /// Whether layer `i` uses a sliding window (gpt-oss alternates, starting with sliding).
-    pub fn layer_window(&self, i: u64) -> Option<u64> {
-        self.sliding_window.filter(|_| i % 2 == 0)
+    /// How layer `i` mixes tokens (full attention past the listed layers).
+    pub fn mixer(&self, i: u64) -> LayerMixer {
+        self.mixers.get(i as usize).copied().unwrap_or(LayerMixer::Full)
     }
 
-    /// KV-cache bytes for the whole model at `context` tokens.
+    /// Tokens of KV cache layer `i` holds for a sequence of `context` tokens: all of them, at
+    /// most the window or chunk, none on a linear-attention layer.
+    pub fn layer_kv_tokens(&self, i: u64, context: u64) -> u64 {
+        match self.mixer(i) {
+            LayerMixer::Full => context,
+            LayerMixer::Sliding(w) | LayerMixer::Chunked(w) => w.min(context),
+            LayerMixer::Linear => 0,
+        }
+    }
+
+    /// Recurrent state layer `i` holds per sequence, bytes (0 on attention layers).
+    pub fn layer_state_bytes(&self, i: u64) -> u64 {
+        match (self.mixer(i), self.linear) {
+            (LayerMixer::Linear, Some(lin)) => lin.state_bytes(),
+            _ => 0,
+        }
+    }
+
+    /// KV-cache bytes for the whole model at `context` tokens (recurrent state excluded: see
+    /// [`Self::state_bytes`]).
     pub fn kv_bytes(&self, context: u64) -> u64 {
-        (0..self.layers).map(|i| self.kv_bytes_per_token_layer() * self.layer_window(i).map_or(context, |w| w.min(context))).sum()
+        (0..self.layers).map(|i| self.kv_bytes_per_token_layer() * self.layer_kv_tokens(i, context)).sum()
+    }
+
+    /// Recurrent state of one sequence over all layers, bytes: fixed, whatever the context.
+    pub fn state_bytes(&self) -> u64 {
+        (0..self.layers).map(|i| self.layer_state_bytes(i)).sum()
     }
 
     /// The per-layer operations, in execution order, with the all_sum points tensor parallelism
@@ -132,14 +236,79 @@ impl ModelSpec {
         let h = self.hidden;
         let mut ops = Vec::with_capacity(16);
         ops.push(Op::elementwise("attn_norm", 1));
+        match (self.mixer(layer), self.linear) {
+            (LayerMixer::Linear, Some(lin)) => Self::push_gated_deltanet(&mut ops, h, lin),
+            (mixer, _) => self.push_attention(&mut ops, mixer),
+        }
+        if self.post_norms {
+            ops.push(Op::elementwise("post_attn_norm", 1));
+        }
+        ops.push(Op::all_sum());
+        ops.push(Op::elementwise("residual+ffn_norm", 2));
+        match &self.moe {
+            Some(m) if m.is_moe_layer(layer) => {
+                ops.push(Op::dense("router", TensorRole::Router, h * m.experts, Placement::Replicated));
+                let routing_kernels = if m.sigmoid_routing { 6 } else { 3 };
+                ops.push(Op::elementwise("routing", routing_kernels));
+                ops.push(Op::experts("experts (gather_qmm x3)", 3 * h * m.expert_ffn, 3, m.experts, m.active));
+                ops.push(Op::elementwise("act+combine", 3));
+                if m.shared > 0 {
+                    ops.push(Op::dense("shared_expert", TensorRole::SharedExpert, 3 * h * m.shared_ffn * m.shared, Placement::Sharded));
+                    ops.push(Op::elementwise("shared act", 2));
+                }
+            }
+            Some(m) => {
+                ops.push(Op::dense("mlp gate+up+down", TensorRole::Mlp, 3 * h * m.dense_ffn, Placement::Sharded));
+                ops.push(Op::elementwise("act", 1));
+                // gate, up and down are three matmul kernels.
+                if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
+                    op.kernels = 3;
+                }
+            }
+            None => {
+                ops.push(Op::dense("mlp gate+up+down", TensorRole::Mlp, 3 * h * self.ffn, Placement::Sharded));
+                if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
+                    op.kernels = 3;
+                }
+                ops.push(Op::elementwise("act", 1));
+            }
+        }
+        if self.post_norms {
+            ops.push(Op::elementwise("post_ffn_norm", 1));
+        }
+        ops.push(Op::all_sum());
+        ops.push(Op::elementwise("residual", 1));
+        ops
+    }
+
+    /// The attention of a layer that mixes by `mixer` (full, sliding or chunked).
+    fn push_attention(&self, ops: &mut Vec<Op>, mixer: LayerMixer) {
+        let h = self.hidden;
         match self.attention {
             Attention::Gqa { heads, kv_heads, head_dim } => {
-                ops.push(Op::dense("q_proj", TensorRole::AttnQ, h * heads * head_dim, Placement::Sharded));
-                ops.push(Op::dense("k_proj", TensorRole::AttnK, h * kv_heads * head_dim, Placement::Sharded));
-                ops.push(Op::dense("v_proj", TensorRole::AttnV, h * kv_heads * head_dim, Placement::Sharded));
-                let qk_norm = if self.arch.starts_with("qwen3") { 2 } else { 0 };
+                // An output gate doubles the query projection (Qwen3-Next's q_proj emits the
+                // query and the gate); biases add one weight per output.
+                let gate = if self.attn_output_gate { 2 } else { 1 };
+                let bias = |n: u64| if self.qkv_bias { n } else { 0 };
+                let (q, kv) = (heads * head_dim, kv_heads * head_dim);
+                ops.push(Op::dense("q_proj", TensorRole::AttnQ, h * q * gate + bias(q), Placement::Sharded));
+                ops.push(Op::dense("k_proj", TensorRole::AttnK, h * kv + bias(kv), Placement::Sharded));
+                ops.push(Op::dense("v_proj", TensorRole::AttnV, h * kv + bias(kv), Placement::Sharded));
+                let qk_norm = if self.qk_norm { 2 } else { 0 };
                 ops.push(Op::elementwise("rope+norms", 2 + qk_norm));
-                ops.push(Op::attention("sdpa", self.kv_bytes_per_token_layer(), true, 4 * heads * head_dim, self.layer_window(layer)));
+                let window = match mixer {
+                    LayerMixer::Sliding(w) => Some(w),
+                    _ => None,
+                };
+                let mut sdpa = Op::attention("sdpa", self.kv_bytes_per_token_layer(), true, 4 * heads * head_dim, window);
+                if let LayerMixer::Chunked(c) = mixer {
+                    sdpa.chunk = Some(c);
+                }
+                ops.push(sdpa);
+                if self.attn_output_gate {
+                    // sigmoid(gate) * attention output.
+                    ops.push(Op::elementwise("output gate", 2));
+                }
                 ops.push(Op::dense("o_proj", TensorRole::AttnOutput, heads * head_dim * h, Placement::Sharded));
             }
             Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim } => {
@@ -177,39 +346,25 @@ impl ModelSpec {
                 ops.push(Op::dense("o_proj", TensorRole::AttnOutput, heads * v_head_dim * h, Placement::Sharded));
             }
         }
-        ops.push(Op::all_sum());
-        ops.push(Op::elementwise("residual+ffn_norm", 2));
-        match &self.moe {
-            Some(m) if layer >= m.first_k_dense => {
-                ops.push(Op::dense("router", TensorRole::Router, h * m.experts, Placement::Replicated));
-                let routing_kernels = if self.arch.starts_with("deepseek") || self.arch == "kimi_k2" { 6 } else { 3 };
-                ops.push(Op::elementwise("routing", routing_kernels));
-                ops.push(Op::experts("experts (gather_qmm x3)", 3 * h * m.expert_ffn, 3, m.experts, m.active));
-                ops.push(Op::elementwise("act+combine", 3));
-                if m.shared > 0 {
-                    ops.push(Op::dense("shared_expert", TensorRole::SharedExpert, 3 * h * m.expert_ffn * m.shared, Placement::Sharded));
-                    ops.push(Op::elementwise("shared act", 2));
-                }
-            }
-            Some(m) => {
-                ops.push(Op::dense("mlp gate+up+down", TensorRole::Mlp, 3 * h * m.dense_ffn, Placement::Sharded));
-                ops.push(Op::elementwise("act", 1));
-                // gate, up and down are three matmul kernels.
-                if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
-                    op.kernels = 3;
-                }
-            }
-            None => {
-                ops.push(Op::dense("mlp gate+up+down", TensorRole::Mlp, 3 * h * self.ffn, Placement::Sharded));
-                if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
-                    op.kernels = 3;
-                }
-                ops.push(Op::elementwise("act", 1));
-            }
-        }
-        ops.push(Op::all_sum());
-        ops.push(Op::elementwise("residual", 1));
-        ops
+    }
+
+    /// A Gated DeltaNet layer (Hugging Face / mlx-lm `Qwen3NextGatedDeltaNet`): q, k, v and the
+    /// output gate z from one projection, the decay and update rates a and b from another, a
+    /// causal depthwise convolution, the delta-rule recurrence over the fixed state, a gated
+    /// RMS norm and the output projection. Its weights have no tensor role of their own: they
+    /// take the attention's (`AttnQ`: the file type's default in llama.cpp's rules, MLX's
+    /// attention class).
+    fn push_gated_deltanet(ops: &mut Vec<Op>, h: u64, lin: LinearAttention) {
+        let (k, v) = (lin.key_heads * lin.key_head_dim, lin.value_heads * lin.value_head_dim);
+        ops.push(Op::dense("in_proj_qkvz", TensorRole::AttnQ, h * (2 * k + 2 * v), Placement::Sharded));
+        ops.push(Op::dense("in_proj_ba", TensorRole::AttnQ, h * 2 * lin.value_heads, Placement::Sharded));
+        // Its own weights: the convolution's, plus A_log and dt_bias per value head.
+        let params = lin.conv_dim() * lin.conv_kernel + 2 * lin.value_heads;
+        // Kernels counted from the layer's equations: the convolution with its activation, the
+        // two L2 norms of q and k, the decay (one compiled kernel in mlx-lm), beta's sigmoid,
+        // the recurrence, the gated norm's norm and gate.
+        ops.push(Op::recurrent("gated_delta (conv+recurrence)", params, lin.state_bytes(), lin.flops_per_token(), 8));
+        ops.push(Op::dense("out_proj", TensorRole::AttnQ, v * h, Placement::Sharded));
     }
 
     /// Operations after the last layer: final norm, LM head, sampling.
@@ -233,7 +388,8 @@ impl ModelSpec {
         self.embedding_params() + layers + head
     }
 
-    /// Parameters read per decoded token (active experts only, no embedding table).
+    /// Parameters read per decoded token (active experts only, no embedding table; the LM head
+    /// included).
     pub fn active_params(&self) -> u64 {
         let layers: u64 = (0..self.layers).map(|l| self.layer_ops(l).iter().map(|o| o.active_params()).sum::<u64>()).sum();
         layers + self.hidden * self.vocab

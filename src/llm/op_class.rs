@@ -11,6 +11,9 @@ pub enum OpClass {
     Expert,
     /// Attention over the KV cache.
     Attention,
+    /// A linear-attention recurrence (Gated DeltaNet): a fixed state per sequence, read and
+    /// written once per step, instead of a growing KV cache.
+    Recurrent,
     /// Norms, rope, activations, residual adds, routing: launch cost only.
     Elementwise,
     /// A tensor-parallel all_sum point (no compute).

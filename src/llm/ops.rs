@@ -34,6 +34,14 @@ pub struct Op {
     pub attn_flops_per_ctx: u64,
     /// Sliding window, if the layer has one.
     pub window: Option<u64>,
+    /// Chunked attention (Llama 4's RoPE layers): a token attends only to the earlier tokens of
+    /// its own `chunk`-token block.
+    pub chunk: Option<u64>,
+    /// Recurrent state one sequence holds for this op, bytes (a [`OpClass::Recurrent`] op reads
+    /// and writes it once per step).
+    pub state_bytes: u64,
+    /// Recurrence FLOPs per token (a [`OpClass::Recurrent`] op).
+    pub recurrence_flops_per_token: u64,
     /// `(experts, active)` for routed experts.
     pub experts: Option<(u64, u64)>,
     /// MLA only: the multi-token form of a runtime that expands the latent cache into per-head
@@ -93,6 +101,9 @@ impl Op {
             kv_sharded: false,
             attn_flops_per_ctx: 0,
             window: None,
+            chunk: None,
+            state_bytes: 0,
+            recurrence_flops_per_token: 0,
             experts: None,
             mla_expanded: None,
             mla_per_head: None,
@@ -121,6 +132,19 @@ impl Op {
     /// split by KV head when `kv_sharded`, replicated otherwise).
     pub fn attention(name: &'static str, kv_bytes_per_ctx: u64, kv_sharded: bool, attn_flops_per_ctx: u64, window: Option<u64>) -> Self {
         Op { kv_bytes_per_ctx, kv_sharded, attn_flops_per_ctx, window, ..Op::base(name, OpClass::Attention, 1, Placement::Sharded) }
+    }
+
+    /// A linear-attention recurrence over a fixed per-sequence state of `state_bytes` (heads
+    /// sharded under tensor parallelism, so the state too), `flops_per_token` per token, with
+    /// `params` small unquantized weights of its own (the depthwise convolution, decay and
+    /// bias vectors: MLX quantizes only linear and embedding layers).
+    pub fn recurrent(name: &'static str, params: u64, state_bytes: u64, flops_per_token: u64, kernels: u32) -> Self {
+        Op {
+            params,
+            state_bytes,
+            recurrence_flops_per_token: flops_per_token,
+            ..Op::base(name, OpClass::Recurrent, kernels, Placement::Sharded)
+        }
     }
 
     /// Routed experts: `params_per_expert` weights per expert, `active` of `experts` selected
@@ -166,14 +190,21 @@ impl Op {
         }
     }
 
-    /// Whether the op's cost depends on the cached context: attention, and the MLA latent
-    /// up-projections (which the expanded prefill form runs over the whole cache).
+    /// Whether the op's cost depends on the cached context or on each sequence's own state, so
+    /// that a batch runs it once per sequence: attention, the MLA latent up-projections (which
+    /// the expanded prefill form runs over the whole cache) and a recurrence (each sequence's
+    /// state read and written).
     pub fn depends_on_context(&self) -> bool {
-        self.class == OpClass::Attention || self.expands_latent
+        matches!(self.class, OpClass::Attention | OpClass::Recurrent) || self.expands_latent
     }
 
-    /// Context length this op attends over at position `ctx`.
+    /// Context length this op attends over when `ctx` tokens (the current one included) are
+    /// in the sequence: all of them, the last `window`, or for chunked attention those of the
+    /// current chunk, `(ctx - 1) mod chunk + 1`. A multi-token step is charged at its last (and
+    /// middle) token: exact when the step stays inside one chunk, as prefill chunks that divide
+    /// the chunk size (512, 2048, 4096 of 8192) always do.
     pub fn effective_context(&self, ctx: u64) -> u64 {
+        let ctx = self.chunk.filter(|c| *c > 0).map_or(ctx, |c| if ctx == 0 { 0 } else { (ctx - 1) % c + 1 });
         self.window.map_or(ctx, |w| w.min(ctx))
     }
 }

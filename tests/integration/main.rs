@@ -1,5 +1,6 @@
 //! One integration-test binary with topic modules.
 
+mod archs;
 mod batch_harness;
 mod bench_import;
 mod calibration;

@@ -183,6 +183,7 @@ impl NodeCost<'_> {
             OpClass::Dense => self.dense_terms(op, tokens, context, shard, mla, base),
             OpClass::Expert => self.expert_terms(op, tokens, shard, base),
             OpClass::Attention => self.attention_terms(op, tokens, context, shard, mla, base),
+            OpClass::Recurrent => self.recurrent_terms(op, tokens, shard, base),
             OpClass::Elementwise => OpTerms { bytes: op.kernels as f64 * tokens as f64 * self.hidden as f64 * 4.0, ..base },
             OpClass::AllSum => base,
         }
@@ -214,6 +215,23 @@ impl NodeCost<'_> {
             bw_eff: chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel),
             flops: 2.0 * op.active_params() as f64 * shard * tokens as f64,
             compute_eff: chip.compute_eff_expert,
+            ..base
+        }
+    }
+
+    /// A linear-attention recurrence (Gated DeltaNet) for one sequence: its own small weights,
+    /// and its fixed state read once and written once per step, whatever the step's tokens (MLX's
+    /// `gated_delta` kernel keeps the state in registers across them, FACTS-2026 section C), at
+    /// the attention bandwidth efficiency; its FLOPs per token at the attention compute
+    /// efficiency. Not modelled: the kernel runs the tokens one after another and uses no
+    /// matrix units, so a long prefill step is slower than this roofline.
+    fn recurrent_terms(&self, op: &Op, tokens: u64, shard: f64, base: OpTerms) -> OpTerms {
+        let chip = self.chip;
+        OpTerms {
+            bytes: (op.weight_bytes(op.params as f64) + 2.0 * op.state_bytes as f64) * shard,
+            bw_eff: chip.bw_eff_attention,
+            flops: op.recurrence_flops_per_token as f64 * shard * tokens as f64,
+            compute_eff: chip.compute_eff_attention,
             ..base
         }
     }
@@ -386,6 +404,20 @@ mod tests {
         // A 128-token sliding window reads 128 tokens whatever the depth: 0.256 us.
         let windowed = Op::attention("swa", 1000, true, 1000, Some(128));
         assert!(close(flash.op_ns(&windowed, 1, 32_767), 256.0 + 10_000.0));
+    }
+
+    #[test]
+    fn a_recurrence_reads_and_writes_its_state_once_per_step_whatever_the_context() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let n = node(&c, &r, &m);
+        // A 4 MB state, 1e6 FLOPs per token: read + write 8 MB / (1e12 x 0.8) = 10 us, one launch.
+        let op = Op::recurrent("gated_delta", 0, 4_000_000, 1_000_000, 1);
+        assert!(close(n.op_ns(&op, 1, 0), 10_000.0 + 10_000.0));
+        assert!(close(n.op_ns(&op, 1, 100_000), 10_000.0 + 10_000.0));
+        // A 4000-token chunk: the state still once; 4e9 FLOPs / (1e14 x 0.4) = 100 us win.
+        assert!(close(n.op_ns(&op, 4000, 0), 100_000.0 + 10_000.0));
+        // Half the heads on this node under tensor parallelism: half the state.
+        assert!(close(NodeCost { shard: 0.5, ..n }.op_ns(&op, 1, 0), 5_000.0 + 10_000.0));
     }
 
     #[test]
