@@ -242,14 +242,24 @@ fn validate_published_json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn validate_prints_the_parameter_budget_and_warns_below_two_rows_per_parameter() {
-    // The shipped profile's fit: 20 parameters on 34 rows, 1.7 per parameter.
+    // The shipped profile's fit: 19 parameters on 53 rows, 2.79 per parameter: no warning.
     let out = bin().args(["validate", "--against"]).arg(measurements_csv()).assert().success().get_output().clone();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("in-sample: profile `default` has 20 parameters fitted on 34 rows (1.70 rows per parameter)"), "{text}");
-    assert!(text.contains("WARNING: only 1.70 rows per fitted parameter (below 2)"), "{text}");
+    assert!(text.contains("in-sample: profile `default` has 19 parameters fitted on 53 rows (2.79 rows per parameter)"), "{text}");
+    assert!(!text.contains("WARNING: only"), "{text}");
     let out = bin().args(["validate", "--json", "--against"]).arg(measurements_csv()).assert().success().get_output().clone();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["fit_budget"]["parameters"], 20);
-    assert_eq!(v["fit_budget"]["rows"], 34);
-    assert!(v["fit_budget"]["warning"].is_string());
+    assert_eq!(v["fit_budget"]["parameters"], 19);
+    assert_eq!(v["fit_budget"]["rows"], 53);
+    assert!(v["fit_budget"].get("warning").is_none(), "{v}");
+    // The same profile as if its 19 parameters had been fitted on 34 rows: 1.79 per parameter.
+    let mut thin = supernode::profile::Profile::default_profile();
+    thin.fit.as_mut().expect("the shipped profile is fitted").residuals.truncate(34);
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::write_text(dir.path(), "thin.toml", &toml::to_string(&thin).unwrap());
+    let out =
+        bin().args(["validate", "--profile"]).arg(&path).arg("--against").arg(measurements_csv()).assert().success().get_output().clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("19 parameters fitted on 34 rows (1.79 rows per parameter)"), "{text}");
+    assert!(text.contains("WARNING: only 1.79 rows per fitted parameter (below 2)"), "{text}");
 }
