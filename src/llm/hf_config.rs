@@ -262,6 +262,21 @@ fn shared_expert(v: &Value, key: &'static str) -> Result<(u64, u64), LlmError> {
 
 /// A routed MoE with the fields every family shares (no shared expert, every layer MoE,
 /// softmax top-k routing).
+/// The DeepSeek-style MoE block DeepSeek V3 / Kimi K2 and GLM-4.x share: the first
+/// `first_k_dense_replace` layers dense, then routed experts top-k plus `n_shared_experts`
+/// shared ones of the expert size, sigmoid routing.
+fn first_k_dense_sigmoid_moe(v: &Value) -> Result<Moe, LlmError> {
+    let expert_ffn = req(v, "moe_intermediate_size")?;
+    Ok(Moe {
+        shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
+        shared_ffn: expert_ffn,
+        first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
+        dense_ffn: req(v, "intermediate_size")?,
+        sigmoid_routing: true,
+        ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
+    })
+}
+
 fn routed(experts: u64, active: u64, expert_ffn: u64) -> Moe {
     Moe { experts, active, shared: 0, expert_ffn, first_k_dense: 0, dense_ffn: 0, shared_ffn: 0, sparse_step: 1, sigmoid_routing: false }
 }
@@ -309,29 +324,13 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
                 qk_rope_head_dim: req(v, "qk_rope_head_dim")?,
                 v_head_dim: req(v, "v_head_dim")?,
             };
-            let expert_ffn = req(v, "moe_intermediate_size")?;
-            spec.moe = Some(Moe {
-                shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
-                shared_ffn: expert_ffn,
-                first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
-                dense_ffn: req(v, "intermediate_size")?,
-                sigmoid_routing: true,
-                ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
-            });
+            spec.moe = Some(first_k_dense_sigmoid_moe(v)?);
         }
         "glm4_moe" => {
             // GLM-4.5/4.6/4.7: the first `first_k_dense_replace` layers dense, then routed
             // experts plus shared ones of the expert size, DeepSeek-style sigmoid routing with
             // a correction bias; q, k and v with biases (`attention_bias`).
-            let expert_ffn = req(v, "moe_intermediate_size")?;
-            spec.moe = Some(Moe {
-                shared: get_u(v, "n_shared_experts")?.unwrap_or(0),
-                shared_ffn: expert_ffn,
-                first_k_dense: get_u(v, "first_k_dense_replace")?.unwrap_or(0),
-                dense_ffn: req(v, "intermediate_size")?,
-                sigmoid_routing: true,
-                ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
-            });
+            spec.moe = Some(first_k_dense_sigmoid_moe(v)?);
             spec.qkv_bias = flag(v, "attention_bias", false);
         }
         "minimax_m2" => read_minimax_m2(spec, v)?,
