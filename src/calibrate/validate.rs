@@ -372,6 +372,12 @@ fn hpl_scenario(
     Ok((b, assumptions))
 }
 
+/// Quantization labels people write (llama-bench's `type` column, GGUF file-type names) for
+/// formats a catalog preset stores alike: `f16` is 16 bits a weight like `bf16` (the same bytes
+/// streamed, the same half-precision kernel family). Without this a llama.cpp `f16` row was
+/// guessed as Q4_K_M (its decode predicted 2.8x too fast).
+const QUANT_LABELS: &[(&str, &str)] = &[("f16", "bf16"), ("fp16", "bf16"), ("float16", "bf16")];
+
 fn resolve_quant(
     row: &MeasurementRow,
     all: &[MeasurementRow],
@@ -379,7 +385,8 @@ fn resolve_quant(
     assumptions: &mut Vec<String>,
 ) -> Result<String, String> {
     let q = first_word(&row.quant).to_lowercase();
-    let q = q.as_str();
+    // The labels llama.cpp and its users write for a format a preset stores alike.
+    let q = QUANT_LABELS.iter().find(|(label, _)| *label == q).map_or(q.as_str(), |(_, preset)| *preset);
     let known = crate::catalog::catalog().quant(q).is_some();
     if known && !row.quant.contains("unknown") {
         if row.quant.contains("inferred") {

@@ -550,3 +550,19 @@ fn parameters_no_row_moves_materially_stay_at_their_prior_exactly() {
     }
     assert!(report.params.iter().any(|p| p.name == "chips.m3-ultra.compute_eff_dense"), "{:?}", report.params);
 }
+
+/// Issue 20 item 5 (labels people write): a llama.cpp row labelled `f16` (llama-bench's type
+/// name) is the 16-bit `bf16` preset's bytes, not a guessed Q4_K_M (its decode was predicted
+/// 2.8x too fast); a label that is only a bit class still gets the stated guess.
+#[test]
+fn a_llama_cpp_f16_row_streams_sixteen_bit_weights() {
+    use supernode::calibrate::validate::{read_csv, row_scenario};
+    let rows = read_csv(&crate::measurements_csv()).unwrap();
+    let row = |id: &str| rows.iter().find(|r| r.id == id).unwrap_or_else(|| panic!("row {id}"));
+    let (b, assumptions) = row_scenario(row("n-m2u-llama3-70b-f16-lcpp-tg512"), &rows).unwrap();
+    assert_eq!(b.build().unwrap().quant.id, "bf16");
+    assert!(assumptions.iter().all(|a| !a.contains("assumed q4_k_m")), "{assumptions:?}");
+    let (b, assumptions) = row_scenario(row("n-m3u256-minimaxm21-gguf4-tg-30k"), &rows).unwrap();
+    assert_eq!(b.build().unwrap().quant.id, "q4_k_m");
+    assert!(assumptions.iter().any(|a| a.contains("GGUF quant not published: assumed q4_k_m")), "{assumptions:?}");
+}
