@@ -62,7 +62,7 @@ impl Lowered {
     /// sequence over its own context, paying the kernel launches once; the LM head runs over
     /// `head_rows` rows (one per sequence that samples) unless the runtime computes logits for
     /// every token. Host tasks pay the per-step cost plus the per-sequence cost of `head_rows`
-    /// sampling sequences ([`Plan::host_ns`]).
+    /// sampling sequences ([`super::NodeCost::host_ns`]).
     pub fn retime_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) {
         debug_assert_eq!(rows.iter().map(|r| r.0).sum::<u64>(), self.tokens, "rows must cover the step's tokens");
         self.split_parts(plan, head_rows);
@@ -76,7 +76,7 @@ impl Lowered {
             self.graph.set_duration(task, ns.round().clamp(0.0, 1e15) as Time);
         }
         for &(task, node) in &self.host_tasks {
-            self.graph.set_duration(task, plan.host_ns(node, head_rows));
+            self.graph.set_duration(task, plan.cost(node).host_ns(head_rows));
         }
     }
 

@@ -154,7 +154,7 @@ impl<'a> Builder<'a> {
     /// The runtime's host work after a forward on `node` (timed for one sampling sequence until
     /// [`Lowered::retime_rows`] sets it for the batch).
     pub(super) fn host(&mut self, node: usize, deps: &[TaskId]) -> TaskId {
-        let t = self.cpu(node, self.plan.host_ns(node, 1), "host", deps);
+        let t = self.cpu(node, self.plan.cost(node).host_ns(1), "host", deps);
         self.host_tasks.push((t, node));
         t
     }
@@ -189,7 +189,7 @@ impl<'a> Builder<'a> {
         let plan = self.plan;
         let cost = plan.net_cost();
         let context_ns = if self.in_context { cost.in_context_ns() } else { 0 };
-        let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i) + context_ns, "gpu->cpu", &[ready[i]])).collect();
+        let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.cost(i).sync_ns() + context_ns, "gpu->cpu", &[ready[i]])).collect();
         // The algorithm follows the cables, not the label: where every pair of ranks has a
         // cable of its own (a full mesh, a ring of 2 or 3) JACCL runs its fully connected
         // algorithm; a longer ring runs the ring algorithm (mlx PR 3094), as TCP always does.
@@ -227,7 +227,7 @@ impl<'a> Builder<'a> {
                 have
             }
         };
-        (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.sync_ns(i), "cpu->gpu", &[reduced[i]])).collect()
+        (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.cost(i).sync_ns(), "cpu->gpu", &[reduced[i]])).collect()
     }
 
     /// Every rank sends `bytes` to every peer once `ready[rank]` is done; posts run one after
@@ -258,13 +258,13 @@ impl<'a> Builder<'a> {
         if n == 1 {
             return ready.to_vec();
         }
-        let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.sync_ns(i), "gpu->cpu", &[ready[i]])).collect();
+        let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.cost(i).sync_ns(), "gpu->cpu", &[ready[i]])).collect();
         let mut have = synced;
         let mut last_send: Vec<Option<TaskId>> = vec![None; n];
         for _ in 0..n - 1 {
             have = self.ring_step(&have, &mut last_send, bytes, None);
         }
-        (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.sync_ns(i), "cpu->gpu", &[have[i]])).collect()
+        (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.cost(i).sync_ns(), "cpu->gpu", &[have[i]])).collect()
     }
 
     /// One step of a ring: every rank i sends `bytes` to rank i+1 once it has its data and its

@@ -4,7 +4,6 @@
 use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
 use crate::llm::{ModelSpec, Op, Placement, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
-use crate::sim::Time;
 
 use super::cost::{MlaOptions, NetCost, NodeCost};
 use super::options::{EngineOptions, Parallelism, Runtime};
@@ -295,11 +294,6 @@ impl Plan {
         self.options.fast_sync.unwrap_or(self.fabric.backend == Backend::Jaccl && self.n() > 1)
     }
 
-    /// Cost of one GPU<->CPU crossing on a node, ns (see [`NodeCost::sync_ns`]).
-    pub fn sync_ns(&self, node: usize) -> Time {
-        self.cost(node).sync_ns()
-    }
-
     /// KV-cache bytes one sequence of `context` tokens holds on `node`.
     pub fn kv_bytes(&self, node: usize, context: u64) -> f64 {
         kv_bytes(&self.model, &self.shares[node], &self.options, context)
@@ -310,12 +304,6 @@ impl Plan {
     pub fn kv_capacity_bytes(&self, node: usize) -> f64 {
         let m = &self.memory[node];
         ((m.limit_gb - m.weights_gb - m.overhead_gb) * 1e9).max(0.0)
-    }
-
-    /// The runtime's host work on `node` after a forward in which `sequences` sequences sample,
-    /// ns (see [`NodeCost::host_ns`]).
-    pub fn host_ns(&self, node: usize, sequences: u64) -> Time {
-        self.cost(node).host_ns(sequences)
     }
 
     /// The cost model of `node`: its kernels, launches, crossings and host work.

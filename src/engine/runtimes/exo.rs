@@ -153,9 +153,9 @@ fn lower_pipeline(plan: &Plan, tokens: u64) -> Lowered {
         let done = if stage > 0 { b.cpu(i, stage, "stage", &[gpu]) } else { gpu };
         outputs.push(done);
         if i + 1 < n {
-            let s = b.cpu(i, plan.sync_ns(i), "gpu->cpu", &[done]);
+            let s = b.cpu(i, plan.cost(i).sync_ns(), "gpu->cpu", &[done]);
             let x = b.send(i, i + 1, act_bytes, &[s]);
-            prev = Some(b.g.compute(b.net.gpu[i + 1], plan.sync_ns(i + 1), "cpu->gpu", &[x]));
+            prev = Some(b.g.compute(b.net.gpu[i + 1], plan.cost(i + 1).sync_ns(), "cpu->gpu", &[x]));
         }
     }
     let last = *outputs.last().expect("at least one stage");
