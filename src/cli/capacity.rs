@@ -33,15 +33,17 @@ pub enum CapacityCommand {
     /// Search clusters (node mix, count, fabric, wiring, engine, split) for a model and an
     /// objective; print the best, the Pareto front, why the others lost, and the cabling.
     Plan(PlanArgs),
-    /// Write one self-contained HTML page for a sweep directory, a plan (`plan --out FILE`) or
-    /// a run's JSON: question, answer, charts, candidates, cabling picture, extrapolations.
+    /// Write one self-contained HTML page for a sweep directory, a plan (`plan --out FILE`), an
+    /// SLO plan (`plan --slo`'s directory or slo.json) or a run's JSON: question, answer,
+    /// charts, candidates, cabling picture, extrapolations.
     Report(ReportArgs),
 }
 
 /// Arguments of `report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A sweep output directory, a plan JSON (`plan --out FILE`) or a run's JSON (`run` writes one under output/).
+    /// A sweep output directory, a plan JSON (`plan --out FILE`), an SLO plan's directory or
+    /// slo.json (`plan --slo`), or a run's JSON (`run` writes one under output/).
     pub path: PathBuf,
     /// The page to write (default: DIR/report.html for a sweep, FILE.html beside a JSON).
     #[arg(short = 'o', long = "out", value_name = "FILE")]

@@ -103,3 +103,42 @@ fn slo_spec_errors_name_the_cause() {
     let out = bin().current_dir(t.path()).args(["plan", "--slo", "spec.toml", "--model", "llama-3.2-1b"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn slo_plan_names_its_answer_and_refuses_options_over_the_budget() {
+    let t = tempfile::tempdir().unwrap();
+    write_text(t.path(), "serve.toml", SERVE);
+    // The M4 Max costs $3,699 in the catalog: a $3,000 budget refuses both options, $5,000 admits both.
+    write_text(t.path(), "spec.toml", &SPEC.replace("probe_requests = 60", "probe_requests = 60\nbudget_usd = 3000"));
+    let (j, _) = slo_json(t.path(), "2");
+    assert_eq!(j["format"], "supernode-slo-plan/1");
+    assert_eq!(j["budget_usd"], 3000.0);
+    assert!(j["answer"].is_null(), "{}", j["answer"]);
+    for o in j["options"].as_array().unwrap() {
+        assert_eq!(o["hardware_usd"], 3699.0, "{o}");
+        let e = o["error"].as_str().unwrap();
+        assert!(e.contains("over budget: its hardware costs $3,699 of the $3,000 budget"), "{e}");
+        assert!(o["probes"].as_array().unwrap().is_empty());
+    }
+    write_text(t.path(), "spec.toml", &SPEC.replace("probe_requests = 60", "probe_requests = 60\nbudget_usd = 5000"));
+    let (j, _) = slo_json(t.path(), "2");
+    let options = j["options"].as_array().unwrap();
+    let best = options.iter().max_by(|a, b| a["capacity"].as_f64().unwrap().total_cmp(&b["capacity"].as_f64().unwrap())).unwrap();
+    assert_eq!(j["answer"], best["label"]);
+    assert_eq!(options[0]["cluster"], "1x m4-max-40c-128gb, mlx-lm none, mlx-4bit");
+    for o in options {
+        let status = o["calibration"]["status"].as_str().unwrap();
+        assert!(status == "inside" || status == "extrapolation", "{o}");
+    }
+    // The page: the answer, every option, the chart, and the calibration of each option.
+    let out = bin().current_dir(t.path()).args(["report", "o"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(t.path().join("o/report.html")).unwrap();
+    let label = best["label"].as_str().unwrap();
+    assert!(html.contains(&format!("<div class=\"answer\" id=\"the-answer\">{}</div>", label.replace(',', ","))), "answer box");
+    assert!(html.contains("<svg") && html.contains("Which numbers are calibrated and which extrapolated"), "chart and envelope");
+    assert!(html.contains("llama.cpp, Q4_K_M") && html.contains("$3,699") && html.contains("Equal budget"), "options table");
+    // The slo.json path itself renders too, beside it.
+    let out = bin().current_dir(t.path()).args(["report", "o/slo.json"]).output().unwrap();
+    assert!(out.status.success() && t.path().join("o/slo.html").exists());
+}

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::estimate::serve::arrivals::{Arrivals, s_to_ns};
 use crate::estimate::{generate_plan, simulate_serve};
@@ -37,7 +37,7 @@ pub use search::{Bracket, Found};
 pub use spec::{Axis, SloOption, SloSpec};
 
 /// One load tried.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Probe {
     /// The load: requests/s or users.
     pub load: f64,
@@ -62,12 +62,19 @@ pub struct Probe {
 }
 
 /// The search of one option.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct OptionResult {
     /// The option's label.
     pub label: String,
     /// Its overrides.
     pub set: Vec<String>,
+    /// The cluster it runs, in words (nodes, fabric, engine, split, quant); None when its
+    /// scenario cannot be built.
+    pub cluster: Option<String>,
+    /// Its hardware cost, USD (nodes, cables, switch: what `run` reports as `cost_usd`).
+    pub hardware_usd: Option<f64>,
+    /// Whether its predictions are inside the profile's calibrated envelope, and why not.
+    pub calibration: Option<crate::estimate::types::Envelope>,
     /// The highest load that met the SLO (None: not even the lowest probed).
     pub capacity: Option<f64>,
     /// The lowest load that missed it (None: met up to the spec's `max`).
@@ -85,15 +92,25 @@ impl OptionResult {
     }
 }
 
+/// The `format` of an SLO plan's JSON (`slo.json`), which `supernode report` recognises.
+pub const SLO_FORMAT: &str = "supernode-slo-plan/1";
+
 /// The answer to a spec.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SloPlan {
+    /// [`SLO_FORMAT`].
+    pub format: String,
     /// The question.
     pub question: String,
     /// The scenario searched.
     pub scenario: String,
     /// `rate` or `users`.
-    pub axis: &'static str,
+    pub axis: String,
+    /// The budget every option had to fit, USD (an equal-budget question).
+    pub budget_usd: Option<f64>,
+    /// The label of the option that serves the most load under the SLO (ties: the cheaper
+    /// hardware, then the first listed); None when no option meets it at any load probed.
+    pub answer: Option<String>,
     /// The targets.
     pub ttft_p99_s: Option<f64>,
     /// The targets.
@@ -103,7 +120,7 @@ pub struct SloPlan {
     /// One result per option, in the spec's order.
     pub options: Vec<OptionResult>,
     /// Wall time, s (not in the JSON: it would break byte-identical output).
-    #[serde(skip)]
+    #[serde(skip, default)]
     pub seconds: f64,
 }
 
@@ -220,6 +237,35 @@ pub const MAX_PROBES_PER_OPTION: usize = spec::MAX_PROBES + CURVE.len();
 /// Searches one option, then probes the curve's extra loads; the capacity is the highest
 /// passing load below every failing probe ([`search::summarize`]).
 fn search_option(spec: &SloSpec, option: &SloOption, profile: &Profile, progress: &(dyn Fn() + Sync)) -> OptionResult {
+    let failed = |error: String, cluster: Option<String>, hardware_usd: Option<f64>, calibration| OptionResult {
+        label: option.label.clone(),
+        set: option.set.clone(),
+        cluster,
+        hardware_usd,
+        calibration,
+        capacity: None,
+        failed_at: None,
+        probes: vec![],
+        error: Some(error),
+    };
+    // The option's cluster, price and envelope do not depend on the load: read them once.
+    let s = match probe_scenario(spec, option, spec.bracket.start) {
+        Ok(s) => s,
+        Err(e) => return failed(e, None, None, None),
+    };
+    let cluster = Some(describe(&s));
+    let hardware_usd = Some(round3(crate::estimate::power::hardware_cost(&s)));
+    let calibration = Some(crate::estimate::envelope(&s, profile));
+    if let (Some(budget), Some(cost)) = (spec.budget_usd, hardware_usd)
+        && cost > budget
+    {
+        let why = format!(
+            "over budget: its hardware costs ${} of the ${} budget (not searched)",
+            crate::capacity::planner::report::money_text(cost),
+            crate::capacity::planner::report::money_text(budget)
+        );
+        return failed(why, cluster, hardware_usd, calibration);
+    }
     let probe = |x: f64| {
         let p = run_probe(spec, option, profile, x);
         progress();
@@ -242,17 +288,53 @@ fn search_option(spec: &SloSpec, option: &SloOption, profile: &Profile, progress
             probes.sort_by(|a, b| a.0.total_cmp(&b.0));
             let (capacity, failed_at) = search::summarize(&probes, |p| p.ok);
             let probes = probes.into_iter().map(|(_, p)| p).collect();
-            OptionResult { label: option.label.clone(), set: option.set.clone(), capacity, failed_at, probes, error: None }
+            OptionResult {
+                label: option.label.clone(),
+                set: option.set.clone(),
+                cluster,
+                hardware_usd,
+                calibration,
+                capacity,
+                failed_at,
+                probes,
+                error: None,
+            }
         }
-        Err(e) => OptionResult {
-            label: option.label.clone(),
-            set: option.set.clone(),
-            capacity: None,
-            failed_at: None,
-            probes: vec![],
-            error: Some(e),
-        },
+        Err(e) => failed(e, cluster, hardware_usd, calibration),
     }
+}
+
+/// A cluster in words: `2x dgx-spark over cx7-roce (direct), vllm tensor, mxfp4`.
+fn describe(s: &Scenario) -> String {
+    let mut nodes: Vec<(String, usize)> = Vec::new();
+    for n in &s.nodes {
+        match nodes.iter_mut().find(|(id, _)| *id == n.id) {
+            Some((_, k)) => *k += 1,
+            None => nodes.push((n.id.clone(), 1)),
+        }
+    }
+    let nodes: Vec<String> = nodes.iter().map(|(id, k)| format!("{k}x {id}")).collect();
+    let fabric = if s.nodes.len() > 1 { format!(" over {} ({})", s.fabric.id, s.topology.id()) } else { String::new() };
+    format!("{}{fabric}, {} {}, {}", nodes.join(" + "), s.engine.kind.id(), s.engine.parallelism.id(), s.quant.id)
+}
+
+/// The option that serves the most load under the SLO: the highest capacity, ties to the
+/// cheaper hardware, then to the first listed.
+fn answer(options: &[OptionResult]) -> Option<String> {
+    let mut best: Option<&OptionResult> = None;
+    for o in options.iter().filter(|o| o.error.is_none() && o.capacity.is_some()) {
+        let better = match best {
+            None => true,
+            Some(b) => {
+                let (c, cb) = (o.capacity.unwrap_or(0.0), b.capacity.unwrap_or(0.0));
+                c > cb || (c == cb && o.hardware_usd.unwrap_or(f64::INFINITY) < b.hardware_usd.unwrap_or(f64::INFINITY))
+            }
+        };
+        if better {
+            best = Some(o);
+        }
+    }
+    best.map(|o| o.label.clone())
 }
 
 /// Checks the spec's scenario: a serving workload whose arrivals match the axis, with targets.
@@ -290,9 +372,12 @@ pub fn plan_slo(spec: &SloSpec, profile: &Profile, jobs: Option<usize>, progress
         Axis::Users => "most closed-loop users",
     };
     Ok(SloPlan {
+        format: SLO_FORMAT.into(),
+        answer: answer(&options),
+        budget_usd: spec.budget_usd,
         question: spec.question.clone().unwrap_or_else(|| format!("{what} meeting {}", fmt_slo(&slo))),
         scenario: spec.scenario.display().to_string(),
-        axis: spec.axis.id(),
+        axis: spec.axis.id().into(),
         ttft_p99_s: slo.ttft_p99_s,
         tpot_p99_ms: slo.tpot_p99_ms,
         probe_requests: spec.probe_requests,
@@ -317,12 +402,13 @@ impl SloPlan {
         let axis = self.axis();
         let mut out = format!("{}\n  scenario: {}\n  SLO: {}\n\n", self.question, self.scenario, self.targets());
         out += &format!(
-            "{:<34} {:>16} {:>12} {:>12} {:>12} {:>8}  {}\n",
-            "option", "capacity", "p99 TTFT s", "p99 TPOT ms", "agg tok/s", "batch", "first miss"
+            "{:<34} {:>10} {:>16} {:>12} {:>12} {:>12} {:>8}  {}\n",
+            "option", "hardware", "capacity", "p99 TTFT s", "p99 TPOT ms", "agg tok/s", "batch", "first miss"
         );
         for o in &self.options {
+            let usd = o.hardware_usd.map_or("-".to_string(), |c| format!("${}", crate::capacity::planner::report::money_text(c)));
             if let Some(e) = &o.error {
-                out += &format!("{:<34} cannot run: {e}\n", o.label);
+                out += &format!("{:<34} {usd:>10} cannot run: {e}\n", o.label);
                 continue;
             }
             let cap = match (o.capacity, o.failed_at) {
@@ -337,7 +423,7 @@ impl SloPlan {
                 .and_then(|f| o.probes.iter().find(|p| p.load == f))
                 .map_or(String::new(), |p| format!("{}: {}", axis.fmt(p.load), p.why));
             out += &format!(
-                "{:<34} {:>16} {:>12} {:>12} {:>12} {:>8}  {miss}\n",
+                "{:<34} {usd:>10} {:>16} {:>12} {:>12} {:>12} {:>8}  {miss}\n",
                 o.label,
                 cap,
                 num(|p| p.ttft_p99_s),
@@ -345,6 +431,19 @@ impl SloPlan {
                 num(|p| p.aggregate_decode_tokens_per_s),
                 num(|p| p.mean_batch),
             );
+        }
+        out += "\n";
+        match self.answer.as_deref().and_then(|a| self.options.iter().find(|o| o.label == a)) {
+            Some(o) => out += &format!("answer: {} ({})\n", o.label, o.cluster.as_deref().unwrap_or("")),
+            None => out += "answer: no option meets the SLO at any load probed\n",
+        }
+        if let Some(b) = self.budget_usd {
+            out += &format!("budget: ${} of hardware per option\n", crate::capacity::planner::report::money_text(b));
+        }
+        for o in self.options.iter().filter(|o| o.error.is_none()) {
+            if let Some(e) = o.calibration.as_ref().filter(|e| e.status != "inside") {
+                out += &format!("extrapolation: {}: {}\n", o.label, e.reasons.join("; "));
+            }
         }
         let probes: usize = self.options.iter().map(|o| o.probes.len()).sum();
         out += &format!(

@@ -76,6 +76,7 @@ struct RawSloSpec {
     tolerance: Option<f64>,
     probe_requests: Option<u64>,
     warmup_requests: Option<u64>,
+    budget_usd: Option<f64>,
     #[serde(rename = "option")]
     options: Vec<SloOption>,
 }
@@ -95,6 +96,9 @@ pub struct SloSpec {
     pub probe_requests: u64,
     /// Rate axis: requests of warm-up before the window.
     pub warmup_requests: u64,
+    /// The budget every option's hardware must fit (an equal-budget question); an option over
+    /// it is not searched and says so.
+    pub budget_usd: Option<f64>,
     /// The options compared.
     pub options: Vec<SloOption>,
 }
@@ -141,6 +145,9 @@ impl SloSpec {
         if !(1..=1_000_000).contains(&probe_requests) || warmup_requests > 1_000_000 {
             return Err("1:1: probe_requests must be 1..=1000000 and warmup_requests at most 1000000".into());
         }
+        if let Some(b) = raw.budget_usd.filter(|b| !(b.is_finite() && *b > 0.0)) {
+            return Err(format!("1:1: budget_usd must be a positive number of dollars, not {b}"));
+        }
         let min = if integer { 1.0 } else { start / 1024.0 };
         Ok(SloSpec {
             question: raw.question,
@@ -149,6 +156,7 @@ impl SloSpec {
             bracket: Bracket { start, max, min, tolerance, integer, max_probes: MAX_PROBES },
             probe_requests,
             warmup_requests,
+            budget_usd: raw.budget_usd,
             options: raw.options,
         })
     }
@@ -166,5 +174,7 @@ mod tests {
         assert!(e.starts_with("2:1: unknown field `rate`"), "{e}");
         let e = SloSpec::parse("scenario = \"a.toml\"\noption = []\n", Path::new("")).unwrap_err();
         assert!(e.contains("at least one [[option]]"), "{e}");
+        let e = SloSpec::parse("scenario = \"a.toml\"\nbudget_usd = -5\n[[option]]\nlabel = \"x\"\n", Path::new("")).unwrap_err();
+        assert!(e.contains("budget_usd must be a positive number of dollars, not -5"), "{e}");
     }
 }

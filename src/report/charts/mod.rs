@@ -27,7 +27,7 @@ pub use figure::{fmt_num, init_fonts};
 pub use gantt::gantt_chart;
 pub use parity::{ParityPoint, parity_chart, unit_of};
 pub use report_figures::{ReportPoint, latency_svg, pareto_svg, scaling_svg};
-pub use slo_chart::slo_chart;
+pub use slo_chart::{slo_chart, slo_svg};
 
 use figure::render;
 use labels::model_name;

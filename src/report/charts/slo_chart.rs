@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use plotters::style::RGBColor;
 
 use super::ChartError;
-use super::figure::{Body, Figure, Line, MAX_SERIES, PALETTE, Panel, Scale, Series, Swatch, bounds, render};
+use super::figure::{Body, Figure, Line, MAX_SERIES, PALETTE, Panel, Scale, Series, Swatch, bounds, render, svg_string};
 use crate::capacity::slo::{Probe, SloPlan};
 
 const SLO_COLOR: RGBColor = RGBColor(200, 30, 30);
@@ -97,4 +97,9 @@ fn figure(plan: &SloPlan) -> Figure {
 /// Writes `slo-latency-vs-load.png` and `.svg` in `dir` (atomically, embedded font).
 pub fn slo_chart(plan: &SloPlan, dir: &Path) -> Result<Vec<PathBuf>, ChartError> {
     render(&SloPlan::chart_stem(dir), &figure(plan))
+}
+
+/// The same chart as an SVG string, for the report page.
+pub fn slo_svg(plan: &SloPlan) -> Result<String, ChartError> {
+    svg_string(&figure(plan))
 }

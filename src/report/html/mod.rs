@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 pub mod cabling;
 mod plan;
 mod run;
+mod slo;
 mod sweep;
 
 pub use cabling::cabling_svg;
@@ -52,11 +53,15 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+/// The file `plan --slo` writes in its output directory.
+const SLO_JSON: &str = "slo.json";
+
 /// What a path holds.
 #[derive(Debug)]
 enum Input {
     Sweep(PathBuf),
     Plan(serde_json::Value),
+    Slo(Box<crate::capacity::slo::SloPlan>),
     Run(Box<crate::estimate::Estimate>),
 }
 
@@ -65,8 +70,11 @@ fn classify(path: &Path) -> Result<Input, ReportError> {
         if path.join(crate::capacity::sweep::MANIFEST).exists() {
             return Ok(Input::Sweep(path.to_path_buf()));
         }
+        if path.join(SLO_JSON).exists() {
+            return classify(&path.join(SLO_JSON));
+        }
         return Err(ReportError::Input(format!(
-            "{} is a directory without {}: give a sweep output directory, a plan JSON (`plan --out FILE`) or a run's JSON",
+            "{} is a directory without {} or {SLO_JSON}: give a sweep output directory, an SLO plan's directory, a plan JSON (`plan --out FILE`) or a run's JSON",
             path.display(),
             crate::capacity::sweep::MANIFEST
         )));
@@ -79,15 +87,21 @@ fn classify(path: &Path) -> Result<Input, ReportError> {
     if v.get("format").and_then(|f| f.as_str()) == Some(crate::capacity::planner::report::PLAN_FORMAT) {
         return Ok(Input::Plan(v));
     }
+    if v.get("format").and_then(|f| f.as_str()) == Some(crate::capacity::slo::SLO_FORMAT) {
+        let plan = serde_json::from_value(v)
+            .map_err(|e| ReportError::Input(format!("{}: an SLO plan that does not read back: {e}", path.display())))?;
+        return Ok(Input::Slo(Box::new(plan)));
+    }
     if v.get("decode_tokens_per_s").is_some() {
         let e = serde_json::from_value(v)
             .map_err(|e| ReportError::Input(format!("{}: a run JSON that does not read back: {e}", path.display())))?;
         return Ok(Input::Run(Box::new(e)));
     }
     Err(ReportError::Input(format!(
-        "{}: neither a plan (`format` = \"{}\", from `plan --out FILE`) nor a run's JSON (`decode_tokens_per_s`)",
+        "{}: neither a plan (`format` = \"{}\", from `plan --out FILE`), an SLO plan (`format` = \"{}\", `plan --slo`'s slo.json) nor a run's JSON (`decode_tokens_per_s`)",
         path.display(),
-        crate::capacity::planner::report::PLAN_FORMAT
+        crate::capacity::planner::report::PLAN_FORMAT,
+        crate::capacity::slo::SLO_FORMAT
     )))
 }
 
@@ -96,6 +110,7 @@ pub fn render(path: &Path) -> Result<String, ReportError> {
     match classify(path)? {
         Input::Sweep(dir) => sweep::page(&dir),
         Input::Plan(v) => plan::page(&v),
+        Input::Slo(p) => slo::page(&p),
         Input::Run(e) => Ok(run::page(&e)),
     }
 }
