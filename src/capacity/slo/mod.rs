@@ -401,14 +401,15 @@ impl SloPlan {
     pub fn report(&self) -> String {
         let axis = self.axis();
         let mut out = format!("{}\n  scenario: {}\n  SLO: {}\n\n", self.question, self.scenario, self.targets());
+        let w = self.options.iter().map(|o| o.label.chars().count()).max().unwrap_or(0).max(34);
         out += &format!(
-            "{:<34} {:>10} {:>16} {:>12} {:>12} {:>12} {:>8}  {}\n",
+            "{:<w$} {:>10} {:>16} {:>12} {:>12} {:>12} {:>8}  {}\n",
             "option", "hardware", "capacity", "p99 TTFT s", "p99 TPOT ms", "agg tok/s", "batch", "first miss"
         );
         for o in &self.options {
             let usd = o.hardware_usd.map_or("-".to_string(), |c| format!("${}", crate::capacity::planner::report::money_text(c)));
             if let Some(e) = &o.error {
-                out += &format!("{:<34} {usd:>10} cannot run: {e}\n", o.label);
+                out += &format!("{:<w$} {usd:>10} cannot run: {e}\n", o.label);
                 continue;
             }
             let cap = match (o.capacity, o.failed_at) {
@@ -423,7 +424,7 @@ impl SloPlan {
                 .and_then(|f| o.probes.iter().find(|p| p.load == f))
                 .map_or(String::new(), |p| format!("{}: {}", axis.fmt(p.load), p.why));
             out += &format!(
-                "{:<34} {usd:>10} {:>16} {:>12} {:>12} {:>12} {:>8}  {miss}\n",
+                "{:<w$} {usd:>10} {:>16} {:>12} {:>12} {:>12} {:>8}  {miss}\n",
                 o.label,
                 cap,
                 num(|p| p.ttft_p99_s),
