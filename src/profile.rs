@@ -182,6 +182,18 @@ pub struct CommParams {
     /// Fitted from the harness's segment chains; 0 where no such measurement exists (a profile
     /// must say so: a missing value is an error, not a silent 0).
     pub collective_in_context_us: f64,
+    /// NCCL: fixed cost of one collective on the low-latency (LL) protocol (kernel launch, proxy
+    /// wake-up, the first handshake), beside the per-step wire latency, microseconds.
+    pub nccl_base_us: f64,
+    /// NCCL: bus bandwidth of the LL protocol (half of every 8-byte line is a flag; the GPU
+    /// polls it), GB/s. Small messages run at this rate, not at the fabric's.
+    pub nccl_ll_gbs: f64,
+    /// NCCL: extra start-up of the Simple protocol over LL (registration, chunked handshakes),
+    /// microseconds. Bulk messages pay it once and then run at the fabric's bandwidth.
+    pub nccl_simple_us: f64,
+    /// Ray's host cost per forward step of a multi-node vLLM (`--distributed-executor-backend
+    /// ray`), microseconds; 0 on one node.
+    pub ray_step_us: f64,
 }
 
 /// Memory and noise parameters.
@@ -479,6 +491,8 @@ pub const COMM_FIELDS: &[Field<CommParams>] = fields!(CommParams:
     jaccl_peer_us "us" NonNegative, cpu_reduce_gbs "GB/s" Positive,
     tcp_message_us "us" NonNegative, rpc_call_us "us" NonNegative, rpc_graph_node_us "us" NonNegative,
     rpc_graph_node_bytes "bytes" NonNegative, collective_in_context_us "us" NonNegative,
+    nccl_base_us "us" NonNegative, nccl_ll_gbs "GB/s" Positive, nccl_simple_us "us" NonNegative,
+    ray_step_us "us" NonNegative,
 );
 
 /// Parameters of the `[misc]` section.

@@ -1,5 +1,6 @@
 //! Cabling rules: whether a node can join a fabric (port kind, Thunderbolt generation, RDMA
-//! ports) and whether it has the ports a topology needs; JACCL's mesh size limit.
+//! ports) and whether it has the ports a topology needs; JACCL's mesh size limit; NCCL over
+//! ConnectX-7 without a switch (two nodes by one cable, three in a ring, more need a switch).
 
 use super::fabric::{Backend, FabricSpec, PortKind, Transport};
 use super::node::NodeSpec;
@@ -7,6 +8,13 @@ use super::topology::Topology;
 
 /// JACCL's `MESH_MAX_PEERS`: a fully connected JACCL mesh has at most this many peers per rank.
 pub const JACCL_MESH_MAX_PEERS: usize = 8;
+
+/// The most GB10 nodes NCCL joins over direct ConnectX-7 cables: two by one QSFP cable, three
+/// in a ring (a triangle: each node's two QSFP ports to its two peers), which needs NCCL >=
+/// 2.30u1 built for sm_121 (FACTS-2026 B3, dgx-spark.warehack.ing). Assumption: a ring of
+/// three is taken to run that NCCL (the scenario has no NCCL version); four or more go
+/// through a switch (NVIDIA's recipes and the 8-node build report use one).
+pub const NCCL_DIRECT_MAX_NODES: usize = 3;
 
 /// Why a cluster cannot be cabled as asked.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +61,16 @@ pub enum CablingError {
         /// Ports the node has.
         have: usize,
     },
+    /// NCCL over direct ConnectX-7 cables with more nodes than a cable pair or a triangle.
+    #[error("NCCL over direct `{fabric}` cables joins at most 3 nodes ({nodes} asked as a {})", topology.id())]
+    NcclNeedsSwitch {
+        /// Fabric preset id.
+        fabric: String,
+        /// The topology asked for.
+        topology: Topology,
+        /// Nodes in the cluster.
+        nodes: usize,
+    },
     /// A JACCL full mesh with more peers than JACCL supports.
     #[error("JACCL full mesh supports at most 8 peers (MESH_MAX_PEERS); {nodes} nodes have {}", nodes - 1)]
     MeshTooLarge {
@@ -77,6 +95,9 @@ impl CablingError {
             }
             Self::TooFewPorts { .. } => "use fewer nodes or a switched fabric".into(),
             Self::MeshTooLarge { .. } => "use topology = \"ring\"".into(),
+            Self::NcclNeedsSwitch { .. } => {
+                "use topology = \"switch\" (a 200 GbE switch, one QSFP cable per node), or 2 nodes on one direct cable, or 3 in a ring (NCCL >= 2.30u1 built for sm_121)".into()
+            }
         }
     }
 }
@@ -121,5 +142,50 @@ pub fn check_cluster(fabric: &FabricSpec, topology: Topology, n: usize) -> Resul
     if fabric.backend == Backend::Jaccl && topology == Topology::FullMesh && n - 1 > JACCL_MESH_MAX_PEERS {
         return Err(CablingError::MeshTooLarge { nodes: n });
     }
+    if fabric.backend == Backend::Nccl && topology != Topology::Switch && n > NCCL_DIRECT_MAX_NODES {
+        return Err(CablingError::NcclNeedsSwitch { fabric: fabric.id.clone(), topology, nodes: n });
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spark() -> NodeSpec {
+        crate::catalog::catalog().node("dgx-spark").expect("catalog node").clone()
+    }
+
+    fn fabric(id: &str) -> FabricSpec {
+        crate::catalog::catalog().fabric(id).expect("catalog fabric").clone()
+    }
+
+    #[test]
+    fn two_sparks_take_one_direct_cable_three_a_ring_and_more_a_switch() {
+        let (node, roce) = (spark(), fabric("cx7-roce"));
+        // Two: one QSFP cable, one port each.
+        assert_eq!(check_node(&node, &roce, Topology::FullMesh, 2), Ok(()));
+        assert_eq!(check_cluster(&roce, Topology::FullMesh, 2), Ok(()));
+        // Three: a triangle on the two QSFP ports (NCCL >= 2.30u1).
+        for t in [Topology::Ring, Topology::FullMesh] {
+            assert_eq!(check_node(&node, &roce, t, 3), Ok(()));
+            assert_eq!(check_cluster(&roce, t, 3), Ok(()));
+        }
+        // Four: a full mesh runs out of ports, a ring is refused, a switch is fine.
+        assert!(matches!(check_node(&node, &roce, Topology::FullMesh, 4), Err(CablingError::TooFewPorts { need: 3, have: 2, .. })));
+        let e = check_cluster(&roce, Topology::Ring, 4).unwrap_err();
+        assert_eq!(e, CablingError::NcclNeedsSwitch { fabric: "cx7-roce".into(), topology: Topology::Ring, nodes: 4 });
+        assert!(e.to_string().contains("at most 3 nodes (4 asked as a ring)"), "{e}");
+        assert!(e.fix().contains("topology = \"switch\""), "{}", e.fix());
+        assert_eq!(check_cluster(&roce, Topology::Switch, 8), Ok(()));
+        // TCP over the same ports is plain IP: the rule is NCCL's, not the cable's.
+        assert_eq!(check_cluster(&fabric("cx7-tcp"), Topology::Ring, 4), Ok(()));
+    }
+
+    #[test]
+    fn cx7_fabrics_need_qsfp_ports() {
+        let mac = crate::catalog::catalog().node("m3-ultra-80c-256gb").expect("catalog node").clone();
+        let e = check_node(&mac, &fabric("cx7-roce-x4"), Topology::FullMesh, 2).unwrap_err();
+        assert!(matches!(e, CablingError::NoQsfpPorts { .. }), "{e}");
+    }
 }

@@ -305,7 +305,7 @@ fn check_cabling(
             CablingError::TooFewPorts { .. } => {
                 spans.topology.start.min(spans.cluster_nodes.start)..spans.topology.end.max(spans.cluster_nodes.start + 1)
             }
-            CablingError::MeshTooLarge { .. } => spans.cluster_nodes.clone(),
+            CablingError::MeshTooLarge { .. } | CablingError::NcclNeedsSwitch { .. } => spans.cluster_nodes.clone(),
             _ => node_span,
         };
         src.error(span, e.to_string(), Some(e.fix())).with_kind(ErrorKind::from(&e))

@@ -90,7 +90,9 @@ impl From<&SplitError> for ErrorKind {
 impl From<&CablingError> for ErrorKind {
     fn from(e: &CablingError) -> Self {
         match e {
-            CablingError::TooFewPorts { .. } | CablingError::MeshTooLarge { .. } => ErrorKind::TooFewPorts,
+            CablingError::TooFewPorts { .. } | CablingError::MeshTooLarge { .. } | CablingError::NcclNeedsSwitch { .. } => {
+                ErrorKind::TooFewPorts
+            }
             CablingError::ThunderboltGeneration { .. } | CablingError::NoQsfpPorts { .. } | CablingError::NoRdmaPorts { .. } => {
                 ErrorKind::MissingPorts
             }

@@ -55,6 +55,15 @@ fn mesh_needs_more_ports_than_a_node_has() {
 }
 
 #[test]
+fn nccl_over_direct_cx7_cables_needs_a_switch_past_three_nodes() {
+    fails(
+        "nccl-ring-of-four.toml",
+        "3:9",
+        &["NCCL over direct `cx7-roce` cables joins at most 3 nodes", "topology = \"switch\"", "NCCL >= 2.30u1"],
+    );
+}
+
+#[test]
 fn bad_set_override() {
     let out = bin()
         .args(["run", "--no-write", "--set", "workload.prompt_tokens=-3"])

@@ -7,9 +7,9 @@
 use std::sync::OnceLock;
 
 use supernode::catalog::catalog;
-use supernode::engine::lower_step;
+use supernode::engine::{NetCost, lower_step};
 use supernode::estimate::{Estimate, estimate, trace_plan};
-use supernode::hw::Os;
+use supernode::hw::{Backend, Os};
 use supernode::profile::Profile;
 use supernode::scenario::{Scenario, ScenarioBuilder};
 
@@ -369,4 +369,50 @@ fn batching_raises_the_aggregate_rate_and_lowers_each_users() {
         }
     }
     verdict("batching", checked, bad);
+}
+
+/// NCCL on ConnectX-7 (`engine::cost::nccl`): RoCE never slower than TCP on the same port at
+/// any size and rank count; every collective monotone in bytes and in ranks, on every NCCL
+/// fabric of the catalog.
+#[test]
+fn nccl_collectives_are_monotone_and_roce_never_loses_to_tcp() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    let comm = &profile().comm;
+    let nccl: Vec<_> = catalog().fabrics.iter().filter(|f| f.backend == Backend::Nccl).collect();
+    assert!(nccl.len() >= 3, "cx7-roce and its half-link variants");
+    for f in nccl {
+        let net = NetCost { fabric: f, comm };
+        let tcp = f.degrade_to.as_deref().and_then(|t| catalog().fabric(t));
+        for ranks in 2..=8usize {
+            let mut last = (0, 0, 0);
+            for shift in 0..=34 {
+                for bytes in [(1u64 << shift).saturating_sub(1), 1 << shift, (1 << shift) + (1 << shift) / 2] {
+                    let now =
+                        (net.nccl_all_reduce_ns(bytes, ranks), net.nccl_all_gather_ns(bytes, ranks), net.nccl_all_to_all_ns(bytes, ranks));
+                    let fewer = (
+                        net.nccl_all_reduce_ns(bytes, ranks - 1),
+                        net.nccl_all_gather_ns(bytes, ranks - 1),
+                        net.nccl_all_to_all_ns(bytes, ranks - 1),
+                    );
+                    checked += 2;
+                    if now.0 < last.0 || now.1 < last.1 || now.2 < last.2 {
+                        bad.push(format!("{} {ranks} ranks: {bytes} B faster than fewer bytes: {now:?} < {last:?}", f.id));
+                    }
+                    if now.0 < fewer.0 || now.1 < fewer.1 || now.2 < fewer.2 {
+                        bad.push(format!("{} {bytes} B: {ranks} ranks faster than {}: {now:?} < {fewer:?}", f.id, ranks - 1));
+                    }
+                    last = now;
+                    if let Some(t) = tcp {
+                        let t = NetCost { fabric: t, comm };
+                        checked += 1;
+                        let (r, s) = (now.0, t.nccl_all_reduce_ns(bytes, ranks));
+                        if r > s || net.nccl_send_ns(bytes) > t.nccl_send_ns(bytes) {
+                            bad.push(format!("{} slower than {} at {bytes} B on {ranks} ranks: {r} > {s} ns", f.id, t.fabric.id));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    verdict("NCCL collectives", checked, bad);
 }

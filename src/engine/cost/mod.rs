@@ -2,7 +2,8 @@
 //! of `llm` ops on a chip under a runtime ([`NodeCost`]: dense and expert GEMV/GEMM, attention at
 //! depth, elementwise traffic, kernel launches, GPU<->CPU crossings, host work per step and per
 //! sequence, a pipeline stage), and messages on the fabric ([`NetCost`]: one hop over RDMA or
-//! TCP, collective posts and CPU reductions, llama.cpp RPC calls and graphs). Every term is
+//! TCP, collective posts and CPU reductions, llama.cpp RPC calls and graphs; NCCL collectives
+//! over ConnectX-7 and the tensor-, expert- and pipeline-parallel traffic built from them). Every term is
 //! written once here; lowering asks for durations and never computes one. The calibrated
 //! parameters the terms read are listed, with what each one times, in [`COST_PARAMETERS`].
 //!
@@ -11,10 +12,12 @@
 //! a caller that edits a plan's profile values sees them in the next query.
 
 mod kernel;
+mod nccl;
 mod net;
 mod params;
 
 pub use kernel::{MlaOptions, NodeCost, Work};
+pub use nccl::{NcclAlgorithm, NcclChoice, NcclProtocol};
 pub use net::NetCost;
 pub use params::{COST_PARAMETERS, CostParameter, ParamSection};
 

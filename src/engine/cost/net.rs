@@ -47,6 +47,13 @@ impl NetCost<'_> {
         (alpha_us * 1e3 + wire).round() as Time
     }
 
+    /// An NCCL all-reduce of `bytes` (each rank's buffer) over `ranks` ranks, one per node, ns:
+    /// tree on the LL protocol for small messages, ring on Simple for bulk, the cheaper one (the
+    /// model and its sources: [`super::nccl`]). 0 on one rank.
+    pub fn nccl_all_reduce_ns(&self, bytes: u64, ranks: usize) -> Time {
+        self.nccl_all_reduce(bytes, ranks).ns
+    }
+
     /// CPU time to post and poll one peer's transfer in a collective, ns.
     pub fn post_ns(&self) -> Time {
         us_to_ns(self.comm.jaccl_peer_us)

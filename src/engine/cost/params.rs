@@ -89,6 +89,10 @@ pub const COST_PARAMETERS: &[CostParameter] = &[
     p(Comm, "rpc_graph_node_us", "the RPC server's deserialize and rebuild per graph node"),
     p(Comm, "rpc_graph_node_bytes", "serialized bytes per graph node of a GRAPH_COMPUTE call"),
     p(Comm, "collective_in_context_us", "extra per-rank cost of a collective issued between kernels"),
+    p(Comm, "nccl_base_us", "fixed cost of one NCCL collective (LL protocol), beside its steps' wire latency"),
+    p(Comm, "nccl_ll_gbs", "bus bandwidth of NCCL's LL protocol (small messages)"),
+    p(Comm, "nccl_simple_us", "extra start-up of NCCL's Simple protocol (bulk messages) over LL"),
+    p(Comm, "ray_step_us", "Ray's host cost per forward step of multi-node vLLM"),
 ];
 
 #[cfg(test)]
