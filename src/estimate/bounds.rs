@@ -104,7 +104,7 @@ impl RunMemo {
 }
 
 /// The memo key: two SipHash digests of the plan's text with identity fields blanked.
-fn digest(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> (u64, u64) {
+pub(super) fn digest(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> (u64, u64) {
     let mut p = plan.clone();
     for n in &mut p.nodes {
         n.id.clear();

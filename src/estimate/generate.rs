@@ -2,7 +2,7 @@
 //! jitter stream per run.
 
 use crate::engine::{Lowered, Plan, Work, lower_step};
-use crate::sim::{Jitter, ResourceKind, Time, execute};
+use crate::sim::{Jitter, LeanRun, ResourceKind, TaskGraph, Time, execute};
 
 use super::recorder::Trace;
 
@@ -62,7 +62,12 @@ impl PhaseTotals {
     /// Adds a simulated step standing for `weight` steps: its per-resource busy time and its
     /// per-node work.
     fn add(&mut self, low: &Lowered, busy: &[Time], work: Vec<Work>, weight: u64) {
-        for (r, res) in low.graph.resources().iter().enumerate() {
+        self.add_graph(&low.graph, busy, &work, weight);
+    }
+
+    /// [`Self::add`] for a step's graph and work.
+    fn add_graph(&mut self, graph: &TaskGraph, busy: &[Time], work: &[Work], weight: u64) {
+        for (r, res) in graph.resources().iter().enumerate() {
             match res.kind() {
                 ResourceKind::Gpu => self.gpu[res.node() as usize] += busy[r] * weight,
                 ResourceKind::Cpu => self.cpu[res.node() as usize] += busy[r] * weight,
@@ -86,7 +91,146 @@ pub fn prefill_piece(plan: &Plan, prompt: u64, done: u64) -> u64 {
 
 /// Simulates prefill (in chunks) and `generate` decode steps; one ChaCha stream per run.
 pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> GenerateRun {
-    simulate_generate_traced(plan, prompt, generate, seed, None)
+    Schedule::new(plan, prompt, generate).run(seed)
+}
+
+/// One simulated step of a [`Schedule`]: which graph, its nominal task durations, the work and
+/// bytes it does, and how many steps it stands for.
+#[derive(Clone, Debug)]
+struct ScheduledStep {
+    /// Index into [`Schedule::graphs`].
+    graph: usize,
+    /// Nominal (un-jittered) duration of every task, indexed like the graph's tasks.
+    durations: Vec<Time>,
+    /// DRAM bytes and FLOPs per node.
+    work: Vec<Work>,
+    /// Bytes put on links.
+    bytes_sent: u64,
+    /// Steps (or chunks) it stands for.
+    weight: u64,
+}
+
+/// The seed-independent part of a generate run: every simulated prefill chunk and decode step,
+/// lowered and timed once. Runs that differ only in their seed (a sweep's seed axis) share it and
+/// each replays it with its own jitter stream ([`Schedule::run`]); a replay equals
+/// [`simulate_generate_traced`] without a trace bit for bit (same graphs, same durations, the
+/// same draws in the same order).
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// The distinct step graphs (a prefill chunk size each, and the decode step).
+    graphs: Vec<TaskGraph>,
+    /// Prefill chunks, in order.
+    prefill: Vec<ScheduledStep>,
+    /// Decode steps, in order.
+    decode: Vec<ScheduledStep>,
+    /// Nodes of the plan.
+    nodes: usize,
+    /// Decode steps the run stands for.
+    generate: u64,
+    /// Jitter coefficient of variation of the plan.
+    jitter_cv: f64,
+}
+
+impl Schedule {
+    /// Lowers and times every simulated step of a `prompt` + `generate` run of `plan` (the same
+    /// chunks, samples and contexts as [`simulate_generate_traced`]).
+    pub fn new(plan: &Plan, prompt: u64, generate: u64) -> Self {
+        let mut graphs: Vec<TaskGraph> = Vec::new();
+        let step = |graphs: &mut Vec<TaskGraph>, low: &mut Lowered, context: u64, weight: u64, graph: &mut Option<usize>| {
+            low.retime(plan, context);
+            let g = *graph.get_or_insert_with(|| {
+                graphs.push(low.graph.clone());
+                graphs.len() - 1
+            });
+            let durations = low.graph.tasks().iter().map(|t| t.duration()).collect();
+            ScheduledStep { graph: g, durations, work: low.work(plan, context), bytes_sent: low.bytes_sent, weight }
+        };
+        let mut prefill = Vec::new();
+        let mut cached: Option<(Lowered, Option<usize>)> = None;
+        for (tokens, done, weight) in prefill_pieces(plan, prompt) {
+            if cached.as_ref().is_none_or(|c| c.0.tokens != tokens) {
+                cached = Some((lower_step(plan, tokens), None));
+            }
+            let (low, graph) = cached.as_mut().expect("just built");
+            prefill.push(step(&mut graphs, low, done, weight, graph));
+        }
+        let mut low = lower_step(plan, 1);
+        let mut graph = None;
+        let samples = generate.min(MAX_SIMULATED_DECODE_STEPS);
+        let decode = (0..samples)
+            .map(|k| {
+                let (g, weight) = sample(k, samples, generate);
+                step(&mut graphs, &mut low, prompt + g + (weight - 1) / 2, weight, &mut graph)
+            })
+            .collect();
+        Schedule { graphs, prefill, decode, nodes: plan.n(), generate, jitter_cv: plan.jitter_cv }
+    }
+
+    /// The run with seed `seed`: every step on the event core's lean kernel, one jitter stream.
+    pub fn run(&self, seed: u64) -> GenerateRun {
+        let mut jitter = Jitter::new(seed, self.jitter_cv);
+        let mut kernel = LeanRun::new();
+        let mut events = 0;
+        let mut pre = PhaseTotals::new(self.nodes);
+        let mut now: Time = 0;
+        for s in &self.prefill {
+            let graph = &self.graphs[s.graph];
+            let makespan = kernel.run(graph, &s.durations, &mut jitter);
+            pre.add_graph(graph, kernel.busy_by_resource(), &s.work, s.weight);
+            now = now.saturating_add(makespan.saturating_mul(s.weight));
+            events += kernel.events();
+        }
+        let prefill_ns = now;
+        let mut dec = PhaseTotals::new(self.nodes);
+        let mut steps = Vec::with_capacity(self.decode.len());
+        let mut bytes = 0;
+        for s in &self.decode {
+            let graph = &self.graphs[s.graph];
+            let step = kernel.run(graph, &s.durations, &mut jitter);
+            events += kernel.events();
+            steps.push(step);
+            now = now.saturating_add(step.saturating_mul(s.weight));
+            bytes += s.bytes_sent * s.weight;
+            dec.add_graph(graph, kernel.busy_by_resource(), &s.work, s.weight);
+        }
+        GenerateRun {
+            prefill_ns,
+            decode_ns: now - prefill_ns,
+            decode_steps: self.generate,
+            step_ns: steps,
+            decode_busy_gpu: dec.gpu,
+            decode_busy_cpu: dec.cpu,
+            events,
+            decode_bytes_sent: bytes,
+            prefill_busy_gpu: pre.gpu,
+            prefill_busy_cpu: pre.cpu,
+            prefill_work: pre.work,
+            decode_work: dec.work,
+        }
+    }
+}
+
+/// The prefill forwards of a `prompt`-token prompt, in order: (tokens, tokens done before it,
+/// chunks it stands for). Full-size chunks (sampled past [`MAX_SIMULATED_PREFILL_CHUNKS`], each
+/// timed at the middle of the chunks it stands for), then the rest of the chunked part, then
+/// mlx-lm's lone last token.
+fn prefill_pieces(plan: &Plan, prompt: u64) -> Vec<(u64, u64, u64)> {
+    let chunk = plan.options.prefill_chunk.max(1);
+    let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
+    let full = chunked / chunk;
+    let samples = full.min(MAX_SIMULATED_PREFILL_CHUNKS);
+    let mut out: Vec<(u64, u64, u64)> = (0..samples)
+        .map(|k| {
+            let (c, weight) = sample(k, samples, full);
+            (chunk, (c + (weight - 1) / 2) * chunk, weight)
+        })
+        .collect();
+    let mut done = full * chunk;
+    for t in [chunked % chunk, prompt - chunked].into_iter().filter(|&t| t > 0) {
+        out.push((t, done, 1));
+        done += t;
+    }
+    out
 }
 
 /// A request's timing from a sample of its decode steps: the whole prefill, then one decode

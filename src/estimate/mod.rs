@@ -4,6 +4,8 @@
 //! model ([`hpl`]); [`envelope`] says whether the profile covers the scenario; [`trace`] records
 //! a run for Perfetto (through the [`recorder`]), and [`gantt`] keeps one step of it for a chart.
 
+use std::sync::Arc;
+
 use crate::engine::{MemoryBreakdown, Plan, PlanError};
 use crate::profile::Profile;
 use crate::scenario::{ErrorKind, Scenario, WorkloadKind};
@@ -26,7 +28,8 @@ pub use bounds::{BOUND_MARGIN, Bounds, RunMemo, estimate_memo, nominal_bounds};
 pub use envelope::{envelope, same_setup, scenario_setups};
 pub use gantt::{Gantt, GanttError, GanttRow, GanttSpan, GanttTask, TaskKind, gantt};
 pub use generate::{
-    GenerateRun, MAX_SIMULATED_DECODE_STEPS, MAX_SIMULATED_PREFILL_CHUNKS, sample_generate, simulate_generate, simulate_generate_traced,
+    GenerateRun, MAX_SIMULATED_DECODE_STEPS, MAX_SIMULATED_PREFILL_CHUNKS, Schedule, sample_generate, simulate_generate,
+    simulate_generate_traced,
 };
 pub use power::hardware_cost;
 pub use serve::{ServeRun, ServeSim, simulate_serve};
@@ -76,6 +79,56 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
         return Ok(out);
     }
     let run = simulate_generate(&plan, s.workload.prompt_tokens, s.workload.generate_tokens, s.seed);
+    Ok(generate_estimate(s, &plan, &run, profile))
+}
+
+/// The last generate [`Schedule`] a worker built, with the key of what it depends on: the plan
+/// (prices and names aside) and the prompt and generation lengths, not the seed.
+#[derive(Debug, Default)]
+pub struct ScheduleCache {
+    last: Option<((u64, u64), Arc<Schedule>)>,
+    hits: u64,
+}
+
+impl ScheduleCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Scenarios that reused the schedule of the one before.
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+
+    /// The schedule of `plan` for `prompt` + `generate` tokens: the cached one when it has the
+    /// same key, else a new one (which replaces it).
+    fn schedule(&mut self, plan: &Plan, prompt: u64, generate: u64) -> Arc<Schedule> {
+        let key = bounds::digest(plan, prompt, generate, 0);
+        match &self.last {
+            Some((k, sch)) if *k == key => {
+                self.hits += 1;
+                sch.clone()
+            }
+            _ => {
+                let sch = Arc::new(Schedule::new(plan, prompt, generate));
+                self.last = Some((key, sch.clone()));
+                sch
+            }
+        }
+    }
+}
+
+/// [`estimate`], reusing the lowered and timed steps of the previous generate scenario from
+/// `cache` when it plans the same (consecutive sweep points that differ only in their seed):
+/// the same result bit for bit, since a run's seed only drives its jitter stream
+/// ([`Schedule::run`]).
+pub fn estimate_reusing(s: &Scenario, profile: &Profile, cache: &mut ScheduleCache) -> Result<Estimate, EstimateError> {
+    if s.workload.kind == WorkloadKind::Hpl || s.workload.serve.is_some() {
+        return estimate(s, profile);
+    }
+    let plan = generate_plan(s, profile)?;
+    let run = cache.schedule(&plan, s.workload.prompt_tokens, s.workload.generate_tokens).run(s.seed);
     Ok(generate_estimate(s, &plan, &run, profile))
 }
 

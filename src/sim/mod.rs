@@ -336,11 +336,39 @@ impl Jitter {
         match &self.normal {
             Some(n) if d > 0 => {
                 let f = (1.0 + n.sample(&mut self.rng)).clamp(0.5, 2.0);
-                (d as f64 * f).round() as Time
+                round_to_time(d as f64 * f)
             }
             _ => d,
         }
     }
+
+    /// Whether this jitter draws at all (a coefficient of variation above 0).
+    #[inline]
+    pub fn is_on(&self) -> bool {
+        self.normal.is_some()
+    }
+
+    /// Where the stream is (in 32-bit words), to come back to with [`Self::rewind`].
+    fn position(&self) -> u128 {
+        self.rng.get_word_pos()
+    }
+
+    /// Puts the stream back at a [`Self::position`]: the next draws repeat the ones made since.
+    fn rewind(&mut self, position: u128) {
+        self.rng.set_word_pos(position);
+    }
+}
+
+/// `x.round() as Time` for `x >= 0`, without the libm call: truncate, then add one when the
+/// dropped fraction is at least one half (round half away from zero, as `f64::round`). Exact:
+/// `x - trunc(x)` is representable for every float (both share x's exponent or the difference is
+/// 0 above 2^52, where every float is an integer), so the comparison with 0.5 sees the true
+/// fraction. Saturates like the `as` cast. Checked against `f64::round` in the tests below.
+#[inline]
+pub fn round_to_time(x: f64) -> Time {
+    let whole = x as Time;
+    let fraction = x - whole as f64;
+    whole.saturating_add(Time::from(fraction >= 0.5))
 }
 
 /// Seeded draws for fault processes (crashes, cable losses, link failures). Its own ChaCha
@@ -386,6 +414,96 @@ impl FaultDraws {
             }
         }
         last
+    }
+}
+
+/// A lean run of a graph for callers that need only its makespan and busy time per resource
+/// (an untraced estimate): no per-task records, buffers reused from run to run, jitter drawn for
+/// the jittered tasks only (in task order, as [`execute`] draws it). It gives exactly the
+/// makespan, busy times and event count of [`execute`] with the same durations and stream: the
+/// longest-path pass when its premise holds, the event queue otherwise.
+#[derive(Clone, Debug, Default)]
+pub struct LeanRun {
+    /// Durations after jitter, by task (filled only for the event queue).
+    durations: Vec<Time>,
+    /// End of every task (the pass reads its predecessors' ends).
+    end: Vec<Time>,
+    /// Last end per resource (the premise check).
+    last_end: Vec<Time>,
+    /// Busy time per resource of the last run.
+    busy: Vec<Time>,
+    /// Events of the last run (two per task, as [`Timeline::events`]).
+    events: u64,
+}
+
+impl LeanRun {
+    /// Empty buffers; they grow to the largest graph run.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `graph` from time 0 with the nominal task durations `nominal` (indexed like the
+    /// graph's tasks; the graph's own durations are not read), jittered by `jitter`; returns the
+    /// makespan. [`execute`] from time `start` ends at `start` plus this.
+    pub fn run(&mut self, graph: &TaskGraph, nominal: &[Time], jitter: &mut Jitter) -> Time {
+        let n = graph.tasks.len();
+        debug_assert_eq!(nominal.len(), n, "one duration per task");
+        self.events = 2 * n as u64;
+        // Jitter is drawn inside the pass (task order, as `draw_durations`); when the premise
+        // fails the stream goes back to this position and the event queue gets every duration.
+        let before = jitter.position();
+        if let Some(makespan) = self.longest_path(graph, nominal, jitter) {
+            return makespan;
+        }
+        jitter.rewind(before);
+        self.durations.clear();
+        self.durations.extend(graph.tasks.iter().zip(nominal).map(|(t, &d)| if t.jitter { jitter.apply(d) } else { d }));
+        let tl = execute_events(graph, 0, &self.durations);
+        self.busy.clear();
+        self.busy.extend_from_slice(&tl.busy);
+        self.events = tl.events;
+        tl.makespan
+    }
+
+    /// The longest-path pass of [`execute_longest_path`] over the reused buffers, drawing each
+    /// jittered task's duration as it goes: the makespan, or `None` when a resource would run
+    /// two tasks at once.
+    fn longest_path(&mut self, graph: &TaskGraph, nominal: &[Time], jitter: &mut Jitter) -> Option<Time> {
+        let nres = graph.resources.len();
+        self.end.clear();
+        self.end.resize(graph.tasks.len(), 0);
+        self.last_end.clear();
+        self.last_end.resize(nres, 0);
+        self.busy.clear();
+        self.busy.resize(nres, 0);
+        let jittered = jitter.is_on();
+        let mut makespan = 0;
+        for (t, (task, &nominal)) in graph.tasks.iter().zip(nominal).enumerate() {
+            let ready = graph.pred_slice(t).iter().fold(0, |acc, &p| acc.max(self.end[p as usize]));
+            let ru = task.resource.0 as usize;
+            if ready < self.last_end[ru] && graph.resources[ru].kind != ResourceKind::Virtual {
+                return None;
+            }
+            let duration = if jittered && task.jitter { jitter.apply(nominal) } else { nominal };
+            let end = ready + duration;
+            self.end[t] = end;
+            self.last_end[ru] = end;
+            self.busy[ru] += duration;
+            makespan = makespan.max(end);
+        }
+        Some(makespan)
+    }
+
+    /// Busy nanoseconds per resource of the last run, indexed like the graph's resources.
+    #[inline]
+    pub fn busy_by_resource(&self) -> &[Time] {
+        &self.busy
+    }
+
+    /// Events of the last run (as [`Timeline::events`]).
+    #[inline]
+    pub fn events(&self) -> u64 {
+        self.events
     }
 }
 
@@ -648,5 +766,74 @@ mod tests {
         let c = execute(&g, 0, &mut Jitter::new(8, 0.05)).makespan;
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn round_to_time_equals_f64_round() {
+        let mut xs = vec![
+            0.0,
+            0.25,
+            0.5,
+            0.75,
+            1.5,
+            2.5,
+            0.49999999999999994,
+            4503599627370495.5,
+            4503599627370496.0,
+            9007199254740993.0,
+            1e15,
+            1.8e19,
+            1e20,
+        ];
+        let mut x = 0.1f64;
+        while x < 1e16 {
+            xs.extend([x, x.next_up(), x.next_down(), x.floor() + 0.5, (x.floor() + 0.5).next_up(), (x.floor() + 0.5).next_down()]);
+            x *= 1.37;
+        }
+        let mut j = Jitter::new(3, 0.3);
+        xs.extend((0..10_000).map(|i| {
+            let d = 1 + i * 7919;
+            // The products the jitter rounds: a duration times a factor in [0.5, 2].
+            (d as f64) * (j.apply(1_000_000) as f64 / 1e6)
+        }));
+        for x in xs {
+            assert_eq!(round_to_time(x), x.round() as Time, "x = {x:e}");
+        }
+    }
+
+    #[test]
+    fn lean_run_equals_execute() {
+        // Two ranks contending for one CPU (the event queue) and a chain (the fast path).
+        let mut g = TaskGraph::new();
+        let gpu = g.add_resource("gpu", ResourceKind::Gpu, 0);
+        let cpu = g.add_resource("cpu", ResourceKind::Cpu, 0);
+        let link = g.add_resource("link", ResourceKind::Link, 0);
+        let a = g.compute(gpu, 1000, "a", &[]);
+        let b = g.compute(cpu, 700, "b", &[a]);
+        let c = g.compute(cpu, 0, "zero", &[a]);
+        let x = g.transfer(link, 300, 8, &[b]);
+        let j = g.join(&[x, c]);
+        let _ = g.compute(gpu, 900, "d", &[j]);
+        let mut chain = TaskGraph::new();
+        let r = chain.add_resource("gpu", ResourceKind::Gpu, 0);
+        let first = chain.compute(r, 500, "a", &[]);
+        chain.compute(r, 600, "b", &[first]);
+        let mut lean = LeanRun::new();
+        for graph in [&g, &chain] {
+            let nominal: Vec<Time> = graph.tasks().iter().map(Task::duration).collect();
+            for seed in 0..20 {
+                let tl = execute(graph, 5000, &mut Jitter::new(seed, 0.2));
+                let makespan = lean.run(graph, &nominal, &mut Jitter::new(seed, 0.2));
+                assert_eq!(5000 + makespan, tl.makespan());
+                assert_eq!(lean.busy_by_resource(), tl.busy_by_resource());
+                assert_eq!(lean.events(), tl.events());
+            }
+            // One stream over many runs: the rewinds after a declined pass land on every word
+            // offset of ChaCha's buffered blocks.
+            let (mut a, mut b) = (Jitter::new(9, 0.2), Jitter::new(9, 0.2));
+            for _ in 0..200 {
+                assert_eq!(lean.run(graph, &nominal, &mut a), execute(graph, 0, &mut b).makespan());
+            }
+        }
     }
 }

@@ -62,3 +62,37 @@ fn thread_count_does_not_change_the_plan() {
     };
     assert_eq!(plan("1"), plan("2"));
 }
+
+/// A schedule replayed per seed (what `estimate` and sweeps run) equals the step-by-step traced
+/// path without a trace bit for bit, and a sweep worker's reused schedule gives each seed the
+/// same estimate as a fresh one: on a ring that contends (exo tensor, 4 nodes, the event
+/// queue), a mesh, an RPC pipeline and chunked prefill with a tail.
+#[test]
+fn a_replayed_schedule_is_the_step_by_step_run() {
+    use supernode::estimate::{ScheduleCache, estimate, estimate_reusing, simulate_generate, simulate_generate_traced};
+    use supernode::profile::Profile;
+    use supernode::scenario::ScenarioBuilder;
+    let profile = Profile::default_profile();
+    let cases = [
+        ("exo", "tensor", "tb5-rdma", "ring", 4),
+        ("exo", "tensor", "tb5-rdma", "full-mesh", 4),
+        ("llama-cpp-rpc", "pipeline", "tb5-tcp", "ring", 3),
+        ("exo", "pipeline", "tb5-rdma", "ring", 2),
+    ];
+    for (engine, par, fabric, topology, count) in cases {
+        let mut b = ScenarioBuilder::new("replay");
+        b.nodes(&vec!["m3-ultra-80c-512gb".to_string(); count]).model("llama-3.3-70b").engine(engine);
+        b.parallelism(par).tokens(1300, 40).fabric(fabric).topology(topology);
+        let mut cache = ScheduleCache::new();
+        for seed in 1..=3 {
+            let s = b.seed(seed).build().expect("scenario builds");
+            let plan = s.plan(1340, &profile).expect("plan");
+            let replayed = simulate_generate(&plan, 1300, 40, seed);
+            assert_eq!(replayed, simulate_generate_traced(&plan, 1300, 40, seed, None), "{engine} {par} {topology} x{count} seed {seed}");
+            let fresh = serde_json::to_string(&estimate(&s, &profile).expect("estimate")).unwrap();
+            let reused = serde_json::to_string(&estimate_reusing(&s, &profile, &mut cache).expect("estimate")).unwrap();
+            assert_eq!(fresh, reused, "{engine} {par} {topology} x{count} seed {seed}");
+        }
+        assert_eq!(cache.hits(), 2, "seeds 2 and 3 reuse seed 1's schedule");
+    }
+}

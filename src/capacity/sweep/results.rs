@@ -7,11 +7,18 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::estimate::{Estimate, estimate};
+use crate::estimate::{Estimate, ScheduleCache, estimate_reusing};
 use crate::profile::Profile;
 use crate::scenario::{ErrorKind, Scenario};
 
 use super::{RESULTS_JSONL, Sweep, SweepError, io_err};
+
+thread_local! {
+    /// Each worker's last generate schedule: consecutive points of a seed axis share their
+    /// lowered and timed steps ([`estimate_reusing`]), and results do not depend on which worker
+    /// ran a point (a hit and a miss give the same bits).
+    static SCHEDULES: std::cell::RefCell<ScheduleCache> = std::cell::RefCell::new(ScheduleCache::new());
+}
 
 /// Why a point cannot run.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -153,7 +160,7 @@ impl Sweep {
                     });
                 }
             }
-            Ok(sc) => match estimate(&sc, profile) {
+            Ok(sc) => match SCHEDULES.with(|c| estimate_reusing(&sc, profile, &mut c.borrow_mut())) {
                 Ok(e) => {
                     est = e;
                     line.fits = true;
