@@ -121,7 +121,9 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         None => CostConfig::default(),
     };
     let faults = match raw.faults {
-        Some(f) => Some(super::faults::faults(src, f, n, &fabric, &options)?).filter(super::faults::FaultConfig::is_active),
+        Some(f) => {
+            Some(super::faults::faults(src, f, (n, topology.cables(n)), &fabric, &options)?).filter(super::faults::FaultConfig::is_active)
+        }
         None => None,
     };
     let seed = match &raw.seed {
