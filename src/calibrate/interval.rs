@@ -92,12 +92,12 @@ fn can_move(path: &str, sc: &Scenario) -> bool {
 /// sensitivities are estimated in parallel and combined in parameter order, so the result is
 /// the same at any thread count.
 pub fn intervals(sc: &Scenario, profile: &Profile, est: &Estimate) -> BTreeMap<String, Interval> {
-    if sc.workload.serve.is_some() && uncertainty(profile).is_some() {
-        if let Ok(Some((_, base))) = estimate_serve_base(sc, profile) {
-            return intervals_replaying(sc, profile, est, &base);
-        }
+    let base =
+        if sc.workload.serve.is_some() && uncertainty(profile).is_some() { estimate_serve_base(sc, profile).ok().flatten() } else { None };
+    match base {
+        Some((_, base)) => intervals_replaying(sc, profile, est, &base),
+        None => intervals_by_rerun(sc, profile, est),
     }
-    intervals_by_rerun(sc, profile, est)
 }
 
 /// [`intervals`] of a serving estimate whose run `base` kept (`est` is its estimate): each
