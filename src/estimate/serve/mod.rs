@@ -79,6 +79,9 @@ impl StepTime {
     }
 }
 
+/// Per forward size in tokens, its representative shape: (rows of (tokens, context), LM-head rows).
+pub type Representatives = BTreeMap<u64, (Vec<(u64, u64)>, u64)>;
+
 /// The step timings a serving run measured, kept for replays of the same workload under a
 /// nudged profile ([`ServeSim::with_base_steps`]): every forward shape's timing (the last
 /// `MAX_CACHED_STEP_ROWS` rows of them) and, per forward size in tokens, the first shape of that
@@ -86,12 +89,12 @@ impl StepTime {
 #[derive(Clone, Debug, Default)]
 pub struct StepTable {
     steps: HashMap<Vec<(u64, u64)>, StepTime>,
-    reps: BTreeMap<u64, (Vec<(u64, u64)>, u64)>,
+    reps: Representatives,
 }
 
 impl StepTable {
     /// The representative shape of each forward size: tokens -> (rows, LM-head rows).
-    pub fn representatives(&self) -> &BTreeMap<u64, (Vec<(u64, u64)>, u64)> {
+    pub fn representatives(&self) -> &Representatives {
         &self.reps
     }
 }
@@ -199,7 +202,7 @@ pub struct ServeSim<'a> {
     jitter: Jitter,
     cache: HashMap<u64, Lowered>,
     steps: HashMap<Vec<(u64, u64)>, StepTime>,
-    reps: BTreeMap<u64, (Vec<(u64, u64)>, u64)>,
+    reps: Representatives,
     base: Option<BaseSteps<'a>>,
     step_rows: usize,
     step_key: Vec<(u64, u64)>,
