@@ -23,6 +23,8 @@ pub struct ProfileMeta {
     /// Date (ISO 8601).
     pub date: String,
     /// Node counts the profile was calibrated on (predictions beyond are extrapolations).
+    /// Absent: none, so every prediction is flagged an extrapolation (the conservative reading
+    /// of a profile that does not say what it was fitted on; the same for the three below).
     #[serde(default)]
     pub calibrated_node_counts: Vec<u32>,
     /// Chip families the profile was calibrated on (others use assumed values).
@@ -112,8 +114,8 @@ pub struct RuntimeParams {
     pub host_per_step_us: f64,
     /// Host work per forward pass per sequence that samples in it (mlx-lm: per-sequence
     /// sampling in Python), microseconds: a step of B sequences costs `host_per_step_us + B x
-    /// host_per_seq_us` on the host. Prior 0 (absent: 0) where no data speak.
-    #[serde(default)]
+    /// host_per_seq_us` on the host. Required (a profile sets 0, with its source, where no data
+    /// speak): a missing value is an error naming the field and the file, not a silent 0.
     pub host_per_seq_us: f64,
     /// Scale applied to the bandwidth efficiencies for this runtime's kernels.
     pub bw_scale: f64,
@@ -122,23 +124,17 @@ pub struct RuntimeParams {
     /// Host and synchronisation cost of one pipeline stage per forward (building the stage's
     /// graph, the GPU->CPU sync before its send, the next rank's wake-up on the receive),
     /// microseconds; fitted from the harness's pipeline-parallel e2e case (0 where none ran).
-    #[serde(default)]
+    /// Required, like every cost: a missing value is an error, not a silent 0.
     pub stage_us: f64,
     /// Bandwidth multiplier of unquantized bf16/f16 matrix-vector kernels, relative to the
     /// runtime's ~4-bit quantized kernels (MLX affine 2-5 bits, GGUF k-quants), whose efficiency
-    /// is the chip's `bw_eff_dense`/`bw_eff_expert` times `bw_scale`. Prior 1 (absent: 1).
-    #[serde(default = "one")]
+    /// is the chip's `bw_eff_dense`/`bw_eff_expert` times `bw_scale`. Required (prior 1 with its
+    /// source where no data speak): a missing value is an error, not a silent 1.
     pub bw_mult_half: f64,
     /// The same for 6-8-bit kernels (MLX affine 6/8-bit, GGUF Q8_0 and other legacy blocks).
-    #[serde(default = "one")]
     pub bw_mult_8bit: f64,
     /// The same for MXFP4 kernels.
-    #[serde(default = "one")]
     pub bw_mult_mxfp4: f64,
-}
-
-fn one() -> f64 {
-    1.0
 }
 
 impl RuntimeParams {

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::cv::Z90;
 use super::params::{dvalue, from_free, get_param, is_fraction, set_params, to_free};
-use crate::estimate::{Estimate, estimate};
+use crate::estimate::{Estimate, ServeBase, estimate, estimate_nudged, estimate_serve_base};
 use crate::profile::{Profile, Uncertainty};
 use crate::scenario::Scenario;
 
@@ -86,9 +86,39 @@ fn can_move(path: &str, sc: &Scenario) -> bool {
 }
 
 /// The 90% intervals of `est`'s headline outputs (`est` is `estimate(sc, profile)`), keyed by
-/// output; empty when the profile has no uncertainty. The sensitivities are estimated in
-/// parallel and combined in parameter order, so the result is the same at any thread count.
+/// output; empty when the profile has no uncertainty. A serving scenario's sensitivities replay
+/// its run with per-step sensitivities ([`crate::estimate::replay`]) instead of re-running the
+/// whole serving estimate per parameter; other workloads re-run the estimate. The
+/// sensitivities are estimated in parallel and combined in parameter order, so the result is
+/// the same at any thread count.
 pub fn intervals(sc: &Scenario, profile: &Profile, est: &Estimate) -> BTreeMap<String, Interval> {
+    let base =
+        if sc.workload.serve.is_some() && uncertainty(profile).is_some() { estimate_serve_base(sc, profile).ok().flatten() } else { None };
+    match base {
+        Some((_, base)) => intervals_replaying(sc, profile, est, &base),
+        None => intervals_by_rerun(sc, profile, est),
+    }
+}
+
+/// [`intervals`] of a serving estimate whose run `base` kept (`est` is its estimate): each
+/// sensitivity replays the run under the nudged profile ([`estimate_nudged`]).
+pub fn intervals_replaying(sc: &Scenario, profile: &Profile, est: &Estimate, base: &ServeBase) -> BTreeMap<String, Interval> {
+    intervals_with(sc, profile, est, |p| estimate_nudged(sc, base, p).ok())
+}
+
+/// [`intervals`] with every sensitivity from the whole estimate re-run under the nudged profile:
+/// the reference the serving replay is checked against.
+pub fn intervals_by_rerun(sc: &Scenario, profile: &Profile, est: &Estimate) -> BTreeMap<String, Interval> {
+    intervals_with(sc, profile, est, |p| estimate(sc, p).ok())
+}
+
+/// The intervals from the estimate under each nudged profile (`nudged`).
+fn intervals_with(
+    sc: &Scenario,
+    profile: &Profile,
+    est: &Estimate,
+    nudged: impl Fn(&Profile) -> Option<Estimate> + Sync,
+) -> BTreeMap<String, Interval> {
     use rayon::prelude::*;
     let Some(u) = uncertainty(profile) else { return BTreeMap::new() };
     let base = headlines(est);
@@ -101,10 +131,8 @@ pub fn intervals(sc: &Scenario, profile: &Profile, est: &Estimate) -> BTreeMap<S
             let path = &u.params[k];
             let Some(v) = get_param(profile, path) else { return BTreeMap::new() };
             let f = is_fraction(profile, path);
-            let nudged = from_free(f, to_free(f, v) + STEP);
-            let Ok(est2) =
-                set_params(profile, std::slice::from_ref(path), &[nudged]).map_err(|_| ()).and_then(|p| estimate(sc, &p).map_err(|_| ()))
-            else {
+            let nudged_value = from_free(f, to_free(f, v) + STEP);
+            let Some(est2) = set_params(profile, std::slice::from_ref(path), &[nudged_value]).ok().and_then(|p| nudged(&p)) else {
                 return BTreeMap::new();
             };
             let h2 = headlines(&est2);

@@ -468,6 +468,11 @@ pub enum RowError {
     /// The row's metric is not one the twin predicts.
     #[error("metric `{0}` is not predicted")]
     Metric(String),
+    /// The twin ran the row's scenario but has no answer for its metric (a serving run that
+    /// decoded nothing in its window): the row is skipped with this reason, never scored as a
+    /// prediction of 0.
+    #[error("no result: {0}")]
+    NoResult(String),
 }
 
 /// The twin's prediction of a prepared row's metric.
@@ -483,9 +488,21 @@ pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
         "cluster_power_w" => est.peak_power_w,
         "cluster_power_w_decode" => est.cluster_power_w,
         "cluster_power_w_prefill" => est.prefill_power_w,
-        "aggregate_decode_tokens_per_s" => est.serve.as_ref().map_or(0.0, |s| s.aggregate_decode_tokens_per_s),
+        "aggregate_decode_tokens_per_s" => serve_rate(&est)?,
         other => return Err(RowError::Metric(other.to_string())),
     })
+}
+
+/// A serving estimate's aggregate decode rate, or why there is none.
+pub fn serve_rate(est: &crate::estimate::Estimate) -> Result<f64, RowError> {
+    let Some(sv) = &est.serve else { return Err(RowError::NoResult("the scenario ran no serving workload".into())) };
+    if sv.aggregate_decode_tokens_per_s > 0.0 {
+        return Ok(sv.aggregate_decode_tokens_per_s);
+    }
+    Err(RowError::NoResult(format!(
+        "the serving run decoded no token in its {} s window ({} requests completed, {} rejected)",
+        sv.simulated_window_s, sv.requests_completed, sv.requests_rejected
+    )))
 }
 
 /// Predicts every row it can.

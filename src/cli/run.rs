@@ -67,7 +67,14 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         eprintln!("{w}");
     }
     let t0 = std::time::Instant::now();
-    let est = estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e))?;
+    // A serving run keeps its step timings when intervals will replay it (the same estimate).
+    let (est, serve_base) = match (args.no_intervals, sc.workload.serve.is_some()) {
+        (false, true) => match crate::estimate::estimate_serve_base(&sc, &profile).map_err(|e| estimate_error(&sc, e))? {
+            Some((est, base)) => (est, Some(base)),
+            None => (estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e))?, None),
+        },
+        _ => (estimate(&sc, &profile).map_err(|e| estimate_error(&sc, e))?, None),
+    };
     tracing::debug!("run: estimated in {:.3} s", t0.elapsed().as_secs_f64());
     if let Some(path) = &args.trace {
         if sc.workload.kind == WorkloadKind::Serve {
@@ -76,7 +83,11 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
             write_trace(&sc, &profile, path, args.trace_steps, args.trace_max_tasks)?;
         }
     }
-    let intervals = if args.no_intervals { Default::default() } else { crate::calibrate::interval::intervals(&sc, &profile, &est) };
+    let intervals = match (&serve_base, args.no_intervals) {
+        (_, true) => Default::default(),
+        (Some(base), false) => crate::calibrate::interval::intervals_replaying(&sc, &profile, &est, base),
+        (None, false) => crate::calibrate::interval::intervals(&sc, &profile, &est),
+    };
     let body = report::to_json_with(&est, &intervals);
     if !args.no_write {
         let path = args.out.join(format!("{}.json", output_stem(&est.name, &args.set)));

@@ -20,6 +20,7 @@ pub mod hpl;
 pub mod microbench;
 pub mod power;
 pub mod recorder;
+pub mod replay;
 pub mod serve;
 pub mod trace;
 pub mod types;
@@ -32,7 +33,8 @@ pub use generate::{
     simulate_generate_traced,
 };
 pub use power::hardware_cost;
-pub use serve::{ServeRun, ServeSim, simulate_serve};
+pub use replay::{ServeBase, estimate_nudged, estimate_serve_base};
+pub use serve::{ServeRun, ServeSim, StepFactors, StepTable, simulate_serve};
 pub use trace::{MAX_TRACE_EVENTS, MAX_TRACE_STEPS, Trace, TraceEvent, trace_plan, trace_run, trace_serve};
 pub use types::{Envelope, Estimate, FaultLogEntry, FaultReport, Fits, HplProblem, NodeMemory, Percentiles, Quantiles, ServeMetrics};
 
@@ -158,7 +160,7 @@ fn percentiles(step_ns: &[crate::sim::Time]) -> Percentiles {
 
 /// Fills an estimate from a serving run: the top-level rates and latencies (decode rate =
 /// aggregate, TTFT = mean, TPOT over requests), the serving metrics, and power at that load.
-fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut Estimate) {
+pub(crate) fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut Estimate) {
     let st = &run.stats;
     let window_s = run.window_ns as f64 / 1e9;
     let aggregate = if window_s > 0.0 { st.window_tokens as f64 / window_s } else { 0.0 };
@@ -216,7 +218,7 @@ fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut Estimate) 
 }
 
 /// Memory of each node of a generate plan, for reports.
-fn node_memory(s: &Scenario, plan: &Plan) -> Vec<NodeMemory> {
+pub(crate) fn node_memory(s: &Scenario, plan: &Plan) -> Vec<NodeMemory> {
     plan.memory
         .iter()
         .zip(&plan.shares)
@@ -236,7 +238,7 @@ fn node_memory(s: &Scenario, plan: &Plan) -> Vec<NodeMemory> {
 
 /// The estimate's identity, memory, hardware cost and envelope; the rates are filled in by the
 /// workload.
-fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile) -> Estimate {
+pub(crate) fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile) -> Estimate {
     Estimate {
         name: s.name.clone(),
         fits: Fits,

@@ -72,9 +72,10 @@ impl ServeMetrics {
     pub fn truncation_warning(&self) -> Option<String> {
         self.truncated.then(|| {
             format!(
-                "warning: the serving run hit its cap on simulated work ({} forwards or {} tasks): statistics cover the first {:.1} s after warm-up, not the whole workload",
+                "warning: the serving run hit its cap on simulated work ({} forwards, {} tasks or {} queued requests): statistics cover the first {:.1} s after warm-up, not the whole workload",
                 super::serve::MAX_SERVE_FORWARDS,
                 super::serve::MAX_SIMULATED_TASKS,
+                super::serve::MAX_QUEUED_REQUESTS,
                 self.simulated_window_s
             )
         })

@@ -110,6 +110,35 @@ fn number(src: &Source, v: &Spanned<f64>, key: &str, lo: f64, hi: f64, unit: f64
     Ok(x * unit)
 }
 
+/// Most fault events one `*mtbf_hours` key may lead a horizon to expect (horizon over MTBF,
+/// times the nodes or cables it applies to). The fault run advances event by event, so its work
+/// grows with their count: a 1e-6 h node MTBF over 3,650 days had run 7.9 million crashes after
+/// a minute of CPU, unfinished. 100,000 keeps a run near a second; ten years of a 64-node cluster
+/// crashing once a week per node is 33,000.
+const MAX_FAULT_EVENTS: f64 = 1e5;
+
+/// Refuses an MTBF that would make the horizon expect more than [`MAX_FAULT_EVENTS`] events
+/// over `count` `what` (nodes, cables).
+fn event_budget(src: &Source, v: &Spanned<f64>, key: &str, horizon_s: f64, count: usize, what: &str) -> Result<(), ScenarioError> {
+    let mtbf_h = *v.get_ref();
+    let horizon_h = horizon_s / HOUR;
+    let expected = horizon_h / mtbf_h * count as f64;
+    if expected <= MAX_FAULT_EVENTS {
+        return Ok(());
+    }
+    let least = horizon_h * count as f64 / MAX_FAULT_EVENTS;
+    Err(src
+        .error(
+            v.span(),
+            format!(
+                "`{key}` = {mtbf_h} expects {expected:.3e} faults over the {:.0}-day horizon on {count} {what}, past the {MAX_FAULT_EVENTS:.0} a fault run simulates",
+                horizon_h / 24.0
+            ),
+            Some(format!("use {key} >= {least:.4} or a shorter faults.horizon_days")),
+        )
+        .with_kind(ErrorKind::BadValue))
+}
+
 /// A node index of the cluster.
 fn node_index(src: &Source, v: &Spanned<i64>, key: &str, n: usize) -> Result<usize, ScenarioError> {
     let x = *v.get_ref();
@@ -142,7 +171,7 @@ const MAX_HOURS: f64 = 1e7;
 pub(super) fn faults(
     src: &Source,
     raw: Spanned<RawFaults>,
-    n: usize,
+    (n, cables): (usize, usize),
     fabric: &FabricSpec,
     engine: &EngineOptions,
 ) -> Result<FaultConfig, ScenarioError> {
@@ -177,9 +206,9 @@ pub(super) fn faults(
         cfg.crashes.push((at, node_index(src, &c.node, "faults.crash.node", n)?));
     }
     cfg.crashes.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    node_faults(src, raw.node, fabric, crash_span, &mut cfg)?;
+    node_faults(src, raw.node, fabric, crash_span, n, &mut cfg)?;
     if let Some(l) = raw.link {
-        link_faults(src, l, n, fabric, &mut cfg)?;
+        link_faults(src, l, n, cables, fabric, &mut cfg)?;
     }
     if let Some(s) = &raw.straggler {
         let s = s.get_ref();
@@ -258,6 +287,7 @@ fn node_faults(
     raw: Option<Spanned<RawNodeFaults>>,
     fabric: &FabricSpec,
     scheduled: Option<Range<usize>>,
+    n: usize,
     cfg: &mut FaultConfig,
 ) -> Result<(), ScenarioError> {
     let Some(raw) = raw else {
@@ -272,6 +302,7 @@ fn node_faults(
     let r = raw.into_inner();
     if let Some(m) = &r.mtbf_hours {
         cfg.node_mtbf_s = Some(number(src, m, "faults.node.mtbf_hours", 0.0, MAX_HOURS, HOUR)?);
+        event_budget(src, m, "faults.node.mtbf_hours", cfg.horizon_s, n, "nodes")?;
     }
     if let Some(d) = &r.disk_read_gbs {
         cfg.disk_read_gbs = Some(number(src, d, "faults.node.disk_read_gbs", 0.0, 1000.0, 1.0)?);
@@ -299,6 +330,7 @@ fn link_faults(
     src: &Source,
     raw: Spanned<RawLinkFaults>,
     n: usize,
+    cables: usize,
     fabric: &FabricSpec,
     cfg: &mut FaultConfig,
 ) -> Result<(), ScenarioError> {
@@ -311,6 +343,7 @@ fn link_faults(
     }
     if let Some(m) = &r.mtbf_hours {
         cfg.link_mtbf_s = Some(number(src, m, "faults.link.mtbf_hours", 0.0, MAX_HOURS, HOUR)?);
+        event_budget(src, m, "faults.link.mtbf_hours", cfg.horizon_s, cables, "cables")?;
         cfg.link_repair_s = required(src, &r.repair_minutes, "faults.link.repair_minutes", span.clone())?;
     }
     if let Some(m) = &r.degrade_mtbf_hours {
@@ -324,6 +357,7 @@ fn link_faults(
                 .with_kind(ErrorKind::BadValue));
         }
         cfg.degrade_mtbf_s = Some(number(src, m, "faults.link.degrade_mtbf_hours", 0.0, MAX_HOURS, HOUR)?);
+        event_budget(src, m, "faults.link.degrade_mtbf_hours", cfg.horizon_s, cables, "cables")?;
         cfg.degrade_s = required(src, &r.degrade_minutes, "faults.link.degrade_minutes", span.clone())?;
     }
     if let Some(f) = &r.fallback {

@@ -120,10 +120,8 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         Some(c) => cost(src, &c.into_inner())?,
         None => CostConfig::default(),
     };
-    let faults = match raw.faults {
-        Some(f) => Some(super::faults::faults(src, f, n, &fabric, &options)?).filter(super::faults::FaultConfig::is_active),
-        None => None,
-    };
+    let faults = raw.faults.map(|f| super::faults::faults(src, f, (n, topology.cables(n)), &fabric, &options)).transpose()?;
+    let faults = faults.filter(super::faults::FaultConfig::is_active);
     let seed = match &raw.seed {
         Some(s) if *s.get_ref() < 0 => return Err(src.error(s.span(), "`seed` must be non-negative", None).with_kind(ErrorKind::BadValue)),
         Some(s) => *s.get_ref() as u64,

@@ -587,3 +587,87 @@ fn a_serving_prompt_past_the_context_window_is_refused() {
     let ok = serve.replace("prompt_tokens = 500000", "prompt_tokens = 1000");
     bin().arg("run").arg(write(t.path(), "ok.toml", &ok)).arg("--no-write").assert().success();
 }
+
+/// Issue 23 item 5 (every size product bounded): Poisson arrivals x duration had no bound on
+/// the queue an overloaded server builds (10^6 requests/s for a year: 2.9 GB and past a minute).
+/// Now the queue stops the run at [`MAX_QUEUED_REQUESTS`], reported like the cap on forwards.
+#[test]
+fn an_overloaded_servers_queue_is_bounded_and_said() {
+    use supernode::estimate::serve::MAX_QUEUED_REQUESTS;
+    let text = BASE.replace(
+        "prompt_tokens = 8",
+        "kind = \"serve\"\narrival = \"poisson\"\nrate_per_s = 1000000\nduration_s = 30000000\nprompt_tokens = 8",
+    );
+    let s = supernode::scenario::parse(supernode::scenario::Source { path: "q.toml".into(), dir: Default::default(), text }).unwrap();
+    let sv = s.workload.serve.as_ref().unwrap();
+    let plan = s.plan(12, &supernode::profile::Profile::default_profile()).unwrap();
+    let run = supernode::estimate::ServeSim::new(&plan, sv, &s.slo, s.seed).run();
+    assert!(run.truncated, "the queue cap stops the run");
+    assert!(run.stats.peak_queue as usize <= MAX_QUEUED_REQUESTS, "{}", run.stats.peak_queue);
+    assert!(run.stats.peak_queue as usize >= MAX_QUEUED_REQUESTS / 2, "it was the queue that stopped it: {}", run.stats.peak_queue);
+    assert!(run.window_ns < 10_000_000_000, "stopped within seconds of simulated time: {}", run.window_ns);
+}
+
+/// Issue 23 item 5: a tiny MTBF over a long horizon made the fault run advance through millions
+/// of events (7.9 million crashes after a minute of CPU, unfinished). Now a key whose expected
+/// events pass 100,000 is refused at the key, naming the least MTBF that runs.
+#[test]
+fn an_mtbf_expecting_millions_of_faults_is_refused_at_the_key() {
+    let t = tempfile::tempdir().unwrap();
+    let faults = |node: &str, link: &str| {
+        format!(
+            "{}[faults]\nhorizon_days = 3650\n[faults.node]\nmtbf_hours = {node}\nreboot_minutes = 2\n[faults.link]\nmtbf_hours = {link}\nrepair_minutes = 60\n",
+            BASE.replace("count = 1", "count = 4")
+        )
+    };
+    let err = run_fails(&write(t.path(), "n.toml", &faults("0.000001", "1000")), 60);
+    assert!(err.contains("`faults.node.mtbf_hours` = 0.000001 expects 3.504e11 faults over the 3650-day horizon on 4 nodes"), "{err}");
+    assert!(err.contains("use faults.node.mtbf_hours >= 3.5040"), "{err}");
+    // Four nodes in a full mesh: six cables.
+    let err = run_fails(&write(t.path(), "l.toml", &faults("1000", "0.5")), 60);
+    assert!(err.contains("`faults.link.mtbf_hours` = 0.5 expects 1.051e6 faults over the 3650-day horizon on 6 cables"), "{err}");
+    // At the bound it runs.
+    bin().arg("run").arg(write(t.path(), "ok.toml", &faults("3.6", "5.4"))).args(["--no-write", "--no-intervals"]).assert().success();
+}
+
+/// Issue 23 item 5: a profile missing a cost field is an error naming the field and the file,
+/// never a silent 0 or 1 (every field of a runtime's table, the chip's, `[comm]` and `[misc]`).
+#[test]
+fn a_profile_missing_any_field_names_it_and_the_file() {
+    let text = std::fs::read_to_string(crate::root().join("calibration/profiles/default.toml")).unwrap();
+    let mut checked = 0;
+    for table in ["[chips.m3-ultra]", "[chips.m3-ultra.runtimes.mlx]", "[comm]", "[misc]"] {
+        let start = text.find(&format!("\n{table}\n")).unwrap_or_else(|| panic!("{table}")) + table.len() + 2;
+        let body = &text[start..];
+        let end = body.find("\n[").unwrap_or(body.len());
+        for line in body[..end].lines().filter(|l| l.contains(" = ") && !l.starts_with('#')) {
+            let key = line.split(" = ").next().unwrap();
+            let cut = format!("{}{}", &text[..start], body.replacen(&format!("{line}\n"), "", 1));
+            let e = supernode::profile::Profile::parse(&cut, "my-profile.toml").expect_err(key).to_string();
+            assert!(e.contains("my-profile.toml") && e.contains(&format!("`{key}`")), "{table} {key}: {e}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "{checked}");
+    for key in ["host_per_seq_us", "stage_us", "bw_mult_half", "bw_mult_8bit", "bw_mult_mxfp4"] {
+        assert!(text.contains(&format!("\n{key} = ")), "the default profile sets {key}");
+    }
+}
+
+/// Issue 23 item 5: a serving row the twin has no answer for (no serving result, or a run that
+/// decoded nothing in its window) is a skipped row with its reason, never a prediction of 0.
+#[test]
+fn a_serving_row_without_a_result_is_skipped_not_scored_as_zero() {
+    use supernode::calibrate::validate::serve_rate;
+    let text =
+        BASE.replace("prompt_tokens = 8", "kind = \"serve\"\narrival = \"closed\"\nconcurrency = 2\nrequests = 2\nprompt_tokens = 8");
+    let s = supernode::scenario::parse(supernode::scenario::Source { path: "r.toml".into(), dir: Default::default(), text }).unwrap();
+    let mut est = supernode::estimate::estimate(&s, &supernode::profile::Profile::default_profile()).unwrap();
+    let rate = serve_rate(&est).unwrap();
+    assert!(rate > 0.0 && rate == est.serve.as_ref().unwrap().aggregate_decode_tokens_per_s);
+    est.serve.as_mut().unwrap().aggregate_decode_tokens_per_s = 0.0;
+    let e = serve_rate(&est).unwrap_err().to_string();
+    assert!(e.starts_with("no result: the serving run decoded no token in its") && e.contains("2 requests completed"), "{e}");
+    est.serve = None;
+    assert_eq!(serve_rate(&est).unwrap_err().to_string(), "no result: the scenario ran no serving workload");
+}

@@ -116,3 +116,46 @@ fn the_shipped_serve_scenario_is_whole_and_its_intervals_bracket_p50() {
         assert!(p5 < p50 && p50 < p95, "{key}: {p5} {p50} {p95}");
     }
 }
+
+/// Issue 23 item 3: a serving run's intervals replay the run with per-step sensitivities
+/// instead of re-running the whole serving estimate per parameter. The same quantity: on the
+/// 8-user case every interval end agrees with the full re-run's within the stated bound. The
+/// two differ only where the replay approximates (one sensitivity per forward size, from its
+/// first shape; jitter reused rather than drawn again), so the bound is on the interval ends,
+/// whose width is dominated by the held-out scatter and the covariance, not by those second-order
+/// terms.
+#[test]
+fn serving_intervals_by_replay_match_the_full_rerun() {
+    use supernode::calibrate::interval::{intervals, intervals_by_rerun};
+    for (label, profile, bound) in [("no jitter", quiet_profile(), 0.01), ("jitter", Profile::default_profile(), 0.02)] {
+        let s = sc(&eight_users_4x_exo());
+        let est = estimate(&s, &profile).unwrap();
+        let t0 = std::time::Instant::now();
+        let replay = intervals(&s, &profile, &est);
+        let t_replay = t0.elapsed();
+        let t0 = std::time::Instant::now();
+        let full = intervals_by_rerun(&s, &profile, &est);
+        let t_full = t0.elapsed();
+        eprintln!("{label}: replay {t_replay:?}, full re-run {t_full:?}");
+        assert_eq!(replay.keys().collect::<Vec<_>>(), full.keys().collect::<Vec<_>>(), "{label}: the same outputs");
+        assert!(replay.contains_key("decode_tokens_per_s") && replay.contains_key("energy_j_per_token"));
+        let mut off = Vec::new();
+        for (key, r) in &replay {
+            let f = &full[key];
+            assert_eq!(r.p50, f.p50, "{label} {key}: the point prediction");
+            for (a, b, end) in [(r.p5, f.p5, "p5"), (r.p95, f.p95, "p95")] {
+                eprintln!("{label} {key} {end}: replay {a} full {b} ({:+.3}%)", (a / b - 1.0) * 100.0);
+                if (a / b - 1.0).abs() > bound {
+                    off.push(format!("{key} {end}: replay {a} vs full re-run {b}"));
+                }
+            }
+        }
+        assert!(off.is_empty(), "{label}: {off:?}");
+    }
+}
+
+fn quiet_profile() -> Profile {
+    let mut p = Profile::default_profile();
+    p.misc.jitter_cv = 0.0;
+    p
+}

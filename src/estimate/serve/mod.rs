@@ -11,7 +11,7 @@
 //! [`MAX_SERVE_FORWARDS`] and [`MAX_SIMULATED_TASKS`]; a run cut there says so
 //! ([`ServeRun::truncated`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::engine::{Lowered, Plan, Work, lower_step};
 use crate::scenario::{KvFull, Serve, Slo, Stop};
@@ -51,6 +51,20 @@ struct StepTime {
 }
 
 impl StepTime {
+    /// This timing with its span and busy times scaled by `f` (a nudged profile's step times
+    /// over the base's) and its issued FLOPs by theirs; events, bytes and FLOPs do not depend on
+    /// the profile.
+    fn scaled(&self, f: &StepFactors) -> StepTime {
+        let scale = |t: Time, f: f64| (t as f64 * f).round() as Time;
+        StepTime {
+            span: scale(self.span, f.span),
+            busy_gpu: self.busy_gpu.iter().zip(&f.gpu).map(|(&t, &f)| scale(t, f)).collect(),
+            busy_cpu: self.busy_cpu.iter().zip(&f.cpu).map(|(&t, &f)| scale(t, f)).collect(),
+            events: self.events,
+            work: self.work.iter().zip(&f.issued).map(|(w, &k)| Work { issued_flops: w.issued_flops * k, ..*w }).collect(),
+        }
+    }
+
     /// Adds this step's busy time and work to the run's per-node totals.
     fn add_to(&self, gpu: &mut [Time], cpu: &mut [Time], work: &mut [Work]) {
         for (b, x) in gpu.iter_mut().zip(&self.busy_gpu) {
@@ -62,6 +76,55 @@ impl StepTime {
         for (w, x) in work.iter_mut().zip(&self.work) {
             *w += *x;
         }
+    }
+}
+
+/// Per forward size in tokens, its representative shape: (rows of (tokens, context), LM-head rows).
+pub type Representatives = BTreeMap<u64, (Vec<(u64, u64)>, u64)>;
+
+/// The step timings a serving run measured, kept for replays of the same workload under a
+/// nudged profile ([`ServeSim::with_base_steps`]): every forward shape's timing (the last
+/// `MAX_CACHED_STEP_ROWS` rows of them) and, per forward size in tokens, the first shape of that
+/// size (its representative for a step's sensitivity).
+#[derive(Clone, Debug, Default)]
+pub struct StepTable {
+    steps: HashMap<Vec<(u64, u64)>, StepTime>,
+    reps: Representatives,
+}
+
+impl StepTable {
+    /// The representative shape of each forward size: tokens -> (rows, LM-head rows).
+    pub fn representatives(&self) -> &Representatives {
+        &self.reps
+    }
+}
+
+/// How a replay under a nudged profile times a shape the base run timed: the base timing with
+/// its span and busy times scaled by the factors of its size (tokens); the work (bytes, FLOPs)
+/// does not depend on the profile.
+struct BaseSteps<'a> {
+    table: &'a StepTable,
+    factors: &'a BTreeMap<u64, StepFactors>,
+}
+
+/// A forward size's step-time ratios, nudged plan over base plan: the span and each node's GPU
+/// and CPU busy time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepFactors {
+    /// Start to last end.
+    pub span: f64,
+    /// GPU busy time per node.
+    pub gpu: Vec<f64>,
+    /// CPU busy time per node.
+    pub cpu: Vec<f64>,
+    /// Issued FLOPs per node (the compute efficiencies are the profile's; bytes and FLOPs are not).
+    pub issued: Vec<f64>,
+}
+
+impl StepFactors {
+    /// Whether every ratio is 1 (the nudge moves no time of this size).
+    pub fn is_identity(&self) -> bool {
+        self.span == 1.0 && self.gpu.iter().chain(&self.cpu).chain(&self.issued).all(|&f| f == 1.0)
     }
 }
 
@@ -139,6 +202,8 @@ pub struct ServeSim<'a> {
     jitter: Jitter,
     cache: HashMap<u64, Lowered>,
     steps: HashMap<Vec<(u64, u64)>, StepTime>,
+    reps: Representatives,
+    base: Option<BaseSteps<'a>>,
     step_rows: usize,
     step_key: Vec<(u64, u64)>,
     reuse_steps: bool,
@@ -198,6 +263,12 @@ pub const MAX_SERVE_FORWARDS: u64 = 1_000_000;
 /// long contexts) stops there, reported like the forward cap.
 pub const MAX_SIMULATED_TASKS: u64 = 30_000_000;
 
+/// Most requests waiting in the queue (~100 bytes each, ~100 MB at the cap): an overloaded
+/// server's queue grows with every arrival (Poisson at 10^6 requests/s for a year held 2.9 GB
+/// and ran past a minute before the cap), so a run whose queue passes it stops there,
+/// reported like the forward cap: its statistics already say the server cannot keep up.
+pub const MAX_QUEUED_REQUESTS: usize = 1 << 20;
+
 /// Simulates a serving workload on a plan; one jitter stream per run (seeded like `generate`'s)
 /// and one workload stream for arrivals and lengths.
 pub fn simulate_serve(plan: &Plan, serve: &Serve, slo: &Slo, seed: u64) -> ServeRun {
@@ -217,6 +288,8 @@ impl<'a> ServeSim<'a> {
             jitter: Jitter::new(seed, plan.jitter_cv),
             cache: HashMap::new(),
             steps: HashMap::new(),
+            reps: BTreeMap::new(),
+            base: None,
             step_rows: 0,
             step_key: Vec::new(),
             reuse_steps: true,
@@ -265,6 +338,17 @@ impl<'a> ServeSim<'a> {
         self
     }
 
+    /// Replays the workload reusing `table`'s timings (a run of the same scenario under another
+    /// profile) with each shape's span and busy times scaled by `factors[tokens]` (this plan's
+    /// step time over the base plan's, at that size's representative shape): a forward of a
+    /// shape the base run timed is not simulated again. Shapes the base run did not time (the
+    /// replay's batches can differ once step times move) are simulated on this run's plan.
+    /// Factors of 1 replay the base run exactly.
+    pub fn with_base_steps(mut self, table: &'a StepTable, factors: &'a BTreeMap<u64, StepFactors>) -> Self {
+        self.base = Some(BaseSteps { table, factors });
+        self
+    }
+
     /// Keeps every request's lifecycle in [`ServeRun::log`] (memory grows with the run).
     pub fn with_request_log(mut self) -> Self {
         self.log = Some(Vec::new());
@@ -293,13 +377,19 @@ impl<'a> ServeSim<'a> {
     }
 
     /// Runs to the end of the workload.
-    pub fn run(mut self) -> ServeRun {
+    pub fn run(self) -> ServeRun {
+        self.run_keeping_steps().0
+    }
+
+    /// Runs to the end of the workload, keeping the step timings for replays under a nudged
+    /// profile ([`ServeSim::with_base_steps`]).
+    pub fn run_keeping_steps(mut self) -> (ServeRun, StepTable) {
         loop {
             self.take_arrivals();
             if self.finished() {
                 break;
             }
-            if self.forwards >= self.max_forwards || self.tasks >= self.max_tasks {
+            if self.forwards >= self.max_forwards || self.tasks >= self.max_tasks || self.waiting.len() >= MAX_QUEUED_REQUESTS {
                 self.horizon = Some(self.now);
                 self.truncated = true;
                 break;
@@ -322,7 +412,7 @@ impl<'a> ServeSim<'a> {
             }
         }
         let end = self.horizon.unwrap_or(self.now);
-        ServeRun {
+        let run = ServeRun {
             window_ns: end.saturating_sub(self.warmup),
             end_ns: end.max(self.now),
             stats: self.stats,
@@ -334,7 +424,8 @@ impl<'a> ServeSim<'a> {
             log: self.log,
             truncated: self.truncated,
             reused_forwards: self.reused,
-        }
+        };
+        (run, StepTable { steps: self.steps, reps: self.reps })
     }
 
     fn finished(&self) -> bool {
@@ -348,7 +439,9 @@ impl<'a> ServeSim<'a> {
 
     /// Moves requests that have arrived into the queue; one that could never fit is rejected.
     fn take_arrivals(&mut self) {
-        while let Some(a) = self.arrivals.pop_until(self.now) {
+        // Past the queue cap the run stops (`run`): arrivals beyond it are not drawn.
+        while self.waiting.len() < MAX_QUEUED_REQUESTS {
+            let Some(a) = self.arrivals.pop_until(self.now) else { break };
             let r = Req {
                 id: self.arrivals.created() - 1,
                 arrival: a.at,
@@ -460,6 +553,22 @@ impl<'a> ServeSim<'a> {
         self.step_key.clear();
         self.step_key.extend_from_slice(rows);
         self.step_key.push((head_rows, u64::MAX));
+        let from_base = if self.reuse_steps && !self.steps.contains_key(&self.step_key[..]) {
+            self.base.as_ref().and_then(|b| {
+                let st = b.table.steps.get(&self.step_key[..])?;
+                let tokens: u64 = rows.iter().map(|r| r.0).sum();
+                Some(match b.factors.get(&tokens) {
+                    Some(f) => st.scaled(f),
+                    None => st.clone(),
+                })
+            })
+        } else {
+            None
+        };
+        if let Some(st) = from_base {
+            // Kept in this run's own table: a later forward of the shape reuses it as usual.
+            self.keep_step(st);
+        }
         let reused = if self.reuse_steps { self.steps.get(&self.step_key[..]) } else { None };
         let (span, events) = match reused {
             Some(st) => {
@@ -472,12 +581,7 @@ impl<'a> ServeSim<'a> {
                 st.add_to(&mut self.busy_gpu, &mut self.busy_cpu, &mut self.work);
                 let out = (st.span, st.events);
                 if self.reuse_steps {
-                    if self.step_rows + self.step_key.len() > MAX_CACHED_STEP_ROWS {
-                        self.steps.clear();
-                        self.step_rows = 0;
-                    }
-                    self.step_rows += self.step_key.len();
-                    self.steps.insert(self.step_key.clone(), st);
+                    self.keep_step(st);
                 }
                 out
             }
@@ -488,6 +592,17 @@ impl<'a> ServeSim<'a> {
         self.now += span;
     }
 
+    /// Keeps a shape's timing (the current `step_key`) for reuse; the table restarts past
+    /// [`MAX_CACHED_STEP_ROWS`].
+    fn keep_step(&mut self, st: StepTime) {
+        if self.step_rows + self.step_key.len() > MAX_CACHED_STEP_ROWS {
+            self.steps.clear();
+            self.step_rows = 0;
+        }
+        self.step_rows += self.step_key.len();
+        self.steps.insert(self.step_key.clone(), st);
+    }
+
     /// Lowers (or re-times a cached graph of the same tokens) and executes one forward task by
     /// task, jitter drawn from the run's stream.
     fn simulate_forward(&mut self, rows: &[(u64, u64)], head_rows: u64) -> StepTime {
@@ -496,6 +611,7 @@ impl<'a> ServeSim<'a> {
             self.cache.clear();
         }
         let plan = self.plan;
+        self.reps.entry(tokens).or_insert_with(|| (rows.to_vec(), head_rows));
         let low = self.cache.entry(tokens).or_insert_with(|| lower_step(plan, tokens));
         low.retime_rows(plan, rows, head_rows);
         let work = low.work_rows(plan, rows, head_rows);
