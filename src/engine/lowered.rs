@@ -47,6 +47,9 @@ pub struct Lowered {
     pub(super) ctx_ops: Vec<(usize, Op)>,
     /// LM-head rows `seg_parts` was summed for.
     pub(super) head_rows: u64,
+    /// Rows of the step that route on their own through MoE layers (None: every token);
+    /// [`Lowered::set_routed_tokens`].
+    pub(super) routed_tokens: Option<u64>,
 }
 
 impl Lowered {
@@ -77,6 +80,20 @@ impl Lowered {
         }
         for &(task, node) in &self.host_tasks {
             self.graph.set_duration(task, plan.cost(node).host_ns(head_rows));
+        }
+    }
+
+    /// Says how many of the step's tokens route through MoE layers on their own: `Some(n)` when
+    /// the step's sequences are identical (`llama-batched-bench` feeds token 0 to every sequence,
+    /// FACTS.md "How published benchmarks measure"), so every sequence selects the same experts
+    /// as the first and a MoE layer reads the experts of `n` tokens (1 in a decode step) while
+    /// its FLOPs still run over every row; `None` (the default): independent requests, whose
+    /// tokens cover the experts as [`crate::llm::Op::experts_touched`] of all of them. Later
+    /// re-timings use it until it is set again.
+    pub fn set_routed_tokens(&mut self, routed: Option<u64>) {
+        if self.routed_tokens != routed {
+            self.routed_tokens = routed;
+            self.seg_parts.clear();
         }
     }
 
@@ -113,6 +130,7 @@ impl Lowered {
         }
         self.head_rows = head_rows;
         self.ctx_ops.clear();
+        let routed = self.routed_tokens.unwrap_or(self.tokens).min(self.tokens);
         // Only some ops depend on the context (Op::depends_on_context): sum the rest once.
         let mut seg_parts = Vec::with_capacity(self.segments.len());
         for s in &self.segments {
@@ -131,8 +149,8 @@ impl Lowered {
                     by_context.push(j);
                 } else {
                     let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
-                    fixed += cost.op_ns(op, toks, 0);
-                    work += cost.op_work(op, toks, 0);
+                    fixed += cost.op_ns_routed(op, toks, 0, routed.min(toks));
+                    work += cost.op_work_routed(op, toks, 0, routed.min(toks));
                 }
             }
             seg_parts.push((fixed, work, by_context));

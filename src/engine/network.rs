@@ -299,6 +299,7 @@ impl<'a> Builder<'a> {
             seg_parts: Vec::new(),
             ctx_ops: Vec::new(),
             head_rows: 0,
+            routed_tokens: None,
         }
     }
 }

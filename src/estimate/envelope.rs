@@ -9,8 +9,8 @@ use super::Envelope;
 /// calibration rows could cover.
 const UNBOUNDED: u64 = u64::MAX;
 
-/// The sequences a scenario decodes together: 1 for a generate run, the users of a closed
-/// serving loop, a Poisson run's `max_batch` (unbounded without one).
+/// The sequences a scenario decodes together: 1 for a generate run, a batched-bench run's batch,
+/// the users of a closed serving loop, a Poisson run's `max_batch` (unbounded without one).
 fn concurrency(s: &Scenario) -> u64 {
     match (&s.workload.kind, &s.workload.serve) {
         (WorkloadKind::Serve, Some(sv)) => match (&sv.arrival, sv.max_batch) {
@@ -18,6 +18,7 @@ fn concurrency(s: &Scenario) -> u64 {
             (Arrival::Closed { users, .. }, None) => *users,
             _ => UNBOUNDED,
         },
+        (WorkloadKind::BatchedBench, _) => s.workload.batch,
         _ => 1,
     }
 }

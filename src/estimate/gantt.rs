@@ -200,6 +200,9 @@ pub fn gantt(s: &Scenario, profile: &Profile, span: Option<GanttSpan>) -> Result
         WorkloadKind::Generate => generate_step(s, &plan, span)?,
         WorkloadKind::Serve => serve_span(s, &plan, span)?,
         WorkloadKind::Hpl => return Err(GanttError::Input("gantt draws generate and serve workloads, not HPL".into())),
+        WorkloadKind::BatchedBench => {
+            return Err(GanttError::Input("gantt draws generate and serve workloads, not batched-bench (use kind = \"generate\")".into()));
+        }
     };
     let mut tasks = Vec::with_capacity(captured.len());
     for c in captured {

@@ -48,20 +48,20 @@ pub struct GenerateRun {
 }
 
 /// Per-node totals of a phase: GPU and CPU busy time and the work done.
-struct PhaseTotals {
-    gpu: Vec<Time>,
-    cpu: Vec<Time>,
-    work: Vec<Work>,
+pub(super) struct PhaseTotals {
+    pub(super) gpu: Vec<Time>,
+    pub(super) cpu: Vec<Time>,
+    pub(super) work: Vec<Work>,
 }
 
 impl PhaseTotals {
-    fn new(n: usize) -> Self {
+    pub(super) fn new(n: usize) -> Self {
         PhaseTotals { gpu: vec![0; n], cpu: vec![0; n], work: vec![Work::default(); n] }
     }
 
     /// Adds a simulated step standing for `weight` steps: its per-resource busy time and its
     /// per-node work.
-    fn add(&mut self, low: &Lowered, busy: &[Time], work: Vec<Work>, weight: u64) {
+    pub(super) fn add(&mut self, low: &Lowered, busy: &[Time], work: Vec<Work>, weight: u64) {
         self.add_graph(&low.graph, busy, &work, weight);
     }
 
@@ -266,7 +266,7 @@ pub fn sample_generate(plan: &Plan, prompt: u64, generate: u64, samples: u64, se
 
 /// The `k`-th of `samples` evenly spread samples of `total` items: (first item it stands for,
 /// how many it stands for). With `samples >= total`, item `k` alone.
-fn sample(k: u64, samples: u64, total: u64) -> (u64, u64) {
+pub(super) fn sample(k: u64, samples: u64, total: u64) -> (u64, u64) {
     if samples >= total {
         return (k, 1);
     }

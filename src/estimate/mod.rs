@@ -11,6 +11,7 @@ use crate::profile::Profile;
 use crate::scenario::{ErrorKind, Scenario, WorkloadKind};
 use crate::util::{round3, round6};
 
+pub mod batched;
 pub mod bounds;
 pub mod envelope;
 pub mod faults;
@@ -25,6 +26,7 @@ pub mod serve;
 pub mod trace;
 pub mod types;
 
+pub use batched::simulate_batched_bench;
 pub use bounds::{BOUND_MARGIN, Bounds, RunMemo, estimate_memo, nominal_bounds};
 pub use envelope::{envelope, same_setup, scenario_setups};
 pub use gantt::{Gantt, GanttError, GanttRow, GanttSpan, GanttTask, TaskKind, gantt};
@@ -79,6 +81,11 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
         let run = simulate_serve(&plan, sv, &s.slo, s.seed);
         serve_metrics(s, &plan, &run, &mut out);
         return Ok(out);
+    }
+    if s.workload.kind == WorkloadKind::BatchedBench {
+        let w = &s.workload;
+        let run = simulate_batched_bench(&plan, w.batch, w.prompt_tokens, w.generate_tokens, w.same_tokens, s.seed);
+        return Ok(generate_estimate(s, &plan, &run, profile));
     }
     let run = simulate_generate(&plan, s.workload.prompt_tokens, s.workload.generate_tokens, s.seed);
     Ok(generate_estimate(s, &plan, &run, profile))
@@ -139,8 +146,10 @@ pub(crate) fn generate_estimate(s: &Scenario, plan: &Plan, run: &GenerateRun, pr
     let mut out = skeleton(s, node_memory(s, plan), profile);
     let decode_s = run.decode_ns as f64 / 1e9;
     let prefill_s = run.prefill_ns as f64 / 1e9;
-    out.decode_tokens_per_s = round3(s.workload.generate_tokens as f64 / decode_s);
-    out.prefill_tokens_per_s = round3(s.workload.prompt_tokens as f64 / prefill_s);
+    // Every sequence of the run counts (a batched-bench run's S_TG and S_PP; 1 for generate).
+    let sequences = s.workload.batch.max(1) as f64;
+    out.decode_tokens_per_s = round3(sequences * s.workload.generate_tokens as f64 / decode_s);
+    out.prefill_tokens_per_s = round3(sequences * s.workload.prompt_tokens as f64 / prefill_s);
     out.ttft_s = round6(prefill_s);
     out.tpot_ms = percentiles(&run.step_ns);
     power::decode_power_and_cost(s, plan, run, &mut out);
@@ -253,6 +262,7 @@ pub(crate) fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile)
             WorkloadKind::Generate => "generate".into(),
             WorkloadKind::Hpl => "hpl".into(),
             WorkloadKind::Serve => "serve".into(),
+            WorkloadKind::BatchedBench => "batched-bench".into(),
         },
         prompt_tokens: s.workload.prompt_tokens,
         generate_tokens: s.workload.generate_tokens,
@@ -284,7 +294,8 @@ pub(crate) fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile)
     }
 }
 
-/// The plan of a scenario whose KV cache holds the whole prompt and generation.
+/// The plan of a scenario whose KV cache holds the whole prompt and generation (of every
+/// sequence of a batched-bench run).
 pub(crate) fn generate_plan(s: &Scenario, profile: &Profile) -> Result<Plan, PlanError> {
-    s.plan(s.workload.prompt_tokens + s.workload.generate_tokens, profile)
+    s.plan(s.workload.batch.max(1) * (s.workload.prompt_tokens + s.workload.generate_tokens), profile)
 }

@@ -56,6 +56,8 @@ pub const KEYS: &[&str] = &[
     "workload.warmup_s",
     "workload.max_batch",
     "workload.kv_full",
+    "workload.batch",
+    "workload.same_tokens",
     "slo.ttft_p99_s",
     "slo.tpot_p99_ms",
     "workload.hpl_nb",
@@ -315,6 +317,8 @@ impl ScenarioBuilder {
             "workload.requests" => self.workload_mut().requests = Some(sp(v.int()?)),
             "workload.warmup_s" => self.workload_mut().warmup_s = Some(sp(v.float()?)),
             "workload.max_batch" => self.workload_mut().max_batch = Some(sp(v.int()?)),
+            "workload.batch" => self.workload_mut().batch = Some(sp(v.int()?)),
+            "workload.same_tokens" => self.workload_mut().same_tokens = Some(sp(v.bool()?)),
             "workload.kv_full" => self.workload_mut().kv_full = Some(sp(v.string()?)),
             "slo.ttft_p99_s" => self.slo_mut().ttft_p99_s = Some(sp(v.float()?)),
             "slo.tpot_p99_ms" => self.slo_mut().tpot_p99_ms = Some(sp(v.float()?)),
@@ -403,6 +407,8 @@ impl ScenarioBuilder {
             key(&mut t, "requests", i(&w.requests));
             key(&mut t, "warmup_s", f(&w.warmup_s));
             key(&mut t, "max_batch", i(&w.max_batch));
+            key(&mut t, "batch", i(&w.batch));
+            key(&mut t, "same_tokens", w.same_tokens.as_ref().map(|b| toml::Value::Boolean(*b.get_ref())));
             key(&mut t, "kv_full", s(&w.kv_full));
         }
         if let Some(slo) = &r.slo {

@@ -37,6 +37,16 @@ pub enum WorkloadKind {
     Serve,
     /// High-Performance Linpack on the CPUs.
     Hpl,
+    /// `llama-batched-bench` as it defines itself (ggml-org/llama.cpp `tools/batched-bench`,
+    /// FACTS.md "How published benchmarks measure"): `batch` sequences, each with its own
+    /// `prompt_tokens`-token prompt (`is_pp_shared = 0`), prefilled together in micro-batches
+    /// of the engine's `prefill_chunk` (`-ub`), then `generate_tokens` decode steps of one token
+    /// per sequence, all in one batch (no slot cap, no scheduler). Every prompt and decoded
+    /// token is id 0, so the sequences are identical and route alike through MoE layers: a
+    /// decode step reads the experts of one token, while attention reads each sequence's own
+    /// KV and the FLOPs run over every row. Its rates are the benchmark's: S_PP =
+    /// batch x prompt / prefill time, S_TG = batch x generate / decode time.
+    BatchedBench,
 }
 
 /// The workload of a scenario.
@@ -50,6 +60,12 @@ pub struct Workload {
     pub generate_tokens: u64,
     /// HPL problem size N (0: sized to memory by the top500-benchmark convention).
     pub hpl_n: u64,
+    /// Sequences of a `batched-bench` workload (`-npl`); 1 otherwise.
+    pub batch: u64,
+    /// Whether a `batched-bench` workload's sequences are identical (every token id 0, as
+    /// FACTS.md reads `batched-bench.cpp`), so they route alike through MoE layers; false: each
+    /// sequence routes on its own, like independent requests. Default true.
+    pub same_tokens: bool,
     /// Arrivals, lengths and scheduler knobs of a `serve` workload.
     pub serve: Option<Serve>,
     /// HPL block size NB (0: 256).
@@ -82,6 +98,8 @@ impl Default for Workload {
             prompt_tokens: 128,
             generate_tokens: 128,
             hpl_n: 0,
+            batch: 1,
+            same_tokens: true,
             hpl_nb: 0,
             hpl_p: 0,
             hpl_q: 0,

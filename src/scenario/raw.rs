@@ -79,6 +79,8 @@ pub(super) struct RawWorkload {
     pub(super) warmup_s: Option<Spanned<f64>>,
     pub(super) max_batch: Option<Spanned<i64>>,
     pub(super) kv_full: Option<Spanned<String>>,
+    pub(super) batch: Option<Spanned<i64>>,
+    pub(super) same_tokens: Option<Spanned<bool>>,
 }
 
 impl RawWorkload {
@@ -98,6 +100,8 @@ impl RawWorkload {
             requests: None,
             warmup_s: None,
             max_batch: None,
+            batch: None,
+            same_tokens: None,
             kv_full: None,
             hpl_nb: None,
             hpl_p: None,

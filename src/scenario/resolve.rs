@@ -598,6 +598,10 @@ fn macos_frame_bytes(src: &Source, m: &Spanned<String>, fabric: &FabricSpec) -> 
     }
 }
 
+/// Most sequences of a `batched-bench` workload: an input bound that keeps one step's rows
+/// small (not a llama.cpp limit; the published runs go to 32).
+const MAX_BATCHED_BENCH_SEQUENCES: i64 = 1024;
+
 /// The `[workload]` table; `whole` is its span.
 fn workload(src: &Source, w: &RawWorkload, whole: Range<usize>) -> Result<Workload, ScenarioError> {
     let mut workload = Workload::default();
@@ -606,12 +610,13 @@ fn workload(src: &Source, w: &RawWorkload, whole: Range<usize>) -> Result<Worklo
             "generate" => WorkloadKind::Generate,
             "hpl" => WorkloadKind::Hpl,
             "serve" => WorkloadKind::Serve,
+            "batched-bench" => WorkloadKind::BatchedBench,
             other => {
                 return Err(src
                     .error(
                         k.span(),
                         format!("unknown workload kind `{other}`"),
-                        Some(suggest(other, &["generate", "serve", "hpl"], "kinds")),
+                        Some(suggest(other, &["generate", "serve", "batched-bench", "hpl"], "kinds")),
                     )
                     .with_kind(ErrorKind::UnknownPreset));
             }
@@ -635,6 +640,26 @@ fn workload(src: &Source, w: &RawWorkload, whole: Range<usize>) -> Result<Worklo
     }
     if let Some(h) = &w.hpl_n {
         workload.hpl_n = positive(src, h, "workload.hpl_n", 10_000_000)?;
+    }
+    if let Some(b) = &w.batch {
+        if workload.kind != WorkloadKind::BatchedBench {
+            return Err(src
+                .error(
+                    b.span(),
+                    "`workload.batch` applies to kind = \"batched-bench\" only",
+                    Some("set kind = \"batched-bench\", or for concurrent requests kind = \"serve\" with `concurrency`".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        workload.batch = positive(src, b, "workload.batch", MAX_BATCHED_BENCH_SEQUENCES)?;
+    }
+    if let Some(same) = &w.same_tokens {
+        if workload.kind != WorkloadKind::BatchedBench {
+            return Err(src
+                .error(same.span(), "`workload.same_tokens` applies to kind = \"batched-bench\" only", Some("remove the key".into()))
+                .with_kind(ErrorKind::BadValue));
+        }
+        workload.same_tokens = *same.get_ref();
     }
     if serving {
         workload.serve = Some(serve::serve(src, w, whole)?);
@@ -694,7 +719,7 @@ fn check_workload_limits(
         _ => l.mean(),
     };
     let lengths = match (workload.kind, &workload.serve) {
-        (WorkloadKind::Generate, _) => Some((workload.prompt_tokens, workload.generate_tokens)),
+        (WorkloadKind::Generate | WorkloadKind::BatchedBench, _) => Some((workload.prompt_tokens, workload.generate_tokens)),
         (WorkloadKind::Serve, Some(sv)) if !matches!(sv.arrival, serve::Arrival::Trace(_)) => {
             Some((longest(&sv.prompt), longest(&sv.generate)))
         }

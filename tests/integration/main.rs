@@ -2,6 +2,7 @@
 
 mod archs;
 mod batch_harness;
+mod batched;
 mod bench_import;
 mod calibration;
 mod charts;

@@ -265,3 +265,27 @@ fn sweep_axis_workload_concurrency_raises_the_aggregate_rate() {
     assert_eq!(rows.len(), 2);
     assert!(rate(1) > 3.0 * rate(0), "8 users {} vs 1 user {}", rate(1), rate(0));
 }
+
+/// `llama-server -np N` is `workload.max_batch = N` (4 slots by default, FACTS.md): a request
+/// past the slots waits for one to free, whatever KV room is left.
+#[test]
+fn llama_server_slots_come_from_max_batch_and_a_fifth_request_waits_for_a_slot() {
+    let case = |max_batch: &str| {
+        let text = format!(
+            "[cluster]\nnode = \"m3-ultra-80c-512gb\"\n[model]\nname = \"llama-3.2-3b\"\n[engine]\nname = \"llama-cpp\"\n\
+             [workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 5\nrequests = 5\nprompt_tokens = 100\ngenerate_tokens = 10\n{max_batch}"
+        );
+        let s = sc(&text);
+        let plan = s.plan(110, &quiet()).unwrap();
+        let sim = ServeSim::new(&plan, s.workload.serve.as_ref().unwrap(), &s.slo, s.seed).with_request_log();
+        let policy = sim.policy();
+        (policy, sim.run().log.unwrap())
+    };
+    let (policy, log) = case("");
+    assert_eq!(policy, supernode::estimate::serve::Policy::LlamaServer { slots: 4, n_batch: 2048 });
+    let waited: Vec<u64> = log.iter().filter(|r| r.admitted > 0).map(|r| r.id).collect();
+    assert_eq!(waited, vec![4], "the fifth request waits for a slot");
+    let (policy, log) = case("max_batch = 5\n");
+    assert_eq!(policy, supernode::estimate::serve::Policy::LlamaServer { slots: 5, n_batch: 2048 });
+    assert!(log.iter().all(|r| r.admitted == 0), "five slots admit all five at once");
+}

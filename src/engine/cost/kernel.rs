@@ -112,9 +112,17 @@ impl NodeCost<'_> {
     /// Time for one operation of `tokens` rows after `context` cached tokens, ns (before
     /// jitter): the roofline of its terms plus its launches.
     pub fn op_ns(&self, op: &Op, tokens: u64, context: u64) -> f64 {
+        self.op_ns_routed(op, tokens, context, tokens)
+    }
+
+    /// [`Self::op_ns`] when only `routed` of the `tokens` rows route on their own: the rows of
+    /// identical sequences (`llama-batched-bench` decodes token 0 in every sequence, FACTS.md)
+    /// select the same experts, so a MoE layer reads the experts of `routed` tokens while its
+    /// FLOPs still run over every row. Other ops ignore `routed`.
+    pub fn op_ns_routed(&self, op: &Op, tokens: u64, context: u64, routed: u64) -> f64 {
         let bw = self.mem_bw * self.runtime.bw_scale;
         let peak = self.peak_flops * self.runtime.compute_scale;
-        let c = self.terms(op, tokens, context);
+        let c = self.terms(op, tokens, context, routed);
         let launch = self.launches_ns(c.kernels);
         let secs = if c.bw_eff > 0.0 {
             let side = if c.side_bytes > 0.0 { c.side_bytes / (bw * c.side_bw_eff) } else { 0.0 };
@@ -135,7 +143,12 @@ impl NodeCost<'_> {
     /// Bytes and FLOPs of one operation (the counts [`Self::op_ns`] times): what the power model
     /// charges energy for.
     pub fn op_work(&self, op: &Op, tokens: u64, context: u64) -> Work {
-        let c = self.terms(op, tokens, context);
+        self.op_work_routed(op, tokens, context, tokens)
+    }
+
+    /// [`Self::op_work`] with `routed` distinct routing rows (as in [`Self::op_ns_routed`]).
+    pub fn op_work_routed(&self, op: &Op, tokens: u64, context: u64, routed: u64) -> Work {
+        let c = self.terms(op, tokens, context, routed);
         let scale = self.runtime.compute_scale;
         let issued_flops = if c.flops > 0.0 { c.flops / (c.compute_eff * scale).max(1e-6) } else { 0.0 };
         Work { bytes: c.bytes + c.side_bytes, flops: c.flops, issued_flops }
@@ -175,13 +188,13 @@ impl NodeCost<'_> {
 
     /// The byte and FLOP counts of one operation and the efficiencies they run at: the one
     /// place [`Self::op_ns`] and [`Self::op_work`] read an operation's cost from.
-    fn terms(&self, op: &Op, tokens: u64, context: u64) -> OpTerms {
+    fn terms(&self, op: &Op, tokens: u64, context: u64, routed: u64) -> OpTerms {
         let shard = if op.placement == Placement::Sharded { self.shard } else { 1.0 };
         let mla = self.mla_form(op, tokens);
         let base = OpTerms { kernels: op.kernels + mla.extra_kernels(op), ..OpTerms::default() };
         match op.class {
             OpClass::Dense => self.dense_terms(op, tokens, context, shard, mla, base),
-            OpClass::Expert => self.expert_terms(op, tokens, shard, base),
+            OpClass::Expert => self.expert_terms(op, tokens, routed.min(tokens), shard, base),
             OpClass::Attention => self.attention_terms(op, tokens, context, shard, mla, base),
             OpClass::Recurrent => self.recurrent_terms(op, tokens, shard, base),
             OpClass::Elementwise => OpTerms { bytes: op.kernels as f64 * tokens as f64 * self.hidden as f64 * 4.0, ..base },
@@ -206,12 +219,13 @@ impl NodeCost<'_> {
         }
     }
 
-    /// Routed experts (gather GEMV/GEMM): the experts the step's tokens touch, 2 FLOPs per active
-    /// weight per token.
-    fn expert_terms(&self, op: &Op, tokens: u64, shard: f64, base: OpTerms) -> OpTerms {
+    /// Routed experts (gather GEMV/GEMM): the experts the step's `routed` distinct tokens touch
+    /// (each expert's weights stream once per step, whatever rows it serves), 2 FLOPs per
+    /// active weight per token.
+    fn expert_terms(&self, op: &Op, tokens: u64, routed: u64, shard: f64, base: OpTerms) -> OpTerms {
         let (chip, rt) = (self.chip, self.runtime);
         OpTerms {
-            bytes: op.weight_bytes(op.params as f64) * op.experts_touched(tokens) * shard,
+            bytes: op.weight_bytes(op.params as f64) * op.experts_touched(routed) * shard,
             bw_eff: chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel),
             flops: 2.0 * op.active_params() as f64 * shard * tokens as f64,
             compute_eff: chip.compute_eff_expert,

@@ -1,0 +1,138 @@
+//! The `batched-bench` workload: `llama-batched-bench` as it defines itself (B identical
+//! sequences in one batch; FACTS.md "How published benchmarks measure").
+
+use assert_cmd::Command;
+use supernode::catalog::catalog;
+use supernode::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanInput, lower_step};
+use supernode::estimate::estimate;
+use supernode::hw::Topology;
+use supernode::llm::{ModelSpec, OpClass};
+use supernode::profile::Profile;
+use supernode::scenario::ScenarioBuilder;
+
+fn quiet_profile() -> Profile {
+    let mut p = Profile::default_profile();
+    p.misc.jitter_cv = 0.0;
+    p
+}
+
+/// One layer, 8 experts of which 2 per token: hand-sized MoE.
+fn tiny_moe() -> ModelSpec {
+    let cfg = serde_json::json!({"model_type":"qwen3_moe","num_hidden_layers":1,"hidden_size":64,"num_attention_heads":4,
+        "num_key_value_heads":2,"intermediate_size":128,"moe_intermediate_size":32,"num_experts":8,"num_experts_per_tok":2,
+        "vocab_size":256});
+    ModelSpec::from_hf_config("tiny-moe", "tiny-moe", &cfg).unwrap()
+}
+
+fn plan(model: &ModelSpec, profile: &Profile) -> Plan {
+    let c = catalog();
+    Plan::new(PlanInput {
+        nodes: &[c.node("dgx-spark").unwrap().clone()],
+        fabric: c.fabric("none").unwrap(),
+        topology: Topology::None,
+        model,
+        quant: c.quant("bf16").unwrap(),
+        options: &EngineOptions::december_2025(EngineKind::LlamaCpp, Parallelism::None),
+        wired_limit_fraction: None,
+        context: 4096,
+        profile,
+    })
+    .unwrap()
+}
+
+#[test]
+fn identical_sequences_read_the_experts_of_one_token_and_the_attention_of_every_sequence() {
+    let p = quiet_profile();
+    let model = tiny_moe();
+    let plan = plan(&model, &p);
+    let cost = plan.cost(0);
+    let layer = model.layer_ops(0);
+    let experts = layer.iter().find(|o| o.class == OpClass::Expert).unwrap();
+    let attention = layer.iter().find(|o| o.class == OpClass::Attention).unwrap();
+    // The expert op: 8 sequences of one token, all routed as one, read what batch 1 reads (2
+    // experts), and do 8x its FLOPs; routed on their own they touch 8 (1 - (6/8)^8) = 7.2.
+    let one = cost.op_work(experts, 1, 0);
+    let same = cost.op_work_routed(experts, 8, 0, 1);
+    let independent = cost.op_work(experts, 8, 0);
+    assert_eq!(same.bytes, one.bytes);
+    assert_eq!(same.flops, 8.0 * one.flops);
+    let per_expert = one.bytes / 2.0;
+    assert!((independent.bytes / per_expert - 8.0 * (1.0 - 0.75f64.powi(8))).abs() < 1e-9);
+    // A whole decode step of 8 sequences at context 100: with identical routing, the step's bytes
+    // are batch 1's plus 7 more sequences' attention over their own cache and 7 more tokens'
+    // elementwise traffic; independent routing adds the 5.2 extra experts on top.
+    let rows = vec![(1u64, 100u64); 8];
+    let mut low1 = lower_step(&plan, 1);
+    let b1 = low1.work_rows(&plan, &[(1, 100)], 1)[0].bytes;
+    let mut low = lower_step(&plan, 8);
+    let indep = low.work_rows(&plan, &rows, 8)[0].bytes;
+    low.set_routed_tokens(Some(1));
+    let same_step = low.work_rows(&plan, &rows, 8)[0].bytes;
+    let attn = cost.op_work(attention, 1, 100).bytes;
+    let elementwise: f64 =
+        layer.iter().chain(model.head_ops().iter()).filter(|o| o.class == OpClass::Elementwise).map(|o| cost.op_work(o, 1, 0).bytes).sum();
+    assert!((same_step - (b1 + 7.0 * (attn + elementwise))).abs() <= 1e-6 * b1, "{same_step} vs {b1} + 7 x ({attn} + {elementwise})");
+    assert!((indep - same_step - (independent.bytes - one.bytes)).abs() <= 1e-6 * b1);
+}
+
+fn bench(model: &str, quant: &str, batch: i64, same: bool) -> ScenarioBuilder {
+    let mut b = ScenarioBuilder::new(format!("{model} batched-bench B={batch}"));
+    b.nodes(&["dgx-spark".to_string()]).model(model).quant(quant).engine("llama-cpp").seed(1).tokens(512, 32);
+    b.workload_kind("batched-bench");
+    b.set("workload.batch", &batch.into()).unwrap();
+    b.set("workload.same_tokens", &same.into()).unwrap();
+    b
+}
+
+#[test]
+fn a_dense_model_gives_the_same_answer_with_identical_or_independent_sequences() {
+    let p = quiet_profile();
+    let same = estimate(&bench("llama-3.2-3b", "q4_k_m", 8, true).build().unwrap(), &p).unwrap();
+    let indep = estimate(&bench("llama-3.2-3b", "q4_k_m", 8, false).build().unwrap(), &p).unwrap();
+    assert_eq!(same.decode_tokens_per_s, indep.decode_tokens_per_s);
+    assert_eq!(same.prefill_tokens_per_s, indep.prefill_tokens_per_s);
+    // A MoE model: identical sequences read fewer experts, so they decode faster.
+    let same = estimate(&bench("gpt-oss-120b", "mxfp4", 8, true).build().unwrap(), &p).unwrap();
+    let indep = estimate(&bench("gpt-oss-120b", "mxfp4", 8, false).build().unwrap(), &p).unwrap();
+    assert!(same.decode_tokens_per_s > 1.5 * indep.decode_tokens_per_s, "{} vs {}", same.decode_tokens_per_s, indep.decode_tokens_per_s);
+}
+
+#[test]
+fn batch_one_is_a_generate_run_and_batching_raises_the_aggregate() {
+    let p = quiet_profile();
+    let one = estimate(&bench("gpt-oss-120b", "mxfp4", 1, true).build().unwrap(), &p).unwrap();
+    let mut g = ScenarioBuilder::new("generate");
+    g.nodes(&["dgx-spark".to_string()]).model("gpt-oss-120b").quant("mxfp4").engine("llama-cpp").seed(1).tokens(512, 32);
+    let gen_est = estimate(&g.build().unwrap(), &p).unwrap();
+    assert_eq!(one.decode_tokens_per_s, gen_est.decode_tokens_per_s);
+    assert_eq!(one.prefill_tokens_per_s, gen_est.prefill_tokens_per_s);
+    let mut last = one.decode_tokens_per_s;
+    for b in [2, 8, 32] {
+        let e = estimate(&bench("gpt-oss-120b", "mxfp4", b, true).build().unwrap(), &p).unwrap();
+        assert!(e.decode_tokens_per_s > last, "B={b}: {} <= {last}", e.decode_tokens_per_s);
+        assert!(e.tpot_ms.mean >= one.tpot_ms.mean, "a sequence never steps faster in a batch");
+        last = e.decode_tokens_per_s;
+    }
+}
+
+#[test]
+fn the_cli_runs_a_batched_bench_scenario_and_refuses_batch_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bb.toml");
+    std::fs::write(
+        &file,
+        "name = \"bb\"\n[cluster]\nnode = \"dgx-spark\"\ncount = 1\n[model]\nname = \"gpt-oss-120b\"\nquant = \"mxfp4\"\n[engine]\nname = \"llama-cpp\"\nprefill_chunk = 2048\n[workload]\nkind = \"batched-bench\"\nbatch = 8\nprompt_tokens = 512\ngenerate_tokens = 32\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("supernode").unwrap().args(["-q", "run", "--json", "--no-write"]).arg(&file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["workload"], "batched-bench");
+    assert!(v["decode_tokens_per_s"].as_f64().unwrap() > 0.0);
+    let text = std::fs::read_to_string(&file).unwrap().replace("kind = \"batched-bench\"\n", "");
+    std::fs::write(&file, text).unwrap();
+    let out = Command::cargo_bin("supernode").unwrap().args(["-q", "run", "--no-write"]).arg(&file).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`workload.batch` applies to kind = \"batched-bench\" only"), "{err}");
+}
