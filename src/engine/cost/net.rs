@@ -47,6 +47,16 @@ impl NetCost<'_> {
         (alpha_us * 1e3 + wire).round() as Time
     }
 
+    /// An NCCL all-reduce of `bytes` over `ranks` ranks, ns: placeholder, replaced by the NCCL
+    /// model. A ring: 2(r-1) hops of `bytes / r` each ([`Self::hop_ns`]); one rank: free.
+    pub fn nccl_all_reduce_ns(&self, bytes: u64, ranks: usize) -> Time {
+        if ranks <= 1 {
+            return 0;
+        }
+        let chunk = bytes.div_ceil(ranks as u64);
+        2 * (ranks as Time - 1) * self.hop_ns(chunk)
+    }
+
     /// CPU time to post and poll one peer's transfer in a collective, ns.
     pub fn post_ns(&self) -> Time {
         us_to_ns(self.comm.jaccl_peer_us)
