@@ -396,6 +396,8 @@ mod tests {
     fn host_keys_are_the_profiles() {
         assert_eq!(host_keys(), crate::profile::HOST_ENGINES);
         assert_eq!(EngineKind::VllmMlx.host_key(), Some("vllm-mlx"));
+        assert_eq!(EngineKind::Sglang.host_key(), Some("sglang"));
+        assert_eq!(EngineKind::Vllm.host_key(), None);
         assert_eq!(EngineKind::VllmMlx.runtime(), Runtime::Mlx);
     }
 

@@ -62,6 +62,12 @@ impl EngineRuntime for Sglang {
         cuda_measurement_options(notes)
     }
 
+    /// Its own scheduler, tokenizer manager and detokenizer processes (not vLLM's): host costs
+    /// of its own, `[chips.<chip>.engines.sglang]` (the `cuda` runtime's where a chip has none).
+    fn host_key(&self) -> Option<&'static str> {
+        Some("sglang")
+    }
+
     fn kernels(&self) -> Runtime {
         Runtime::Cuda
     }
