@@ -91,7 +91,7 @@ pub struct ChipParams {
 /// Engines that may have their own host costs in a chip's `engines` table: the host keys of
 /// the runtime registry (`engine::runtimes::host_keys`, pinned equal by a test there; listed
 /// here because the profile sits below the engine layer and must not import it).
-pub const HOST_ENGINES: &[&str] = &["vllm-mlx"];
+pub const HOST_ENGINES: &[&str] = &["vllm-mlx", "sglang"];
 
 /// Host costs of an engine on a chip (see [`ChipParams::engines`]).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -135,6 +135,13 @@ pub struct RuntimeParams {
     pub bw_mult_8bit: f64,
     /// The same for MXFP4 kernels.
     pub bw_mult_mxfp4: f64,
+    /// The same for NVFP4 kernels (CUDA engines; Marlin W4A16 on GB10, FACTS-2026 B1).
+    /// Required: 1 (the identity) on runtimes with no NVFP4 kernel.
+    pub bw_mult_nvfp4: f64,
+    /// Cost of one kernel inside a replayed CUDA graph, microseconds: what a CUDA engine pays
+    /// per kernel of a step run as a graph (`kernel_launch_us` is the eager launch from Python).
+    /// Only the `cuda` runtime reads it; required, 0 on runtimes without CUDA graphs.
+    pub graph_kernel_us: f64,
 }
 
 impl RuntimeParams {
@@ -146,7 +153,10 @@ impl RuntimeParams {
             K::Half => self.bw_mult_half,
             K::Affine8 | K::Legacy => self.bw_mult_8bit,
             K::Mxfp4 => self.bw_mult_mxfp4,
-            K::Affine4 | K::KQuant => 1.0,
+            // FP8 W8A8 is an 8-bit family: the runtime's 8-bit multiplier.
+            K::Fp8 => self.bw_mult_8bit,
+            K::Nvfp4 => self.bw_mult_nvfp4,
+            K::Affine4 | K::KQuant | K::Int4 => 1.0,
         }
     }
 }
@@ -473,7 +483,7 @@ pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
 pub const RUNTIME_FIELDS: &[Field<RuntimeParams>] = fields!(RuntimeParams:
     kernel_launch_us "us" NonNegative, host_per_step_us "us" NonNegative, bw_scale "" Positive, compute_scale "" Positive,
     bw_mult_half "" Positive, bw_mult_8bit "" Positive, bw_mult_mxfp4 "" Positive,
-    stage_us "us" NonNegative, host_per_seq_us "us" NonNegative,
+    stage_us "us" NonNegative, host_per_seq_us "us" NonNegative, bw_mult_nvfp4 "" Positive, graph_kernel_us "us" NonNegative,
 );
 
 /// Parameters of a `[chips.<chip>.engines.<engine>]` section.

@@ -512,7 +512,8 @@ mod tests {
         assert_eq!(model_for("llama 405B Q4_K - Medium", None, cat).unwrap(), "llama-3.1-405b");
         assert!(model_for("deepseek2 671B Q4_K - Medium", Some(671.0e9), cat).unwrap().starts_with("deepseek"));
         assert_eq!(model_for("qwen3moe 235B.A22B Q8_0", Some(235.09e9), cat).unwrap(), "qwen3-235b-a22b");
-        assert!(model_for("llama 8B Q4_K - Medium", Some(8.03e9), cat).unwrap_err().contains("no model preset"));
+        assert_eq!(model_for("llama 8B Q4_K - Medium", Some(8.03e9), cat).unwrap(), "llama-3.1-8b");
+        assert!(model_for("llama 13B Q4_K - Medium", Some(13.0e9), cat).unwrap_err().contains("no model preset"));
         assert!(model_for("mamba 2B Q8_0", Some(2e9), cat).unwrap_err().contains("architecture `mamba`"));
         assert_eq!(quant_for("llama 70B Q4_K - Medium").unwrap(), "q4_k_m");
         assert!(quant_for("llama 70B IQ4_XS - 4.25 bpw").unwrap_err().contains("IQ4_XS"));

@@ -272,6 +272,11 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
         b.fabric(fabric_word).topology(if meshable { "full-mesh" } else { "switch" });
     }
     b.tokens(kind_prompt, generate);
+    // What the row's command line says (vLLM/SGLang flags in the notes).
+    for (k, v) in engine.measurement_options(&row.notes) {
+        assumptions.push(format!("{k} = {v}, as the row's notes say"));
+        b.set(k, &v).map_err(|e| e.message)?;
+    }
     if row.metric == "aggregate_decode_tokens_per_s" {
         // N concurrent requests sent at once, each user one request: the benchmark's batch.
         let c: i64 = row.concurrency.trim().parse().map_err(|_| "aggregate rows need the `concurrency` column".to_string())?;

@@ -188,6 +188,9 @@ impl<'a> Builder<'a> {
         }
         let plan = self.plan;
         let cost = plan.net_cost();
+        if plan.options.kind.runtime().gpu_collectives() {
+            return self.nccl_all_sum(ready, bytes);
+        }
         let context_ns = if self.in_context { cost.in_context_ns() } else { 0 };
         let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.cost(i).sync_ns() + context_ns, "gpu->cpu", &[ready[i]])).collect();
         // The algorithm follows the cables, not the label: where every pair of ranks has a
@@ -228,6 +231,15 @@ impl<'a> Builder<'a> {
             }
         };
         (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.cost(i).sync_ns(), "cpu->gpu", &[reduced[i]])).collect()
+    }
+
+    /// An NCCL all-reduce of `bytes` per rank (the CUDA engines): kernels on each rank's GPU
+    /// stream, no CPU crossing; every rank starts once the slowest has its input and holds its
+    /// GPU for [`super::cost::NetCost::nccl_all_reduce_ns`].
+    fn nccl_all_sum(&mut self, ready: &[TaskId], bytes: u64) -> Vec<TaskId> {
+        let all = self.g.join(ready);
+        let ns = self.plan.net_cost().nccl_all_reduce_ns(bytes, self.net.n);
+        (0..self.net.n).map(|i| self.g.compute(self.net.gpu[i], ns, "nccl all-reduce", &[all])).collect()
     }
 
     /// Every rank sends `bytes` to every peer once `ready[rank]` is done; posts run one after

@@ -19,6 +19,12 @@ pub enum EngineKind {
     /// has none). Its scheduler is taken as mlx-lm's `BatchGenerator` (an assumption: FACTS.md
     /// describes mlx-lm's, not vllm-mlx's).
     VllmMlx,
+    /// vLLM V1 on CUDA nodes (GB10): PyTorch/FlashInfer kernels (the chip's `cuda` runtime
+    /// parameters), the V1 token-budget scheduler, paged KV, CUDA graphs unless eager.
+    Vllm,
+    /// SGLang on CUDA nodes (GB10): the same kernel library as vLLM, SGLang's own scheduler
+    /// (separate prefill and decode batches, RadixAttention).
+    Sglang,
 }
 
 /// The kernel library an engine runs: the key of a chip's runtime parameters in a profile.
@@ -28,7 +34,14 @@ pub enum Runtime {
     Mlx,
     /// llama.cpp (llama-cpp, llama-cpp-rpc, ollama): GGUF formats.
     LlamaCpp,
+    /// CUDA/PyTorch engines (vllm, sglang): Hugging Face checkpoints (bf16, fp8, mxfp4, nvfp4,
+    /// gptq/awq int4), FlashAttention/FlashInfer attention, CUDA graphs. NVIDIA nodes only.
+    Cuda,
 }
+
+/// Chips of the catalog with an NVIDIA GPU (CUDA): the GB10 (DGX Spark and its OEM boxes,
+/// FACTS-2026 A4: "GB10, 128 GB LPDDR5X"; sm_121, FACTS-2026 B1).
+pub const CUDA_CHIPS: &[&str] = &["gb10"];
 
 impl Runtime {
     /// The quantization file family this runtime loads.
@@ -36,15 +49,18 @@ impl Runtime {
         match self {
             Self::Mlx => crate::llm::QuantFamily::Mlx,
             Self::LlamaCpp => crate::llm::QuantFamily::Gguf,
+            Self::Cuda => crate::llm::QuantFamily::Hf,
         }
     }
 
     /// Whether a host thread of this library can spin while it waits: MLX's CPU stream polls a
     /// shared event (`MLX_METAL_FAST_SYNCH`) or a collective backend's completion queues;
     /// llama.cpp's waits (command-buffer wait, RPC over TCP sockets on any fabric) sleep.
+    /// CUDA's default device schedule (`cudaDeviceScheduleAuto`) spins while there are fewer
+    /// active contexts than cores, and NCCL's proxy thread polls its queues.
     pub fn can_spin_on_waits(self) -> bool {
         match self {
-            Self::Mlx => true,
+            Self::Mlx | Self::Cuda => true,
             Self::LlamaCpp => false,
         }
     }
@@ -53,8 +69,37 @@ impl Runtime {
     /// without MLA metadata); MLX keeps the latent cache.
     pub fn has_per_head_mla_cache(self) -> bool {
         match self {
-            Self::Mlx => false,
+            Self::Mlx | Self::Cuda => false,
             Self::LlamaCpp => true,
+        }
+    }
+
+    /// Whether attention decodes with a flash-attention kernel (one pass over the KV cache at
+    /// the dense streaming efficiency): llama.cpp's GPU backends (`-fa 1`, FACTS.md) and the CUDA
+    /// engines' FlashAttention/FlashInfer backends; MLX's SDPA runs at the chip's attention
+    /// efficiency.
+    pub fn flash_attention(self) -> bool {
+        match self {
+            Self::Mlx => false,
+            Self::LlamaCpp | Self::Cuda => true,
+        }
+    }
+
+    /// Whether its collectives run as GPU kernels (NCCL: no GPU<->CPU crossing, no CPU
+    /// reduction) rather than from the CPU (JACCL, MLX's ring, llama.cpp RPC).
+    pub fn gpu_collectives(self) -> bool {
+        match self {
+            Self::Mlx | Self::LlamaCpp => false,
+            Self::Cuda => true,
+        }
+    }
+
+    /// Whether this library runs on a node of `chip` (CUDA needs an NVIDIA GPU,
+    /// [`CUDA_CHIPS`]; MLX and llama.cpp run on every catalog chip).
+    pub fn runs_on_chip(self, chip: &str) -> bool {
+        match self {
+            Self::Mlx | Self::LlamaCpp => true,
+            Self::Cuda => CUDA_CHIPS.contains(&chip),
         }
     }
 
@@ -63,6 +108,7 @@ impl Runtime {
         match self {
             Self::Mlx => "mlx",
             Self::LlamaCpp => "llama-cpp",
+            Self::Cuda => "cuda",
         }
     }
 }
@@ -150,6 +196,36 @@ pub struct EngineOptions {
     /// (llama.cpp with a GGUF converted without MLA metadata, see [`crate::llm::MlaPerHead`])
     /// instead of over the latent cache.
     pub mla_per_head_cache: bool,
+    /// The CUDA engines' serving options (vllm, sglang; inert elsewhere).
+    pub cuda: CudaOptions,
+}
+
+/// Options of the CUDA engines (vLLM, SGLang) a user sets on the command line; the defaults are
+/// what each ships with on a GB10 ([`super::runtimes::VersionDefaults::cuda`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CudaOptions {
+    /// Whether a decode step replays a captured CUDA graph (one replay per step) instead of
+    /// launching every kernel from Python (`--enforce-eager` turns graphs off).
+    pub cuda_graphs: bool,
+    /// KV cache stored in fp8 (`--kv-cache-dtype fp8`): 1 byte per element instead of the
+    /// model's 2, so attention reads and the cache holds half the bytes.
+    pub kv_cache_fp8: bool,
+    /// Most tokens of one forward (vLLM `max_num_batched_tokens`; SGLang `chunked_prefill_size`).
+    pub max_num_batched_tokens: u64,
+    /// Most running sequences (vLLM `max_num_seqs`; SGLang `max_running_requests`).
+    pub max_num_seqs: u64,
+    /// Fraction of the GPU memory the engine takes for weights, activations and KV blocks
+    /// (`--gpu-memory-utilization`, `--mem-fraction-static`).
+    pub gpu_memory_utilization: f64,
+    /// Tokens per KV block (vLLM `--block-size` 16; SGLang's token-level pool is 1).
+    pub kv_block_tokens: u64,
+}
+
+impl CudaOptions {
+    /// Bytes stored per KV element relative to the model's bf16 cache (fp8: half).
+    pub fn kv_byte_scale(self) -> f64 {
+        if self.kv_cache_fp8 { 0.5 } else { 1.0 }
+    }
 }
 
 impl EngineOptions {
@@ -174,6 +250,7 @@ impl EngineOptions {
             prefill_last_token_alone: defaults.prefill_last_token_alone,
             mla_prefill_expanded: defaults.mla_prefill_expanded,
             mla_per_head_cache: false,
+            cuda: defaults.cuda,
         }
     }
 }

@@ -164,25 +164,8 @@ impl Plan {
         let mut chips = Vec::with_capacity(n);
         let mut runtimes = Vec::with_capacity(n);
         for node in inp.nodes {
-            let chip = inp.profile.chip(&node.chip).ok_or_else(|| PlanError::Uncalibrated {
-                chip: node.chip.clone(),
-                runtime: runtime.into(),
-                profile: inp.profile.meta.name.clone(),
-            })?;
-            let rt = chip.runtimes.get(runtime).ok_or_else(|| PlanError::Uncalibrated {
-                chip: node.chip.clone(),
-                runtime: runtime.into(),
-                profile: inp.profile.meta.name.clone(),
-            })?;
-            let mut rt = rt.clone();
-            // An engine with a server loop of its own (vllm-mlx) keeps the runtime's kernels and
-            // brings its own host costs; a chip without them keeps the runtime's (the envelope
-            // says so).
-            if let Some(h) = inp.options.kind.host_key().and_then(|k| chip.engines.get(k)) {
-                rt.host_per_step_us = h.host_per_step_us;
-                rt.host_per_seq_us = h.host_per_seq_us;
-            }
-            chips.push(chip.clone());
+            let (chip, rt) = node_params(&inp, node, runtime)?;
+            chips.push(chip);
             runtimes.push(rt);
         }
         let layers = inp.model.layers;
@@ -218,7 +201,11 @@ impl Plan {
             let w = node_weight_bytes(m, inp.quant, share);
             let kv = kv_bytes(m, share, inp.options, inp.context);
             let total = w / 1e9 + kv / 1e9 + overhead;
-            let (limit, raised_wired_limit_mb) = wired_limit_gb(node, inp.wired_limit_fraction, total);
+            // A CUDA engine takes `gpu_memory_utilization` of the memory for weights,
+            // activations and KV blocks (vLLM `--gpu-memory-utilization`, SGLang
+            // `--mem-fraction-static`) unless the scenario sets the limit itself.
+            let cuda_fraction = (inp.options.kind.runtime() == Runtime::Cuda).then_some(inp.options.cuda.gpu_memory_utilization);
+            let (limit, raised_wired_limit_mb) = wired_limit_gb(node, inp.wired_limit_fraction.or(cuda_fraction), total);
             memory.push(MemoryBreakdown {
                 weights_gb: w / 1e9,
                 kv_cache_gb: kv / 1e9,
@@ -320,7 +307,8 @@ impl Plan {
             hidden: self.model.hidden,
             mla: MlaOptions { per_head_cache: self.options.mla_per_head_cache, prefill_expanded: self.options.mla_prefill_expanded },
             fast_sync: self.fast_sync(),
-            flash_attention: self.options.kind.runtime() == Runtime::LlamaCpp,
+            flash_attention: self.options.kind.runtime().flash_attention(),
+            kv_byte_scale: self.options.cuda.kv_byte_scale(),
         }
     }
 
@@ -328,6 +316,39 @@ impl Plan {
     pub fn net_cost(&self) -> NetCost<'_> {
         NetCost { fabric: &self.fabric, comm: &self.comm }
     }
+}
+
+/// A node's chip parameters and its runtime's, as the plan times with them: an engine's own
+/// host costs in place of the runtime's, and a CUDA engine's graph replay cost in place of its
+/// eager launches when it runs CUDA graphs.
+fn node_params(inp: &PlanInput<'_>, node: &NodeSpec, runtime: &str) -> Result<(ChipParams, RuntimeParams), PlanError> {
+    let chip = inp.profile.chip(&node.chip).ok_or_else(|| PlanError::Uncalibrated {
+        chip: node.chip.clone(),
+        runtime: runtime.into(),
+        profile: inp.profile.meta.name.clone(),
+    })?;
+    let rt = chip.runtimes.get(runtime).ok_or_else(|| PlanError::Uncalibrated {
+        chip: node.chip.clone(),
+        runtime: runtime.into(),
+        profile: inp.profile.meta.name.clone(),
+    })?;
+    let mut rt = rt.clone();
+    // An engine with a server loop of its own (vllm-mlx) keeps the runtime's kernels and
+    // brings its own host costs; a chip without them keeps the runtime's (the envelope
+    // says so).
+    if let Some(h) = inp.options.kind.host_key().and_then(|k| chip.engines.get(k)) {
+        rt.host_per_step_us = h.host_per_step_us;
+        rt.host_per_seq_us = h.host_per_seq_us;
+    }
+    // A CUDA engine running its steps as captured CUDA graphs pays the replay's per-kernel
+    // cost instead of an eager launch from Python per kernel (`--enforce-eager` keeps
+    // the eager launches). vLLM V1's piecewise graphs cover mixed prefill/decode steps
+    // too, attention excepted; the model charges graphs on every step (an assumption:
+    // FACTS-2026 B2 gives the decode effect only).
+    if inp.options.kind.runtime() == Runtime::Cuda && inp.options.cuda.cuda_graphs {
+        rt.kernel_launch_us = rt.graph_kernel_us;
+    }
+    Ok((chip.clone(), rt))
 }
 
 /// A node's wired limit, GB, for a plan that needs `need_gb` on it, and the raised limit in MiB
@@ -381,4 +402,5 @@ fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64)
         .map(|l| (kv_per_token_layer * m.layer_kv_tokens(l, context) + m.layer_state_bytes(l)) as f64)
         .sum::<f64>()
         * kv_share
+        * options.cuda.kv_byte_scale()
 }

@@ -58,6 +58,24 @@ pub enum SplitError {
         /// The chips of the cluster, comma-separated.
         chips: String,
     },
+    /// A CUDA engine asked for a pipeline split.
+    #[error("engine `{engine}` is modelled with tensor parallelism only (pipeline parallel is not modelled for it)")]
+    NoPipeline {
+        /// Engine name as written.
+        engine: String,
+    },
+    /// An engine whose kernels do not run on a node's chip (vLLM/SGLang need CUDA).
+    #[error("engine `{engine}` needs an NVIDIA GPU (CUDA) and does not run on node `{node}` ({chip}); engines that run there: {engines}")]
+    WrongDevice {
+        /// Engine name as written.
+        engine: String,
+        /// The node id.
+        node: String,
+        /// Its chip.
+        chip: String,
+        /// Engines that run on it, comma-separated.
+        engines: String,
+    },
 }
 
 impl SplitError {
@@ -70,6 +88,8 @@ impl SplitError {
             Self::MixedFleet { .. } => {
                 "use engine = \"llama-cpp-rpc\" (pipeline), or nodes of one chip family (exo mixes Macs of any size)".into()
             }
+            Self::NoPipeline { .. } => "use parallelism = \"tensor\" (or count = 1)".into(),
+            Self::WrongDevice { engines, .. } => format!("use a GB10 node (dgx-spark, dell-pro-max-gb10), or one of: {engines}"),
             Self::IllegalTensorSplit { legal, .. } => {
                 let ok: Vec<String> = legal.iter().map(u64::to_string).collect();
                 format!("use a node count in {{{}}}, or parallelism = \"pipeline\"", ok.join(", "))
@@ -97,12 +117,20 @@ pub fn check_split(engine: &str, kind: EngineKind, parallelism: Parallelism, nod
 /// ([`super::runtimes::EngineRuntime::mixes_chips`]).
 pub fn fleet_is_legal(kind: EngineKind, nodes: &[&NodeSpec]) -> bool {
     let one_chip = nodes.windows(2).all(|w| w[0].chip == w[1].chip);
-    one_chip || kind.behaviour().mixes_chips(nodes)
+    nodes.iter().all(|n| kind.behaviour().runs_on(n)) && (one_chip || kind.behaviour().mixes_chips(nodes))
 }
 
 /// Checks [`fleet_is_legal`], naming the chips when it is not.
 pub fn check_fleet(engine: &str, kind: EngineKind, nodes: &[NodeSpec]) -> Result<(), SplitError> {
     let refs: Vec<&NodeSpec> = nodes.iter().collect();
+    if let Some(n) = nodes.iter().find(|n| !kind.behaviour().runs_on(n)) {
+        return Err(SplitError::WrongDevice {
+            engine: engine.to_string(),
+            node: n.id.clone(),
+            chip: n.chip.clone(),
+            engines: super::runtimes::engines_on(n).join(", "),
+        });
+    }
     if fleet_is_legal(kind, &refs) {
         return Ok(());
     }

@@ -16,6 +16,9 @@ pub enum QuantFamily {
     Mlx,
     /// GGUF (llama.cpp, ollama).
     Gguf,
+    /// Hugging Face checkpoints as the CUDA engines load them (vLLM, SGLang): fp8, nvfp4,
+    /// gptq/awq int4.
+    Hf,
     /// Either (e.g. bf16, mxfp4).
     Any,
 }
@@ -26,6 +29,7 @@ impl QuantFamily {
         match self {
             Self::Mlx => "mlx",
             Self::Gguf => "gguf",
+            Self::Hf => "hf",
             Self::Any => "any",
         }
     }
@@ -147,6 +151,13 @@ pub enum KernelFamily {
     Legacy,
     /// OCP MXFP4 (gpt-oss experts).
     Mxfp4,
+    /// FP8 E4M3 weights (W8A8, per-tensor or per-channel scales; CUDA engines).
+    Fp8,
+    /// NVFP4 (E2M1, fp8 scale per 16; CUDA engines). On GB10 (sm_121) published vLLM builds run
+    /// it through Marlin W4A16 (FACTS-2026 B1, vllm issue #50925).
+    Nvfp4,
+    /// GPTQ/AWQ int4 group 128 through Marlin W4A16 (the reference family of the CUDA engines).
+    Int4,
 }
 
 impl KernelFamily {
@@ -159,12 +170,17 @@ impl KernelFamily {
             Self::KQuant => "kquant",
             Self::Legacy => "legacy",
             Self::Mxfp4 => "mxfp4",
+            Self::Fp8 => "fp8",
+            Self::Nvfp4 => "nvfp4",
+            Self::Int4 => "int4",
         }
     }
 
     /// The family of a catalog id.
     pub fn parse(s: &str) -> Option<KernelFamily> {
-        [Self::Half, Self::Affine4, Self::Affine8, Self::KQuant, Self::Legacy, Self::Mxfp4].into_iter().find(|k| k.id() == s)
+        [Self::Half, Self::Affine4, Self::Affine8, Self::KQuant, Self::Legacy, Self::Mxfp4, Self::Fp8, Self::Nvfp4, Self::Int4]
+            .into_iter()
+            .find(|k| k.id() == s)
     }
 
     /// MLX affine quantization at `bits` bits.

@@ -42,6 +42,11 @@ pub const KEYS: &[&str] = &[
     "engine.prefill_chunk",
     "engine.mla_prefill",
     "engine.mla_cache",
+    "engine.enforce_eager",
+    "engine.kv_cache_dtype",
+    "engine.max_num_batched_tokens",
+    "engine.max_num_seqs",
+    "engine.gpu_memory_utilization",
     "workload.kind",
     "workload.prompt_tokens",
     "workload.generate_tokens",
@@ -97,6 +102,11 @@ fn empty_engine() -> RawEngine {
         prefill_chunk: None,
         mla_prefill: None,
         mla_cache: None,
+        enforce_eager: None,
+        kv_cache_dtype: None,
+        max_num_batched_tokens: None,
+        max_num_seqs: None,
+        gpu_memory_utilization: None,
     }
 }
 
@@ -305,6 +315,11 @@ impl ScenarioBuilder {
             "engine.prefill_chunk" => self.engine_mut().prefill_chunk = Some(sp(v.int()?)),
             "engine.mla_prefill" => self.engine_mut().mla_prefill = Some(sp(v.string()?)),
             "engine.mla_cache" => self.engine_mut().mla_cache = Some(sp(v.string()?)),
+            "engine.enforce_eager" => self.engine_mut().enforce_eager = Some(sp(v.bool()?)),
+            "engine.kv_cache_dtype" => self.engine_mut().kv_cache_dtype = Some(sp(v.string()?)),
+            "engine.max_num_batched_tokens" => self.engine_mut().max_num_batched_tokens = Some(sp(v.int()?)),
+            "engine.max_num_seqs" => self.engine_mut().max_num_seqs = Some(sp(v.int()?)),
+            "engine.gpu_memory_utilization" => self.engine_mut().gpu_memory_utilization = Some(sp(v.float()?)),
             "workload.kind" => self.workload_mut().kind = Some(sp(v.string()?)),
             "workload.prompt_tokens" => self.workload_mut().prompt_tokens = Some(sp(RawLength::Fixed(v.int()?))),
             "workload.generate_tokens" => self.workload_mut().generate_tokens = Some(sp(RawLength::Fixed(v.int()?))),
@@ -387,6 +402,11 @@ impl ScenarioBuilder {
             key(&mut t, "prefill_chunk", i(&e.prefill_chunk));
             key(&mut t, "mla_prefill", s(&e.mla_prefill));
             key(&mut t, "mla_cache", s(&e.mla_cache));
+            key(&mut t, "enforce_eager", e.enforce_eager.as_ref().map(|b| toml::Value::Boolean(*b.get_ref())));
+            key(&mut t, "kv_cache_dtype", s(&e.kv_cache_dtype));
+            key(&mut t, "max_num_batched_tokens", i(&e.max_num_batched_tokens));
+            key(&mut t, "max_num_seqs", i(&e.max_num_seqs));
+            key(&mut t, "gpu_memory_utilization", e.gpu_memory_utilization.as_ref().map(|x| toml::Value::Float(*x.get_ref())));
         }
         if let Some(w) = &r.workload {
             let w = w.get_ref();

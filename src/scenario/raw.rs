@@ -57,6 +57,11 @@ pub(super) struct RawEngine {
     pub(super) prefill_chunk: Option<Spanned<i64>>,
     pub(super) mla_prefill: Option<Spanned<String>>,
     pub(super) mla_cache: Option<Spanned<String>>,
+    pub(super) enforce_eager: Option<Spanned<bool>>,
+    pub(super) kv_cache_dtype: Option<Spanned<String>>,
+    pub(super) max_num_batched_tokens: Option<Spanned<i64>>,
+    pub(super) max_num_seqs: Option<Spanned<i64>>,
+    pub(super) gpu_memory_utilization: Option<Spanned<f64>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -12,7 +12,7 @@ use toml::Spanned;
 
 use crate::catalog::{Catalog, catalog};
 use crate::engine::split::{SplitError, check_fleet, check_split, check_tensor_split, default_parallelism};
-use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism};
+use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism, Runtime};
 use crate::hw::cabling::{CablingError, check_cluster, check_node};
 use crate::hw::{Backend, FabricSpec, NodeSpec, Topology, Transport};
 use crate::llm::{ModelSpec, QuantFamily, QuantSpec};
@@ -440,10 +440,11 @@ fn parallelism(
 /// A split error located at the key that chose it.
 fn split_error(src: &Source, spans: &Spans, e: SplitError) -> ScenarioError {
     let span = match e {
-        SplitError::SingleNodeEngine { .. } | SplitError::RpcSplitsLayers => spans.parallelism.clone(),
-        SplitError::NoSplitOnCluster { .. } | SplitError::IllegalTensorSplit { .. } | SplitError::MixedFleet { .. } => {
-            spans.cluster_nodes.clone()
-        }
+        SplitError::SingleNodeEngine { .. } | SplitError::RpcSplitsLayers | SplitError::NoPipeline { .. } => spans.parallelism.clone(),
+        SplitError::NoSplitOnCluster { .. }
+        | SplitError::IllegalTensorSplit { .. }
+        | SplitError::MixedFleet { .. }
+        | SplitError::WrongDevice { .. } => spans.cluster_nodes.clone(),
     };
     src.error(span, e.to_string(), Some(e.fix())).with_kind(ErrorKind::from(&e))
 }
@@ -492,15 +493,22 @@ fn quant(
             if preset.family.loads_on(format) {
                 preset.clone()
             } else {
-                cat.quant(if format == QuantFamily::Mlx { "mlx-4bit" } else { "q4_k_m" }).expect("quant exists").clone()
+                let fallback = match format {
+                    QuantFamily::Mlx => "mlx-4bit",
+                    QuantFamily::Hf => "fp8",
+                    QuantFamily::Gguf | QuantFamily::Any => "q4_k_m",
+                };
+                cat.quant(fallback).expect("quant exists").clone()
             }
         }
     };
     if !quant.family.loads_on(format) {
-        let fix = if format == QuantFamily::Gguf {
-            "llama.cpp loads GGUF: use q4_k_m, q8_0, q2_k, ud-q4_k_xl, mxfp4 or bf16"
-        } else {
-            "MLX loads MLX formats: use mlx-4bit, mlx-6bit, mlx-8bit, int4-g32, mxfp4 or bf16"
+        let fix = match format {
+            QuantFamily::Gguf => "llama.cpp loads GGUF: use q4_k_m, q8_0, q2_k, ud-q4_k_xl, mxfp4 or bf16",
+            QuantFamily::Hf => {
+                "vLLM and SGLang load Hugging Face checkpoints: use fp8, nvfp4, gptq-int4, awq-int4, mxfp4-hf, mxfp4 or bf16"
+            }
+            QuantFamily::Mlx | QuantFamily::Any => "MLX loads MLX formats: use mlx-4bit, mlx-6bit, mlx-8bit, int4-g32, mxfp4 or bf16",
         };
         return Err(src
             .error(
@@ -571,6 +579,78 @@ fn engine_options(
             ));
         }
         options.mla_per_head_cache = per_head;
+    }
+    cuda_options(src, e, engine_name, options)
+}
+
+/// The CUDA engines' `[engine]` keys (vLLM, SGLang): `enforce_eager`, `kv_cache_dtype`,
+/// `max_num_batched_tokens`, `max_num_seqs`, `gpu_memory_utilization`; an error on any other
+/// engine.
+fn cuda_options(src: &Source, e: &RawEngine, engine_name: &str, options: &mut EngineOptions) -> Result<(), ScenarioError> {
+    let spans = [
+        e.enforce_eager.as_ref().map(|x| x.span()),
+        e.kv_cache_dtype.as_ref().map(|x| x.span()),
+        e.max_num_batched_tokens.as_ref().map(|x| x.span()),
+        e.max_num_seqs.as_ref().map(|x| x.span()),
+        e.gpu_memory_utilization.as_ref().map(|x| x.span()),
+    ];
+    if options.kind.runtime() != Runtime::Cuda {
+        if let Some(span) = spans.into_iter().flatten().next() {
+            return Err(src
+                .error(
+                    span,
+                    format!("this key is a CUDA engine's (vllm, sglang); engine `{engine_name}` has no such option"),
+                    Some("remove it, or use engine vllm or sglang on GB10 nodes".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        return Ok(());
+    }
+    let c = &mut options.cuda;
+    if let Some(x) = &e.enforce_eager {
+        c.cuda_graphs = !*x.get_ref();
+    }
+    if let Some(x) = &e.kv_cache_dtype {
+        c.kv_cache_fp8 = one_of(
+            src,
+            x,
+            &[("auto", false), ("fp8", true)],
+            ("KV cache dtype", "dtypes"),
+            " (auto = the model's bf16; fp8 halves the KV bytes)",
+        )?;
+    }
+    if let Some(x) = &e.max_num_batched_tokens {
+        c.max_num_batched_tokens = positive(src, x, "engine.max_num_batched_tokens", 1 << 20)?;
+        // V1 chunks every prompt at the step's token budget.
+        options.prefill_chunk = c.max_num_batched_tokens;
+    }
+    if let Some(x) = &e.max_num_seqs {
+        c.max_num_seqs = positive(src, x, "engine.max_num_seqs", 65536)?;
+    }
+    if let Some(x) = &e.gpu_memory_utilization {
+        let v = *x.get_ref();
+        if !(v > 0.0 && v <= 1.0) {
+            return Err(src
+                .error(
+                    x.span(),
+                    format!("`engine.gpu_memory_utilization` = {v} is out of range"),
+                    Some("use a fraction in (0, 1], e.g. 0.9".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        c.gpu_memory_utilization = v;
+    }
+    // vLLM refuses a budget below the sequence cap: every running sequence must get its decode
+    // token in each step.
+    if c.max_num_batched_tokens < c.max_num_seqs {
+        let span = e.max_num_batched_tokens.as_ref().or(e.max_num_seqs.as_ref()).map(|x| x.span()).unwrap_or_default();
+        return Err(src
+            .error(
+                span,
+                format!("`max_num_batched_tokens` ({}) is below `max_num_seqs` ({})", c.max_num_batched_tokens, c.max_num_seqs),
+                Some("raise max_num_batched_tokens or lower max_num_seqs (vLLM requires budget >= sequences)".into()),
+            )
+            .with_kind(ErrorKind::BadValue));
     }
     Ok(())
 }

@@ -113,9 +113,15 @@ fn is_mac(node: &str) -> bool {
     catalog().node(node).is_some_and(|n| n.os == Os::Macos)
 }
 
+/// Nodes the CUDA engines (vllm, sglang) run on.
+fn is_cuda(node: &str) -> bool {
+    catalog().node(node).is_some_and(|n| supernode::engine::Runtime::Cuda.runs_on_chip(&n.chip))
+}
+
 /// Quantizations per runtime family, fewest bits first.
 const MLX_QUANTS: [&str; 3] = ["mlx-4bit", "mlx-8bit", "bf16"];
 const GGUF_QUANTS: [&str; 3] = ["q4_k_m", "q8_0", "bf16"];
+const HF_QUANTS: [&str; 4] = ["gptq-int4", "nvfp4", "fp8", "bf16"];
 
 /// Fails listing every violation (and how many checks ran), if any.
 fn verdict(what: &str, checked: usize, bad: Vec<String>) {
@@ -147,6 +153,24 @@ fn rdma_never_loses_to_tcp_on_the_same_cables() {
             }
         }
     }
+    // vLLM tensor parallel over NCCL: RoCE against TCP on the same ConnectX-7 cables.
+    for node in nodes().into_iter().filter(|n| is_cuda(n)) {
+        for model in models() {
+            for (count, prompt) in [(2, 128), (2, 4096), (4, 4096)] {
+                let base = Case::one(node, model, "fp8", "vllm").prompt(prompt);
+                let rdma = base.clone().split(count, "cx7-roce", "vllm", "tensor");
+                let (Some(a), Some(b)) = (rdma.run(), base.split(count, "cx7-tcp", "vllm", "tensor").run()) else { continue };
+                for (key, x, y) in
+                    [("decode", a.decode_tokens_per_s, b.decode_tokens_per_s), ("prefill", a.prefill_tokens_per_s, b.prefill_tokens_per_s)]
+                {
+                    checked += 1;
+                    if x * TOL < y {
+                        bad.push(format!("{}: {key} {x:.2} tok/s over RDMA < {y:.2} over TCP", rdma.name()));
+                    }
+                }
+            }
+        }
+    }
     verdict("RDMA >= TCP", checked, bad);
 }
 
@@ -161,12 +185,15 @@ fn a_split_never_beats_its_nodes_and_a_batch_one_pipeline_never_beats_one_node()
             if is_mac(node) {
                 runs.push(("exo", "exo", "mlx-4bit", fast));
             }
+            if is_cuda(node) {
+                runs.push(("vllm", "vllm", "fp8", fast));
+            }
             for (single, multi, quant, fabric) in runs {
                 let one_case = Case::one(node, model, quant, single);
                 let Some(one) = one_case.run() else { continue };
                 for count in [2, 4] {
-                    let mut splits = vec!["pipeline"];
-                    if multi == "exo" {
+                    let mut splits = if multi == "vllm" { vec![] } else { vec!["pipeline"] };
+                    if multi == "exo" || multi == "vllm" {
                         splits.push("tensor");
                     }
                     for par in splits {
@@ -215,6 +242,11 @@ fn decode_and_prefill_stay_under_their_rooflines() {
                 cases.push(Case::one(node, model, "mlx-4bit", "mlx-lm"));
                 cases.push(Case::one(node, model, "mlx-4bit", "exo").split(2, fast, "exo", "tensor"));
             }
+            if is_cuda(node) {
+                cases.push(Case::one(node, model, "fp8", "vllm"));
+                cases.push(Case::one(node, model, "fp8", "sglang"));
+                cases.push(Case::one(node, model, "fp8", "vllm").split(2, fast, "vllm", "tensor"));
+            }
             for c in cases {
                 let Some(s) = c.scenario() else { continue };
                 let Ok(e) = estimate(&s, profile()) else { continue };
@@ -252,9 +284,13 @@ fn decode_never_speeds_up_with_context_or_with_more_bits_per_weight() {
     let (mut checked, mut bad) = (0, Vec::new());
     for node in nodes() {
         for model in models() {
-            let mut families = vec![("llama-cpp", GGUF_QUANTS)];
+            let mut families = vec![("llama-cpp", GGUF_QUANTS.as_slice())];
             if is_mac(node) {
-                families.push(("mlx-lm", MLX_QUANTS));
+                families.push(("mlx-lm", MLX_QUANTS.as_slice()));
+            }
+            if is_cuda(node) {
+                families.push(("vllm", HF_QUANTS.as_slice()));
+                families.push(("sglang", HF_QUANTS.as_slice()));
             }
             for (engine, quants) in families {
                 // Longer context: more KV to read per token.
@@ -298,6 +334,11 @@ fn node_power_stays_between_idle_and_maximum_and_energy_per_token_is_positive() 
                 cases.push(Case::one(node, model, "mlx-4bit", "exo").split(2, fast, "exo", "tensor").prompt(4096));
                 cases.push(Case::one(node, model, "bf16", "exo").split(4, fast, "exo", "tensor"));
             }
+            if is_cuda(node) {
+                cases.push(Case::one(node, model, "fp8", "vllm").prompt(4096));
+                cases.push(Case::one(node, model, "fp8", "sglang").prompt(4096));
+                cases.push(Case::one(node, model, "fp8", "vllm").split(2, fast, "vllm", "tensor").prompt(4096));
+            }
             for c in cases {
                 let Some(e) = c.run() else { continue };
                 let phases = [("decode", &e.node_power_w), ("prefill", &e.node_prefill_power_w), ("peak", &e.node_peak_power_w)];
@@ -332,6 +373,9 @@ fn batching_raises_the_aggregate_rate_and_lowers_each_users() {
         ("m3-ultra-80c-512gb", 1, "none", "qwen3-235b-a22b", "mlx-4bit", "mlx-lm", "none"),
         ("m3-ultra-80c-512gb", 2, "tb5-rdma", "deepseek-v3.1", "mlx-4bit", "exo", "tensor"),
         ("dgx-spark", 1, "none", "gpt-oss-120b", "mxfp4", "llama-cpp", "none"),
+        ("dgx-spark", 1, "none", "gpt-oss-120b", "mxfp4", "vllm", "none"),
+        ("dgx-spark", 1, "none", "llama-3.1-8b", "fp8", "sglang", "none"),
+        ("dgx-spark", 2, "cx7-roce", "llama-3.3-70b", "fp8", "vllm", "tensor"),
         ("framework-desktop-ai-max-395", 1, "none", "llama-3.2-3b", "q4_k_m", "llama-cpp", "none"),
     ];
     for (node, count, fabric, model, quant, engine, par) in cases {

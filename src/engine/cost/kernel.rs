@@ -45,6 +45,8 @@ pub struct NodeCost<'a> {
     /// over the KV cache per token per layer at the streaming rate of a weight GEMV, not at the
     /// chip's `bw_eff_attention` (MLX's SDPA).
     pub flash_attention: bool,
+    /// Bytes per KV element relative to the model's bf16 cache (fp8 KV cache: 0.5).
+    pub kv_byte_scale: f64,
 }
 
 /// The work one operation does on one node: bytes streamed from DRAM and floating-point
@@ -269,7 +271,7 @@ impl NodeCost<'_> {
             _ => (op.attn_flops_per_ctx, 0, op.kv_bytes_per_ctx),
         };
         OpTerms {
-            bytes: kv_per_ctx as f64 * kv_tokens * kv_share,
+            bytes: kv_per_ctx as f64 * kv_tokens * kv_share * self.kv_byte_scale,
             bw_eff: kv_bw_eff,
             flops: flops_per_ctx as f64 * shard * t * mean_ctx,
             compute_eff: chip.compute_eff_attention,
@@ -317,6 +319,8 @@ mod tests {
             bw_mult_half: 1.0,
             bw_mult_8bit: 1.0,
             bw_mult_mxfp4: 1.0,
+            bw_mult_nvfp4: 1.0,
+            graph_kernel_us: 0.0,
         }
     }
 
@@ -340,6 +344,7 @@ mod tests {
             mla: MlaOptions::default(),
             fast_sync: false,
             flash_attention: false,
+            kv_byte_scale: 1.0,
         }
     }
 

@@ -79,6 +79,8 @@ pub const COST_PARAMETERS: &[CostParameter] = &[
     p(Runtime, "bw_mult_half", "bandwidth multiplier of bf16/f16 weight kernels"),
     p(Runtime, "bw_mult_8bit", "bandwidth multiplier of 6-8-bit weight kernels"),
     p(Runtime, "bw_mult_mxfp4", "bandwidth multiplier of MXFP4 weight kernels"),
+    p(Runtime, "bw_mult_nvfp4", "bandwidth multiplier of NVFP4 weight kernels (CUDA engines)"),
+    p(Runtime, "graph_kernel_us", "one kernel inside a replayed CUDA graph (CUDA engines without --enforce-eager)"),
     p(Comm, "gpu_sync_default_us", "one GPU<->CPU crossing with MLX's default fence (macOS)"),
     p(Comm, "gpu_sync_fast_us", "one GPU<->CPU crossing with the fast fence, or off macOS"),
     p(Comm, "jaccl_round_us", "software part of one RDMA send/completion round, beside the wire latency"),

@@ -7,7 +7,7 @@ use crate::sim::TaskId;
 use super::super::lower::lower_segments;
 use super::super::lowered::Lowered;
 use super::super::network::Builder;
-use super::super::options::{EngineKind, Parallelism, Runtime};
+use super::super::options::{EngineKind, EngineOptions, Parallelism, Runtime};
 use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::{CableLoss, EngineRuntime, MLX_DEFAULTS, RuntimeFault, ServingLoop, VersionDefaults};
@@ -64,7 +64,7 @@ impl EngineRuntime for Exo {
 
     /// exo >= 1.0.69 (snapshot b5375f8c, continuous batching since PR 1642): up to
     /// `EXO_MAX_CONCURRENT_REQUESTS` = 8 active requests.
-    fn serving_loop(&self, max_batch: Option<u64>, _prefill_chunk: u64) -> ServingLoop {
+    fn serving_loop(&self, max_batch: Option<u64>, _options: &EngineOptions) -> ServingLoop {
         ServingLoop::Exo { max_batch: max_batch.unwrap_or(8) }
     }
 

@@ -4,7 +4,7 @@ use crate::hw::NodeSpec;
 
 use super::super::lower::lower_segments;
 use super::super::lowered::Lowered;
-use super::super::options::{EngineKind, Parallelism, Runtime};
+use super::super::options::{EngineKind, EngineOptions, Parallelism, Runtime};
 use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::{
@@ -66,8 +66,8 @@ impl EngineRuntime for LlamaCpp {
         lower_segments(plan, tokens)
     }
 
-    fn serving_loop(&self, max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop {
-        llama_server(max_batch, prefill_chunk)
+    fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
+        llama_server(max_batch, options.prefill_chunk)
     }
 
     fn crash_reloads_every_node(&self, _parallelism: Parallelism, node: usize) -> bool {

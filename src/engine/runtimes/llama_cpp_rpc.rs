@@ -8,7 +8,7 @@ use crate::llm::{Op, OpClass};
 use super::super::lower::lower_segments;
 use super::super::lowered::Lowered;
 use super::super::network::Builder;
-use super::super::options::{EngineKind, Parallelism, Runtime};
+use super::super::options::{EngineKind, EngineOptions, Parallelism, Runtime};
 use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::llama_cpp::llama_server;
@@ -71,8 +71,8 @@ impl EngineRuntime for LlamaCppRpc {
 
     /// `llama-server` as on one node; with RPC devices the micro-batches go through the stages
     /// one after another (the RPC lowering; ggml's pipeline overlap is off for RPC).
-    fn serving_loop(&self, max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop {
-        llama_server(max_batch, prefill_chunk)
+    fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
+        llama_server(max_batch, options.prefill_chunk)
     }
 
     /// A crash of the client reloads every node; of a server, only that server.

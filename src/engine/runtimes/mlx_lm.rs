@@ -4,7 +4,7 @@ use crate::hw::NodeSpec;
 
 use super::super::lower::lower_segments;
 use super::super::lowered::Lowered;
-use super::super::options::{EngineKind, Parallelism, Runtime};
+use super::super::options::{EngineKind, EngineOptions, Parallelism, Runtime};
 use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::{
@@ -63,7 +63,7 @@ impl EngineRuntime for MlxLm {
 
     /// mlx-lm `BatchGenerator` / `mlx_lm.server` (PRs 443, 626, 1072): `--decode-concurrency`
     /// 32 sequences in all, `--prompt-concurrency` 8 prompting.
-    fn serving_loop(&self, max_batch: Option<u64>, _prefill_chunk: u64) -> ServingLoop {
+    fn serving_loop(&self, max_batch: Option<u64>, _options: &EngineOptions) -> ServingLoop {
         let max_batch = max_batch.unwrap_or(32);
         ServingLoop::MlxBatchGenerator { max_batch, prefill_batch: max_batch.min(8) }
     }

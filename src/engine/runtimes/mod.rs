@@ -12,18 +12,28 @@ pub mod llama_cpp;
 pub mod llama_cpp_rpc;
 pub mod mlx_lm;
 pub mod ollama;
+pub mod sglang;
+pub mod vllm;
 pub mod vllm_mlx;
 
 use crate::hw::{Backend, NodeSpec};
 
 use super::lowered::Lowered;
-use super::options::{EngineKind, Parallelism, Runtime};
+use super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism, Runtime};
 use super::plan::Plan;
 use super::split::SplitError;
 
 /// Every runtime module, in the order scenario names are listed (aliases included).
-pub const RUNTIMES: [&dyn EngineRuntime; 6] =
-    [&exo::Exo, &mlx_lm::MlxLm, &llama_cpp::LlamaCpp, &llama_cpp_rpc::LlamaCppRpc, &ollama::Ollama, &vllm_mlx::VllmMlx];
+pub const RUNTIMES: [&dyn EngineRuntime; 8] = [
+    &exo::Exo,
+    &mlx_lm::MlxLm,
+    &llama_cpp::LlamaCpp,
+    &llama_cpp_rpc::LlamaCppRpc,
+    &ollama::Ollama,
+    &vllm_mlx::VllmMlx,
+    &vllm::Vllm,
+    &sglang::Sglang,
+];
 
 impl EngineKind {
     /// The module that owns this runtime's behaviour (the one registration match).
@@ -34,6 +44,8 @@ impl EngineKind {
             Self::LlamaCpp => &llama_cpp::LlamaCpp,
             Self::LlamaCppRpc => &llama_cpp_rpc::LlamaCppRpc,
             Self::VllmMlx => &vllm_mlx::VllmMlx,
+            Self::Vllm => &vllm::Vllm,
+            Self::Sglang => &sglang::Sglang,
         }
     }
 
@@ -84,6 +96,11 @@ pub fn host_keys() -> Vec<&'static str> {
     RUNTIMES.iter().filter_map(|r| r.host_key()).collect()
 }
 
+/// The engines (ids, aliases included) whose kernels run on `node`.
+pub fn engines_on(node: &NodeSpec) -> Vec<&'static str> {
+    RUNTIMES.iter().filter(|r| r.runs_on(node)).flat_map(|r| r.names().iter().copied()).collect()
+}
+
 /// The engine of a scenario that names none: exo on a cluster, mlx-lm on one node.
 pub fn default_engine(nodes: usize) -> EngineKind {
     if nodes > 1 { EngineKind::Exo } else { EngineKind::MlxLm }
@@ -106,7 +123,7 @@ pub fn planner_candidates(nodes: usize) -> Vec<(&'static dyn EngineRuntime, Para
 }
 
 /// Options that changed between a runtime's versions, as shipped in December 2025.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VersionDefaults {
     /// Prefill chunk in tokens.
     pub prefill_chunk: u64,
@@ -114,18 +131,31 @@ pub struct VersionDefaults {
     pub prefill_last_token_alone: bool,
     /// Whether a multi-token step of an MLA model expands the latent cache.
     pub mla_prefill_expanded: bool,
+    /// The CUDA engines' serving options as shipped (inert for the others).
+    pub cuda: CudaOptions,
 }
+
+/// What the non-CUDA runtimes carry in [`VersionDefaults::cuda`]: never read (no graphs, bf16
+/// KV, the whole wired limit).
+pub const NO_CUDA: CudaOptions = CudaOptions {
+    cuda_graphs: false,
+    kv_cache_fp8: false,
+    max_num_batched_tokens: 0,
+    max_num_seqs: 0,
+    gpu_memory_utilization: 1.0,
+    kv_block_tokens: 1,
+};
 
 /// MLX runtimes (exo, mlx-lm, vllm-mlx): 2,048-token chunks; mlx-lm's `generate_step`
 /// prefills `prompt - 1` tokens, then the last one alone; multi-token MLA steps expand the
 /// latent (mlx-lm's prefill).
 pub const MLX_DEFAULTS: VersionDefaults =
-    VersionDefaults { prefill_chunk: 2048, prefill_last_token_alone: true, mla_prefill_expanded: true };
+    VersionDefaults { prefill_chunk: 2048, prefill_last_token_alone: true, mla_prefill_expanded: true, cuda: NO_CUDA };
 
 /// llama.cpp runtimes: ubatch 512; the last prompt token inside the last chunk; MLA stays in
 /// its absorbed (multi-query over the latent) form for every batch size.
 pub const LLAMA_CPP_DEFAULTS: VersionDefaults =
-    VersionDefaults { prefill_chunk: 512, prefill_last_token_alone: false, mla_prefill_expanded: false };
+    VersionDefaults { prefill_chunk: 512, prefill_last_token_alone: false, mla_prefill_expanded: false, cuda: NO_CUDA };
 
 /// A runtime's serving loop, as the runtime configures it (the serving code in `estimate`
 /// turns it into its scheduler).
@@ -150,6 +180,24 @@ pub enum ServingLoop {
         slots: u64,
         /// Tokens per batch (`-b`), a multiple of the micro-batch.
         n_batch: u64,
+    },
+    /// vLLM V1's scheduler: one fused forward per step under a token budget, decodes first,
+    /// chunked prefill always on, paged KV blocks with preemption by recompute.
+    VllmV1 {
+        /// Most running sequences (`max_num_seqs`).
+        max_num_seqs: u64,
+        /// Most tokens per forward (`max_num_batched_tokens`).
+        max_num_batched_tokens: u64,
+        /// Tokens per KV block (`--block-size`).
+        block_tokens: u64,
+    },
+    /// SGLang's scheduler: a prefill (extend) batch whenever new requests fit, else one decode
+    /// step of the running batch; separate forwards.
+    Sglang {
+        /// Most running requests (`max_running_requests`).
+        max_running: u64,
+        /// Most prompt tokens per prefill batch (`chunked_prefill_size`).
+        chunked_prefill: u64,
     },
 }
 
@@ -198,6 +246,11 @@ pub trait EngineRuntime: Sync {
     fn measurement_assumption(&self) -> Option<&'static str> {
         None
     }
+    /// The `[engine]` options a measurement row's notes state for it (validation reads the
+    /// command line the benchmark ran, e.g. vLLM's `--enforce-eager`).
+    fn measurement_options(&self, _notes: &str) -> Vec<(&'static str, toml::Value)> {
+        Vec::new()
+    }
     /// The kernel library it runs: the profile key `[chips.<chip>.runtimes.<id>]`.
     fn kernels(&self) -> Runtime;
     /// The key of its own host costs (`[chips.<chip>.engines.<key>]`), if it has any.
@@ -213,11 +266,15 @@ pub trait EngineRuntime: Sync {
     fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError>;
     /// Whether it can run one cluster over `nodes` of more than one chip.
     fn mixes_chips(&self, nodes: &[&NodeSpec]) -> bool;
+    /// Whether its kernels run on `node` (the CUDA engines need an NVIDIA GPU).
+    fn runs_on(&self, node: &NodeSpec) -> bool {
+        self.kernels().runs_on_chip(&node.chip)
+    }
     /// Lowers one forward step of `tokens` tokens onto the plan's cluster.
     fn lower(&self, plan: &Plan, tokens: u64) -> Lowered;
-    /// Its serving loop, with the scenario's `max_batch` override, for a prefill micro-batch of
-    /// `prefill_chunk` tokens.
-    fn serving_loop(&self, max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop;
+    /// Its serving loop, with the scenario's `max_batch` override, under the engine options
+    /// (prefill chunk, the CUDA engines' budgets).
+    fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop;
     /// Whether a crash of `node` makes every node reload (else only the crashed one).
     fn crash_reloads_every_node(&self, parallelism: Parallelism, node: usize) -> bool;
     /// Whether `node` reloads its weights over the network (else from its own disk).
@@ -304,17 +361,43 @@ mod tests {
             assert!(check_split(r.id(), r.kind(), r.default_parallelism(2), 2).is_ok() || r.default_parallelism(2) == Parallelism::None);
         }
         // Every kind is registered, under its own id.
-        for k in [EngineKind::Exo, EngineKind::MlxLm, EngineKind::LlamaCpp, EngineKind::LlamaCppRpc, EngineKind::VllmMlx] {
+        for k in [
+            EngineKind::Exo,
+            EngineKind::MlxLm,
+            EngineKind::LlamaCpp,
+            EngineKind::LlamaCppRpc,
+            EngineKind::VllmMlx,
+            EngineKind::Vllm,
+            EngineKind::Sglang,
+        ] {
             assert!(RUNTIMES.iter().any(|r| r.kind() == k && r.id() == k.id()), "{k:?} registered");
             assert_eq!(k.behaviour().kind(), k);
         }
-        assert_eq!(EngineKind::names(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama", "vllm-mlx"]);
+        assert_eq!(EngineKind::names(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama", "vllm-mlx", "vllm", "sglang"]);
+    }
+
+    #[test]
+    fn the_cuda_engines_run_only_on_nvidia_nodes() {
+        let cat = crate::catalog::catalog();
+        let spark = cat.node("dgx-spark").expect("catalog node");
+        let mac = cat.node("m3-ultra-80c-512gb").expect("catalog node");
+        for k in [EngineKind::Vllm, EngineKind::Sglang] {
+            assert_eq!(k.runtime(), Runtime::Cuda);
+            assert!(k.behaviour().runs_on(spark) && !k.behaviour().runs_on(mac), "{k:?}");
+        }
+        assert!(engines_on(spark).contains(&"vllm") && engines_on(spark).contains(&"sglang"));
+        assert!(!engines_on(mac).contains(&"vllm"));
+        // The rows' command lines: vLLM's --enforce-eager and an fp8 KV cache.
+        let opts = by_name("vllm").expect("registered").measurement_options("vLLM, --enforce-eager (no CUDA graphs), kv-cache fp8");
+        assert_eq!(opts.iter().map(|o| o.0).collect::<Vec<_>>(), ["engine.enforce_eager", "engine.kv_cache_dtype"]);
     }
 
     #[test]
     fn host_keys_are_the_profiles() {
         assert_eq!(host_keys(), crate::profile::HOST_ENGINES);
         assert_eq!(EngineKind::VllmMlx.host_key(), Some("vllm-mlx"));
+        assert_eq!(EngineKind::Sglang.host_key(), Some("sglang"));
+        assert_eq!(EngineKind::Vllm.host_key(), None);
         assert_eq!(EngineKind::VllmMlx.runtime(), Runtime::Mlx);
     }
 
@@ -331,10 +414,13 @@ mod tests {
     #[test]
     fn the_planner_enumerates_every_legal_runtime_in_a_fixed_order() {
         let ids = |n: usize| planner_candidates(n).iter().map(|(r, p)| (r.id(), p.id())).collect::<Vec<_>>();
-        assert_eq!(ids(1), [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none")]);
-        assert_eq!(ids(2), [("exo", "tensor"), ("exo", "pipeline"), ("llama-cpp-rpc", "pipeline")]);
+        assert_eq!(ids(1), [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none"), ("vllm", "none"), ("sglang", "none")]);
+        assert_eq!(
+            ids(2),
+            [("exo", "tensor"), ("exo", "pipeline"), ("llama-cpp-rpc", "pipeline"), ("vllm", "tensor"), ("sglang", "tensor")]
+        );
         assert_eq!(ids(4), ids(2));
-        assert_eq!(planner_engines(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc"]);
+        assert_eq!(planner_engines(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "vllm", "sglang"]);
         for n in [1, 2, 4] {
             for (r, p) in planner_candidates(n) {
                 assert!(check_split(r.id(), r.kind(), p, n).is_ok(), "{} {p:?} on {n}", r.id());
@@ -380,16 +466,23 @@ mod tests {
 
     #[test]
     fn serving_loops_keep_their_defaults() {
-        assert_eq!(EngineKind::Exo.behaviour().serving_loop(None, 2048), ServingLoop::Exo { max_batch: 8 });
+        let opts = |k: EngineKind, chunk: u64| EngineOptions { prefill_chunk: chunk, ..EngineOptions::december_2025(k, Parallelism::None) };
+        let lp = |k: EngineKind, max: Option<u64>, chunk: u64| k.behaviour().serving_loop(max, &opts(k, chunk));
+        assert_eq!(lp(EngineKind::Exo, None, 2048), ServingLoop::Exo { max_batch: 8 });
+        assert_eq!(lp(EngineKind::VllmMlx, None, 2048), ServingLoop::MlxBatchGenerator { max_batch: 32, prefill_batch: 8 });
+        assert_eq!(lp(EngineKind::MlxLm, Some(4), 2048), ServingLoop::MlxBatchGenerator { max_batch: 4, prefill_batch: 4 });
+        assert_eq!(lp(EngineKind::LlamaCppRpc, None, 512), ServingLoop::LlamaServer { slots: 4, n_batch: 2048 });
+        assert_eq!(lp(EngineKind::LlamaCpp, Some(2), 3000), ServingLoop::LlamaServer { slots: 2, n_batch: 3000 });
+        // vLLM on a GB10 (FACTS-2026 B2): the API server's 8192-token budget, 1024 sequences,
+        // 16-token blocks; `max_batch` caps the sequences.
         assert_eq!(
-            EngineKind::VllmMlx.behaviour().serving_loop(None, 2048),
-            ServingLoop::MlxBatchGenerator { max_batch: 32, prefill_batch: 8 }
+            lp(EngineKind::Vllm, None, 8192),
+            ServingLoop::VllmV1 { max_num_seqs: 1024, max_num_batched_tokens: 8192, block_tokens: 16 }
         );
         assert_eq!(
-            EngineKind::MlxLm.behaviour().serving_loop(Some(4), 2048),
-            ServingLoop::MlxBatchGenerator { max_batch: 4, prefill_batch: 4 }
+            lp(EngineKind::Vllm, Some(4), 8192),
+            ServingLoop::VllmV1 { max_num_seqs: 4, max_num_batched_tokens: 8192, block_tokens: 16 }
         );
-        assert_eq!(EngineKind::LlamaCppRpc.behaviour().serving_loop(None, 512), ServingLoop::LlamaServer { slots: 4, n_batch: 2048 });
-        assert_eq!(EngineKind::LlamaCpp.behaviour().serving_loop(Some(2), 3000), ServingLoop::LlamaServer { slots: 2, n_batch: 3000 });
+        assert_eq!(lp(EngineKind::Sglang, None, 8192), ServingLoop::Sglang { max_running: 1024, chunked_prefill: 8192 });
     }
 }

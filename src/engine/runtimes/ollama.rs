@@ -8,7 +8,7 @@
 use crate::hw::{Backend, NodeSpec};
 
 use super::super::lowered::Lowered;
-use super::super::options::{EngineKind, Parallelism, Runtime};
+use super::super::options::{EngineKind, EngineOptions, Parallelism, Runtime};
 use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::llama_cpp::LlamaCpp;
@@ -62,8 +62,8 @@ impl EngineRuntime for Ollama {
         LlamaCpp.lower(plan, tokens)
     }
 
-    fn serving_loop(&self, max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop {
-        LlamaCpp.serving_loop(max_batch, prefill_chunk)
+    fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
+        LlamaCpp.serving_loop(max_batch, options)
     }
 
     fn crash_reloads_every_node(&self, parallelism: Parallelism, node: usize) -> bool {

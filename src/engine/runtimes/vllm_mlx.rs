@@ -6,7 +6,7 @@
 use crate::hw::NodeSpec;
 
 use super::super::lowered::Lowered;
-use super::super::options::{EngineKind, Parallelism, Runtime};
+use super::super::options::{EngineKind, EngineOptions, Parallelism, Runtime};
 use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::mlx_lm::MlxLm;
@@ -72,8 +72,8 @@ impl EngineRuntime for VllmMlx {
     /// reads mlx-lm's scheduler, not vllm-mlx's; vllm-mlx batches through mlx-lm's
     /// BatchGenerator). Its own Python scheduler, detokenising and streaming show as its host
     /// costs (`[chips.<chip>.engines.vllm-mlx]`).
-    fn serving_loop(&self, max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop {
-        MlxLm.serving_loop(max_batch, prefill_chunk)
+    fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
+        MlxLm.serving_loop(max_batch, options)
     }
 
     fn crash_reloads_every_node(&self, _parallelism: Parallelism, node: usize) -> bool {

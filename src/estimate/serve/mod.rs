@@ -398,6 +398,10 @@ impl<'a> ServeSim<'a> {
                 Policy::Exo { max_batch } => self.exo_iteration(max_batch),
                 Policy::MlxLm { max_batch, prefill_batch } => self.mlx_iteration(max_batch, prefill_batch),
                 Policy::LlamaServer { slots, n_batch } => self.llama_iteration(slots, n_batch),
+                Policy::VllmV1 { max_num_seqs, max_num_batched_tokens, block_tokens } => {
+                    self.vllm_iteration(max_num_seqs, max_num_batched_tokens, block_tokens)
+                }
+                Policy::Sglang { max_running, chunked_prefill } => self.sglang_iteration(max_running, chunked_prefill),
             };
             if !worked {
                 // Idle until the next arrival (or the end of the run).

@@ -8,6 +8,7 @@ use crate::scenario::Serve;
 
 use super::super::generate::prefill_piece;
 use super::{Req, ServeSim};
+use crate::sim::Time;
 
 /// A runtime's serving loop.
 ///
@@ -66,16 +67,53 @@ pub enum Policy {
         /// Tokens per batch (`-b`), a multiple of the micro-batch.
         n_batch: u64,
     },
+    /// vLLM V1 (`v1/core/sched/scheduler.py`; FACTS-2026 B2: chunked prefill always on,
+    /// prefix caching on): each step spends a budget of `max_num_batched_tokens` tokens, first
+    /// on the running requests in admission order (one token per decoding request, the rest of
+    /// a partly prefilled prompt up to the budget), then, if nothing was preempted, on waiting
+    /// requests (FCFS) while fewer than `max_num_seqs` run; every scheduled token runs in one
+    /// forward (prefill and decode fused, no micro-batches). KV is paged: a request holds
+    /// `ceil(tokens / block_tokens)` blocks of what `gpu_memory_utilization x memory -
+    /// weights` leaves; a new request is admitted when its first chunk's blocks fit, and when a
+    /// running request's next tokens need a block none is free, the last admitted running
+    /// request is preempted (its blocks freed, back to the front of the queue, recomputed from
+    /// its prompt and the tokens it had generated: V1's only preemption mode). Prefix-cache hits
+    /// need shared prefixes; the model's requests share none, so the cache never hits here.
+    VllmV1 {
+        /// Most running sequences.
+        max_num_seqs: u64,
+        /// Most tokens per forward.
+        max_num_batched_tokens: u64,
+        /// Tokens per KV block.
+        block_tokens: u64,
+    },
+    /// SGLang (`managers/scheduler.py` `get_next_batch_to_run`, an assumption where FACTS is
+    /// silent): when waiting requests can be admitted, one prefill (extend) batch of their
+    /// prompts up to `chunked_prefill` tokens runs and the decodes wait; otherwise one decode
+    /// step of every running request. Admission reserves each request's whole length (SGLang's
+    /// `PrefillAdder` reserves the remaining output times a `new_token_ratio` that decays from
+    /// 0.7; the model keeps the ratio at 1, so its decode-time retraction never triggers).
+    /// RadixAttention reuses shared prefixes, which the model's requests do not have.
+    Sglang {
+        /// Most running requests.
+        max_running: u64,
+        /// Most prompt tokens per prefill batch.
+        chunked_prefill: u64,
+    },
 }
 
 impl Policy {
     /// The scheduler of the plan's runtime, with the scenario's `max_batch` override.
     pub fn for_plan(plan: &Plan, serve: &Serve) -> Policy {
         // The runtime chooses its loop and defaults (its module under `engine::runtimes`).
-        match plan.options.kind.behaviour().serving_loop(serve.max_batch, plan.options.prefill_chunk) {
+        match plan.options.kind.behaviour().serving_loop(serve.max_batch, &plan.options) {
             ServingLoop::Exo { max_batch } => Policy::Exo { max_batch },
             ServingLoop::MlxBatchGenerator { max_batch, prefill_batch } => Policy::MlxLm { max_batch, prefill_batch },
             ServingLoop::LlamaServer { slots, n_batch } => Policy::LlamaServer { slots, n_batch },
+            ServingLoop::VllmV1 { max_num_seqs, max_num_batched_tokens, block_tokens } => {
+                Policy::VllmV1 { max_num_seqs, max_num_batched_tokens, block_tokens }
+            }
+            ServingLoop::Sglang { max_running, chunked_prefill } => Policy::Sglang { max_running, chunked_prefill },
         }
     }
 
@@ -83,7 +121,7 @@ impl Policy {
     /// (mlx-lm's `BatchKVCache`, which exo uses too), so attention runs over the longest
     /// context for every sequence; llama.cpp's cells are per sequence.
     pub fn pads_context(self) -> bool {
-        !matches!(self, Policy::LlamaServer { .. })
+        matches!(self, Policy::Exo { .. } | Policy::MlxLm { .. })
     }
 }
 
@@ -177,6 +215,162 @@ impl ServeSim<'_> {
         true
     }
 
+    /// One step of vLLM V1's scheduler; false when there was nothing to run.
+    pub(super) fn vllm_iteration(&mut self, max_seqs: u64, max_tokens: u64, block: u64) -> bool {
+        let mut paged = Paged::new(self, block);
+        let mut budget = max_tokens;
+        // Running requests in admission order: decodes take one token, partial prefills the
+        // rest of their prompt (and any recomputed output) up to the budget.
+        let mut running = self.running_in_admission_order();
+        let mut sched: Vec<(u64, u64)> = Vec::new(); // (request id, tokens)
+        let mut preempted = false;
+        let mut k = 0;
+        while k < running.len() {
+            let r = running[k];
+            let take = if r.1 { 1 } else { prefill_piece(self.plan, recompute_target(&self.req(r.0)), self.req(r.0).prefilled) };
+            let take = take.min(budget);
+            if take == 0 {
+                k += 1;
+                continue;
+            }
+            // Preempt the last admitted running request until this one's blocks fit.
+            while !paged.fits(self, &sched, (r.0, take)) {
+                let victim = running.pop().expect("the request itself is running");
+                paged.release(victim.0);
+                self.preempt(victim.0);
+                preempted = true;
+                if victim.0 == r.0 {
+                    break;
+                }
+            }
+            if running.get(k).is_none_or(|x| x.0 != r.0) {
+                break;
+            }
+            sched.push((r.0, take));
+            budget -= take;
+            k += 1;
+        }
+        // New requests, FCFS, if nothing was preempted in this step.
+        while !preempted && budget > 0 && ((self.prefilling.len() + self.decoding.len()) as u64) < max_seqs {
+            let Some(head) = self.waiting.front().copied() else { break };
+            let take = prefill_piece(self.plan, recompute_target(&head), 0).min(budget);
+            paged.held.push((head.id, 0));
+            if !paged.fits(self, &sched, (head.id, take)) {
+                paged.held.pop();
+                break;
+            }
+            self.waiting.pop_front();
+            let r = Req { admitted: if head.generated > 0 { head.admitted } else { self.now }, ..head };
+            self.prefilling.push(r);
+            sched.push((r.id, take));
+            budget -= take;
+        }
+        if sched.is_empty() {
+            return false;
+        }
+        self.fused_forward(&sched);
+        paged.record_peak(self, block);
+        true
+    }
+
+    /// One SGLang iteration: a prefill (extend) batch when there are prompts to run, else one
+    /// decode step; false when there was nothing to run.
+    pub(super) fn sglang_iteration(&mut self, max_running: u64, chunked_prefill: u64) -> bool {
+        while ((self.prefilling.len() + self.decoding.len()) as u64) < max_running
+            && let Some(r) = self.admit_next()
+        {
+            self.prefilling.push(r);
+        }
+        if !self.prefilling.is_empty() {
+            let mut budget = chunked_prefill;
+            let mut sched = Vec::new();
+            for r in &self.prefilling {
+                let take = prefill_piece(self.plan, r.prompt, r.prefilled).min(budget);
+                budget -= take;
+                if take > 0 {
+                    sched.push((r.id, take));
+                }
+            }
+            self.fused_forward(&sched);
+            return true;
+        }
+        if !self.decoding.is_empty() {
+            self.decode_step();
+            return true;
+        }
+        false
+    }
+
+    /// Running requests (prefilling and decoding) as (id, decoding), in admission order.
+    fn running_in_admission_order(&self) -> Vec<(u64, bool)> {
+        let mut v: Vec<(Time, u64, bool)> = self.prefilling.iter().map(|r| (r.admitted, r.id, false)).collect();
+        v.extend(self.decoding.iter().map(|r| (r.admitted, r.id, true)));
+        v.sort_unstable();
+        v.into_iter().map(|(_, id, d)| (id, d)).collect()
+    }
+
+    /// The running request `id`.
+    fn req(&self, id: u64) -> Req {
+        *self.prefilling.iter().chain(&self.decoding).find(|r| r.id == id).expect("running request")
+    }
+
+    /// Preempts running request `id` (vLLM V1 recompute): it leaves the batch, keeps the tokens
+    /// it generated, and goes back to the front of the queue to prefill them again with its
+    /// prompt.
+    fn preempt(&mut self, id: u64) {
+        let mut r = if let Some(i) = self.decoding.iter().position(|r| r.id == id) {
+            self.decoding.remove(i)
+        } else {
+            let i = self.prefilling.iter().position(|r| r.id == id).expect("running request");
+            self.prefilling.remove(i)
+        };
+        r.prefilled = 0;
+        self.stats.preempted += 1;
+        self.waiting.push_front(r);
+    }
+
+    /// One forward of the scheduled `(request id, tokens)`: a decoding request's token at its
+    /// context, a prefilling one's chunk after what it has prefilled; then decoders get a token
+    /// and finished prompts start decoding.
+    fn fused_forward(&mut self, sched: &[(u64, u64)]) {
+        let rows: Vec<(u64, u64)> = sched
+            .iter()
+            .map(|&(id, take)| {
+                let r = self.req(id);
+                if self.decoding.iter().any(|d| d.id == id) { (1, r.prompt + r.generated) } else { (take, r.prefilled) }
+            })
+            .collect();
+        let running = self.prefilling.len() + self.decoding.len();
+        self.forward(&rows, rows.len() as u64, running);
+        if !self.decoding.is_empty() {
+            self.decoded();
+        }
+        for r in self.prefilling.iter_mut() {
+            if let Some(&(_, take)) = sched.iter().find(|s| s.0 == r.id) {
+                r.prefilled += take;
+            }
+        }
+        self.promote_recomputed();
+    }
+
+    /// Prompting sequences whose prompt (and, after a preemption, the output they had
+    /// generated) is done start decoding; a first prompt gets its first token now.
+    fn promote_recomputed(&mut self) {
+        let now = self.now;
+        let mut i = 0;
+        while i < self.prefilling.len() {
+            if self.prefilling[i].prefilled >= recompute_target(&self.prefilling[i]) {
+                let mut r: Req = self.prefilling.remove(i);
+                if r.generated == 0 {
+                    r.first_token = now;
+                }
+                self.decoding.push(r);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     /// Prompting sequences whose prompt is done get their first token now and start decoding.
     fn promote_prefilled(&mut self) {
         let now = self.now;
@@ -188,6 +382,66 @@ impl ServeSim<'_> {
                 self.decoding.push(r);
             } else {
                 i += 1;
+            }
+        }
+    }
+}
+
+/// Tokens a prompting request must prefill: its prompt, plus after a preemption the output it
+/// had generated (recomputed).
+fn recompute_target(r: &Req) -> u64 {
+    r.prompt + r.generated
+}
+
+/// vLLM's paged KV over one step: blocks each running request holds, against each node's KV
+/// capacity (`gpu_memory_utilization x memory - weights - overhead`, the plan's).
+struct Paged {
+    /// Tokens per block.
+    block: u64,
+    /// (request id, tokens whose KV it holds) for the running requests.
+    held: Vec<(u64, u64)>,
+}
+
+impl Paged {
+    fn new(sim: &ServeSim<'_>, block: u64) -> Self {
+        let held =
+            sim.prefilling.iter().map(|r| (r.id, r.prefilled)).chain(sim.decoding.iter().map(|r| (r.id, r.prompt + r.generated))).collect();
+        Paged { block: block.max(1), held }
+    }
+
+    /// KV bytes on `node` of `tokens` tokens rounded up to whole blocks.
+    fn bytes(&self, sim: &ServeSim<'_>, node: usize, tokens: u64) -> f64 {
+        sim.plan.kv_bytes(node, tokens.div_ceil(self.block) * self.block)
+    }
+
+    /// Whether every node holds the running requests' blocks after the scheduled tokens and
+    /// `extra` = (request id, more tokens).
+    fn fits(&self, sim: &ServeSim<'_>, sched: &[(u64, u64)], extra: (u64, u64)) -> bool {
+        (0..sim.kv_capacity.len()).all(|node| {
+            let used: f64 = self
+                .held
+                .iter()
+                .map(|&(id, t)| {
+                    let add: u64 = sched.iter().chain(std::iter::once(&extra)).filter(|s| s.0 == id).map(|s| s.1).sum();
+                    self.bytes(sim, node, t + add)
+                })
+                .sum();
+            used <= sim.kv_capacity[node]
+        })
+    }
+
+    /// A preempted request's blocks are free again.
+    fn release(&mut self, id: u64) {
+        self.held.retain(|h| h.0 != id);
+    }
+
+    /// The peak KV use statistic after the step.
+    fn record_peak(&self, sim: &mut ServeSim<'_>, block: u64) {
+        let p = Paged::new(sim, block);
+        for node in 0..sim.kv_capacity.len() {
+            let used: f64 = p.held.iter().map(|&(_, t)| p.bytes(sim, node, t)).sum();
+            if sim.kv_capacity[node] > 0.0 {
+                sim.stats.peak_kv = sim.stats.peak_kv.max(used / sim.kv_capacity[node]);
             }
         }
     }

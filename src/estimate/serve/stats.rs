@@ -109,6 +109,8 @@ pub struct ServeStats {
     pub covered_ns: u128,
     /// Highest KV occupancy of any node, fraction of what its wired limit leaves for KV.
     pub peak_kv: f64,
+    /// Running requests preempted to free KV blocks (vLLM V1, recompute).
+    pub preempted: u64,
     /// Most requests waiting at once.
     pub peak_queue: u64,
 }

@@ -1,0 +1,121 @@
+//! SGLang on CUDA nodes (GB10): the same kernel library as vLLM (the chip's `cuda` runtime
+//! parameters: FlashInfer attention, CUDA graphs for decode), SGLang's own scheduler (separate
+//! prefill/extend and decode batches, RadixAttention prefix reuse). FACTS-2026 B1 lists its
+//! formats on the Spark (FP8, NVFP4, MXFP4); its scheduler defaults are not in FACTS: each is
+//! an assumption stated beside it.
+
+use crate::hw::NodeSpec;
+
+use super::super::lower::lower_segments;
+use super::super::lowered::Lowered;
+use super::super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism, Runtime};
+use super::super::plan::Plan;
+use super::super::split::SplitError;
+use super::vllm::{cuda_measurement_options, cuda_planner_splits, cuda_split};
+use super::{CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, RESTARTS, ServingLoop, VersionDefaults};
+
+/// SGLang's defaults, assumed where FACTS is silent: `chunked_prefill_size` 8192 (the value its
+/// server picks on large-memory GPUs, taken equal to vLLM's GB10 budget), at most 1024 running
+/// requests (its cap comes from the KV pool; 1024 as vLLM's), `--mem-fraction-static` 0.9, CUDA
+/// graphs on for decode (`--disable-cuda-graph` off), KV in the model's dtype, a token-level KV
+/// pool (RadixAttention pages of one token). The last prompt token runs inside the last extend
+/// chunk; MLA prefill expanded as vLLM's.
+pub const SGLANG_DEFAULTS: VersionDefaults = VersionDefaults {
+    prefill_chunk: 8192,
+    prefill_last_token_alone: false,
+    mla_prefill_expanded: true,
+    cuda: CudaOptions {
+        cuda_graphs: true,
+        kv_cache_fp8: false,
+        max_num_batched_tokens: 8192,
+        max_num_seqs: 1024,
+        gpu_memory_utilization: 0.9,
+        kv_block_tokens: 1,
+    },
+};
+
+/// SGLang on NVIDIA nodes.
+pub struct Sglang;
+
+impl EngineRuntime for Sglang {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Sglang
+    }
+
+    fn names(&self) -> &'static [&'static str] {
+        &["sglang"]
+    }
+
+    fn id(&self) -> &'static str {
+        "sglang"
+    }
+
+    fn label(&self) -> &'static str {
+        "SGLang"
+    }
+
+    fn measurement_assumption(&self) -> Option<&'static str> {
+        Some("SGLang's scheduler defaults assumed (chunked prefill 8192, CUDA graphs on; FACTS silent)")
+    }
+
+    fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
+        cuda_measurement_options(notes)
+    }
+
+    /// Its own scheduler, tokenizer manager and detokenizer processes (not vLLM's): host costs
+    /// of its own, `[chips.<chip>.engines.sglang]` (the `cuda` runtime's where a chip has none).
+    fn host_key(&self) -> Option<&'static str> {
+        Some("sglang")
+    }
+
+    fn kernels(&self) -> Runtime {
+        Runtime::Cuda
+    }
+
+    fn version_defaults(&self) -> VersionDefaults {
+        SGLANG_DEFAULTS
+    }
+
+    /// Tensor parallel on a cluster (`--tp N`).
+    fn default_parallelism(&self, nodes: usize) -> Parallelism {
+        if nodes > 1 { Parallelism::Tensor } else { Parallelism::None }
+    }
+
+    fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
+        cuda_split(engine, parallelism)
+    }
+
+    fn mixes_chips(&self, _nodes: &[&NodeSpec]) -> bool {
+        false
+    }
+
+    fn lower(&self, plan: &Plan, tokens: u64) -> Lowered {
+        lower_segments(plan, tokens)
+    }
+
+    /// SGLang's loop; the scenario's `max_batch` caps the running requests.
+    fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
+        let c = options.cuda;
+        ServingLoop::Sglang { max_running: max_batch.unwrap_or(c.max_num_seqs), chunked_prefill: c.max_num_batched_tokens }
+    }
+
+    fn crash_reloads_every_node(&self, _parallelism: Parallelism, _node: usize) -> bool {
+        true
+    }
+
+    fn crash_reaction(&self, _parallelism: Parallelism, _node: usize) -> &'static str {
+        RESTARTS
+    }
+
+    fn cable_loss(&self, _parallelism: Parallelism) -> CableLoss {
+        CABLE_FAILS_REQUESTS
+    }
+
+    fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
+        cuda_planner_splits(nodes)
+    }
+
+    fn planner_prefill_chunks(&self) -> [i64; 2] {
+        [2048, 8192]
+    }
+}

@@ -1,0 +1,185 @@
+//! vLLM and SGLang on GB10: one user equals `generate`, vLLM V1's token budget, chunked prefill
+//! beside decodes and preemption by recompute on hand-sized cases, fp8 KV, CUDA graphs against
+//! `--enforce-eager`, NCCL tensor parallel over two Sparks, the CUDA-only rule, and the CLI.
+
+use std::path::PathBuf;
+
+use supernode::estimate::{ServeSim, estimate};
+use supernode::profile::Profile;
+use supernode::scenario::{Scenario, Source, parse};
+
+use crate::bin;
+
+fn quiet() -> Profile {
+    let mut p = Profile::default_profile();
+    p.misc.jitter_cv = 0.0;
+    p
+}
+
+fn sc(text: &str) -> Scenario {
+    parse(Source { path: "cuda.toml".into(), dir: PathBuf::new(), text: text.into() }).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Llama 3.2 3B FP8 on one DGX Spark under `engine` with extra `[engine]` lines.
+fn spark(engine: &str, extra: &str) -> String {
+    format!("[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"llama-3.2-3b\"\nquant = \"fp8\"\n[engine]\nname = \"{engine}\"\n{extra}\n")
+}
+
+#[test]
+fn one_user_reproduces_generate_exactly_on_vllm_and_sglang() {
+    for engine in ["vllm", "sglang"] {
+        for (prompt, generate) in [(128, 64), (10_000, 20)] {
+            let base = spark(engine, "");
+            let g =
+                estimate(&sc(&format!("{base}[workload]\nprompt_tokens = {prompt}\ngenerate_tokens = {generate}\n")), &quiet()).unwrap();
+            let text = format!(
+                "{base}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 1\nrequests = 1\nprompt_tokens = {prompt}\ngenerate_tokens = {generate}\n"
+            );
+            let s = estimate(&sc(&text), &quiet()).unwrap();
+            let sv = s.serve.as_ref().unwrap();
+            assert_eq!(sv.per_request_decode_tokens_per_s, g.decode_tokens_per_s, "{engine} {prompt}");
+            assert_eq!(s.ttft_s, g.ttft_s, "{engine} {prompt}");
+            assert_eq!(s.tpot_ms.mean, g.tpot_ms.mean, "{engine} {prompt}");
+            assert_eq!(s.sim_events, g.sim_events, "{engine}: same forwards on the event core");
+        }
+    }
+}
+
+/// (sequences, tokens) of every forward of a closed-loop run of `users` requests.
+fn forwards(engine_lines: &str, engine: &str, users: u64, prompt: u64, generate: u64) -> Vec<(usize, u64)> {
+    let text = format!(
+        "{}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = {users}\nrequests = {users}\nprompt_tokens = {prompt}\ngenerate_tokens = {generate}\n",
+        spark(engine, engine_lines)
+    );
+    let s = sc(&text);
+    let plan = s.plan(prompt + generate, &quiet()).unwrap();
+    let mut seen = Vec::new();
+    ServeSim::new(&plan, s.workload.serve.as_ref().unwrap(), &s.slo, s.seed).with_observer(|f| seen.push((f.sequences, f.tokens))).run();
+    seen
+}
+
+#[test]
+fn vllm_spends_its_token_budget_on_decodes_first_then_chunks_prompts_beside_them() {
+    // Budget 256, two 300-token prompts: A's first chunk fills step 1; step 2 finishes A (44)
+    // and gives B the remaining 212; step 3 fuses A's first decode with B's last 88 tokens;
+    // then both decode together, one token each.
+    let f = forwards("max_num_batched_tokens = 256\nmax_num_seqs = 4", "vllm", 2, 300, 3);
+    assert_eq!(f[..4], [(1, 256), (2, 256), (2, 89), (2, 2)], "{f:?}");
+}
+
+#[test]
+fn sglang_runs_prefill_batches_apart_from_decode_batches() {
+    // Two 300-token prompts in one extend batch (600 <= 8192), then decode steps of both; no
+    // forward mixes the two.
+    let f = forwards("", "sglang", 2, 300, 3);
+    assert_eq!(f, [(2, 600), (2, 2), (2, 2), (2, 2)], "{f:?}");
+}
+
+#[test]
+fn vllm_preempts_the_last_admitted_request_when_blocks_run_out() {
+    let text = format!(
+        "{}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 3\nrequests = 3\nprompt_tokens = 16\ngenerate_tokens = 40\n",
+        spark("vllm", "")
+    );
+    let s = sc(&text);
+    let plan = s.plan(56, &quiet()).unwrap();
+    let serve = s.workload.serve.as_ref().unwrap();
+    // Room for five 16-token blocks: three 1-block prompts fit, three 2-block sequences do not.
+    let five_blocks = plan.kv_bytes(0, 80);
+    let tight = ServeSim::new(&plan, serve, &s.slo, s.seed).with_kv_capacity(vec![five_blocks]).with_request_log().run();
+    assert!(tight.stats.preempted >= 2, "{}", tight.stats.preempted);
+    let log = tight.log.unwrap();
+    assert_eq!(log.iter().filter(|r| !r.rejected).count(), 3, "every request completes");
+    let done = |id: u64| log.iter().find(|r| r.id == id).unwrap().done;
+    // The first admitted is never preempted and finishes first; the last admitted last.
+    assert!(done(0) < done(1) && done(1) < done(2), "{log:?}");
+    let roomy = ServeSim::new(&plan, serve, &s.slo, s.seed).run();
+    assert_eq!(roomy.stats.preempted, 0);
+    assert!(roomy.end_ns < tight.end_ns, "recomputing costs time");
+}
+
+#[test]
+fn fp8_kv_halves_the_cache_and_cuda_graphs_beat_eager_launches() {
+    let run = |extra: &str| {
+        let s = sc(&format!("{}[workload]\nprompt_tokens = 8000\ngenerate_tokens = 16\n", spark("vllm", extra)));
+        let plan = s.plan(8016, &quiet()).unwrap();
+        (plan.kv_bytes(0, 1000), estimate(&s, &quiet()).unwrap().decode_tokens_per_s)
+    };
+    let (kv_auto, graphs) = run("");
+    let (kv_fp8, graphs_fp8) = run("kv_cache_dtype = \"fp8\"");
+    let (_, eager) = run("enforce_eager = true");
+    assert_eq!(kv_fp8 * 2.0, kv_auto);
+    assert!(graphs_fp8 > graphs, "fewer KV bytes read at depth: {graphs_fp8} vs {graphs}");
+    assert!(graphs > eager, "graphs {graphs} vs eager {eager}");
+}
+
+#[test]
+fn two_sparks_run_vllm_tensor_parallel_over_nccl() {
+    let one = estimate(
+        &sc("[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"llama-3.3-70b\"\nquant = \"fp8\"\n[engine]\nname = \"vllm\"\n"),
+        &quiet(),
+    )
+    .unwrap();
+    let two = estimate(
+        &sc("[cluster]\nnode = \"dgx-spark\"\ncount = 2\nfabric = \"cx7-roce\"\ntopology = \"full-mesh\"\n[model]\nname = \"llama-3.3-70b\"\nquant = \"fp8\"\n[engine]\nname = \"vllm\"\n"),
+        &quiet(),
+    )
+    .unwrap();
+    assert!(two.decode_tokens_per_s > one.decode_tokens_per_s, "TP2 {} vs one {}", two.decode_tokens_per_s, one.decode_tokens_per_s);
+    assert!(two.decode_tokens_per_s < 2.0 * one.decode_tokens_per_s);
+}
+
+#[test]
+fn cuda_engines_refuse_macs_and_name_the_engines_that_run_there() {
+    let e = parse(Source {
+        path: "mac.toml".into(),
+        dir: PathBuf::new(),
+        text: "[cluster]\nnode = \"m3-ultra-80c-512gb\"\n[model]\nname = \"llama-3.2-3b\"\n[engine]\nname = \"vllm\"\n".into(),
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("needs an NVIDIA GPU") && e.contains("mlx-lm") && e.contains("llama-cpp"), "{e}");
+    let e = parse(Source {
+        path: "x.toml".into(),
+        dir: PathBuf::new(),
+        text: spark("llama-cpp", "enforce_eager = true").replace("\"fp8\"", "\"q4_k_m\""),
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("CUDA engine"), "{e}");
+    let e = parse(Source {
+        path: "x.toml".into(),
+        dir: PathBuf::new(),
+        text: spark("vllm", "max_num_batched_tokens = 64\nmax_num_seqs = 128"),
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("below `max_num_seqs`"), "{e}");
+}
+
+#[test]
+fn the_shipped_vllm_scenarios_run_generate_serve_sweep_and_plan() {
+    for s in ["scenarios/spark-vllm-gptoss120b.toml", "scenarios/spark-2x-vllm-llama-3.3-70b-tp.toml"] {
+        bin().args(["run", s]).assert().success();
+        bin()
+            .args(["run", s, "--set", "workload.kind=serve", "--set", "workload.concurrency=4", "--set", "workload.requests=8"])
+            .assert()
+            .success();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = crate::write_text(
+        dir.path(),
+        "sweep.toml",
+        &format!(
+            "{}[workload]\nprompt_tokens = 512\ngenerate_tokens = 16\n[sweep]\n\"engine.name\" = [\"vllm\", \"sglang\"]\n",
+            spark("vllm", "")
+        ),
+    );
+    bin().args(["sweep", sweep.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]).assert().success();
+    let out = bin()
+        .args(["plan", "--slo", "scenarios/plans/spark-vllm-slo.toml", "--out", dir.path().join("slo").to_str().unwrap()])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(text.contains("vLLM"), "{text}");
+}
