@@ -268,6 +268,23 @@ mod tests {
         assert!((ops0.iter().find(|o| o.name == "mlp gate+up+down").unwrap().format.bits - (9.0 + 6.5625) / 3.0).abs() < 1e-9);
     }
 
+    /// Bits per weight of the legacy GGUF types by ggml's block sizes (type_traits: Q4_0 18
+    /// bytes per 32 weights, Q4_1 20, Q5_0 22, Q5_1 24, Q8_0 34): every layer tensor of a dense
+    /// Llama takes the file's type; the untied output is Q6_K (6.5625 bits).
+    #[test]
+    fn legacy_gguf_types_store_their_ggml_block_sizes() {
+        let c = catalog();
+        let (_, m) = c.model("llama-3.3-70b").unwrap();
+        for (q, bits) in [("q4_0", 4.5), ("q4_1", 5.0), ("q5_0", 5.5), ("q5_1", 6.0), ("q8_0", 8.5)] {
+            let quant = c.quant(q).unwrap();
+            for op in m.quantized_layer_ops(40, quant).iter().filter(|o| o.total_params() > 1_000_000) {
+                assert_eq!(op.format.bits, bits, "{q} {}", op.name);
+            }
+            let head = m.quantized_head_ops(quant).iter().find(|o| o.name == "lm_head").unwrap().format.bits;
+            assert_eq!(head, if q == "q8_0" { 8.5 } else { 6.5625 }, "{q} lm_head");
+        }
+    }
+
     #[test]
     fn fallback_fabrics_exist() {
         let c = catalog();

@@ -42,8 +42,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     let cluster_span = raw.cluster.span();
     let cluster = raw.cluster.into_inner();
     let node_ids = node_ids(src, &cluster, cluster_span.clone(), &mut spans)?;
-    let mut nodes = lookup_nodes(src, cat, &node_ids)?;
-    gpu_memory_limit(src, &cluster, &mut nodes, &node_ids)?;
+    let nodes = lookup_nodes(src, cat, &cluster, &node_ids)?;
     let n = nodes.len();
     let fabric = fabric(src, cat, &cluster, cluster_span, n, &mut spans)?;
     let topology = topology(src, &cluster, &fabric, n, &mut spans)?;
@@ -210,16 +209,19 @@ fn node_ids(
     Ok(ids)
 }
 
-/// The node presets the ids name.
-fn lookup_nodes(src: &Source, cat: &Catalog, ids: &[Spanned<String>]) -> Result<Vec<NodeSpec>, ScenarioError> {
-    ids.iter()
+/// The node presets the ids name, with the cluster's GPU memory limit applied.
+fn lookup_nodes(src: &Source, cat: &Catalog, cluster: &RawCluster, ids: &[Spanned<String>]) -> Result<Vec<NodeSpec>, ScenarioError> {
+    let mut nodes = ids
+        .iter()
         .map(|id| {
             cat.node(id.get_ref()).cloned().ok_or_else(|| {
                 src.error(id.span(), format!("unknown node `{}`", id.get_ref()), Some(suggest(id.get_ref(), &cat.node_ids(), "nodes")))
                     .with_kind(ErrorKind::UnknownPreset)
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    gpu_memory_limit(src, cluster, &mut nodes, ids)?;
+    Ok(nodes)
 }
 
 /// The fabric preset (`none` for a single node when the file names none).
