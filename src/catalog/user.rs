@@ -150,7 +150,7 @@ pub fn parse_catalog_file(path: &str, text: &str) -> Result<UserCatalog, Catalog
         let span = e.span().unwrap_or(0..0);
         file.error(
             span,
-            format!("{}", e.message()),
+            e.message().to_string(),
             Some("a catalog file holds only [[node]], [[fabric]], [[quant]] and [[model]] tables".into()),
         )
     })?;
