@@ -757,6 +757,32 @@ impl Profile {
     pub fn chip(&self, chip: &str) -> Option<&ChipParams> {
         self.chips.get(chip)
     }
+
+    /// The profiled chip whose parameters `node` runs with: its own chip when profiled; else
+    /// the node's `calibrated_as`; else its family's prior, stated here because no source
+    /// measures an unprofiled chip: an Apple chip takes the profiled chip of its own generation
+    /// (`m4-pro` -> `m4-max`), or the nearest generation (an M5 reads the M4's parameters:
+    /// assumption, same Metal kernels and MLX build); other chips have no family rule and keep
+    /// their own name (the plan then asks for `calibrated_as`). The envelope reports every
+    /// substitution as an extrapolation.
+    pub fn params_chip(&self, node: &crate::hw::NodeSpec) -> String {
+        if self.chips.contains_key(&node.chip) {
+            return node.chip.clone();
+        }
+        if let Some(c) = &node.calibrated_as {
+            return c.clone();
+        }
+        let generation = |c: &str| -> Option<u32> { c.strip_prefix('m')?.split('-').next()?.parse().ok() };
+        if node.os == crate::hw::Os::Macos {
+            if let Some(g) = generation(&node.chip) {
+                let best = self.chips.keys().filter_map(|c| generation(c).map(|cg| (cg.abs_diff(g), std::cmp::Reverse(cg), c))).min();
+                if let Some((_, _, c)) = best {
+                    return c.clone();
+                }
+            }
+        }
+        node.chip.clone()
+    }
 }
 
 /// Parameters earlier profiles had and the twin no longer reads, with why they went (issue 20):

@@ -271,6 +271,8 @@ pub fn host_node(h: &HarnessFile) -> Result<NodeSpec, SourceError> {
         wired_fraction: 0.9,
         hpl_cpu_gflops: 0.0,
         hpl_w: 0.0,
+        calibrated_as: None,
+        gpu_memory_limit_gb: None,
         sources: [("mem_bw_gbs".to_string(), "harness membw".to_string()), ("fp16_tflops".to_string(), "harness matmul_peak".to_string())]
             .into_iter()
             .collect(),

@@ -381,7 +381,14 @@ fn hpl_scenario(
 /// formats a catalog preset stores alike: `f16` is 16 bits a weight like `bf16` (the same bytes
 /// streamed, the same half-precision kernel family). Without this a llama.cpp `f16` row was
 /// guessed as Q4_K_M (its decode predicted 2.8x too fast).
-const QUANT_LABELS: &[(&str, &str)] = &[("f16", "bf16"), ("fp16", "bf16"), ("float16", "bf16")];
+const QUANT_LABELS: &[(&str, &str)] = &[
+    ("f16", "bf16"),
+    ("fp16", "bf16"),
+    ("float16", "bf16"),
+    // Unsloth's dynamic quants, written without their `ud-` prefix (file names `..-Q4_K_XL.gguf`).
+    ("q4_k_xl", "ud-q4_k_xl"),
+    ("q8_k_xl", "ud-q8_k_xl"),
+];
 
 fn resolve_quant(
     row: &MeasurementRow,

@@ -1,7 +1,9 @@
 //! Built-in presets for nodes, fabrics, models and quantization formats. The data files live in
 //! `src/catalog/*.toml` and are embedded at build time; every number carries its source.
 
-use std::sync::OnceLock;
+pub mod user;
+
+use std::sync::{OnceLock, RwLock};
 
 use serde::Deserialize;
 
@@ -34,7 +36,7 @@ pub struct ModelPreset {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawQuant {
+pub(crate) struct RawQuant {
     id: String,
     family: crate::llm::QuantFamily,
     bits: Option<f64>,
@@ -52,33 +54,39 @@ struct RawFormat {
     kernel: String,
 }
 
-fn kernel(id: &str) -> KernelFamily {
-    KernelFamily::parse(id).unwrap_or_else(|| panic!("quants.toml: unknown kernel family `{id}`"))
+fn kernel(id: &str) -> Result<KernelFamily, String> {
+    KernelFamily::parse(id).ok_or_else(|| format!("unknown kernel family `{id}`"))
 }
 
 impl RawQuant {
-    /// The quantization this entry describes (the embedded file is tested: a bad entry panics
-    /// in the catalog test, never at run time).
-    fn spec(self) -> QuantSpec {
+    /// The quantization this entry describes, or what is wrong with it (the embedded file is
+    /// tested: a bad built-in entry panics in the catalog test, never at run time).
+    pub(crate) fn try_spec(self) -> Result<QuantSpec, String> {
         let scheme = match (&self.gguf, self.bits) {
-            (Some(ft), None) => {
-                QuantScheme::Gguf(GgufFtype::parse(ft).unwrap_or_else(|| panic!("quants.toml: unknown GGUF file type `{ft}`")))
-            }
-            (None, Some(bits)) => QuantScheme::PerClass {
-                default: TensorFormat { bits, kernel: kernel(self.kernel.as_deref().unwrap_or("half")) },
-                overrides: self
-                    .classes
-                    .iter()
-                    .map(|(c, f)| ClassFormat {
-                        class: TensorClass::parse(c).unwrap_or_else(|| panic!("quants.toml: unknown tensor class `{c}`")),
+            (Some(ft), None) => QuantScheme::Gguf(GgufFtype::parse(ft).ok_or_else(|| format!("unknown GGUF file type `{ft}`"))?),
+            (None, Some(bits)) => {
+                if !(bits > 0.0 && bits <= 64.0) {
+                    return Err(format!("`bits = {bits}` is out of range: above 0, at most 64"));
+                }
+                let mut overrides = Vec::new();
+                for (c, f) in &self.classes {
+                    if !(f.bits > 0.0 && f.bits <= 64.0) {
+                        return Err(format!("classes.{c}: `bits = {}` is out of range: above 0, at most 64", f.bits));
+                    }
+                    overrides.push(ClassFormat {
+                        class: TensorClass::parse(c).ok_or_else(|| format!("unknown tensor class `{c}`"))?,
                         layer: None,
-                        format: TensorFormat { bits: f.bits, kernel: kernel(&f.kernel) },
-                    })
-                    .collect(),
-            },
-            _ => panic!("quants.toml: `{}` needs exactly one of `gguf` and `bits`", self.id),
+                        format: TensorFormat { bits: f.bits, kernel: kernel(&f.kernel)? },
+                    });
+                }
+                QuantScheme::PerClass {
+                    default: TensorFormat { bits, kernel: kernel(self.kernel.as_deref().unwrap_or("half"))? },
+                    overrides,
+                }
+            }
+            _ => return Err(format!("quant `{}` needs exactly one of `gguf` and `bits`", self.id)),
         };
-        QuantSpec { id: self.id, family: self.family, scheme, source: self.source }
+        Ok(QuantSpec { id: self.id, family: self.family, scheme, source: self.source })
     }
 }
 
@@ -99,8 +107,8 @@ struct QuantFile {
     quant: Vec<RawQuant>,
 }
 
-/// All built-in presets.
-#[derive(Debug)]
+/// All presets: the built-ins, plus user entries once installed.
+#[derive(Clone, Debug)]
 pub struct Catalog {
     /// Nodes.
     pub nodes: Vec<NodeSpec>,
@@ -110,11 +118,36 @@ pub struct Catalog {
     pub models: Vec<(ModelPreset, ModelSpec)>,
     /// Quantization formats.
     pub quants: Vec<QuantSpec>,
+    /// Where each user entry came from (empty for the built-ins).
+    pub user: Vec<user::UserOrigin>,
+}
+
+/// The catalog with the user entries installed so far (the built-ins when none).
+pub fn catalog() -> &'static Catalog {
+    let current = *INSTALLED.read().unwrap_or_else(|e| e.into_inner());
+    current.unwrap_or_else(embedded)
+}
+
+/// The catalog with user entries, once any are installed. Each install leaks one catalog (a
+/// handful per process: the CLI installs once, a sweep re-installs nothing it already holds).
+static INSTALLED: RwLock<Option<&'static Catalog>> = RwLock::new(None);
+
+/// Adds a user catalog's entries to [`catalog`] for the rest of the process. Entries already
+/// installed with the same content are kept once; an id installed with different content is an
+/// error naming the file that defined it first.
+pub fn install(entries: user::UserCatalog) -> Result<(), String> {
+    let mut slot = INSTALLED.write().unwrap_or_else(|e| e.into_inner());
+    let current = slot.unwrap_or_else(embedded);
+    let new = user::drop_installed(current, entries)?;
+    if !new.is_empty() {
+        *slot = Some(Box::leak(Box::new(user::extend(current, &new))));
+    }
+    Ok(())
 }
 
 /// The embedded catalog, parsed once. The data files are tested, so parsing cannot fail at run
 /// time on a released build.
-pub fn catalog() -> &'static Catalog {
+pub fn embedded() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG.get_or_init(|| {
         let nodes = toml::from_str::<NodeFile>(NODES).expect("embedded nodes.toml is valid").node;
@@ -129,9 +162,13 @@ pub fn catalog() -> &'static Catalog {
                 (p, spec)
             })
             .collect();
-        let quants =
-            toml::from_str::<QuantFile>(QUANTS).expect("embedded quants.toml is valid").quant.into_iter().map(RawQuant::spec).collect();
-        Catalog { nodes, fabrics, models, quants }
+        let quants = toml::from_str::<QuantFile>(QUANTS)
+            .expect("embedded quants.toml is valid")
+            .quant
+            .into_iter()
+            .map(|q| q.try_spec().unwrap_or_else(|e| panic!("quants.toml: {e}")))
+            .collect();
+        Catalog { nodes, fabrics, models, quants, user: Vec::new() }
     })
 }
 
@@ -229,6 +266,23 @@ mod tests {
         assert_eq!(m.quantized_head_ops(q).iter().find(|o| o.name == "lm_head").unwrap().format.bits, 6.5625);
         let ops0 = m.quantized_layer_ops(0, q);
         assert!((ops0.iter().find(|o| o.name == "mlp gate+up+down").unwrap().format.bits - (9.0 + 6.5625) / 3.0).abs() < 1e-9);
+    }
+
+    /// Bits per weight of the legacy GGUF types by ggml's block sizes (type_traits: Q4_0 18
+    /// bytes per 32 weights, Q4_1 20, Q5_0 22, Q5_1 24, Q8_0 34): every layer tensor of a dense
+    /// Llama takes the file's type; the untied output is Q6_K (6.5625 bits).
+    #[test]
+    fn legacy_gguf_types_store_their_ggml_block_sizes() {
+        let c = catalog();
+        let (_, m) = c.model("llama-3.3-70b").unwrap();
+        for (q, bits) in [("q4_0", 4.5), ("q4_1", 5.0), ("q5_0", 5.5), ("q5_1", 6.0), ("q8_0", 8.5)] {
+            let quant = c.quant(q).unwrap();
+            for op in m.quantized_layer_ops(40, quant).iter().filter(|o| o.total_params() > 1_000_000) {
+                assert_eq!(op.format.bits, bits, "{q} {}", op.name);
+            }
+            let head = m.quantized_head_ops(quant).iter().find(|o| o.name == "lm_head").unwrap().format.bits;
+            assert_eq!(head, if q == "q8_0" { 8.5 } else { 6.5625 }, "{q} lm_head");
+        }
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub struct Cli {
     /// No progress bars or progress notes on stderr (errors and warnings still print).
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// A user catalog file ([[node]], [[fabric]], [[quant]], [[model]]; repeatable), added to
+    /// the built-ins for this command; `$SUPERNODE_CATALOG` names more (':'-separated).
+    #[arg(long = "catalog", global = true, value_name = "FILE")]
+    pub catalogs: Vec<std::path::PathBuf>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -146,6 +150,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
     init_tracing(cli.verbose);
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     let json = cli.command.json_style();
+    if let Err(e) = install_user_catalogs(&cli.catalogs) {
+        return e.with_json(json).report();
+    }
     let result = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Gantt(a) => gantt::gantt_command(a),
@@ -218,6 +225,22 @@ fn man_page() -> Result<(), CliError> {
     clap_mangen::Man::new(cmd).render(&mut out).map_err(|e| CliError::failure(format!("cannot render the man page: {e}")))?;
     use std::io::Write as _;
     std::io::stdout().lock().write_all(&out).map_err(|_| CliError::silent(ExitKind::Failure))
+}
+
+/// Installs the user catalogs of `$SUPERNODE_CATALOG` and `--catalog`, in that order.
+fn install_user_catalogs(flags: &[std::path::PathBuf]) -> Result<(), CliError> {
+    let mut paths: Vec<std::path::PathBuf> = std::env::var_os("SUPERNODE_CATALOG")
+        .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+        .unwrap_or_default();
+    paths.extend(flags.iter().cloned());
+    for path in paths {
+        let shown = path.display().to_string();
+        let text = crate::util::read_bounded(&path, crate::util::MAX_INPUT_BYTES)
+            .map_err(|e| CliError::input(format!("cannot read catalog file {shown}: {e}")))?;
+        let user = crate::catalog::user::parse_catalog_file(&shown, &text).map_err(|e| CliError::input(e.to_string()))?;
+        crate::catalog::install(user).map_err(|m| CliError::input(format!("{shown}: {m}")))?;
+    }
+    Ok(())
 }
 
 fn catalog_command(a: &CatalogArgs) -> Result<(), CliError> {

@@ -48,7 +48,7 @@ impl PlanError {
     pub fn fix(&self) -> String {
         match self {
             PlanError::DoesNotFit { fix, .. } => fix.clone(),
-            PlanError::Uncalibrated { .. } => "run `supernode calibrate` for this chip, or pass --profile with parameters for it".into(),
+            PlanError::Uncalibrated { .. } => "run `supernode calibrate` for this chip, pass --profile with parameters for it, or set the node's `calibrated_as` to the profiled chip nearest to it".into(),
             PlanError::TooManyStages { .. } => "use fewer nodes".into(),
         }
     }
@@ -217,32 +217,7 @@ impl Plan {
             let _ = i;
         }
         if let Some((i, mem)) = memory.iter().enumerate().find(|(_, m)| m.total_gb > m.limit_gb) {
-            let need: f64 = memory.iter().map(|m| m.total_gb).sum();
-            return Err(PlanError::DoesNotFit {
-                model: inp.model.id.clone(),
-                quant: inp.quant.id.clone(),
-                detail: format!(
-                    "node {i} ({}) needs {:.1} GB (weights {:.1} + KV cache {:.1} + runtime {:.1}) but its wired-memory limit is {:.1} GB ({:.0}% of {} GB); the cluster needs {:.0} GB in all",
-                    inp.nodes[i].id,
-                    mem.total_gb,
-                    mem.weights_gb,
-                    mem.kv_cache_gb,
-                    mem.overhead_gb,
-                    mem.limit_gb,
-                    100.0 * mem.limit_gb / inp.nodes[i].memory_gb,
-                    inp.nodes[i].memory_gb,
-                    need
-                ),
-                fix: if inp.wired_limit_fraction.is_none() && inp.nodes[i].os == Os::Macos {
-                    format!(
-                        "add nodes or bigger nodes, use a smaller quantization or shorten the context: it does not fit even with the wired limit raised to {:.0}% of RAM ({})",
-                        100.0 * RAISED_WIRED_FRACTION_MACOS,
-                        wired_limit_command(mib(inp.nodes[i].usable_bytes(RAISED_WIRED_FRACTION_MACOS)))
-                    )
-                } else {
-                    "add nodes or bigger nodes, use a smaller quantization, shorten the context, or raise the wired limit (cluster.wired_limit_fraction, i.e. sysctl iogpu.wired_limit_mb)".into()
-                },
-            });
+            return Err(does_not_fit(&inp, i, mem, memory.iter().map(|m| m.total_gb).sum()));
         }
         Ok(Plan {
             nodes: inp.nodes.to_vec(),
@@ -322,13 +297,16 @@ impl Plan {
 /// host costs in place of the runtime's, and a CUDA engine's graph replay cost in place of its
 /// eager launches when it runs CUDA graphs.
 fn node_params(inp: &PlanInput<'_>, node: &NodeSpec, runtime: &str) -> Result<(ChipParams, RuntimeParams), PlanError> {
-    let chip = inp.profile.chip(&node.chip).ok_or_else(|| PlanError::Uncalibrated {
-        chip: node.chip.clone(),
+    // A node the profile never measured times with the chip it is calibrated as (see
+    // `Profile::params_chip`); the envelope says so.
+    let params_chip = inp.profile.params_chip(node);
+    let chip = inp.profile.chip(&params_chip).ok_or_else(|| PlanError::Uncalibrated {
+        chip: params_chip.clone(),
         runtime: runtime.into(),
         profile: inp.profile.meta.name.clone(),
     })?;
     let rt = chip.runtimes.get(runtime).ok_or_else(|| PlanError::Uncalibrated {
-        chip: node.chip.clone(),
+        chip: params_chip.clone(),
         runtime: runtime.into(),
         profile: inp.profile.meta.name.clone(),
     })?;
@@ -351,11 +329,68 @@ fn node_params(inp: &PlanInput<'_>, node: &NodeSpec, runtime: &str) -> Result<(C
     Ok((chip.clone(), rt))
 }
 
+/// The error of a plan whose node `i` needs more than its limit, with the setting that fixes it.
+fn does_not_fit(inp: &PlanInput<'_>, i: usize, mem: &MemoryBreakdown, need: f64) -> PlanError {
+    let node = &inp.nodes[i];
+    if let Some(limit) = node.gpu_memory_limit_gb {
+        let fix = if mem.total_gb <= node.usable_bytes(1.0) / 1e9 {
+            format!(
+                "raise gpu_memory_limit_gb to at least {:.1} (of the node's {} GB), or add nodes, use a smaller quantization or shorten the context",
+                mem.total_gb, node.memory_gb
+            )
+        } else {
+            format!(
+                "add nodes or bigger nodes, use a smaller quantization or shorten the context: it needs more than the node's {} GB",
+                node.memory_gb
+            )
+        };
+        return PlanError::DoesNotFit {
+            model: inp.model.id.clone(),
+            quant: inp.quant.id.clone(),
+            detail: format!(
+                "node {i} ({}) needs {:.1} GB (weights {:.1} + KV cache {:.1} + runtime {:.1}) but its GPU memory limit is {limit:.1} GB (gpu_memory_limit_gb); the cluster needs {need:.0} GB in all",
+                node.id, mem.total_gb, mem.weights_gb, mem.kv_cache_gb, mem.overhead_gb
+            ),
+            fix,
+        };
+    }
+    PlanError::DoesNotFit {
+        model: inp.model.id.clone(),
+        quant: inp.quant.id.clone(),
+        detail: format!(
+            "node {i} ({}) needs {:.1} GB (weights {:.1} + KV cache {:.1} + runtime {:.1}) but its wired-memory limit is {:.1} GB ({:.0}% of {} GB); the cluster needs {:.0} GB in all",
+            node.id,
+            mem.total_gb,
+            mem.weights_gb,
+            mem.kv_cache_gb,
+            mem.overhead_gb,
+            mem.limit_gb,
+            100.0 * mem.limit_gb / node.memory_gb,
+            node.memory_gb,
+            need
+        ),
+        fix: if inp.wired_limit_fraction.is_none() && node.os == Os::Macos {
+            format!(
+                "add nodes or bigger nodes, use a smaller quantization or shorten the context: it does not fit even with the wired limit raised to {:.0}% of RAM ({})",
+                100.0 * RAISED_WIRED_FRACTION_MACOS,
+                wired_limit_command(mib(node.usable_bytes(RAISED_WIRED_FRACTION_MACOS)))
+            )
+        } else {
+            "add nodes or bigger nodes, use a smaller quantization, shorten the context, or raise the wired limit (cluster.wired_limit_fraction, i.e. sysctl iogpu.wired_limit_mb)".into()
+        },
+    }
+}
+
 /// A node's wired limit, GB, for a plan that needs `need_gb` on it, and the raised limit in MiB
-/// where the plan relies on one: an explicit `cluster.wired_limit_fraction` is taken as written;
+/// where the plan relies on one: a node's `gpu_memory_limit_gb` (its own, or the scenario's
+/// `cluster.gpu_memory_limit_gb`) is taken as written; an explicit `cluster.wired_limit_fraction` is taken as written;
 /// otherwise the OS default (the catalog's `wired_fraction`), raised on a Mac to
 /// [`RAISED_WIRED_FRACTION_MACOS`] only when the need exceeds the default, as users do.
 fn wired_limit_gb(node: &NodeSpec, explicit: Option<f64>, need_gb: f64) -> (f64, Option<u64>) {
+    // A limit the user set in GB is the limit, as written.
+    if let Some(gb) = node.gpu_memory_limit_gb {
+        return (gb, None);
+    }
     if let Some(f) = explicit {
         return (node.usable_bytes(f) / 1e9, None);
     }

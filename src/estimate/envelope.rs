@@ -79,7 +79,20 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
     let runtime = s.engine.kind.runtime().id();
     let host_key = s.engine.kind.host_key();
     let fitted: Vec<&str> = profile.fit.as_ref().map(|f| f.params.iter().map(|p| p.name.as_str()).collect()).unwrap_or_default();
-    for chip in s.nodes.iter().map(|x| &x.chip) {
+    for node in &s.nodes {
+        let params_chip = profile.params_chip(node);
+        if params_chip != node.chip {
+            let why = if node.calibrated_as.is_some() { "its calibrated_as" } else { "nearest profiled family" };
+            push(format!("chip `{}` was never profiled: node `{}` uses the parameters of `{params_chip}` ({why})", node.chip, node.id));
+        }
+        if let Some(o) = crate::catalog::catalog().user.iter().find(|o| o.section == "node" && o.id == node.id) {
+            if !o.assumed.is_empty() {
+                push(format!("node `{}` ({}) gives figures without a source: {} (assumed)", node.id, o.file, o.assumed.join(", ")));
+            }
+        }
+    }
+    for chip in s.nodes.iter().map(|x| profile.params_chip(x)) {
+        let chip = &chip;
         if !meta.calibrated_chips.is_empty() && !meta.calibrated_chips.contains(chip) {
             push(format!("chip `{chip}` was never profiled (parameters are assumed)"));
         } else if profile.fit.is_some()
@@ -90,8 +103,8 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
         }
     }
     if let Some(key) = host_key {
-        for chip in s.nodes.iter().map(|x| &x.chip) {
-            let own = profile.chip(chip).is_some_and(|c| c.engines.contains_key(key));
+        for chip in s.nodes.iter().map(|x| profile.params_chip(x)) {
+            let own = profile.chip(&chip).is_some_and(|c| c.engines.contains_key(key));
             if !own {
                 push(format!("no {key} host costs for chip `{chip}`: the {runtime} runtime's assumed"));
             }

@@ -224,8 +224,9 @@ pub(super) fn hpl(s: &Scenario, profile: &Profile, out: &mut Estimate) -> Result
     let ranks = g.node_of_rank.len() as f64;
     let mut power = Vec::with_capacity(n_nodes);
     for (i, node) in s.nodes.iter().enumerate() {
-        let chip = profile.chip(&node.chip).ok_or_else(|| PlanError::Uncalibrated {
-            chip: node.chip.clone(),
+        let params_chip = profile.params_chip(node);
+        let chip = profile.chip(&params_chip).ok_or_else(|| PlanError::Uncalibrated {
+            chip: params_chip.clone(),
             runtime: "hpl".into(),
             profile: profile.meta.name.clone(),
         })?;

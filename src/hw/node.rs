@@ -59,6 +59,15 @@ pub struct NodeSpec {
     pub hpl_cpu_gflops: f64,
     /// Wall power during HPL, W.
     pub hpl_w: f64,
+    /// The profiled chip whose calibrated parameters this node uses when the profile has none
+    /// for `chip` (a chip never measured: its nearest profiled family). Predictions that use it
+    /// are labelled extrapolations.
+    #[serde(default)]
+    pub calibrated_as: Option<String>,
+    /// The GPU memory limit the user set, GB (macOS `iogpu.wired_limit_mb`, Linux GTT/TTM
+    /// `ttm.pages_limit`): taken as written instead of the wired-fraction default.
+    #[serde(default)]
+    pub gpu_memory_limit_gb: Option<f64>,
     /// Source of each figure.
     #[serde(default)]
     pub sources: BTreeMap<String, String>,

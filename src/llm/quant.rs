@@ -344,6 +344,10 @@ pub enum GgufFtype {
     Q5_K_M,
     Q6_K,
     Q8_0,
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
 }
 
 const FTYPES: &[(GgufFtype, &str)] = &[
@@ -358,6 +362,10 @@ const FTYPES: &[(GgufFtype, &str)] = &[
     (GgufFtype::Q5_K_M, "Q5_K_M"),
     (GgufFtype::Q6_K, "Q6_K"),
     (GgufFtype::Q8_0, "Q8_0"),
+    (GgufFtype::Q4_0, "Q4_0"),
+    (GgufFtype::Q4_1, "Q4_1"),
+    (GgufFtype::Q5_0, "Q5_0"),
+    (GgufFtype::Q5_1, "Q5_1"),
 ];
 
 /// The shape facts llama.cpp's type rules look at.
@@ -420,6 +428,10 @@ impl GgufFtype {
             F::Q5_K_S | F::Q5_K_M => GgufType::Q5_K,
             F::Q6_K => GgufType::Q6_K,
             F::Q8_0 => GgufType::Q8_0,
+            F::Q4_0 => GgufType::Q4_0,
+            F::Q4_1 => GgufType::Q4_1,
+            F::Q5_0 => GgufType::Q5_0,
+            F::Q5_1 => GgufType::Q5_1,
         }
     }
 
@@ -435,6 +447,11 @@ impl GgufFtype {
     /// into attn_k_b (rows of qk_nope_head_dim = 128, so Q4_K falls back to Q5_0) and attn_v_b
     /// (default type); this counts the whole kv_b at the default type (DeepSeek V3 Q4_K_M:
     /// ~0.5 B weights at 4.5 instead of 5.5 bits, about 64 MB of ~400 GB).
+    /// The legacy file types (Q4_0, Q4_1, Q5_0, Q5_1: ollama's older defaults) name no rule of
+    /// their own outside imatrix runs (their ffn_down bump needs an imatrix, not modelled): every
+    /// tensor takes the default type except the output (Q6_K) and the 8-expert attn_v/attn_k
+    /// (Q8_0) rules shared by all file types. Assumption from the rule list as read above; no
+    /// published legacy-type file size is in FACTS.md to check it against.
     fn tensor_type(self, role: TensorRole, part: Part, layer: u64, s: &QuantShape) -> GgufType {
         use GgufFtype as F;
         use GgufType as T;

@@ -348,6 +348,14 @@ impl<W: std::io::Write> TraceWriter<W> {
 pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
     let mut s = String::new();
     let want = |x: &str| section.is_none_or(|w| w == x);
+    // A user entry says which file defined it, what it extends and which figures are assumed.
+    let origin = |s: &mut String, section: &str, id: &str| {
+        if let Some(o) = c.user.iter().find(|o| o.section == section && o.id == id) {
+            let like = o.like.as_ref().map(|l| format!(", like {l}")).unwrap_or_default();
+            let assumed = if o.assumed.is_empty() { String::new() } else { format!("; assumed (no source): {}", o.assumed.join(", ")) };
+            let _ = writeln!(s, "      user entry: {}{like}{assumed}", o.file);
+        }
+    };
     if want("nodes") {
         let _ = writeln!(s, "NODES");
         let _ = writeln!(
@@ -361,6 +369,10 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
                 "  {:<30} {:>7} {:>8.1} {:>7.1} {:>9.0} {:>7.1} {:>5}  {}",
                 n.id, n.memory_gb, n.mem_bw_gbs, n.fp16_tflops, n.price_usd, n.idle_w, n.rdma_ports, n.name
             );
+            origin(&mut s, "node", &n.id);
+            if let Some(chip) = &n.calibrated_as {
+                let _ = writeln!(s, "      calibrated_as: {chip} (chip `{}` never profiled)", n.chip);
+            }
             for (k, v) in &n.sources {
                 let _ = writeln!(s, "      {k}: {v}");
             }
@@ -380,6 +392,7 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
                 f.topologies.iter().map(|t| t.id()).collect::<Vec<_>>().join(","),
                 f.name
             );
+            origin(&mut s, "fabric", &f.id);
             for (k, v) in &f.sources {
                 let _ = writeln!(s, "      {k}: {v}");
             }
@@ -405,6 +418,7 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
                 p.default_quant,
                 p.source
             );
+            origin(&mut s, "model", &p.id);
         }
     }
     if want("quants") {
@@ -421,6 +435,7 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
                 )
             });
             let _ = writeln!(s, "  {:<11} {:>6} {:>6.2} {:>7.2}  {}", q.id, q.family.id(), attn, experts, q.source);
+            origin(&mut s, "quant", &q.id);
         }
     }
     s

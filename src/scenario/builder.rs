@@ -28,6 +28,7 @@ pub const KEYS: &[&str] = &[
     "cluster.fabric",
     "cluster.topology",
     "cluster.wired_limit_fraction",
+    "cluster.gpu_memory_limit_gb",
     "model.name",
     "model.hf_config",
     "model.quant",
@@ -88,7 +89,7 @@ fn sp<T>(v: T) -> Spanned<T> {
 }
 
 fn empty_cluster() -> RawCluster {
-    RawCluster { nodes: None, node: None, count: None, fabric: None, topology: None, wired_limit_fraction: None }
+    RawCluster { nodes: None, node: None, count: None, fabric: None, topology: None, wired_limit_fraction: None, gpu_memory_limit_gb: None }
 }
 
 fn empty_engine() -> RawEngine {
@@ -125,6 +126,7 @@ impl ScenarioBuilder {
             cost: None,
             faults: None,
             sweep: None,
+            catalog: None,
         };
         ScenarioBuilder { origin: origin.into(), dir: PathBuf::new(), raw, engine_unnamed: false }
     }
@@ -291,6 +293,7 @@ impl ScenarioBuilder {
             "cluster.fabric" => self.raw.cluster.get_mut().fabric = Some(sp(v.string()?)),
             "cluster.topology" => self.raw.cluster.get_mut().topology = Some(sp(v.string()?)),
             "cluster.wired_limit_fraction" => self.raw.cluster.get_mut().wired_limit_fraction = Some(sp(v.float()?)),
+            "cluster.gpu_memory_limit_gb" => self.raw.cluster.get_mut().gpu_memory_limit_gb = Some(sp(v.float()?)),
             "model.name" => {
                 let name = v.string()?;
                 self.model(&name);
@@ -383,6 +386,7 @@ impl ScenarioBuilder {
         key(&mut t, "fabric", s(&c.fabric));
         key(&mut t, "topology", s(&c.topology));
         key(&mut t, "wired_limit_fraction", f(&c.wired_limit_fraction));
+        key(&mut t, "gpu_memory_limit_gb", f(&c.gpu_memory_limit_gb));
         let m = r.model.get_ref();
         if m.name.is_some() || m.hf_config.is_some() || m.quant.is_some() {
             let _ = writeln!(t, "\n[model]");

@@ -35,6 +35,7 @@ const KEYS: &[(&str, KeyType)] = &[
     ("cluster.fabric", KeyType::Str),
     ("cluster.topology", KeyType::Str),
     ("cluster.wired_limit_fraction", KeyType::Float),
+    ("cluster.gpu_memory_limit_gb", KeyType::Float),
     ("model.name", KeyType::Str),
     ("model.hf_config", KeyType::Str),
     ("model.quant", KeyType::Str),

@@ -22,6 +22,10 @@ pub(super) struct RawScenario {
     pub(super) faults: Option<Spanned<RawFaults>>,
     /// Sweep axes; read by `supernode sweep`, ignored by `run`.
     pub(super) sweep: Option<toml::Table>,
+    /// User catalog entries (`[[catalog.node]]`, ...): read and installed by
+    /// [`crate::catalog::user::parse_scenario_catalog`] before the rest resolves.
+    #[allow(dead_code)]
+    pub(super) catalog: Option<toml::Value>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -33,6 +37,7 @@ pub(super) struct RawCluster {
     pub(super) fabric: Option<Spanned<String>>,
     pub(super) topology: Option<Spanned<String>>,
     pub(super) wired_limit_fraction: Option<Spanned<f64>>,
+    pub(super) gpu_memory_limit_gb: Option<Spanned<f64>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

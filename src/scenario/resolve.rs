@@ -34,6 +34,7 @@ pub fn parse(source: Source) -> Result<Scenario, ScenarioError> {
 /// Validates a raw scenario (parsed from `source`, or built in code by
 /// [`super::builder::ScenarioBuilder`]); errors locate at the raw spans in `source`.
 pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, ScenarioError> {
+    install_inline_catalog(&source)?;
     let cat = catalog();
     let src = &source;
     let mut spans = Spans::default();
@@ -41,7 +42,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     let cluster_span = raw.cluster.span();
     let cluster = raw.cluster.into_inner();
     let node_ids = node_ids(src, &cluster, cluster_span.clone(), &mut spans)?;
-    let nodes = lookup_nodes(src, cat, &node_ids)?;
+    let nodes = lookup_nodes(src, cat, &cluster, &node_ids)?;
     let n = nodes.len();
     let fabric = fabric(src, cat, &cluster, cluster_span, n, &mut spans)?;
     let topology = topology(src, &cluster, &fabric, n, &mut spans)?;
@@ -206,16 +207,19 @@ fn node_ids(
     Ok(ids)
 }
 
-/// The node presets the ids name.
-fn lookup_nodes(src: &Source, cat: &Catalog, ids: &[Spanned<String>]) -> Result<Vec<NodeSpec>, ScenarioError> {
-    ids.iter()
+/// The node presets the ids name, with the cluster's GPU memory limit applied.
+fn lookup_nodes(src: &Source, cat: &Catalog, cluster: &RawCluster, ids: &[Spanned<String>]) -> Result<Vec<NodeSpec>, ScenarioError> {
+    let mut nodes = ids
+        .iter()
         .map(|id| {
             cat.node(id.get_ref()).cloned().ok_or_else(|| {
                 src.error(id.span(), format!("unknown node `{}`", id.get_ref()), Some(suggest(id.get_ref(), &cat.node_ids(), "nodes")))
                     .with_kind(ErrorKind::UnknownPreset)
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    gpu_memory_limit(src, cluster, &mut nodes, ids)?;
+    Ok(nodes)
 }
 
 /// The fabric preset (`none` for a single node when the file names none).
@@ -312,6 +316,49 @@ fn check_cabling(
         check_node(node, fabric, topology, n).map_err(|e| located(e, id.span()))?;
     }
     check_cluster(fabric, topology, n).map_err(|e| located(e, spans.cluster_nodes.clone()))
+}
+
+/// Installs the scenario's own `[catalog]` entries (`[[catalog.node]]`, ...) into the catalog,
+/// errors located in the scenario file.
+fn install_inline_catalog(src: &Source) -> Result<(), ScenarioError> {
+    let user = crate::catalog::user::parse_scenario_catalog(&src.path, &src.text).map_err(|e| {
+        let kind = if e.message.contains("unknown field") {
+            ErrorKind::UnknownKey
+        } else if e.message.contains("no ") && e.message.contains("has that id") {
+            ErrorKind::UnknownPreset
+        } else {
+            ErrorKind::BadValue
+        };
+        src.error(e.span.clone(), e.message, e.help).with_kind(kind)
+    })?;
+    if user.is_empty() {
+        return Ok(());
+    }
+    crate::catalog::install(user).map_err(|m| src.error(0..0, m, Some("give the entry a new id".into())).with_kind(ErrorKind::Invalid))
+}
+
+/// `cluster.gpu_memory_limit_gb`, if set, as every node's GPU memory limit (a node whose catalog
+/// entry sets its own keeps it); each limit above 0 and at most the node's memory.
+fn gpu_memory_limit(src: &Source, cluster: &RawCluster, nodes: &mut [NodeSpec], ids: &[Spanned<String>]) -> Result<(), ScenarioError> {
+    if let Some(l) = &cluster.gpu_memory_limit_gb {
+        for n in nodes.iter_mut() {
+            n.gpu_memory_limit_gb.get_or_insert(*l.get_ref());
+        }
+    }
+    for (n, id) in nodes.iter().zip(ids) {
+        let Some(limit) = n.gpu_memory_limit_gb else { continue };
+        if !(limit > 0.0 && limit <= n.memory_gb) {
+            let span = cluster.gpu_memory_limit_gb.as_ref().map_or(id.span(), |l| l.span());
+            return Err(src
+                .error(
+                    span,
+                    format!("gpu_memory_limit_gb = {limit} for node `{}` is out of range", n.id),
+                    Some(format!("use a limit above 0 and at most the node's {} GB", n.memory_gb)),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+    }
+    Ok(())
 }
 
 /// `cluster.wired_limit_fraction`, if set, in 0.1..=1.0.

@@ -566,3 +566,21 @@ fn a_llama_cpp_f16_row_streams_sixteen_bit_weights() {
     assert_eq!(b.build().unwrap().quant.id, "q4_k_m");
     assert!(assumptions.iter().any(|a| a.contains("GGUF quant not published: assumed q4_k_m")), "{assumptions:?}");
 }
+
+/// Issue 21 item 4: llama.cpp's legacy type labels and Unsloth's dynamic labels, as users write
+/// them (upper case, with or without `ud-`), read as their presets.
+#[test]
+fn legacy_and_unsloth_gguf_labels_read_as_their_presets() {
+    use supernode::calibrate::validate::{read_csv, row_scenario};
+    let rows = read_csv(&crate::measurements_csv()).unwrap();
+    let base = rows.iter().find(|r| r.id == "n-m2u-llama3-70b-f16-lcpp-tg512").unwrap();
+    for (label, preset) in
+        [("Q4_0", "q4_0"), ("q5_1", "q5_1"), ("Q4_K_XL", "ud-q4_k_xl"), ("UD-Q8_K_XL", "ud-q8_k_xl"), ("q8_k_xl", "ud-q8_k_xl")]
+    {
+        let mut row = base.clone();
+        row.quant = label.into();
+        let (b, assumptions) = row_scenario(&row, &rows).unwrap();
+        assert_eq!(b.build().unwrap().quant.id, preset, "{label}");
+        assert!(assumptions.iter().all(|a| !a.contains("GGUF quant not published")), "{label}: {assumptions:?}");
+    }
+}

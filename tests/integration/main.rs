@@ -33,6 +33,7 @@ mod slo;
 mod snapshots;
 mod sweep;
 mod timelines;
+mod user_catalog;
 mod vllm;
 mod wired_limit;
 mod working_set;
