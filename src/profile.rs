@@ -760,7 +760,7 @@ impl Profile {
 
     /// The profiled chip whose parameters `node` runs with: its own chip when profiled; else
     /// the node's `calibrated_as`; else its family's prior, stated here because no source
-    /// measures an unprofiled chip: an Apple chip takes the profiled chip of its own generation
+    /// measures an unprofiled chip: an Apple chip no built-in node has takes the profiled chip of its own generation
     /// (`m4-pro` -> `m4-max`), or the nearest generation (an M5 reads the M4's parameters:
     /// assumption, same Metal kernels and MLX build); other chips have no family rule and keep
     /// their own name (the plan then asks for `calibrated_as`). The envelope reports every
@@ -773,7 +773,11 @@ impl Profile {
             return c.clone();
         }
         let generation = |c: &str| -> Option<u32> { c.strip_prefix('m')?.split('-').next()?.parse().ok() };
-        if node.os == crate::hw::Os::Macos {
+        // A chip of the built-in catalog that the profile lacks is the profile's gap (the
+        // caller's error names it); the nearest generation stands in only for chips no
+        // built-in node has (a user's node).
+        let built_in = crate::catalog::embedded().nodes.iter().any(|n| n.chip == node.chip);
+        if node.os == crate::hw::Os::Macos && !built_in {
             if let Some(g) = generation(&node.chip) {
                 let best = self.chips.keys().filter_map(|c| generation(c).map(|cg| (cg.abs_diff(g), std::cmp::Reverse(cg), c))).min();
                 if let Some((_, _, c)) = best {

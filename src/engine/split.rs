@@ -128,7 +128,7 @@ pub fn check_fleet(engine: &str, kind: EngineKind, nodes: &[NodeSpec]) -> Result
             engine: engine.to_string(),
             node: n.id.clone(),
             chip: n.chip.clone(),
-            engines: super::runtimes::engines_on(n).join(", "),
+            engines: EngineKind::names_on(n).join(", "),
         });
     }
     if fleet_is_legal(kind, &refs) {

@@ -59,6 +59,11 @@ impl EngineKind {
         by_name(name).map(|r| r.kind())
     }
 
+    /// The engine names (aliases included) whose kernels run on `node`.
+    pub fn names_on(node: &NodeSpec) -> Vec<&'static str> {
+        engines_on(node)
+    }
+
     /// Scenario id.
     pub fn id(self) -> &'static str {
         self.behaviour().id()
