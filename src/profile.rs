@@ -91,7 +91,7 @@ pub struct ChipParams {
 /// Engines that may have their own host costs in a chip's `engines` table: the host keys of
 /// the runtime registry (`engine::runtimes::host_keys`, pinned equal by a test there; listed
 /// here because the profile sits below the engine layer and must not import it).
-pub const HOST_ENGINES: &[&str] = &["vllm-mlx", "sglang"];
+pub const HOST_ENGINES: &[&str] = &["exo", "vllm-mlx", "sglang"];
 
 /// Host costs of an engine on a chip (see [`ChipParams::engines`]).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -142,6 +142,18 @@ pub struct RuntimeParams {
     /// per kernel of a step run as a graph (`kernel_launch_us` is the eager launch from Python).
     /// Only the `cuda` runtime reads it; required, 0 on runtimes without CUDA graphs.
     pub graph_kernel_us: f64,
+    /// ALU instructions per weight each time a multi-token GEMM dequantises a GGUF k-quant or
+    /// i-quant block into its tile (unpack the packed 6-bit scale and min, mask and shift the
+    /// 4-6-bit value, convert, fused multiply-add). Required: 0 where a runtime multiplies
+    /// the codes directly (no dequantisation cost).
+    pub dequant_ops_kquant: f64,
+    /// The same for GGUF legacy blocks (Q8_0, Q4_0, ...: convert, multiply by the block's scale).
+    pub dequant_ops_legacy: f64,
+    /// The same for MXFP4 (table look-up of the 4-bit value, times the block's power-of-two scale).
+    pub dequant_ops_mxfp4: f64,
+    /// The same for MLX affine quantization at any bit width (shift, mask, convert, scale and bias
+    /// in one multiply-add).
+    pub dequant_ops_affine: f64,
 }
 
 impl RuntimeParams {
@@ -157,6 +169,24 @@ impl RuntimeParams {
             K::Fp8 => self.bw_mult_8bit,
             K::Nvfp4 => self.bw_mult_nvfp4,
             K::Affine4 | K::KQuant | K::Int4 => 1.0,
+        }
+    }
+
+    /// ALU instructions per weight each time a GEMM tile dequantises a weight of `kernel`'s
+    /// format (0 for unquantized weights: a 16-bit tile is loaded as is).
+    pub fn dequant_ops(&self, kernel: crate::llm::KernelFamily) -> f64 {
+        use crate::llm::KernelFamily as K;
+        match kernel {
+            K::Half => 0.0,
+            K::KQuant => self.dequant_ops_kquant,
+            K::Legacy => self.dequant_ops_legacy,
+            K::Mxfp4 => self.dequant_ops_mxfp4,
+            K::Affine4 | K::Affine8 => self.dequant_ops_affine,
+            // FP8 W8A8 runs on the FP8 tensor cores: no dequantisation.
+            K::Fp8 => 0.0,
+            // Block-scaled 4-bit codes (Marlin W4A16, NVFP4): unpack, convert, scale, as a
+            // legacy GGUF block.
+            K::Nvfp4 | K::Int4 => self.dequant_ops_legacy,
         }
     }
 }
@@ -484,6 +514,8 @@ pub const RUNTIME_FIELDS: &[Field<RuntimeParams>] = fields!(RuntimeParams:
     kernel_launch_us "us" NonNegative, host_per_step_us "us" NonNegative, bw_scale "" Positive, compute_scale "" Positive,
     bw_mult_half "" Positive, bw_mult_8bit "" Positive, bw_mult_mxfp4 "" Positive,
     stage_us "us" NonNegative, host_per_seq_us "us" NonNegative, bw_mult_nvfp4 "" Positive, graph_kernel_us "us" NonNegative,
+    dequant_ops_kquant "ops" NonNegative, dequant_ops_legacy "ops" NonNegative,
+    dequant_ops_mxfp4 "ops" NonNegative, dequant_ops_affine "ops" NonNegative,
 );
 
 /// Parameters of a `[chips.<chip>.engines.<engine>]` section.

@@ -123,6 +123,14 @@ pub fn published_params() -> Vec<String> {
         "chips.gb10.runtimes.cuda.bw_mult_mxfp4",
         "chips.gb10.runtimes.cuda.bw_mult_8bit",
         "chips.gb10.engines.sglang.host_per_seq_us",
+        // MLX's launches on the M4 Max apart from vllm-mlx's host costs: the Qwen3-30B-A3B rows
+        // (48 MoE layers, many kernels) against the Llama-3.2-1B ones (16 dense layers), with
+        // the batching engine's per-step cost from FACTS as the prior.
+        "chips.m4-max.runtimes.mlx.kernel_launch_us",
+        // K-quant dequantisation in the Metal GEMM apart from the GEMM's own efficiency: the
+        // M2 Ultra's Llama 3 70B Q4_K_M prefill rows (pp512, pp8192) against its f16 pp512 row.
+        "chips.m2-ultra.compute_eff_dense",
+        "chips.m2-ultra.runtimes.llama-cpp.dequant_ops_kquant",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -280,11 +280,13 @@ impl Measurement<'_> {
             return Ok(simulate_generate(&plan, prompt, 1, 1).prefill_tokens_per_s(prompt));
         }
         // The harness builds each step's graph in Python, then evaluates it: measured host time,
-        // serial with the step (0 in files that predate the measurement).
-        if let Some(build) = self.b.host_build_s.filter(|x| x.is_finite() && *x > 0.0) {
-            for rt in &mut plan.runtimes {
-                rt.host_per_step_us = build * 1e6;
-            }
+        // serial with the step (files that predate the measurement: the MLX runtime's own host
+        // cost). Its loop is not exo's runner: exo's own host costs do not apply.
+        let build_us = self.b.host_build_s.filter(|x| x.is_finite() && *x > 0.0).map(|b| b * 1e6);
+        for (rt, chip) in plan.runtimes.iter_mut().zip(&plan.chips) {
+            let mlx = chip.runtimes.get("mlx");
+            rt.host_per_step_us = build_us.unwrap_or_else(|| mlx.map_or(0.0, |r| r.host_per_step_us));
+            rt.host_per_seq_us = mlx.map_or(0.0, |r| r.host_per_seq_us);
         }
         let generate = self.count("gen_tokens")?.max(1);
         if kind == HarnessKind::E2eDecodeBatch {

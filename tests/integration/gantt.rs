@@ -192,11 +192,14 @@ fn every_request_completing_in_the_window_has_a_track_in_order_with_its_ttft() {
         }
     }
     // The statistics' mean TTFT over the measured requests is the tracks' mean, up to the
-    // estimate's step reuse (a repeated step shape keeps its first jitter draw: ~0.02% apart
-    // with the profile's 2% jitter, identical without jitter; serve_speed tests both).
+    // estimate's step reuse (a repeated step shape keeps its first jitter draw, so the two runs
+    // draw different jitter from then on; identical without jitter, serve_speed tests both).
+    // exo's per-step host work (3.3 ms, one CPU task per step, about half of this 3B model's
+    // step) takes a single 2% draw per step where hundreds of kernels averaged theirs out: the
+    // two realisations' mean TTFT over 6 requests now differ by ~0.3% (was ~0.02%), so 1%.
     assert!(measured > 0);
     let tracks_mean = ttft_sum / f64::from(measured);
-    assert!((est["ttft_s"].as_f64().unwrap() / tracks_mean - 1.0).abs() < 1e-3, "{} vs {}", est["ttft_s"], tracks_mean);
+    assert!((est["ttft_s"].as_f64().unwrap() / tracks_mean - 1.0).abs() < 1e-2, "{} vs {}", est["ttft_s"], tracks_mean);
 }
 
 #[test]

@@ -153,3 +153,26 @@ hpl1,mac-studio-m3-ultra,1,512gb,,fp64,hpl,,none,,,hpl_gflops,1278.6,Gflops,made
     // Single-node HPL stays an input.
     assert!(v["skipped"].to_string().contains("hpl1"));
 }
+
+#[test]
+fn a_dense_decode_draws_less_than_its_prefill_on_every_apple_chip() {
+    // Every phase-labelled reading says so (FACTS-2026 section D: M4 Max llama.cpp GPU ~37 W in
+    // decode vs 58-60 W in prefill; M1 Max 6.2-6.7 W vs 17.4-18.1 W): a memory-bound decode's
+    // ALUs stall on DRAM, a compute-bound prefill keeps them issuing. It failed while the
+    // per-byte energy came from benchmark peaks that the prompt phase sets (454 pJ/B: decode
+    // 259 W vs prefill 245 W for Llama 3.3 70B on an M3 Ultra).
+    let p = Profile::default_profile();
+    for node in ["m4-max-40c-128gb", "m3-ultra-80c-512gb", "m2-ultra-76c-192gb"] {
+        let set = [
+            format!("cluster.nodes=[\"{node}\"]"),
+            "model.quant=q4_k_m".to_string(),
+            "engine.name=llama-cpp".to_string(),
+            "workload.prompt_tokens=512".to_string(),
+            "model.name=llama-3.3-70b".to_string(),
+        ];
+        let sc = load(&scenario("geerling-1x-m3-ultra-deepseek-v3.1-llama-cpp.toml"), &set).unwrap();
+        let e = estimate(&sc, &p).unwrap();
+        let (decode, prefill) = (e.node_power_w[0], e.node_prefill_power_w[0]);
+        assert!(decode < prefill, "{node}: decode {decode} W vs prefill {prefill} W");
+    }
+}

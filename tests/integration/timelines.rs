@@ -14,6 +14,12 @@ fn quiet_profile() -> Profile {
     // Round numbers for hand computation, independent of the fitted default profile.
     p.comm.gpu_sync_default_us = 180.0;
     p.comm.gpu_sync_fast_us = 4.0;
+    // No dequantisation in the GEMMs' hand-computed FLOPs (its own tests: engine::cost::kernel).
+    for chip in p.chips.values_mut() {
+        for rt in chip.runtimes.values_mut() {
+            (rt.dequant_ops_kquant, rt.dequant_ops_legacy, rt.dequant_ops_mxfp4, rt.dequant_ops_affine) = (0.0, 0.0, 0.0, 0.0);
+        }
+    }
     p.comm.jaccl_round_us = 15.0;
     p.comm.jaccl_peer_us = 3.0;
     p.comm.cpu_reduce_gbs = 20.0;

@@ -142,7 +142,7 @@ fn a_profile_names_only_engines_with_host_costs_of_their_own() {
     let line = bad[..bad.find("[chips.m4-max.engines.vllm]").unwrap()].matches('\n').count() + 1;
     assert!(e.starts_with(&format!("bad.toml:{line}:")) && e.contains("`vllm`") && e.contains("vllm-mlx"), "{e}");
     let p = Profile::parse(good, "hand-set.toml").unwrap();
-    assert_eq!(p.param("chips.m4-max.engines.vllm-mlx.host_per_seq_us").map(|x| x.0), Some(0.0));
+    assert_eq!(p.param("chips.m4-max.engines.vllm-mlx.host_per_seq_us").map(|x| x.0), Some(100.0));
     assert_eq!(p.param("chips.m3-ultra.runtimes.mlx.host_per_seq_us").map(|x| x.0), Some(0.0));
 }
 

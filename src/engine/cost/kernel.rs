@@ -8,6 +8,19 @@ use crate::sim::Time;
 
 use super::us_to_ns;
 
+/// Token rows of one GEMM tile: a weight tile is dequantised once per this many rows of the
+/// activations. llama.cpp's Metal `kernel_mul_mm` tiles 64 weight rows by 32 token rows
+/// (`BLOCK_SIZE_M`/`BLOCK_SIZE_N`, ggml-metal.metal) and MLX's steel quantized matmul 32 token
+/// rows (`BM = 32`, `quantized.h`). Assumed the same for Vulkan's and CUDA's tiles: only the
+/// ratio of a family's fitted instructions to this tile is identified by the rows.
+pub const DEQUANT_TOKEN_TILE: u64 = 32;
+
+/// Most token rows a quantized matmul still runs as a matrix-vector kernel (dequantising in
+/// registers, hidden under the weight stream) before it switches to the tiled GEMM: llama.cpp's
+/// Metal backend runs `mul_mv` up to 8 rows and `mul_mm` above (`ne11_mm_min`); MLX switches
+/// from `qmv` to `qmm` at a similar batch. Assumed 8 for every backend.
+pub const GEMV_MAX_ROWS: f64 = 8.0;
+
 /// How the runtime runs MLA attention (the engine options that change its cost).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MlaOptions {
@@ -88,6 +101,9 @@ struct OpTerms {
     bytes: f64,
     bw_eff: f64,
     flops: f64,
+    /// Dequantisation's ALU work in FLOP units (one instruction issue slot = one fused
+    /// multiply-add = 2 FLOPs of the peak), issued beside `flops` on the same ALUs.
+    dequant_flops: f64,
     compute_eff: f64,
     side_bytes: f64,
     side_bw_eff: f64,
@@ -128,7 +144,7 @@ impl NodeCost<'_> {
         let launch = self.launches_ns(c.kernels);
         let secs = if c.bw_eff > 0.0 {
             let side = if c.side_bytes > 0.0 { c.side_bytes / (bw * c.side_bw_eff) } else { 0.0 };
-            (c.bytes / (bw * c.bw_eff)).max(c.flops / (peak * c.compute_eff)) + side
+            (c.bytes / (bw * c.bw_eff)).max((c.flops + c.dequant_flops) / (peak * c.compute_eff)) + side
         } else {
             // Elementwise kernels: plain array traffic at the full bandwidth.
             c.bytes / bw
@@ -152,7 +168,8 @@ impl NodeCost<'_> {
     pub fn op_work_routed(&self, op: &Op, tokens: u64, context: u64, routed: u64) -> Work {
         let c = self.terms(op, tokens, context, routed);
         let scale = self.runtime.compute_scale;
-        let issued_flops = if c.flops > 0.0 { c.flops / (c.compute_eff * scale).max(1e-6) } else { 0.0 };
+        let alu = c.flops + c.dequant_flops;
+        let issued_flops = if alu > 0.0 { alu / (c.compute_eff * scale).max(1e-6) } else { 0.0 };
         Work { bytes: c.bytes + c.side_bytes, flops: c.flops, issued_flops }
     }
 
@@ -211,14 +228,33 @@ impl NodeCost<'_> {
     fn dense_terms(&self, op: &Op, tokens: u64, context: u64, shard: f64, mla: MlaForm, base: OpTerms) -> OpTerms {
         let (chip, rt) = (self.chip, self.runtime);
         // The expanded MLA form runs the latent up-projections over the whole cache.
-        let rows = if mla.expanded && op.expands_latent { (context + tokens) as f64 } else { tokens as f64 };
+        let rows = if mla.expanded && op.expands_latent { context + tokens } else { tokens };
+        let weights = op.params as f64 * shard;
         OpTerms {
             bytes: op.weight_bytes(op.params as f64) * shard,
             bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel),
-            flops: 2.0 * op.params as f64 * shard * rows,
+            flops: 2.0 * weights * rows as f64,
+            dequant_flops: self.dequant_flops(op, weights, rows as f64, 1.0),
             compute_eff: chip.compute_eff_dense,
             ..base
         }
+    }
+
+    /// Dequantisation's ALU work in a multi-row GEMM, FLOP units: `matrices` weight matrices of
+    /// `weights` each, every weight dequantised once per tile of [`DEQUANT_TOKEN_TILE`] of the
+    /// `rows` token rows, at the format family's instructions per weight (2 FLOPs of the peak
+    /// per instruction slot). A GEMM's FLOPs grow with the rows while its dequantisation grows
+    /// with the tiles, so the cost is a near-constant fraction `ops / tile` of a long prefill.
+    /// Matrix-vector steps (decode, batches up to [`GEMV_MAX_ROWS`] rows) pay none: the kernel
+    /// dequantises in registers while it waits on the weight stream, which bounds it (FACTS.md:
+    /// decode is memory-bound); not modelled is a GEMV whose dequantisation outruns the stream.
+    fn dequant_flops(&self, op: &Op, weights: f64, rows: f64, matrices: f64) -> f64 {
+        let ops = self.runtime.dequant_ops(op.format.kernel);
+        if rows <= GEMV_MAX_ROWS || ops == 0.0 {
+            return 0.0;
+        }
+        let tiles = (rows / DEQUANT_TOKEN_TILE as f64).ceil();
+        2.0 * ops * weights * matrices * tiles
     }
 
     /// Routed experts (gather GEMV/GEMM): the experts the step's `routed` distinct tokens touch
@@ -226,10 +262,15 @@ impl NodeCost<'_> {
     /// active weight per token.
     fn expert_terms(&self, op: &Op, tokens: u64, routed: u64, shard: f64, base: OpTerms) -> OpTerms {
         let (chip, rt) = (self.chip, self.runtime);
+        let touched = op.experts_touched(routed);
+        // Each touched expert's GEMM runs over the rows routed to it: `tokens x k / touched`.
+        let active = op.experts.map_or(1, |(_, k)| k) as f64;
+        let rows_per_expert = tokens as f64 * active / touched.max(1e-9);
         OpTerms {
-            bytes: op.weight_bytes(op.params as f64) * op.experts_touched(routed) * shard,
+            bytes: op.weight_bytes(op.params as f64) * touched * shard,
             bw_eff: chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel),
             flops: 2.0 * op.active_params() as f64 * shard * tokens as f64,
+            dequant_flops: self.dequant_flops(op, op.params as f64 * shard, rows_per_expert, touched),
             compute_eff: chip.compute_eff_expert,
             ..base
         }
@@ -321,6 +362,10 @@ mod tests {
             bw_mult_mxfp4: 1.0,
             bw_mult_nvfp4: 1.0,
             graph_kernel_us: 0.0,
+            dequant_ops_kquant: 0.0,
+            dequant_ops_legacy: 0.0,
+            dequant_ops_mxfp4: 0.0,
+            dequant_ops_affine: 0.0,
         }
     }
 
@@ -379,6 +424,43 @@ mod tests {
         // The runtime's compute scale doubles the peak.
         let fast = RuntimeParams { compute_scale: 2.0, ..runtime() };
         assert!(close(node(&c, &fast, &m).op_ns(&dense(Placement::Replicated), 1000, 0), 20_000_000.0 + 10_000.0));
+    }
+
+    #[test]
+    fn a_quantized_gemm_adds_its_dequantisation_once_per_token_tile_and_a_gemv_none() {
+        let (c, m) = (chip(), comm());
+        let r = RuntimeParams { dequant_ops_kquant: 4.0, ..runtime() };
+        let n = node(&c, &r, &m);
+        let mut op = dense(Placement::Replicated);
+        op.format = crate::llm::TensorFormat { bits: 4.5, kernel: crate::llm::KernelFamily::KQuant };
+        // 1000 rows = 32 tiles of 32: 2e12 FLOPs + 2 x 4 x 1e9 x 32 = 2.256e12 FLOP units over
+        // 5e13 FLOP/s = 45.12 ms (the 16-bit weights would take 40 ms: 12.8% slower, 8/64 per
+        // full tile).
+        assert!(close(n.op_ns(&op, 1000, 0), 45_120_000.0 + 10_000.0));
+        // A 16-bit matrix pays none; neither does a one-row GEMV (memory-bound: 0.5625 GB at
+        // 0.5 TB/s = 1.125 ms).
+        assert!(close(n.op_ns(&dense(Placement::Replicated), 1000, 0), 40_000_000.0 + 10_000.0));
+        assert!(close(n.op_ns(&op, 1, 0), 1_125_000.0 + 10_000.0));
+        // Eight rows still run the matrix-vector kernel: the stream (1.125 ms) beats 1.6e10 /
+        // 5e13 = 0.32 ms of FLOPs, and no dequantisation is added.
+        assert!(close(n.op_ns(&op, 8, 0), 1_125_000.0 + 10_000.0));
+        // The issued ALU work the power model charges includes it; the FLOPs do not.
+        let w = n.op_work(&op, 1000, 0);
+        assert_eq!(w.flops, 2e12);
+        assert!(close(w.issued_flops, 2.256e12 / 0.5));
+    }
+
+    #[test]
+    fn an_expert_gemm_dequantises_each_touched_expert_once_per_tile_of_its_own_rows() {
+        let (c, m) = (chip(), comm());
+        let r = RuntimeParams { dequant_ops_mxfp4: 3.0, ..runtime() };
+        let n = node(&c, &r, &m);
+        let mut op = Op::experts("e", 1_000_000, 3, 64, 4);
+        op.format = crate::llm::TensorFormat { bits: 4.25, kernel: crate::llm::KernelFamily::Mxfp4 };
+        // 10,000 tokens touch all 64 experts (to 1e-9), 625 rows each = 20 tiles:
+        // 2 x 3 x 1e6 x 64 x 20 = 7.68e9 FLOP units beside the 8e10 FLOPs, over 2.5e13 FLOP/s.
+        let t = n.op_ns(&op, 10_000, 0);
+        assert!((t - ((8e10 + 7.68e9) / 2.5e13 * 1e9 + 30_000.0)).abs() < 1.0, "{t}");
     }
 
     #[test]

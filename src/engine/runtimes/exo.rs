@@ -36,6 +36,13 @@ impl EngineRuntime for Exo {
         Runtime::Mlx
     }
 
+    /// Its own per-step host work beside MLX's kernels (the runner's task-id all_gather with
+    /// `.tolist()`, cancellation checks, detokenising in Python; FACTS.md: PR 1777 logs ~3.3 ms
+    /// per step): `[chips.<chip>.engines.exo]`.
+    fn host_key(&self) -> Option<&'static str> {
+        Some("exo")
+    }
+
     fn version_defaults(&self) -> VersionDefaults {
         MLX_DEFAULTS
     }
