@@ -38,13 +38,13 @@ fn exo_pipeline_over_10_gbe_was_never_measured_and_says_so() {
 
 #[test]
 fn a_chip_whose_parameters_are_all_priors_is_extrapolated() {
-    // The M2 Ultra has a published mlx-lm row but no fitted parameter of its own: every figure
-    // is the M3 Ultra's prior.
+    // The M4 Max has published MLX rows (vllm-mlx) but no llama.cpp row: every llama.cpp figure
+    // of it is a prior (the M2 Ultra, used here before, now has fitted llama.cpp prefill rows).
     let f = scenario("geerling-1x-m3-ultra-deepseek-v3.1-llama-cpp.toml");
-    let c = calibration(&f, &["cluster.nodes=[\"m2-ultra-76c-192gb\"]", "model.name=llama-3.3-70b", "cluster.wired_limit_fraction=0.75"]);
+    let c = calibration(&f, &["cluster.nodes=[\"m4-max-40c-128gb\"]", "model.name=llama-3.3-70b", "cluster.wired_limit_fraction=0.75"]);
     assert_eq!(c["status"], "extrapolation");
     let r = reasons(&c);
-    assert!(r.iter().any(|x| x.contains("chip `m2-ultra` extrapolated: none of its llama-cpp parameters was fitted")), "{r:?}");
+    assert!(r.iter().any(|x| x.contains("chip `m4-max` extrapolated: none of its llama-cpp parameters was fitted")), "{r:?}");
 }
 
 #[test]
