@@ -324,7 +324,8 @@ fn node_params(inp: &PlanInput<'_>, node: &NodeSpec, runtime: &str) -> Result<(C
     // too, attention excepted; the model charges graphs on every step (an assumption:
     // FACTS-2026 B2 gives the decode effect only).
     if inp.options.kind.runtime() == Runtime::Cuda && inp.options.cuda.cuda_graphs {
-        rt.kernel_launch_us = rt.graph_kernel_us;
+        // A replayed kernel never costs more than launching it eagerly.
+        rt.kernel_launch_us = rt.graph_kernel_us.min(rt.kernel_launch_us);
     }
     Ok((chip.clone(), rt))
 }

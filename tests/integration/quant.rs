@@ -66,19 +66,21 @@ fn calibrate_recovers_per_family_bandwidth_from_synthetic_microbenchmarks() {
 
 #[test]
 fn the_family_multiplier_moves_only_its_own_kernels() {
-    // Doubling the 8-bit multiplier halves an 8-bit qmm's time at M = 1 and leaves 4- and 16-bit
-    // kernels alone.
+    // Halving the 8-bit multiplier doubles an 8-bit qmm's time at M = 1 and leaves 4- and 16-bit
+    // kernels alone (halving: a doubled one could pass the memory's own rate, which the
+    // streaming efficiency caps at 1).
     let base = with_host_chip(&Profile::default_profile());
     let h = family_harness(&base);
     let parsed: calibrate::HarnessFile = serde_json::from_value(h).unwrap();
     let p8 = "chips.harness-host.runtimes.mlx.bw_mult_8bit".to_string();
-    let fast = calibrate::set_params(&base, std::slice::from_ref(&p8), &[2.0]).unwrap();
+    let half = calibrate::get_param(&base, &p8).unwrap() / 2.0;
+    let fast = calibrate::set_params(&base, std::slice::from_ref(&p8), &[half]).unwrap();
     for bench in parsed.benchmarks.iter().filter(|b| b.kind == HarnessKind::Qmm && b.params["K"] == 8192) {
         let (a, b) =
             (calibrate::predict_harness(&parsed, bench, &base).unwrap(), calibrate::predict_harness(&parsed, bench, &fast).unwrap());
         let bits = bench.params["bits"].as_u64().unwrap();
         if bits == 8 {
-            assert!(b < 0.55 * a, "8-bit {a} -> {b}");
+            assert!(b > 1.9 * a, "8-bit {a} -> {b}");
         } else {
             assert_eq!(a, b, "{bits}-bit moved");
         }

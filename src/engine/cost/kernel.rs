@@ -92,6 +92,15 @@ impl std::ops::AddAssign for Work {
     }
 }
 
+/// A weight kernel's streaming efficiency: the chip's efficiency for its class times the
+/// kernel family's multiplier, never above 1. No kernel reads weights faster than the memory
+/// delivers them, whatever a fit of a multiplier says (a GB10 MXFP4 multiplier fitted to 5.3 on
+/// a batch-32 row the expert-coverage model cannot reach would otherwise read 4x faster than
+/// the memory: a physically impossible prediction).
+fn streaming_eff(class_eff: f64, kernel_mult: f64) -> f64 {
+    (class_eff * kernel_mult).min(1.0)
+}
+
 /// One operation's cost terms on one node: bytes at a bandwidth efficiency and FLOPs at a
 /// compute efficiency (the roofline: the slower wins), plus traffic in side kernels that runs
 /// before it. `bw_eff == 0` marks plain array traffic at full bandwidth (elementwise kernels).
@@ -232,7 +241,7 @@ impl NodeCost<'_> {
         let weights = op.params as f64 * shard;
         OpTerms {
             bytes: op.weight_bytes(op.params as f64) * shard,
-            bw_eff: chip.bw_eff_dense * rt.kernel_bw_mult(op.format.kernel),
+            bw_eff: streaming_eff(chip.bw_eff_dense, rt.kernel_bw_mult(op.format.kernel)),
             flops: 2.0 * weights * rows as f64,
             dequant_flops: self.dequant_flops(op, weights, rows as f64, 1.0),
             compute_eff: chip.compute_eff_dense,
@@ -268,7 +277,7 @@ impl NodeCost<'_> {
         let rows_per_expert = tokens as f64 * active / touched.max(1e-9);
         OpTerms {
             bytes: op.weight_bytes(op.params as f64) * touched * shard,
-            bw_eff: chip.bw_eff_expert * rt.kernel_bw_mult(op.format.kernel),
+            bw_eff: streaming_eff(chip.bw_eff_expert, rt.kernel_bw_mult(op.format.kernel)),
             flops: 2.0 * op.active_params() as f64 * shard * tokens as f64,
             dequant_flops: self.dequant_flops(op, op.params as f64 * shard, rows_per_expert, touched),
             compute_eff: chip.compute_eff_expert,
@@ -328,6 +337,12 @@ impl NodeCost<'_> {
 #[cfg(test)]
 mod tests {
     //! One hand-checkable node: 1 TB/s, 100 TFLOP/s, round efficiencies, 10 us launches.
+    #[test]
+    fn no_weight_kernel_streams_faster_than_memory() {
+        assert_eq!(super::streaming_eff(0.8, 5.29), 1.0);
+        assert_eq!(super::streaming_eff(0.8, 0.5), 0.4);
+    }
+
     use std::collections::BTreeMap;
 
     use super::*;
