@@ -79,20 +79,7 @@ pub fn simulate_batched_bench(plan: &Plan, batch: u64, prompt: u64, generate: u6
         let work = low.work_rows(plan, &rows, b);
         dec.add(&low, tl.busy_by_resource(), work, weight);
     }
-    GenerateRun {
-        prefill_ns,
-        decode_ns: now - prefill_ns,
-        decode_steps: generate,
-        step_ns: steps,
-        decode_busy_gpu: dec.gpu,
-        decode_busy_cpu: dec.cpu,
-        events,
-        decode_bytes_sent: bytes,
-        prefill_busy_gpu: pre.gpu,
-        prefill_busy_cpu: pre.cpu,
-        prefill_work: pre.work,
-        decode_work: dec.work,
-    }
+    GenerateRun::from_phases(prefill_ns, now, generate, steps, events, bytes, pre, dec)
 }
 
 /// Distinct positions in a micro-batch of identical sequences: the union of the rows' position

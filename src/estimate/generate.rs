@@ -47,6 +47,37 @@ pub struct GenerateRun {
     pub decode_work: Vec<Work>,
 }
 
+impl GenerateRun {
+    /// A run from its phases: prefill ended at `prefill_ns`, decode at `end_ns` after
+    /// `decode_steps` steps (`step_ns` each), with the phases' busy time and work.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn from_phases(
+        prefill_ns: Time,
+        end_ns: Time,
+        decode_steps: u64,
+        step_ns: Vec<Time>,
+        events: u64,
+        decode_bytes_sent: u64,
+        pre: PhaseTotals,
+        dec: PhaseTotals,
+    ) -> GenerateRun {
+        GenerateRun {
+            prefill_ns,
+            decode_ns: end_ns - prefill_ns,
+            decode_steps,
+            step_ns,
+            decode_busy_gpu: dec.gpu,
+            decode_busy_cpu: dec.cpu,
+            events,
+            decode_bytes_sent,
+            prefill_busy_gpu: pre.gpu,
+            prefill_busy_cpu: pre.cpu,
+            prefill_work: pre.work,
+            decode_work: dec.work,
+        }
+    }
+}
+
 /// Per-node totals of a phase: GPU and CPU busy time and the work done.
 pub(super) struct PhaseTotals {
     pub(super) gpu: Vec<Time>,
@@ -193,20 +224,7 @@ impl Schedule {
             bytes += s.bytes_sent * s.weight;
             dec.add_graph(graph, kernel.busy_by_resource(), &s.work, s.weight);
         }
-        GenerateRun {
-            prefill_ns,
-            decode_ns: now - prefill_ns,
-            decode_steps: self.generate,
-            step_ns: steps,
-            decode_busy_gpu: dec.gpu,
-            decode_busy_cpu: dec.cpu,
-            events,
-            decode_bytes_sent: bytes,
-            prefill_busy_gpu: pre.gpu,
-            prefill_busy_cpu: pre.cpu,
-            prefill_work: pre.work,
-            decode_work: dec.work,
-        }
+        GenerateRun::from_phases(prefill_ns, now, self.generate, steps, events, bytes, pre, dec)
     }
 }
 
@@ -311,20 +329,7 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         let work = low.work(plan, context);
         dec.add(&low, tl.busy_by_resource(), work, weight);
     }
-    GenerateRun {
-        prefill_ns,
-        decode_ns: now - prefill_ns,
-        decode_steps: generate,
-        step_ns: steps,
-        decode_busy_gpu: dec.gpu,
-        decode_busy_cpu: dec.cpu,
-        events,
-        decode_bytes_sent: bytes,
-        prefill_busy_gpu: pre.gpu,
-        prefill_busy_cpu: pre.cpu,
-        prefill_work: pre.work,
-        decode_work: dec.work,
-    }
+    GenerateRun::from_phases(prefill_ns, now, generate, steps, events, bytes, pre, dec)
 }
 
 /// Prefill in chunks (mlx-lm chunks all but the last prompt token, then runs that token alone);
