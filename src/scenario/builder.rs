@@ -55,6 +55,7 @@ pub const KEYS: &[&str] = &[
     "workload.arrival",
     "workload.concurrency",
     "workload.think_s",
+    "workload.think",
     "workload.trace",
     "workload.rate_per_s",
     "workload.duration_s",
@@ -330,6 +331,7 @@ impl ScenarioBuilder {
             "workload.concurrency" => self.workload_mut().concurrency = Some(sp(v.int()?)),
             "workload.trace" => self.workload_mut().trace = Some(sp(v.string()?)),
             "workload.think_s" => self.workload_mut().think_s = Some(sp(v.float()?)),
+            "workload.think" => self.workload_mut().think = Some(sp(v.string()?)),
             "workload.rate_per_s" => self.workload_mut().rate_per_s = Some(sp(v.float()?)),
             "workload.duration_s" => self.workload_mut().duration_s = Some(sp(v.float()?)),
             "workload.requests" => self.workload_mut().requests = Some(sp(v.int()?)),
@@ -425,6 +427,7 @@ impl ScenarioBuilder {
             key(&mut t, "arrival", s(&w.arrival));
             key(&mut t, "concurrency", i(&w.concurrency));
             key(&mut t, "think_s", f(&w.think_s));
+            key(&mut t, "think", s(&w.think));
             key(&mut t, "rate_per_s", f(&w.rate_per_s));
             key(&mut t, "trace", s(&w.trace));
             key(&mut t, "duration_s", f(&w.duration_s));

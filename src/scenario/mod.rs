@@ -25,7 +25,7 @@ pub use builder::ScenarioBuilder;
 pub use faults::{FaultConfig, Slowdown, Thermal};
 pub use overrides::{apply_overrides, parse_value, set_dotted};
 pub use resolve::parse;
-pub use serve::{Arrival, KvFull, Length, Serve, Slo, Stop, TraceRequest};
+pub use serve::{Arrival, KvFull, Length, Serve, Slo, Stop, Think, TraceRequest};
 pub use source::{ErrorKind, ScenarioError, Source};
 
 /// What the workload is.

@@ -62,6 +62,7 @@ const KEYS: &[(&str, KeyType)] = &[
     ("workload.arrival", KeyType::Str),
     ("workload.concurrency", KeyType::Int),
     ("workload.think_s", KeyType::Float),
+    ("workload.think", KeyType::Str),
     ("workload.rate_per_s", KeyType::Float),
     ("workload.trace", KeyType::Str),
     ("workload.duration_s", KeyType::Float),

@@ -20,13 +20,15 @@ pub const MAX_TOKENS: u64 = 1 << 20;
 /// How requests arrive.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arrival {
-    /// A closed loop: `users` each send a request, wait for its last token, think for
-    /// `think_s` (fixed), and send the next.
+    /// A closed loop: `users` each send a request, wait for its last token, think for a time of
+    /// mean `think_s`, and send the next.
     Closed {
         /// Concurrent users.
         users: u64,
-        /// Think time between a response and the next request, s.
+        /// Mean think time between a response and the next request, s.
         think_s: f64,
+        /// How think times are drawn.
+        think: Think,
     },
     /// An open Poisson stream (exponential gaps from the scenario's seeded stream).
     Poisson {
@@ -35,6 +37,22 @@ pub enum Arrival {
     },
     /// Requests read from a CSV file (`arrival_s,prompt_tokens,output_tokens`).
     Trace(Vec<TraceRequest>),
+}
+
+/// How a closed-loop user's think times are drawn (`workload.think`).
+///
+/// Exponential by default: the interactive-terminal model of closed queueing systems, where a
+/// user's think time is memoryless. A fixed think time with identical requests and all users
+/// starting together keeps the users in lock-step waves for the whole run (every user returns in
+/// the same instant), so p99 latency then depends on how the wave happens to align with the batch
+/// limit and is not monotone in the number of users; `fixed` keeps that behaviour for a benchmark
+/// that really sleeps a constant time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Think {
+    /// Exponential with mean `think_s`.
+    Exponential,
+    /// Exactly `think_s`.
+    Fixed,
 }
 
 /// One request of a trace file.
@@ -198,6 +216,7 @@ pub(super) fn stray_serve_key(w: &RawWorkload) -> Option<(std::ops::Range<usize>
         (s(&w.arrival), "arrival"),
         (i(&w.concurrency), "concurrency"),
         (f(&w.think_s), "think_s"),
+        (s(&w.think), "think"),
         (f(&w.rate_per_s), "rate_per_s"),
         (s(&w.trace), "trace"),
         (f(&w.duration_s), "duration_s"),
@@ -217,9 +236,10 @@ pub(super) fn serve(src: &Source, w: &RawWorkload, whole: std::ops::Range<usize>
         None => 0,
     };
     // Keys that belong to another arrival process are refused, not ignored.
-    let misplaced: [(bool, Option<std::ops::Range<usize>>, &str, &str); 4] = [
+    let misplaced: [(bool, Option<std::ops::Range<usize>>, &str, &str); 5] = [
         (arrival_name != 0, w.concurrency.as_ref().map(|v| v.span()), "concurrency", "closed"),
         (arrival_name != 0, w.think_s.as_ref().map(|v| v.span()), "think_s", "closed"),
+        (arrival_name != 0, w.think.as_ref().map(|v| v.span()), "think", "closed"),
         (arrival_name != 1, w.rate_per_s.as_ref().map(|v| v.span()), "rate_per_s", "poisson"),
         (arrival_name != 2, w.trace.as_ref().map(|v| v.span()), "trace", "trace"),
     ];
@@ -238,6 +258,10 @@ pub(super) fn serve(src: &Source, w: &RawWorkload, whole: std::ops::Range<usize>
         0 => Arrival::Closed {
             users: w.concurrency.as_ref().map(|c| positive(src, c, "workload.concurrency", 100_000)).transpose()?.unwrap_or(1),
             think_s: w.think_s.as_ref().map(|t| float_in(src, t, "workload.think_s", true, 86_400.0)).transpose()?.unwrap_or(0.0),
+            think: match &w.think {
+                Some(t) => one_of(src, t, &[("exponential", Think::Exponential), ("fixed", Think::Fixed)], ("think", "think times"), "")?,
+                None => Think::Exponential,
+            },
         },
         1 => match &w.rate_per_s {
             Some(r) => Arrival::Poisson { rate_per_s: float_in(src, r, "workload.rate_per_s", false, 1e6)? },

@@ -200,6 +200,8 @@ fn serve_keys_are_validated_at_their_line() {
         ("duration_s = 10\nrequests = 3\n", 8, "not both"),
         ("duration_s = 10\nwarmup_s = 10\n", 8, "leaves nothing"),
         ("requests = 3\nkv_full = \"drop\"\n", 8, "unknown kv_full policy `drop`"),
+        ("arrival = \"closed\"\nthink_s = 2\nthink = \"gaussian\"\nrequests = 4\n", 9, "gaussian"),
+        ("arrival = \"poisson\"\nrate_per_s = 1.0\nthink = \"fixed\"\nrequests = 4\n", 9, "applies to arrival = \"closed\" only"),
     ];
     for (body, line, msg) in cases {
         let e = parse(src(&format!("{base}{body}"))).unwrap_err();
@@ -288,4 +290,30 @@ fn llama_server_slots_come_from_max_batch_and_a_fifth_request_waits_for_a_slot()
     let (policy, log) = case("max_batch = 5\n");
     assert_eq!(policy, supernode::estimate::serve::Policy::LlamaServer { slots: 5, n_batch: 2048 });
     assert!(log.iter().all(|r| r.admitted == 0), "five slots admit all five at once");
+}
+
+/// Closed-loop users with a fixed think time and identical requests, all starting at 0, return in
+/// lock-step waves forever, so p99 TTFT jumps up and down with the number of users (the
+/// equal-budget exo curve once read 7.8 s at 9 users and 3.3 s at 12). Think times are
+/// exponential by default (the interactive-terminal model): p99 TTFT then rises with load; the
+/// tolerance admits sampling noise of a 9-minute window, not a 2x dip.
+#[test]
+fn closed_loop_p99_ttft_rises_with_users_under_exponential_think() {
+    let text = std::fs::read_to_string(scenario("plans/equal-budget-gpt-oss-120b-serve.toml")).unwrap();
+    let ttft = |users: u64, think: &str| {
+        let mut s = sc(&text.replace("concurrency = 8", &format!("concurrency = {users}\nthink = \"{think}\"")));
+        s.seed = 1;
+        let e = estimate(&s, &Profile::default_profile()).unwrap_or_else(|e| panic!("{e}"));
+        e.serve.expect("a serving run").ttft_percentiles_s.p99
+    };
+    let curve: Vec<(u64, f64)> = (6..=14).step_by(2).map(|u| (u, ttft(u, "exponential"))).collect();
+    let mut peak = 0.0_f64;
+    for &(u, t) in &curve {
+        assert!(t >= 0.75 * peak, "p99 TTFT {t:.2} s at {u} users fell below 75% of {peak:.2} s at fewer users: {curve:?}");
+        peak = peak.max(t);
+    }
+    assert!(curve.last().unwrap().1 > curve[0].1, "{curve:?}");
+    // The lock-step of a fixed think time is still there for whoever asks for it.
+    let (nine, twelve) = (ttft(9, "fixed"), ttft(12, "fixed"));
+    assert!(nine > twelve, "fixed think: 9 users {nine:.2} s, 12 users {twelve:.2} s");
 }

@@ -9,11 +9,14 @@ use chacha20::ChaCha8Rng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, LogNormal, Uniform};
 
-use crate::scenario::{Arrival, Length, Serve, Stop, serve::MAX_TOKENS};
+use crate::scenario::{Arrival, Length, Serve, Stop, Think, serve::MAX_TOKENS};
 use crate::sim::Time;
 
 /// Mixed into the scenario seed for the workload stream (the jitter stream uses the seed as is).
 const WORKLOAD_STREAM: u64 = 0x5e12_7e00_a441_7a15;
+/// Mixed into the scenario seed for closed-loop think times: a stream of their own, so request
+/// lengths are the same draws whatever the think-time law.
+const THINK_STREAM: u64 = 0x7b1a_c0de_3e5f_0d21;
 
 /// A request as it arrives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +35,7 @@ pub struct NewRequest {
 pub struct Arrivals<'a> {
     serve: &'a Serve,
     rng: ChaCha8Rng,
+    think_rng: ChaCha8Rng,
     /// Pending arrivals: (time, sequence, user).
     pending: BinaryHeap<Reverse<(Time, u64, u32)>>,
     seq: u64,
@@ -51,6 +55,7 @@ impl<'a> Arrivals<'a> {
         let mut a = Arrivals {
             serve,
             rng: ChaCha8Rng::seed_from_u64(seed ^ WORKLOAD_STREAM),
+            think_rng: ChaCha8Rng::seed_from_u64(seed ^ THINK_STREAM),
             pending: BinaryHeap::new(),
             seq: 0,
             created: 0,
@@ -127,8 +132,13 @@ impl<'a> Arrivals<'a> {
     /// A closed-loop user got its answer (or was turned away) at `now`: it thinks, then sends
     /// the next request.
     pub fn user_done(&mut self, user: u32, now: Time) {
-        if let Arrival::Closed { think_s, .. } = self.serve.arrival {
-            self.push(now + s_to_ns(think_s), user);
+        if let Arrival::Closed { think_s, think, .. } = self.serve.arrival {
+            let wait = match think {
+                Think::Fixed => think_s,
+                Think::Exponential if think_s > 0.0 => Exp::new(1.0 / think_s).map_or(think_s, |e| e.sample(&mut self.think_rng)),
+                Think::Exponential => 0.0,
+            };
+            self.push(now + s_to_ns(wait), user);
         }
     }
 
@@ -149,5 +159,50 @@ pub fn draw(len: &Length, rng: &mut ChaCha8Rng) -> u64 {
             let x = LogNormal::new(mu, sigma).map_or(mean, |d| d.sample(rng));
             (x.round() as u64).clamp(1, MAX_TOKENS)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::KvFull;
+
+    fn closed(think: Think) -> Serve {
+        Serve {
+            arrival: Arrival::Closed { users: 1, think_s: 2.0, think },
+            prompt: Length::Fixed(8),
+            generate: Length::Fixed(4),
+            stop: Stop::Duration(1e9),
+            warmup_s: 0.0,
+            max_batch: None,
+            kv_full: KvFull::Queue,
+        }
+    }
+
+    /// The gap between a user's answer and its next request, for `n` answers.
+    fn gaps(serve: &Serve, n: usize) -> Vec<f64> {
+        let mut a = Arrivals::new(serve, 7);
+        let first = a.pop_until(0).expect("the user's first request at 0");
+        let mut now = first.at;
+        (0..n)
+            .map(|_| {
+                a.user_done(0, now);
+                let next = a.next_time().expect("a next request");
+                let gap = (next - now) as f64 / 1e9;
+                now = a.pop_until(next).expect("due").at;
+                gap
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fixed_think_waits_exactly_and_exponential_think_has_its_mean() {
+        assert!(gaps(&closed(Think::Fixed), 50).iter().all(|&g| g == 2.0));
+        let g = gaps(&closed(Think::Exponential), 20_000);
+        let mean = g.iter().sum::<f64>() / g.len() as f64;
+        // Standard error of the mean of 20,000 exponential draws: 2 / sqrt(20,000) = 0.014 s.
+        assert!((mean - 2.0).abs() < 0.06, "mean think {mean:.3} s");
+        let short = g.iter().filter(|&&x| x < 2.0 * std::f64::consts::LN_2).count() as f64 / g.len() as f64;
+        assert!((short - 0.5).abs() < 0.02, "median of an exponential is mean x ln 2: {short:.3} below it");
     }
 }
