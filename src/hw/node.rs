@@ -148,6 +148,9 @@ impl NodeSpec {
     /// Wall power ceiling, W: `max_w`, or under a power mode at most idle plus the mode's
     /// SoC limit (assumption: the rest of the box draws its idle power; FACTS-2026 D: the
     /// MS-S1 Max in its 130 W mode drew ~120 W at the wall for AI inference, idle 9-12 W).
+    /// Memory-bound decode keeps its rate under the cap: FACTS-2026 D has Llama 3.1 8B Q4_K_M
+    /// Vulkan decode on a Ryzen AI Max 385 (same 256-bit memory) at 52.2 W average, inside even
+    /// the 55 W mode, so a mode clamps the power the model charges, not the bytes per second.
     pub fn max_wall_w(&self) -> f64 {
         match self.power_mode_w {
             Some(w) => self.max_w.min(self.idle_w + w),
