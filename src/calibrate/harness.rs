@@ -273,6 +273,10 @@ pub fn host_node(h: &HarnessFile) -> Result<NodeSpec, SourceError> {
         hpl_w: 0.0,
         calibrated_as: None,
         gpu_memory_limit_gb: None,
+        mlx_gemm_tflops: None,
+        power_modes_w: Vec::new(),
+        power_mode_w: None,
+        planner: false,
         sources: [("mem_bw_gbs".to_string(), "harness membw".to_string()), ("fp16_tflops".to_string(), "harness matmul_peak".to_string())]
             .into_iter()
             .collect(),
@@ -319,6 +323,7 @@ pub fn host_fabric(h: &HarnessFile) -> Result<FabricSpec, SourceError> {
         switch_usd: 0.0,
         degrade_to: None,
         lost_to: None,
+        planner: false,
         sources: Default::default(),
     })
 }

@@ -266,12 +266,24 @@ fn squash(s: &str) -> String {
     s.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect()
 }
 
-/// The catalog node a GPU (or CPU) name belongs to: its chip family must appear in the name, and exactly
-/// one preset may have that chip (else the caller has to say which).
-pub fn node_for_gpu(gpu: &str, cat: &Catalog) -> Result<String, String> {
+/// The catalog nodes whose chip the GPU (or CPU) name names, by its most specific chip (an
+/// "Apple M4 Max" names `m4-max`, not `m4`).
+fn nodes_of_named_chip<'a>(gpu: &str, cat: &'a Catalog) -> Vec<&'a crate::hw::NodeSpec> {
     let g = squash(gpu);
-    let matches: Vec<&str> =
-        cat.nodes.iter().filter(|n| !n.chip.is_empty() && g.contains(&squash(&n.chip))).map(|n| n.id.as_str()).collect();
+    let named: Vec<&crate::hw::NodeSpec> = cat.nodes.iter().filter(|n| !n.chip.is_empty() && g.contains(&squash(&n.chip))).collect();
+    let longest = named.iter().map(|n| squash(&n.chip).len()).max().unwrap_or(0);
+    named.into_iter().filter(|n| squash(&n.chip).len() == longest).collect()
+}
+
+/// The catalog node a GPU (or CPU) name belongs to: its chip family must appear in the name, and
+/// one preset of that chip must stand for it: the only one, or the only one in `plan`'s default
+/// set (the chip's reference box: the Framework Desktop among the AI Max+ 395 boxes, the Mac
+/// Studio for the M4 Max); else the caller has to say which.
+pub fn node_for_gpu(gpu: &str, cat: &Catalog) -> Result<String, String> {
+    let nodes = nodes_of_named_chip(gpu, cat);
+    let reference: Vec<&str> = nodes.iter().filter(|n| n.planner).map(|n| n.id.as_str()).collect();
+    let matches: Vec<&str> = nodes.iter().map(|n| n.id.as_str()).collect();
+    let matches = if reference.len() == 1 { reference } else { matches };
     match matches.as_slice() {
         [one] => Ok(one.to_string()),
         [] => Err(format!("GPU `{gpu}` matches no catalog node; pass --node (one of: {})", cat.node_ids().join(", "))),
@@ -290,8 +302,7 @@ pub fn check_node(records: &[BenchRecord], node: &str, cat: &Catalog) -> Result<
         if !mine.is_empty() && g2.contains(&mine) {
             continue;
         }
-        let chips: Vec<&str> =
-            cat.nodes.iter().filter(|n| !n.chip.is_empty() && g2.contains(&squash(&n.chip))).map(|n| n.chip.as_str()).collect();
+        let chips: Vec<&str> = nodes_of_named_chip(g, cat).iter().map(|n| n.chip.as_str()).collect();
         if let Some(chip) = chips.first() {
             let ids: Vec<&str> = cat.nodes.iter().filter(|n| n.chip == *chip).map(|n| n.id.as_str()).collect();
             return Err(format!(
@@ -540,6 +551,9 @@ mod tests {
             node_for_gpu("Radeon 8060S Graphics AMD RYZEN AI MAX+ 395 w/ Radeon 8060S", cat).unwrap(),
             "framework-desktop-ai-max-395"
         );
+        // The most specific chip the name names: an M4 Max is not the base M4's Mac mini.
+        assert_eq!(node_for_gpu("Apple M4 Max", cat).unwrap(), "m4-max-40c-128gb");
+        assert_eq!(node_for_gpu("Apple M4", cat).unwrap(), "mac-mini-m4-10c-16gb");
         let e = node_for_gpu("Apple M3 Ultra", cat).unwrap_err();
         assert!(e.contains("m3-ultra-80c-512gb") && e.contains("--node"), "{e}");
         assert!(node_for_gpu("Intel Arc A770", cat).unwrap_err().contains("matches no catalog node"));

@@ -34,6 +34,8 @@ pub struct UserOrigin {
     /// Numeric figures the entry (not its `like` base) gives without a `sources` line: used as
     /// given, and predictions on them are labelled extrapolations.
     pub assumed: Vec<String>,
+    /// The entry as merged (its `like` chain resolved): what a later file's `like` starts from.
+    pub table: toml::Table,
 }
 
 /// A user catalog error at file:line:column.
@@ -143,7 +145,8 @@ impl UserCatalog {
 }
 
 /// Reads a catalog file's text (`[[node]]`, `[[fabric]]`, `[[quant]]`, `[[model]]` at the top
-/// level). `like` names a built-in or an entry of the same file.
+/// level). `like` names a built-in, an entry of the same file, or an entry of a user file
+/// installed before this one.
 pub fn parse_catalog_file(path: &str, text: &str) -> Result<UserCatalog, CatalogError> {
     let file = UserFile { path, text };
     let raw: RawUserFile = toml::from_str(text).map_err(|e| {
@@ -174,7 +177,16 @@ pub fn parse_scenario_catalog(path: &str, text: &str) -> Result<UserCatalog, Cat
     }
 }
 
-/// The embedded toml entries of a section, as raw tables (the `like` bases).
+/// What a `like` in a section may start from: the built-ins' tables, then the merged tables of
+/// the user entries installed so far; and how many of them are built-ins.
+fn like_bases(section: &str, installed: &Catalog) -> (Vec<toml::Table>, usize) {
+    let mut bases = builtin_tables(section);
+    let builtins = bases.len();
+    bases.extend(installed.user.iter().filter(|o| o.section == section).map(|o| o.table.clone()));
+    (bases, builtins)
+}
+
+/// The embedded toml entries of a section, as raw tables.
 fn builtin_tables(section: &str) -> Vec<toml::Table> {
     let text = match section {
         "node" => super::NODES,
@@ -208,11 +220,15 @@ fn id_of(t: &toml::Table) -> Option<&str> {
 
 /// Each entry of one section with its `like` chain resolved: the merged table, and the keys the
 /// entry itself wrote.
+/// `bases` are what a `like` may name beyond the file's own entries: the built-ins (the first
+/// `builtins` of them, which no entry may shadow), then the entries of user files installed
+/// earlier (`$SUPERNODE_CATALOG` in order, then `--catalog` in order, then a scenario's own).
 fn resolve_likes(
     file: &UserFile,
     section: &'static str,
     entries: &[Spanned<toml::Table>],
-    builtins: &[toml::Table],
+    bases: &[toml::Table],
+    builtins: usize,
 ) -> Result<Vec<(Range<usize>, toml::Table, toml::Table)>, CatalogError> {
     let own_ids: Vec<&str> = entries.iter().filter_map(|e| id_of(e.get_ref())).collect();
     let mut out = Vec::new();
@@ -222,7 +238,7 @@ fn resolve_likes(
         let id = id_of(table).ok_or_else(|| {
             file.error(span.clone(), format!("a [[{section}]] entry needs `id`"), Some("add `id = \"my-id\"` (a new id)".into()))
         })?;
-        check_new_id(file, &span, section, id, builtins.iter().any(|b| id_of(b) == Some(id)), false)?;
+        check_new_id(file, &span, section, id, bases[..builtins].iter().any(|b| id_of(b) == Some(id)), false)?;
         let mut chain = vec![id.to_string()];
         let mut layers = vec![table.clone()];
         let mut current = table.clone();
@@ -242,15 +258,18 @@ fn resolve_likes(
                 .iter()
                 .map(|x| x.get_ref())
                 .find(|x| id_of(x) == Some(like.as_str()))
-                .or_else(|| builtins.iter().find(|x| id_of(x) == Some(like.as_str())));
+                .or_else(|| bases.iter().find(|x| id_of(x) == Some(like.as_str())));
             let Some(next) = next else {
-                let mut known: Vec<&str> = builtins.iter().filter_map(id_of).collect();
+                let mut known: Vec<&str> = bases.iter().filter_map(id_of).collect();
                 known.extend(own_ids.iter().copied());
                 let hint = did_you_mean(&like, &known).map(|m| format!("did you mean `{m}`? ")).unwrap_or_default();
                 return Err(file.error(
                     file.key_span(&span, "like"),
                     format!("`like = \"{like}\"`: no {section} has that id"),
-                    Some(format!("{hint}`supernode catalog {section}s` lists them")),
+                    Some(format!(
+                        "{hint}`like` names a built-in, an entry of this file, or one of a catalog file read before this one \
+                         ($SUPERNODE_CATALOG in order, then --catalog in order, then the scenario's own); `supernode catalog {section}s` lists them"
+                    )),
                 ));
             };
             chain.push(like);
@@ -262,6 +281,11 @@ fn resolve_likes(
             merge(&mut merged, layer);
         }
         merged.remove("like");
+        // Whether `plan` searches a node or fabric by default is the entry's own say, not its
+        // base's.
+        if !table.contains_key("planner") {
+            merged.remove("planner");
+        }
         merged.insert("id".into(), toml::Value::String(id.to_string()));
         out.push((span, merged, table.clone()));
     }
@@ -290,41 +314,46 @@ fn build(file: &UserFile, raw: RawUserFile) -> Result<UserCatalog, CatalogError>
         return Err(file.error(0..0, format!("{total} entries: a user catalog holds at most {MAX_ENTRIES}"), None));
     }
     let mut user = UserCatalog::default();
-    let origin = |section: &'static str, own: &toml::Table, id: &str| UserOrigin {
+    let origin = |section: &'static str, own: &toml::Table, merged: &toml::Table, id: &str| UserOrigin {
         section,
         id: id.to_string(),
         file: file.path.to_string(),
         like: own.get("like").and_then(|v| v.as_str()).map(str::to_string),
         assumed: assumed_keys(own),
+        table: merged.clone(),
     };
-    for (span, merged, own) in resolve_likes(file, "node", &raw.node, &builtin_tables("node"))? {
-        let node = NodeSpec::deserialize(toml::Value::Table(merged)).map_err(|e| field_error(file, &span, "node", &e))?;
+    let resolve = |section: &'static str, entries: &[Spanned<toml::Table>]| {
+        let (bases, builtins) = like_bases(section, installed);
+        resolve_likes(file, section, entries, &bases, builtins)
+    };
+    for (span, merged, own) in resolve("node", &raw.node)? {
+        let node = NodeSpec::deserialize(toml::Value::Table(merged.clone())).map_err(|e| field_error(file, &span, "node", &e))?;
         check_node(file, &span, &node)?;
         check_new_id(file, &span, "node", &node.id, base.node(&node.id).is_some(), user.nodes.iter().any(|n| n.id == node.id))?;
-        user.origins.push(origin("node", &own, &node.id));
+        user.origins.push(origin("node", &own, &merged, &node.id));
         user.nodes.push(node);
     }
-    for (span, merged, own) in resolve_likes(file, "fabric", &raw.fabric, &builtin_tables("fabric"))? {
-        let fabric = FabricSpec::deserialize(toml::Value::Table(merged)).map_err(|e| field_error(file, &span, "fabric", &e))?;
+    for (span, merged, own) in resolve("fabric", &raw.fabric)? {
+        let fabric = FabricSpec::deserialize(toml::Value::Table(merged.clone())).map_err(|e| field_error(file, &span, "fabric", &e))?;
         check_fabric(file, &span, &fabric, installed, &user)?;
         check_new_id(file, &span, "fabric", &fabric.id, base.fabric(&fabric.id).is_some(), user.fabrics.iter().any(|f| f.id == fabric.id))?;
-        user.origins.push(origin("fabric", &own, &fabric.id));
+        user.origins.push(origin("fabric", &own, &merged, &fabric.id));
         user.fabrics.push(fabric);
     }
-    for (span, merged, own) in resolve_likes(file, "quant", &raw.quant, &builtin_tables("quant"))? {
-        let rq = RawQuant::deserialize(toml::Value::Table(merged)).map_err(|e| field_error(file, &span, "quant", &e))?;
+    for (span, merged, own) in resolve("quant", &raw.quant)? {
+        let rq = RawQuant::deserialize(toml::Value::Table(merged.clone())).map_err(|e| field_error(file, &span, "quant", &e))?;
         let quant = rq.try_spec().map_err(|m| file.error(span.clone(), m, None))?;
         check_new_id(file, &span, "quant", &quant.id, base.quant(&quant.id).is_some(), user.quants.iter().any(|q| q.id == quant.id))?;
-        user.origins.push(origin("quant", &own, &quant.id));
+        user.origins.push(origin("quant", &own, &merged, &quant.id));
         user.quants.push(quant);
     }
-    for (span, merged, own) in resolve_likes(file, "model", &raw.model, &builtin_tables("model"))? {
+    for (span, merged, own) in resolve("model", &raw.model)? {
         let mut merged = merged;
         // A `like` copies the config, not the base's other names.
         if own.get("aliases").is_none() {
             merged.remove("aliases");
         }
-        let preset = ModelPreset::deserialize(toml::Value::Table(merged)).map_err(|e| field_error(file, &span, "model", &e))?;
+        let preset = ModelPreset::deserialize(toml::Value::Table(merged.clone())).map_err(|e| field_error(file, &span, "model", &e))?;
         let json = serde_json::to_value(&preset.config).map_err(|e| file.error(span.clone(), format!("model config: {e}"), None))?;
         let spec = ModelSpec::from_hf_config(&preset.id, &preset.name, &json)
             .map_err(|e| file.error(file.key_span(&span, "config"), format!("model `{}`: {e}", preset.id), None))?;
@@ -336,7 +365,7 @@ fn build(file: &UserFile, raw: RawUserFile) -> Result<UserCatalog, CatalogError>
                 Some("`supernode catalog quants` lists them".into()),
             ));
         }
-        user.origins.push(origin("model", &own, &preset.id));
+        user.origins.push(origin("model", &own, &merged, &preset.id));
         user.models.push((preset, spec));
     }
     Ok(user)
@@ -391,6 +420,20 @@ fn check_node(file: &UserFile, span: &Range<usize>, n: &NodeSpec) -> Result<(), 
     out_of_range(file, span, "ethernet_gbps", n.ethernet_gbps, 0.0, 10_000.0, "Gb/s")?;
     out_of_range(file, span, "hpl_cpu_gflops", n.hpl_cpu_gflops, 0.0, 1e7, "Gflops")?;
     out_of_range(file, span, "hpl_w", n.hpl_w, 0.0, 100_000.0, "W")?;
+    if let Some(t) = n.mlx_gemm_tflops {
+        out_of_range(file, span, "mlx_gemm_tflops", t, 0.001, 100_000.0, "TFLOPS")?;
+    }
+    for &w in &n.power_modes_w {
+        out_of_range(file, span, "power_modes_w", w, 1.0, 100_000.0, "W")?;
+    }
+    if let Err(m) = n.check_power_mode() {
+        let modes = if n.power_modes_w.is_empty() {
+            "list the box's modes in `power_modes_w`".to_string()
+        } else {
+            format!("use one of {:?}", n.power_modes_w)
+        };
+        return Err(file.error(file.key_span(span, "power_mode_w"), m, Some(modes)));
+    }
     if let Some(limit) = n.gpu_memory_limit_gb {
         out_of_range(file, span, "gpu_memory_limit_gb", limit, 0.001, n.memory_gb, "GB (at most memory_gb)")?;
     }
@@ -498,6 +541,19 @@ mod tests {
     use crate::catalog::embedded;
 
     const NODE: &str = "[[node]]\nid = \"my-mini\"\nlike = \"m4-max-40c-128gb\"\nname = \"mini\"\nmemory_gb = 64\nmem_bw_gbs = 273\n[node.sources]\nmem_bw_gbs = \"Apple\"\n";
+
+    #[test]
+    fn a_like_entry_sets_its_own_planner_flag_and_only_modes_its_box_has() {
+        let base = "[[node]]\nid = \"my-gx10\"\nlike = \"asus-ascent-gx10\"\nname = \"x\"\n";
+        assert!(!embedded().node("asus-ascent-gx10").unwrap().planner);
+        assert!(parse_catalog_file("p.toml", base).unwrap().nodes[0].planner, "not inherited");
+        assert!(!parse_catalog_file("p.toml", &format!("{base}planner = false\n")).unwrap().nodes[0].planner);
+        let evo = "[[node]]\nid = \"e\"\nlike = \"gmktec-evo-x2-128gb\"\nname = \"x\"\npower_mode_w = 70\n";
+        let e = parse_catalog_file("p.toml", evo).unwrap_err().to_string();
+        assert!(e.contains("p.toml:5:1: `power_mode_w = 70` is not a mode of node `e` (its modes: [55.0, 85.0, 120.0] W)"), "{e}");
+        let ok = parse_catalog_file("p.toml", &evo.replace("70", "85")).unwrap();
+        assert_eq!(ok.nodes[0].power_mode_w, Some(85.0));
+    }
 
     #[test]
     fn like_starts_from_the_built_in_and_overrides_what_it_names() {

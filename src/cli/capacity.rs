@@ -133,13 +133,15 @@ pub struct PlanArgs {
     /// What to maximize: speed (default), tokens-per-s-per-dollar, tokens-per-day-per-dollar.
     #[arg(long)]
     pub goal: Option<String>,
-    /// Node presets allowed (comma-separated; default: all).
+    /// Node presets allowed (comma-separated; default: the catalog's planner set, the reference
+    /// box of each measured chip: `catalog nodes` marks the others).
     #[arg(long, value_delimiter = ',')]
     pub nodes: Vec<String>,
     /// Largest cluster considered (default 8).
     #[arg(long)]
     pub max_nodes: Option<usize>,
-    /// Fabrics allowed (comma-separated; default: all).
+    /// Fabrics allowed (comma-separated; default: the catalog's planner set: `catalog fabrics`
+    /// marks the add-in NICs and one box's own links left out).
     #[arg(long, value_delimiter = ',')]
     pub fabrics: Vec<String>,
     /// Engines allowed (comma-separated: exo, mlx-lm, llama-cpp, llama-cpp-rpc; default: all).

@@ -235,7 +235,7 @@ pub(super) fn hpl(s: &Scenario, profile: &Profile, out: &mut Estimate) -> Result
         // The single-node HPL figure less idle and busy cores: energy per FLOP of the CPU.
         let j_per_flop = ((node.hpl_w - node.idle_w - node.cpu_cores as f64 * chip.cpu_core_w) / (node.hpl_cpu_gflops * 1e9)).max(0.0);
         let p = node.idle_w + cores + j_per_flop * flops * mine / ranks / secs;
-        power.push(round3(p.min(node.max_w)));
+        power.push(round3(p.min(node.max_wall_w())));
         let gb = g.n as f64 * g.n as f64 * 8.0 * mine / ranks / 1e9;
         out.memory_per_node_gb.push(round3(gb));
     }

@@ -53,7 +53,8 @@ pub struct PhaseLoad {
     pub work: Work,
 }
 
-/// Wall power of node `i` of `plan` over a phase, W (capped at the node's maximum).
+/// Wall power of node `i` of `plan` over a phase, W (capped at the node's maximum, or its power
+/// mode's ceiling).
 pub fn phase_power_w(plan: &Plan, i: usize, load: &PhaseLoad) -> f64 {
     let node = &plan.nodes[i];
     let chip = &plan.chips[i];
@@ -66,7 +67,7 @@ pub fn phase_power_w(plan: &Plan, i: usize, load: &PhaseLoad) -> f64 {
         + chip.pj_per_byte * 1e-12 * load.work.bytes / secs
         + chip.pj_per_flop * 1e-12 * load.work.issued_flops / secs
         + chip.cpu_core_w * cores;
-    p.min(node.max_w)
+    p.min(node.max_wall_w())
 }
 
 /// Fills power per phase (per node and cluster), GPU busy share, energy per token and the cost

@@ -55,9 +55,17 @@ pub struct FabricSpec {
     /// The fabric the cluster falls back to when a lost cable leaves no path (Wi-Fi).
     #[serde(default)]
     pub lost_to: Option<String>,
+    /// Whether `plan` wires candidates with this fabric when the request names no fabrics
+    /// (false for a NIC or adapter the boxes do not ship with, and for one box's own link).
+    #[serde(default = "yes")]
+    pub planner: bool,
     /// Source of each figure.
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl FabricSpec {

@@ -68,9 +68,33 @@ pub struct NodeSpec {
     /// `ttm.pages_limit`): taken as written instead of the wired-fraction default.
     #[serde(default)]
     pub gpu_memory_limit_gb: Option<f64>,
+    /// FP16 GEMM throughput MLX reaches on the GPU's neural accelerators, TFLOPS (M5's "Neural
+    /// Accelerator in each core": MLX takes them on GPU generation >= 17 and macOS >= 26.2,
+    /// FACTS-2026 A2). MLX runs time compute against it, other runtimes (llama.cpp's Metal
+    /// kernels) against `fp16_tflops`. Assumption: it stands for every compute op of an MLX run
+    /// (attention has NAX kernels for head dims 64 and 128 only; the rest is not modelled).
+    #[serde(default)]
+    pub mlx_gemm_tflops: Option<f64>,
+    /// The SoC power limits, W, the box's firmware offers (AI Max+ 395 boards: 55/85/120 W,
+    /// FACTS-2026 A3); empty when the box has no user-set mode.
+    #[serde(default)]
+    pub power_modes_w: Vec<f64>,
+    /// The SoC power limit chosen, W (one of `power_modes_w`; none: the box as shipped, its
+    /// `fp16_tflops` and `max_w`). It caps compute, not memory bandwidth: issued FLOP/s at most
+    /// the limit over the chip's energy per FLOP, and wall power at most idle plus the limit.
+    #[serde(default)]
+    pub power_mode_w: Option<f64>,
+    /// Whether `plan` considers this node when the request names no nodes (false for boxes of a
+    /// chip that has its reference box in the set, and for chips never measured).
+    #[serde(default = "yes")]
+    pub planner: bool,
     /// Source of each figure.
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Rate at which a node reads model weights back from its internal SSD after a restart, GB/s,
@@ -94,5 +118,43 @@ impl NodeSpec {
     /// Peak FP16 in FLOP/s.
     pub fn flops(&self) -> f64 {
         self.fp16_tflops * 1e12
+    }
+
+    /// The FLOP/s a runtime can issue on this node: `mlx_gemm_tflops` when the runtime is MLX
+    /// and the chip has neural accelerators, else `fp16_tflops`; under a power mode, at most
+    /// the mode's watts over `pj_per_flop` (the chip's fitted energy per issued FLOP, the same
+    /// figure the power model charges), so the mode's cap on compute follows from its energy.
+    pub fn issued_flops(&self, mlx: bool, pj_per_flop: f64) -> f64 {
+        let peak = match self.mlx_gemm_tflops {
+            Some(t) if mlx => t * 1e12,
+            _ => self.flops(),
+        };
+        match self.power_mode_w {
+            Some(w) if pj_per_flop > 0.0 => peak.min(w / (pj_per_flop * 1e-12)),
+            _ => peak,
+        }
+    }
+
+    /// Checks that a chosen power mode is one the box offers.
+    pub fn check_power_mode(&self) -> Result<(), String> {
+        match self.power_mode_w {
+            Some(w) if !self.power_modes_w.contains(&w) => {
+                Err(format!("`power_mode_w = {w}` is not a mode of node `{}` (its modes: {:?} W)", self.id, self.power_modes_w))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Wall power ceiling, W: `max_w`, or under a power mode at most idle plus the mode's
+    /// SoC limit (assumption: the rest of the box draws its idle power; FACTS-2026 D: the
+    /// MS-S1 Max in its 130 W mode drew ~120 W at the wall for AI inference, idle 9-12 W).
+    /// Memory-bound decode keeps its rate under the cap: FACTS-2026 D has Llama 3.1 8B Q4_K_M
+    /// Vulkan decode on a Ryzen AI Max 385 (same 256-bit memory) at 52.2 W average, inside even
+    /// the 55 W mode, so a mode clamps the power the model charges, not the bytes per second.
+    pub fn max_wall_w(&self) -> f64 {
+        match self.power_mode_w {
+            Some(w) => self.max_w.min(self.idle_w + w),
+            None => self.max_w,
+        }
     }
 }

@@ -373,6 +373,17 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
             if let Some(chip) = &n.calibrated_as {
                 let _ = writeln!(s, "      calibrated_as: {chip} (chip `{}` never profiled)", n.chip);
             }
+            if let Some(t) = n.mlx_gemm_tflops {
+                let _ = writeln!(s, "      MLX GEMM on the neural accelerators: {t} TFLOPS");
+            }
+            if !n.power_modes_w.is_empty() {
+                let chosen =
+                    n.power_mode_w.map_or(" (none chosen: cluster.power_mode_w picks one)".to_string(), |w| format!(", running at {w} W"));
+                let _ = writeln!(s, "      power modes: {:?} W{chosen}", n.power_modes_w);
+            }
+            if !n.planner {
+                let _ = writeln!(s, "      not in `plan`'s default search (name it with --nodes)");
+            }
             for (k, v) in &n.sources {
                 let _ = writeln!(s, "      {k}: {v}");
             }
@@ -393,6 +404,9 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
                 f.name
             );
             origin(&mut s, "fabric", &f.id);
+            if !f.planner {
+                let _ = writeln!(s, "      not in `plan`'s default search (name it with --fabrics)");
+            }
             for (k, v) in &f.sources {
                 let _ = writeln!(s, "      {k}: {v}");
             }

@@ -29,6 +29,7 @@ pub const KEYS: &[&str] = &[
     "cluster.topology",
     "cluster.wired_limit_fraction",
     "cluster.gpu_memory_limit_gb",
+    "cluster.power_mode_w",
     "model.name",
     "model.hf_config",
     "model.quant",
@@ -90,7 +91,16 @@ fn sp<T>(v: T) -> Spanned<T> {
 }
 
 fn empty_cluster() -> RawCluster {
-    RawCluster { nodes: None, node: None, count: None, fabric: None, topology: None, wired_limit_fraction: None, gpu_memory_limit_gb: None }
+    RawCluster {
+        nodes: None,
+        node: None,
+        count: None,
+        fabric: None,
+        topology: None,
+        wired_limit_fraction: None,
+        gpu_memory_limit_gb: None,
+        power_mode_w: None,
+    }
 }
 
 fn empty_engine() -> RawEngine {
@@ -295,6 +305,7 @@ impl ScenarioBuilder {
             "cluster.topology" => self.raw.cluster.get_mut().topology = Some(sp(v.string()?)),
             "cluster.wired_limit_fraction" => self.raw.cluster.get_mut().wired_limit_fraction = Some(sp(v.float()?)),
             "cluster.gpu_memory_limit_gb" => self.raw.cluster.get_mut().gpu_memory_limit_gb = Some(sp(v.float()?)),
+            "cluster.power_mode_w" => self.raw.cluster.get_mut().power_mode_w = Some(sp(v.float()?)),
             "model.name" => {
                 let name = v.string()?;
                 self.model(&name);
@@ -389,6 +400,7 @@ impl ScenarioBuilder {
         key(&mut t, "topology", s(&c.topology));
         key(&mut t, "wired_limit_fraction", f(&c.wired_limit_fraction));
         key(&mut t, "gpu_memory_limit_gb", f(&c.gpu_memory_limit_gb));
+        key(&mut t, "power_mode_w", f(&c.power_mode_w));
         let m = r.model.get_ref();
         if m.name.is_some() || m.hf_config.is_some() || m.quant.is_some() {
             let _ = writeln!(t, "\n[model]");

@@ -36,6 +36,7 @@ const KEYS: &[(&str, KeyType)] = &[
     ("cluster.topology", KeyType::Str),
     ("cluster.wired_limit_fraction", KeyType::Float),
     ("cluster.gpu_memory_limit_gb", KeyType::Float),
+    ("cluster.power_mode_w", KeyType::Float),
     ("model.name", KeyType::Str),
     ("model.hf_config", KeyType::Str),
     ("model.quant", KeyType::Str),

@@ -38,6 +38,7 @@ pub(super) struct RawCluster {
     pub(super) topology: Option<Spanned<String>>,
     pub(super) wired_limit_fraction: Option<Spanned<f64>>,
     pub(super) gpu_memory_limit_gb: Option<Spanned<f64>>,
+    pub(super) power_mode_w: Option<Spanned<f64>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

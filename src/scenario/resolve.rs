@@ -219,6 +219,7 @@ fn lookup_nodes(src: &Source, cat: &Catalog, cluster: &RawCluster, ids: &[Spanne
         })
         .collect::<Result<Vec<_>, _>>()?;
     gpu_memory_limit(src, cluster, &mut nodes, ids)?;
+    power_mode(src, cluster, &mut nodes)?;
     Ok(nodes)
 }
 
@@ -356,6 +357,24 @@ fn gpu_memory_limit(src: &Source, cluster: &RawCluster, nodes: &mut [NodeSpec], 
                     Some(format!("use a limit above 0 and at most the node's {} GB", n.memory_gb)),
                 )
                 .with_kind(ErrorKind::BadValue));
+        }
+    }
+    Ok(())
+}
+
+/// `cluster.power_mode_w`, if set, as every node's power mode: each node must offer it (its
+/// catalog `power_modes_w`; FACTS-2026 A3: the AI Max+ 395 boards' 55/85/120 W limits).
+fn power_mode(src: &Source, cluster: &RawCluster, nodes: &mut [NodeSpec]) -> Result<(), ScenarioError> {
+    let Some(w) = &cluster.power_mode_w else { return Ok(()) };
+    for n in nodes.iter_mut() {
+        n.power_mode_w = Some(*w.get_ref());
+        if let Err(m) = n.check_power_mode() {
+            let help = if n.power_modes_w.is_empty() {
+                "remove `power_mode_w`: this node has no user-set power modes".to_string()
+            } else {
+                format!("use one of {:?}", n.power_modes_w)
+            };
+            return Err(src.error(w.span(), m, Some(help)).with_kind(ErrorKind::BadValue));
         }
     }
     Ok(())

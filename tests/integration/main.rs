@@ -5,6 +5,7 @@ mod batch_harness;
 mod batched;
 mod bench_import;
 mod calibration;
+mod catalog_nodes;
 mod charts;
 mod cli;
 mod cuda_engines;

@@ -1,4 +1,5 @@
-//! Physical invariants over the whole catalog (ARCHITECTURE.md, "Physical invariants"): a
+//! Physical invariants over the whole catalog (ARCHITECTURE.md, "Physical invariants"; 18 nodes
+//! with the issue-21 boxes, every model): a
 //! prediction that breaks one is a bug, whatever it fits. Each test walks a grid of catalog
 //! nodes x models x quantizations x runtimes x node counts x contexts (jitter off, so two
 //! scenarios compare exactly), collects every violation with the scenario that shows it, and
@@ -231,7 +232,10 @@ fn decode_and_prefill_stay_under_their_rooflines() {
     let (mut checked, mut bad) = (0, Vec::new());
     for node in nodes() {
         let spec = catalog().node(node).expect("node");
-        let (bw, peak) = (spec.mem_bw_gbs * 1e9, spec.fp16_tflops * 1e12);
+        let bw = spec.mem_bw_gbs * 1e9;
+        // The FLOP/s the runtime can issue: MLX's GEMM peak on a chip with neural
+        // accelerators (M5), else fp16_tflops; a power mode's cap (none by default).
+        let pj = profile().chip(&profile().params_chip(spec)).map_or(0.0, |c| c.pj_per_flop);
         let (fast, tcp) = fabrics_of(node);
         for model in models() {
             let mut cases = vec![
@@ -268,6 +272,7 @@ fn decode_and_prefill_stay_under_their_rooflines() {
                 let chunk = s.engine.prefill_chunk.min(c.prompt).max(1);
                 let Some(prefill) = work_per_node(&s, chunk, 0) else { continue };
                 let flops_per_token = prefill.iter().map(|(_, f)| f).sum::<f64>() / chunk as f64;
+                let peak = spec.issued_flops(matches!(c.engine, "mlx-lm" | "exo"), pj);
                 let ceiling = c.count as f64 * peak / flops_per_token;
                 checked += 1;
                 if e.prefill_tokens_per_s > ceiling * TOL {
@@ -459,4 +464,53 @@ fn nccl_collectives_are_monotone_and_roce_never_loses_to_tcp() {
         }
     }
     verdict("NCCL collectives", checked, bad);
+}
+
+/// A user's node `like` a built-in (read through the user-catalog path: `like` merged, checked)
+/// with more memory bandwidth never decodes slower, and with more memory fits every model the
+/// built-in fits. Grid: every catalog node (the issue-21 boxes included) x every model x
+/// {llama.cpp q4_k_m, mlx-lm mlx-4bit} on one node, three runs each (built-in, 1.5x bandwidth,
+/// 2x memory): about 20 x 30 x 2 cases, the ones that run are counted.
+#[test]
+fn a_user_node_with_more_bandwidth_is_never_slower_and_with_more_memory_fits_as_much() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    for node in nodes() {
+        let base = catalog().node(node).expect("catalog node");
+        let text = format!(
+            "[[node]]\nid = \"{node}-faster\"\nlike = \"{node}\"\nname = \"faster\"\nmem_bw_gbs = {}\n\
+             [[node]]\nid = \"{node}-bigger\"\nlike = \"{node}\"\nname = \"bigger\"\nmemory_gb = {}\n",
+            base.mem_bw_gbs * 1.5,
+            base.memory_gb * 2.0
+        );
+        let user = supernode::catalog::user::parse_catalog_file("physics.toml", &text).expect("user nodes parse");
+        let (faster, bigger) = (&user.nodes[0], &user.nodes[1]);
+        for model in models() {
+            for (engine, quant) in [("llama-cpp", "q4_k_m"), ("mlx-lm", "mlx-4bit")] {
+                let case = Case::one(node, model, quant, engine);
+                let Some(mut s) = case.scenario() else { continue };
+                let one = estimate(&s, profile()).ok();
+                s.nodes[0] = bigger.clone();
+                let big = estimate(&s, profile()).ok();
+                if one.is_some() && big.is_none() {
+                    bad.push(format!("{}: fits, but not with twice the memory", case.name()));
+                }
+                let Some(one) = one else { continue };
+                s.nodes[0] = faster.clone();
+                let Ok(fast) = estimate(&s, profile()) else {
+                    bad.push(format!("{}: runs, but not with more bandwidth", case.name()));
+                    continue;
+                };
+                checked += 1;
+                if fast.decode_tokens_per_s * TOL < one.decode_tokens_per_s {
+                    bad.push(format!(
+                        "{}: 1.5x bandwidth decodes {:.2} tok/s < {:.2}",
+                        case.name(),
+                        fast.decode_tokens_per_s,
+                        one.decode_tokens_per_s
+                    ));
+                }
+            }
+        }
+    }
+    verdict("user node: more bandwidth never slower, more memory fits as much", checked, bad);
 }

@@ -7,7 +7,7 @@ use crate::catalog::{Catalog, catalog};
 use crate::engine::Parallelism;
 use crate::engine::runtimes::{EngineRuntime, planner_candidates, planner_engines};
 use crate::engine::split::fleet_is_legal;
-use crate::hw::{NodeSpec, Topology, cluster_cost};
+use crate::hw::{FabricSpec, NodeSpec, Topology, cluster_cost};
 use crate::scenario::ScenarioBuilder;
 use crate::util::did_you_mean;
 
@@ -64,8 +64,11 @@ fn check_request(req: &PlanRequest, cat: &Catalog) -> Result<(), String> {
 }
 
 /// Node mixes: per chip, multisets of its node types (largest memory first) of 1..=max nodes.
+/// With no `--nodes`, the types the catalog marks `planner` (the reference box of each
+/// measured chip; other boxes of a chip and chips never measured are named to be searched).
 fn node_mixes(req: &PlanRequest, cat: &Catalog) -> Vec<Vec<String>> {
-    let types: Vec<&NodeSpec> = cat.nodes.iter().filter(|n| req.nodes.is_empty() || req.nodes.contains(&n.id)).collect();
+    let wanted = |n: &NodeSpec| if req.nodes.is_empty() { n.planner } else { req.nodes.contains(&n.id) };
+    let types: Vec<&NodeSpec> = cat.nodes.iter().filter(|n| wanted(n)).collect();
     let mut families: Vec<Vec<&NodeSpec>> = Vec::new();
     for t in &types {
         match families.iter_mut().find(|f| f[0].chip == t.chip) {
@@ -165,7 +168,8 @@ fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
         }
         return configs;
     }
-    for f in cat.fabrics.iter().filter(|f| f.id != "none" && (req.fabrics.is_empty() || req.fabrics.contains(&f.id))) {
+    let wanted = |f: &FabricSpec| if req.fabrics.is_empty() { f.planner } else { req.fabrics.contains(&f.id) };
+    for f in cat.fabrics.iter().filter(|f| f.id != "none" && wanted(f)) {
         for t in &f.topologies {
             for &(r, p) in &candidates {
                 push(Some((f.id.clone(), t.id().to_string())), f.backend == crate::hw::Backend::Jaccl, r, p);

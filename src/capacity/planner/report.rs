@@ -234,8 +234,8 @@ impl Plan {
             prompt,
             req.quant.as_deref().unwrap_or("the engine's format of the model default"),
             req.max_nodes,
-            if req.nodes.is_empty() { "all".into() } else { req.nodes.join(",") },
-            if req.fabrics.is_empty() { "all".into() } else { req.fabrics.join(",") },
+            if req.nodes.is_empty() { "the default set".into() } else { req.nodes.join(",") },
+            if req.fabrics.is_empty() { "the default set".into() } else { req.fabrics.join(",") },
             if req.engines.is_empty() { "all".into() } else { req.engines.join(",") },
         );
         let (pruned, dominated) = (self.pruned(), self.dominated());
