@@ -412,3 +412,24 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
     }
     (now, events)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::changes;
+    use crate::sim::{ResourceKind, TaskGraph};
+
+    /// A step keeps only the tasks whose duration moved since its graph's last step, and the
+    /// running durations become the graph's.
+    #[test]
+    fn a_step_keeps_only_the_durations_that_moved() {
+        let mut g = TaskGraph::new();
+        let gpu = g.add_resource("gpu", ResourceKind::Gpu, 0);
+        let a = g.compute(gpu, 10, "a", &[]);
+        let b = g.compute(gpu, 20, "b", &[a]);
+        g.compute(gpu, 30, "c", &[b]);
+        let mut last = vec![10, 25, 30];
+        assert_eq!(changes(&mut last, &g), vec![(1, 20)]);
+        assert_eq!(last, vec![10, 20, 30]);
+        assert!(changes(&mut last, &g).is_empty(), "nothing moved");
+    }
+}

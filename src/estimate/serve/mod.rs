@@ -698,3 +698,38 @@ impl<'a> ServeSim<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{KvBytes, MAX_KV_LENGTHS};
+    use crate::profile::Profile;
+    use crate::scenario::{Source, parse};
+
+    /// The memo answers what the plan does, bit for bit, on a model with sliding-window layers
+    /// (gpt-oss: the sum is not linear in the length), before and after it restarts.
+    #[test]
+    fn kv_bytes_memo_is_the_plans_sum_bit_for_bit() {
+        let text = r#"
+[cluster]
+nodes = ["m3-ultra-80c-512gb", "m3-ultra-80c-512gb"]
+fabric = "tb5-rdma"
+[model]
+name = "gpt-oss-120b"
+[engine]
+name = "exo"
+parallelism = "pipeline"
+[workload]
+kind = "generate"
+"#;
+        let s = parse(Source { path: "t.toml".into(), dir: std::path::PathBuf::new(), text: text.into() }).unwrap();
+        let plan = crate::estimate::generate_plan(&s, &Profile::default_profile()).unwrap();
+        let memo = KvBytes::new(&plan);
+        let lengths = (0..MAX_KV_LENGTHS as u64 + 10).map(|k| k * 37 % 300_000).chain([1, 128, 129, 4096, 1 << 20]);
+        for tokens in lengths {
+            for node in 0..plan.n() {
+                assert_eq!(memo.on(node, tokens).to_bits(), plan.kv_bytes(node, tokens).to_bits(), "{tokens} tokens on node {node}");
+            }
+        }
+        assert!(memo.by_length.borrow().len() <= MAX_KV_LENGTHS, "the memo restarts at its bound");
+    }
+}
