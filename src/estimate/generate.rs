@@ -131,8 +131,11 @@ pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> 
 struct ScheduledStep {
     /// Index into [`Schedule::graphs`].
     graph: usize,
-    /// Nominal (un-jittered) duration of every task, indexed like the graph's tasks.
-    durations: Vec<Time>,
+    /// Nominal (un-jittered) durations of the tasks that differ from the previous step of the
+    /// same graph (the graph's own durations before its first step), as (task, duration): a
+    /// decode step moves only its context-dependent tasks (attention), so a run's schedule
+    /// holds those, not every task of every step (an 8-node ring step has tens of thousands).
+    changed: Vec<(u32, Time)>,
     /// DRAM bytes and FLOPs per node.
     work: Vec<Work>,
     /// Bytes put on links.
@@ -167,14 +170,18 @@ impl Schedule {
     /// chunks, samples and contexts as [`simulate_generate_traced`]).
     pub fn new(plan: &Plan, prompt: u64, generate: u64) -> Self {
         let mut graphs: Vec<TaskGraph> = Vec::new();
-        let step = |graphs: &mut Vec<TaskGraph>, low: &mut Lowered, context: u64, weight: u64, graph: &mut Option<usize>| {
+        // Per graph, the durations of its last scheduled step (what the next one's changes are
+        // taken against; [`Schedule::run`] keeps the same state).
+        let mut last: Vec<Vec<Time>> = Vec::new();
+        let mut step = |low: &mut Lowered, context: u64, weight: u64, graph: &mut Option<usize>| {
             low.retime(plan, context);
             let g = *graph.get_or_insert_with(|| {
                 graphs.push(low.graph.clone());
+                last.push(durations_of(&low.graph));
                 graphs.len() - 1
             });
-            let durations = low.graph.tasks().iter().map(|t| t.duration()).collect();
-            ScheduledStep { graph: g, durations, work: low.work(plan, context), bytes_sent: low.bytes_sent, weight }
+            let changed = changes(&mut last[g], &low.graph);
+            ScheduledStep { graph: g, changed, work: low.work(plan, context), bytes_sent: low.bytes_sent, weight }
         };
         let mut prefill = Vec::new();
         let mut cached: Option<(Lowered, Option<usize>)> = None;
@@ -183,7 +190,7 @@ impl Schedule {
                 cached = Some((lower_step(plan, tokens), None));
             }
             let (low, graph) = cached.as_mut().expect("just built");
-            prefill.push(step(&mut graphs, low, done, weight, graph));
+            prefill.push(step(low, done, weight, graph));
         }
         let mut low = lower_step(plan, 1);
         let mut graph = None;
@@ -191,7 +198,7 @@ impl Schedule {
         let decode = (0..samples)
             .map(|k| {
                 let (g, weight) = sample(k, samples, generate);
-                step(&mut graphs, &mut low, prompt + g + (weight - 1) / 2, weight, &mut graph)
+                step(&mut low, prompt + g + (weight - 1) / 2, weight, &mut graph)
             })
             .collect();
         Schedule { graphs, prefill, decode, nodes: plan.n(), generate, jitter_cv: plan.jitter_cv }
@@ -201,12 +208,13 @@ impl Schedule {
     pub fn run(&self, seed: u64) -> GenerateRun {
         let mut jitter = Jitter::new(seed, self.jitter_cv);
         let mut kernel = LeanRun::new();
+        let mut durations: Vec<Vec<Time>> = self.graphs.iter().map(durations_of).collect();
         let mut events = 0;
         let mut pre = PhaseTotals::new(self.nodes);
         let mut now: Time = 0;
         for s in &self.prefill {
             let graph = &self.graphs[s.graph];
-            let makespan = kernel.run(graph, &s.durations, &mut jitter);
+            let makespan = kernel.run(graph, s.durations(&mut durations), &mut jitter);
             pre.add_graph(graph, kernel.busy_by_resource(), &s.work, s.weight);
             now = now.saturating_add(makespan.saturating_mul(s.weight));
             events += kernel.events();
@@ -217,7 +225,7 @@ impl Schedule {
         let mut bytes = 0;
         for s in &self.decode {
             let graph = &self.graphs[s.graph];
-            let step = kernel.run(graph, &s.durations, &mut jitter);
+            let step = kernel.run(graph, s.durations(&mut durations), &mut jitter);
             events += kernel.events();
             steps.push(step);
             now = now.saturating_add(step.saturating_mul(s.weight));
@@ -226,6 +234,35 @@ impl Schedule {
         }
         GenerateRun::from_phases(prefill_ns, now, self.generate, steps, events, bytes, pre, dec)
     }
+}
+
+impl ScheduledStep {
+    /// This step's durations: its changes applied to its graph's running durations in `by_graph`.
+    fn durations<'d>(&self, by_graph: &'d mut [Vec<Time>]) -> &'d [Time] {
+        let d = &mut by_graph[self.graph];
+        for &(task, t) in &self.changed {
+            d[task as usize] = t;
+        }
+        d
+    }
+}
+
+/// Every task's nominal duration, in task order.
+fn durations_of(graph: &TaskGraph) -> Vec<Time> {
+    graph.tasks().iter().map(|t| t.duration()).collect()
+}
+
+/// The tasks of `graph` whose duration differs from `last`, as (task, duration); `last` becomes
+/// the graph's durations.
+fn changes(last: &mut [Time], graph: &TaskGraph) -> Vec<(u32, Time)> {
+    let mut out = Vec::new();
+    for (i, (l, t)) in last.iter_mut().zip(graph.tasks()).enumerate() {
+        if *l != t.duration() {
+            *l = t.duration();
+            out.push((u32::try_from(i).expect("a step graph has fewer than 2^32 tasks"), *l));
+        }
+    }
+    out
 }
 
 /// The prefill forwards of a `prompt`-token prompt, in order: (tokens, tokens done before it,
@@ -374,4 +411,25 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
         done += t;
     }
     (now, events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changes;
+    use crate::sim::{ResourceKind, TaskGraph};
+
+    /// A step keeps only the tasks whose duration moved since its graph's last step, and the
+    /// running durations become the graph's.
+    #[test]
+    fn a_step_keeps_only_the_durations_that_moved() {
+        let mut g = TaskGraph::new();
+        let gpu = g.add_resource("gpu", ResourceKind::Gpu, 0);
+        let a = g.compute(gpu, 10, "a", &[]);
+        let b = g.compute(gpu, 20, "b", &[a]);
+        g.compute(gpu, 30, "c", &[b]);
+        let mut last = vec![10, 25, 30];
+        assert_eq!(changes(&mut last, &g), vec![(1, 20)]);
+        assert_eq!(last, vec![10, 20, 30]);
+        assert!(changes(&mut last, &g).is_empty(), "nothing moved");
+    }
 }

@@ -321,3 +321,46 @@ mod tests {
         assert!(t.as_str() >= "2025-01-01", "{t}");
     }
 }
+
+/// A fast, deterministic hasher for small integer keys in hot loops (the serving run's step
+/// shapes and graph sizes): FxHash's multiply-rotate over 64-bit words (the Firefox/rustc
+/// hash). Not resistant to chosen collisions (the keys are the simulator's own shapes, not
+/// input text); SipHash was a fifth of a serving run's CPU.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FastHasher(u64);
+
+/// FxHash's multiplier (rustc-hash).
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FastHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
+    }
+}
+
+impl std::hash::Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A `HashMap` keyed through [`FastHasher`].
+pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;

@@ -11,11 +11,12 @@
 //! [`MAX_SERVE_FORWARDS`] and [`MAX_SIMULATED_TASKS`]; a run cut there says so
 //! ([`ServeRun::truncated`]).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::engine::{Lowered, Plan, Work, lower_step};
 use crate::scenario::{KvFull, Serve, Slo, Stop};
 use crate::sim::{Jitter, ResourceKind, Time, Timeline, execute};
+use crate::util::FastMap;
 
 pub mod arrivals;
 pub mod sched;
@@ -88,7 +89,7 @@ pub type Representatives = BTreeMap<u64, (Vec<(u64, u64)>, u64)>;
 /// size (its representative for a step's sensitivity).
 #[derive(Clone, Debug, Default)]
 pub struct StepTable {
-    steps: HashMap<Vec<(u64, u64)>, StepTime>,
+    steps: FastMap<Vec<(u64, u64)>, StepTime>,
     reps: Representatives,
 }
 
@@ -125,6 +126,38 @@ impl StepFactors {
     /// Whether every ratio is 1 (the nudge moves no time of this size).
     pub fn is_identity(&self) -> bool {
         self.span == 1.0 && self.gpu.iter().chain(&self.cpu).chain(&self.issued).all(|&f| f == 1.0)
+    }
+}
+
+/// Most sequence lengths whose KV bytes per node [`KvBytes`] keeps; past it the memo restarts.
+const MAX_KV_LENGTHS: usize = 4096;
+
+/// The plan's KV bytes per node of one sequence, by length, memoised: the scheduler asks at
+/// every arrival, admission, completion and (vLLM's paged check) step, and each answer sums
+/// the node's layers ([`Plan::kv_bytes`], pure). A third of a serving run's CPU before.
+struct KvBytes<'a> {
+    plan: &'a Plan,
+    by_length: std::cell::RefCell<FastMap<u64, Box<[f64]>>>,
+}
+
+impl<'a> KvBytes<'a> {
+    fn new(plan: &'a Plan) -> Self {
+        KvBytes { plan, by_length: Default::default() }
+    }
+
+    /// [`Plan::kv_bytes`]`(node, tokens)`.
+    fn on(&self, node: usize, tokens: u64) -> f64 {
+        let mut memo = self.by_length.borrow_mut();
+        if let Some(bytes) = memo.get(&tokens) {
+            return bytes[node];
+        }
+        if memo.len() >= MAX_KV_LENGTHS {
+            memo.clear();
+        }
+        let bytes: Box<[f64]> = (0..self.plan.n()).map(|i| self.plan.kv_bytes(i, tokens)).collect();
+        let out = bytes[node];
+        memo.insert(tokens, bytes);
+        out
     }
 }
 
@@ -200,8 +233,8 @@ pub struct ServeSim<'a> {
     policy: Policy,
     arrivals: Arrivals<'a>,
     jitter: Jitter,
-    cache: HashMap<u64, Lowered>,
-    steps: HashMap<Vec<(u64, u64)>, StepTime>,
+    cache: FastMap<u64, Lowered>,
+    steps: FastMap<Vec<(u64, u64)>, StepTime>,
     reps: Representatives,
     base: Option<BaseSteps<'a>>,
     step_rows: usize,
@@ -213,6 +246,7 @@ pub struct ServeSim<'a> {
     waiting: VecDeque<Req>,
     prefilling: Vec<Req>,
     decoding: Vec<Req>,
+    kv_bytes: KvBytes<'a>,
     kv_capacity: Vec<f64>,
     kv_used: Vec<f64>,
     stats: ServeStats,
@@ -286,8 +320,8 @@ impl<'a> ServeSim<'a> {
             policy: Policy::for_plan(plan, serve),
             arrivals: Arrivals::new(serve, seed),
             jitter: Jitter::new(seed, plan.jitter_cv),
-            cache: HashMap::new(),
-            steps: HashMap::new(),
+            cache: FastMap::default(),
+            steps: FastMap::default(),
             reps: BTreeMap::new(),
             base: None,
             step_rows: 0,
@@ -299,6 +333,7 @@ impl<'a> ServeSim<'a> {
             waiting: VecDeque::new(),
             prefilling: Vec::new(),
             decoding: Vec::new(),
+            kv_bytes: KvBytes::new(plan),
             kv_capacity: (0..n).map(|i| plan.kv_capacity_bytes(i)).collect(),
             kv_used: vec![0.0; n],
             stats: ServeStats::default(),
@@ -468,7 +503,7 @@ impl<'a> ServeSim<'a> {
 
     /// KV bytes a request holds on `node` at its full length.
     fn kv_need(&self, r: &Req, node: usize) -> f64 {
-        self.plan.kv_bytes(node, r.prompt + r.output)
+        self.kv_bytes.on(node, r.prompt + r.output)
     }
 
     /// The head of the queue, admitted with its KV reserved, if it fits now; with
@@ -661,5 +696,40 @@ impl<'a> ServeSim<'a> {
                 i += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KvBytes, MAX_KV_LENGTHS};
+    use crate::profile::Profile;
+    use crate::scenario::{Source, parse};
+
+    /// The memo answers what the plan does, bit for bit, on a model with sliding-window layers
+    /// (gpt-oss: the sum is not linear in the length), before and after it restarts.
+    #[test]
+    fn kv_bytes_memo_is_the_plans_sum_bit_for_bit() {
+        let text = r#"
+[cluster]
+nodes = ["m3-ultra-80c-512gb", "m3-ultra-80c-512gb"]
+fabric = "tb5-rdma"
+[model]
+name = "gpt-oss-120b"
+[engine]
+name = "exo"
+parallelism = "pipeline"
+[workload]
+kind = "generate"
+"#;
+        let s = parse(Source { path: "t.toml".into(), dir: std::path::PathBuf::new(), text: text.into() }).unwrap();
+        let plan = crate::estimate::generate_plan(&s, &Profile::default_profile()).unwrap();
+        let memo = KvBytes::new(&plan);
+        let lengths = (0..MAX_KV_LENGTHS as u64 + 10).map(|k| k * 37 % 300_000).chain([1, 128, 129, 4096, 1 << 20]);
+        for tokens in lengths {
+            for node in 0..plan.n() {
+                assert_eq!(memo.on(node, tokens).to_bits(), plan.kv_bytes(node, tokens).to_bits(), "{tokens} tokens on node {node}");
+            }
+        }
+        assert!(memo.by_length.borrow().len() <= MAX_KV_LENGTHS, "the memo restarts at its bound");
     }
 }

@@ -411,7 +411,7 @@ impl Paged {
 
     /// KV bytes on `node` of `tokens` tokens rounded up to whole blocks.
     fn bytes(&self, sim: &ServeSim<'_>, node: usize, tokens: u64) -> f64 {
-        sim.plan.kv_bytes(node, tokens.div_ceil(self.block) * self.block)
+        sim.kv_bytes.on(node, tokens.div_ceil(self.block) * self.block)
     }
 
     /// Whether every node holds the running requests' blocks after the scheduled tokens and
