@@ -66,10 +66,11 @@ fn expert_parallel_runs_the_tensor_parallel_all_reduces_and_waits_for_the_busies
     let (pe, pt) = (ep.plan(200, &p).unwrap(), tp.plan(200, &p).unwrap());
     assert!((pe.memory[0].weights_gb - pt.memory[0].weights_gb).abs() < 1e-9);
     // Compute: a decode token's 4 experts land 2-2 under tensor parallel (each rank reads half
-    // of each), unevenly under expert parallel; the busiest rank reads whole experts.
+    // of each), unevenly under expert parallel; the busiest rank reads its whole experts, ~2.78
+    // of them, and sets the time. Energy is charged for the ranks' mean work: tensor parallel's.
     let expert = pe.layer_ops(0).into_iter().find(|o| o.class == OpClass::Expert).expect("a MoE layer");
     let (we, wt) = (pe.cost(0).op_work(&expert, 1, 0), pt.cost(0).op_work(&expert, 1, 0));
-    assert!((we.bytes / wt.bytes - busiest_rank_experts(128, 4.0, 2) / 2.0).abs() < 1e-9, "{} / {}", we.bytes, wt.bytes);
+    assert!((we.bytes - wt.bytes).abs() < 1e-6 * wt.bytes, "{} vs {}", we.bytes, wt.bytes);
     // So expert parallel decodes a single stream a little slower than tensor parallel, and
     // the difference is the experts' alone: 36 layers x the expert op's extra time.
     let extra = 36.0 * (pe.cost(0).op_ns(&expert, 1, 0) - pt.cost(0).op_ns(&expert, 1, 0));

@@ -178,6 +178,13 @@ impl NodeCost<'_> {
 
     /// [`Self::op_work`] with `routed` distinct routing rows (as in [`Self::op_ns_routed`]).
     pub fn op_work_routed(&self, op: &Op, tokens: u64, context: u64, routed: u64) -> Work {
+        // Expert parallel: every rank is charged the ranks' mean work (1/R of the touched
+        // experts, as tensor parallel reads); the busiest rank's sets the time
+        // ([`Self::expert_parallel_terms`]) while the others read fewer experts and wait.
+        if self.expert_ranks > 1 && op.class == OpClass::Expert {
+            let mean = NodeCost { expert_ranks: 1, shard: 1.0 / self.expert_ranks as f64, ..*self };
+            return mean.op_work_routed(op, tokens, context, routed);
+        }
         let c = self.terms(op, tokens, context, routed);
         let scale = self.runtime.compute_scale;
         let alu = c.flops + c.dequant_flops;
