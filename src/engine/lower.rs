@@ -4,7 +4,7 @@
 //! calibration harness times.
 
 use crate::llm::{Op, OpClass};
-use crate::sim::TaskId;
+use crate::sim::{TaskId, Time};
 
 use super::lowered::Lowered;
 use super::network::Builder;
@@ -20,6 +20,12 @@ pub fn lower_step(plan: &Plan, tokens: u64) -> Lowered {
 /// The single-node and tensor-parallel lowering every runtime shares: segments split at the
 /// all_sum points, one GPU task per node per segment (on one node the all_sums are no-ops).
 pub(super) fn lower_segments(plan: &Plan, tokens: u64) -> Lowered {
+    lower_segments_driven(plan, tokens, 0)
+}
+
+/// [`lower_segments`] with a driver's per-step cost `driver_ns` on node 0's CPU between the
+/// forward and node 0's host work (Ray dispatching a multi-node vLLM step; none when 0).
+pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -> Lowered {
     let mut b = Builder::new(plan);
     let n = plan.n();
     let model = &plan.model;
@@ -51,7 +57,8 @@ pub(super) fn lower_segments(plan: &Plan, tokens: u64) -> Lowered {
     for (i, p) in prev.iter_mut().enumerate() {
         let deps: Vec<TaskId> = p.iter().copied().collect();
         let head = b.gpu(i, seg_ops.clone(), logits_all, &deps);
-        *p = Some(b.host(i, &[head]));
+        let ready = if i == 0 && driver_ns > 0 { b.cpu(0, driver_ns, "ray", &[head]) } else { head };
+        *p = Some(b.host(i, &[ready]));
     }
     b.finish(tokens)
 }

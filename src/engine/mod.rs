@@ -24,7 +24,7 @@ pub mod plan;
 pub mod runtimes;
 pub mod split;
 
-pub use cost::{COST_PARAMETERS, CostParameter, MlaOptions, NetCost, NodeCost, ParamSection, Work};
+pub use cost::{COST_PARAMETERS, CostParameter, MlaOptions, NetCost, NodeCost, ParamSection, Work, busiest_rank_experts};
 pub use lower::{lower_all_sum, lower_segment_chain, lower_step};
 pub use lowered::{Lowered, Segment};
 pub use options::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism, Runtime};

@@ -242,6 +242,18 @@ impl<'a> Builder<'a> {
         (0..self.net.n).map(|i| self.g.compute(self.net.gpu[i], ns, "nccl all-reduce", &[all])).collect()
     }
 
+    /// An NCCL point-to-point send of `bytes` from `a` to `b` (a pipeline stage's hand-off)
+    /// once `deps` are done: NCCL's send and receive kernels hold both GPU streams until the
+    /// bytes have arrived; the graph keeps the receiver's, the one the next stage waits on,
+    /// for [`super::cost::NetCost::nccl_send_ns`]. Records the cables the route crosses.
+    pub(super) fn nccl_send(&mut self, a: usize, b: usize, bytes: u64, deps: &[TaskId]) -> TaskId {
+        for (_, cable) in self.net.route(a, b) {
+            self.cables_crossed.insert(cable);
+        }
+        let ns = self.plan.net_cost().nccl_send_ns(bytes);
+        self.g.compute(self.net.gpu[b], ns, "nccl send", deps)
+    }
+
     /// Every rank sends `bytes` to every peer once `ready[rank]` is done; posts run one after
     /// another on the sender's CPU. Returns, per rank, what it must wait for before reducing:
     /// the arrivals from its peers and its own last post (the same thread posts, then reduces).

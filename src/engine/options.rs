@@ -120,19 +120,24 @@ pub enum Parallelism {
     Tensor,
     /// Contiguous layer ranges per node.
     Pipeline,
+    /// Attention tensor-parallel as [`Self::Tensor`], the MoE experts whole and spread over the
+    /// ranks (vLLM `--tensor-parallel-size N --enable-expert-parallel`); dense models run as
+    /// tensor parallel.
+    Expert,
     /// One node.
     None,
 }
 
 impl Parallelism {
     /// Every split name a scenario may use.
-    pub const NAMES: [&'static str; 3] = ["tensor", "pipeline", "none"];
+    pub const NAMES: [&'static str; 4] = ["tensor", "pipeline", "expert", "none"];
 
     /// The split a scenario name selects.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "tensor" => Some(Self::Tensor),
             "pipeline" => Some(Self::Pipeline),
+            "expert" => Some(Self::Expert),
             "none" => Some(Self::None),
             _ => None,
         }
@@ -143,8 +148,14 @@ impl Parallelism {
         match self {
             Self::Tensor => "tensor",
             Self::Pipeline => "pipeline",
+            Self::Expert => "expert",
             Self::None => "none",
         }
+    }
+
+    /// Whether every rank holds a slice of every layer's attention (tensor and expert parallel).
+    pub fn slices_layers(self) -> bool {
+        matches!(self, Self::Tensor | Self::Expert)
     }
 }
 

@@ -2,7 +2,7 @@
 //! shares, per-chip parameters), and the views of it the cost model ([`super::cost`]) times with.
 
 use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
-use crate::llm::{ModelSpec, Op, Placement, QuantSpec};
+use crate::llm::{ModelSpec, Op, OpClass, Placement, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 
 use super::cost::{MlaOptions, NetCost, NodeCost};
@@ -170,7 +170,8 @@ impl Plan {
         }
         let layers = inp.model.layers;
         let shares: Vec<Share> = match inp.options.parallelism {
-            Parallelism::Tensor => {
+            // Expert parallel holds E/N whole experts per rank: the same 1/N of the expert bytes.
+            Parallelism::Tensor | Parallelism::Expert => {
                 (0..n).map(|_| Share { first_layer: 0, end_layer: layers, shard: 1.0 / n as f64, embedding: true, head: true }).collect()
             }
             Parallelism::None => vec![Share { first_layer: 0, end_layer: layers, shard: 1.0, embedding: true, head: true }],
@@ -241,6 +242,18 @@ impl Plan {
         self.model.quantized_layer_ops(l, &self.quant)
     }
 
+    /// The operations a pipeline stage on `node` runs in one forward: its layers' (no all_sums,
+    /// a stage holds whole layers) and the LM head's if it holds the head.
+    pub fn stage_ops(&self, node: usize) -> Vec<Op> {
+        let share = &self.shares[node];
+        let mut ops: Vec<Op> =
+            (share.first_layer..share.end_layer).flat_map(|l| self.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
+        if share.head {
+            ops.extend(self.head_ops());
+        }
+        ops
+    }
+
     /// The operations after the last layer, with the LM head's stored format.
     pub fn head_ops(&self) -> Vec<Op> {
         self.model.quantized_head_ops(&self.quant)
@@ -286,6 +299,7 @@ impl Plan {
             fast_sync: self.fast_sync(),
             flash_attention: self.options.kind.runtime().flash_attention(),
             kv_byte_scale: self.options.cuda.kv_byte_scale(),
+            expert_ranks: if self.options.parallelism == Parallelism::Expert { self.n() } else { 1 },
         }
     }
 

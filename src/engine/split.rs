@@ -48,6 +48,22 @@ pub enum SplitError {
         /// Node counts up to 16 that would be legal.
         legal: Vec<u64>,
     },
+    /// vLLM's tensor-parallel size does not fit the model's heads.
+    #[error(
+        "vLLM tensor parallel over {nodes} nodes is illegal for `{model}`: vLLM requires the tensor-parallel size to divide the {heads} attention heads, and to divide the {kv_heads} KV heads or be a multiple of them"
+    )]
+    IllegalVllmTensorSplit {
+        /// Model id.
+        model: String,
+        /// Nodes in the cluster (the tensor-parallel size).
+        nodes: usize,
+        /// KV heads.
+        kv_heads: u64,
+        /// Attention heads.
+        heads: u64,
+        /// Node counts up to 16 that would be legal.
+        legal: Vec<u64>,
+    },
     /// A runtime asked to span chip families it cannot mix.
     #[error(
         "engine `{engine}` cannot mix chip families {chips}: exo (MLX) mixes only Macs (Metal); across Mac, GB10 and Ryzen nodes only llama.cpp RPC runs"
@@ -61,6 +77,13 @@ pub enum SplitError {
     /// A CUDA engine asked for a pipeline split.
     #[error("engine `{engine}` is modelled with tensor parallelism only (pipeline parallel is not modelled for it)")]
     NoPipeline {
+        /// Engine name as written.
+        engine: String,
+    },
+    /// An engine without expert parallelism asked for it (exo and llama.cpp shard or place
+    /// whole layers; SGLang's expert parallel is not modelled).
+    #[error("engine `{engine}` has no expert parallelism in the model (vLLM has: `--enable-expert-parallel`)")]
+    NoExpertParallel {
         /// Engine name as written.
         engine: String,
     },
@@ -89,8 +112,9 @@ impl SplitError {
                 "use engine = \"llama-cpp-rpc\" (pipeline), or nodes of one chip family (exo mixes Macs of any size)".into()
             }
             Self::NoPipeline { .. } => "use parallelism = \"tensor\" (or count = 1)".into(),
+            Self::NoExpertParallel { .. } => "use parallelism = \"tensor\", or engine = \"vllm\" on GB10 nodes".into(),
             Self::WrongDevice { engines, .. } => format!("use a GB10 node (dgx-spark, dell-pro-max-gb10), or one of: {engines}"),
-            Self::IllegalTensorSplit { legal, .. } => {
+            Self::IllegalTensorSplit { legal, .. } | Self::IllegalVllmTensorSplit { legal, .. } => {
                 let ok: Vec<String> = legal.iter().map(u64::to_string).collect();
                 format!("use a node count in {{{}}}, or parallelism = \"pipeline\"", ok.join(", "))
             }
@@ -139,6 +163,33 @@ pub fn check_fleet(engine: &str, kind: EngineKind, nodes: &[NodeSpec]) -> Result
     Err(SplitError::MixedFleet { engine: engine.to_string(), chips: chips.join(", ") })
 }
 
+/// How a runtime shards a layer's tensors over its ranks, and so which rank counts it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorSplitRule {
+    /// exo/MLX: the count divides the hidden size, the heads and the KV heads (unless one
+    /// shared KV head, as MLA's latent), FACTS.md "exo 1.0 tensor parallel".
+    HeadsKvHeadsHidden,
+    /// vLLM (v0.11, `ModelConfig.verify_with_parallel_config`): "Total number of attention
+    /// heads must be divisible by tensor parallel size"; KV heads are split when the size
+    /// divides them and replicated when it is a multiple of them (`QKVParallelLinear`:
+    /// `divide(tp_size, total_num_kv_heads)` once tp_size >= the KV heads, else
+    /// `divide(total_num_kv_heads, tp_size)`; `divide` asserts an exact division).
+    Vllm,
+}
+
+impl TensorSplitRule {
+    /// Whether `ranks` ranks can shard `model` under this rule.
+    pub fn is_legal(self, model: &ModelSpec, ranks: u64) -> bool {
+        match self {
+            Self::HeadsKvHeadsHidden => tensor_split_is_legal(model, ranks),
+            Self::Vllm => {
+                let kvh = model.kv_heads().max(1);
+                model.heads() % ranks == 0 && (kvh % ranks == 0 || ranks % kvh == 0)
+            }
+        }
+    }
+}
+
 /// Whether `nodes` ranks can shard `model` tensor-parallel: the count must divide the hidden
 /// size, the heads and the KV heads (unless there is one shared KV head, as in MLA's latent).
 pub fn tensor_split_is_legal(model: &ModelSpec, nodes: u64) -> bool {
@@ -146,17 +197,41 @@ pub fn tensor_split_is_legal(model: &ModelSpec, nodes: u64) -> bool {
     model.hidden % nodes == 0 && model.heads() % nodes == 0 && (kvh == 1 || kvh % nodes == 0)
 }
 
-/// Checks a tensor-parallel split of `model` over `nodes` nodes.
-pub fn check_tensor_split(model: &ModelSpec, nodes: usize) -> Result<(), SplitError> {
-    if nodes <= 1 || tensor_split_is_legal(model, nodes as u64) {
+/// Checks a split that shards every layer (tensor or expert parallel) of `model` over `nodes`
+/// nodes under the runtime's rule, with the node counts up to 16 that would be legal.
+pub fn check_tensor_split(rule: TensorSplitRule, model: &ModelSpec, nodes: usize) -> Result<(), SplitError> {
+    if nodes <= 1 || rule.is_legal(model, nodes as u64) {
         return Ok(());
     }
-    Err(SplitError::IllegalTensorSplit {
-        model: model.id.clone(),
-        nodes,
-        kv_heads: model.kv_heads(),
-        heads: model.heads(),
-        hidden: model.hidden,
-        legal: (1..=16u64).filter(|k| tensor_split_is_legal(model, *k)).collect(),
+    let legal = (1..=16u64).filter(|k| rule.is_legal(model, *k)).collect();
+    let (model_id, kv_heads, heads) = (model.id.clone(), model.kv_heads(), model.heads());
+    Err(match rule {
+        TensorSplitRule::HeadsKvHeadsHidden => {
+            SplitError::IllegalTensorSplit { model: model_id, nodes, kv_heads, heads, hidden: model.hidden, legal }
+        }
+        TensorSplitRule::Vllm => SplitError::IllegalVllmTensorSplit { model: model_id, nodes, kv_heads, heads, legal },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(id: &str) -> ModelSpec {
+        crate::catalog::catalog().model(id).unwrap_or_else(|| panic!("model {id}")).1.clone()
+    }
+
+    #[test]
+    fn vllm_replicates_kv_heads_where_exo_must_divide_them() {
+        // Qwen3-235B-A22B: 64 heads, 4 KV heads, hidden 4096.
+        let m = model("qwen3-235b-a22b");
+        assert_eq!((m.heads(), m.kv_heads()), (64, 4));
+        let legal = |rule: TensorSplitRule| (1..=16u64).filter(|k| rule.is_legal(&m, *k)).collect::<Vec<_>>();
+        // exo divides the KV heads; vLLM replicates them over 8 or 16 ranks (2 or 4 per KV head).
+        assert_eq!(legal(TensorSplitRule::HeadsKvHeadsHidden), [1, 2, 4]);
+        assert_eq!(legal(TensorSplitRule::Vllm), [1, 2, 4, 8, 16]);
+        let e = check_tensor_split(TensorSplitRule::Vllm, &m, 3).unwrap_err();
+        assert!(e.to_string().contains("divide the 64 attention heads"), "{e}");
+        assert_eq!(e.fix(), "use a node count in {1, 2, 4, 8, 16}, or parallelism = \"pipeline\"");
+    }
 }

@@ -35,8 +35,8 @@ impl TaskKind {
     pub fn of(label: &str) -> TaskKind {
         match label {
             "compute" | "rpc graph_compute" => TaskKind::Compute,
-            "gpu->cpu" | "cpu->gpu" | "host" => TaskKind::Sync,
-            "reduce" | "post" => TaskKind::Collective,
+            "gpu->cpu" | "cpu->gpu" | "host" | "ray" => TaskKind::Sync,
+            "reduce" | "post" | "nccl all-reduce" | "nccl send" => TaskKind::Collective,
             "xfer" | "rpc set_tensor" | "rpc get_tensor" | "rpc deserialize" => TaskKind::Transfer,
             _ => TaskKind::Other,
         }

@@ -96,8 +96,8 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         }
         v => v.as_ref().map(|v| *v.get_ref()),
     };
-    if parallelism == Parallelism::Tensor && !hpl {
-        check_tensor_split(&model, n).map_err(|e| split_error(src, &spans, e))?;
+    if parallelism.slices_layers() && !hpl {
+        check_tensor_split(kind.behaviour().tensor_split_rule(), &model, n).map_err(|e| split_error(src, &spans, e))?;
     }
     let mut options = EngineOptions::december_2025(kind, parallelism);
     if let Some(e) = &re {
@@ -506,9 +506,13 @@ fn parallelism(
 /// A split error located at the key that chose it.
 fn split_error(src: &Source, spans: &Spans, e: SplitError) -> ScenarioError {
     let span = match e {
-        SplitError::SingleNodeEngine { .. } | SplitError::RpcSplitsLayers | SplitError::NoPipeline { .. } => spans.parallelism.clone(),
+        SplitError::SingleNodeEngine { .. }
+        | SplitError::RpcSplitsLayers
+        | SplitError::NoPipeline { .. }
+        | SplitError::NoExpertParallel { .. } => spans.parallelism.clone(),
         SplitError::NoSplitOnCluster { .. }
         | SplitError::IllegalTensorSplit { .. }
+        | SplitError::IllegalVllmTensorSplit { .. }
         | SplitError::MixedFleet { .. }
         | SplitError::WrongDevice { .. } => spans.cluster_nodes.clone(),
     };

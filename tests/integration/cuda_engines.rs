@@ -161,7 +161,12 @@ fn cuda_engines_refuse_macs_and_name_the_engines_that_run_there() {
 
 #[test]
 fn the_shipped_vllm_scenarios_run_generate_serve_sweep_and_plan() {
-    for s in ["scenarios/spark-vllm-gptoss120b.toml", "scenarios/spark-2x-vllm-llama-3.3-70b-tp.toml"] {
+    for s in [
+        "scenarios/spark-vllm-gptoss120b.toml",
+        "scenarios/spark-2x-vllm-llama-3.3-70b-tp.toml",
+        "scenarios/spark-2x-vllm-gpt-oss-120b-ep.toml",
+        "scenarios/spark-2x-vllm-llama-3.3-70b-pp.toml",
+    ] {
         bin().args(["run", s]).assert().success();
         bin()
             .args(["run", s, "--set", "workload.kind=serve", "--set", "workload.concurrency=4", "--set", "workload.requests=8"])

@@ -36,6 +36,7 @@ mod sweep;
 mod timelines;
 mod user_catalog;
 mod vllm;
+mod vllm_parallel;
 mod wired_limit;
 mod working_set;
 

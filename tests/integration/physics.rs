@@ -154,13 +154,15 @@ fn rdma_never_loses_to_tcp_on_the_same_cables() {
             }
         }
     }
-    // vLLM tensor parallel over NCCL: RoCE against TCP on the same ConnectX-7 cables.
+    // vLLM over NCCL: RoCE against TCP on the same ConnectX-7 cables, every split.
     for node in nodes().into_iter().filter(|n| is_cuda(n)) {
         for model in models() {
-            for (count, prompt) in [(2, 128), (2, 4096), (4, 4096)] {
+            for (count, prompt, par) in
+                [(2, 128, "tensor"), (2, 4096, "tensor"), (4, 4096, "tensor"), (2, 4096, "expert"), (2, 4096, "pipeline")]
+            {
                 let base = Case::one(node, model, "fp8", "vllm").prompt(prompt);
-                let rdma = base.clone().split(count, "cx7-roce", "vllm", "tensor");
-                let (Some(a), Some(b)) = (rdma.run(), base.split(count, "cx7-tcp", "vllm", "tensor").run()) else { continue };
+                let rdma = base.clone().split(count, "cx7-roce", "vllm", par);
+                let (Some(a), Some(b)) = (rdma.run(), base.split(count, "cx7-tcp", "vllm", par).run()) else { continue };
                 for (key, x, y) in
                     [("decode", a.decode_tokens_per_s, b.decode_tokens_per_s), ("prefill", a.prefill_tokens_per_s, b.prefill_tokens_per_s)]
                 {
@@ -193,9 +195,13 @@ fn a_split_never_beats_its_nodes_and_a_batch_one_pipeline_never_beats_one_node()
                 let one_case = Case::one(node, model, quant, single);
                 let Some(one) = one_case.run() else { continue };
                 for count in [2, 4] {
-                    let mut splits = if multi == "vllm" { vec![] } else { vec!["pipeline"] };
+                    // vLLM runs every split: pipeline, tensor and expert parallel (MoE models).
+                    let mut splits = vec!["pipeline"];
                     if multi == "exo" || multi == "vllm" {
                         splits.push("tensor");
+                    }
+                    if multi == "vllm" {
+                        splits.push("expert");
                     }
                     for par in splits {
                         let c = one_case.clone().split(count, fabric, multi, par);
@@ -206,7 +212,7 @@ fn a_split_never_beats_its_nodes_and_a_batch_one_pipeline_never_beats_one_node()
                             "pipeline" if x > y * TOL => {
                                 bad.push(format!("{}: batch-1 pipeline decodes {x:.2} tok/s > one node's {y:.2}", c.name()))
                             }
-                            "tensor" if x > count as f64 * y * TOL => {
+                            "tensor" | "expert" if x > count as f64 * y * TOL => {
                                 bad.push(format!("{}: {x:.2} tok/s > {count} x one node's {y:.2}", c.name()))
                             }
                             _ => {}

@@ -58,9 +58,10 @@ fn cheapest_cluster_for_kimi_k2_at_30_tokens_per_second() {
     // 22 candidates hold too little memory even with the Macs' wired limit raised to 90% of RAM
     // as users do (engine::plan::RAISED_WIRED_FRACTION_MACOS: a 512 GB node wires 460.8 GB, a
     // 256 GB node 230.4 GB; Kimi K2 at 4 bits needs ~630-670 GB): any one node, and the mixes
-    // whose split leaves a 256 GB node more than it can wire. 16 are exo tensor splits over 3
-    // nodes (64 heads are not divisible by 3).
-    assert_eq!(causes, vec![("does not fit in memory", 22), ("illegal split of the model", 16)]);
+    // whose split leaves a 256 GB node more than it can wire. Exo tensor splits over 3 nodes
+    // (64 heads are not divisible by 3) are not enumerated: the planner lists only the splits
+    // the model can take.
+    assert_eq!(causes, vec![("does not fit in memory", 22)]);
 }
 
 #[test]
@@ -150,9 +151,11 @@ fn report_names_winner_pareto_losers_and_cabling() {
         .get_output()
         .clone();
     let text = String::from_utf8(o.stdout).unwrap();
-    for needle in ["WINNER", "BEST", "PARETO FRONT", "WHY THE OTHERS LOST", "CABLING FOR THE WINNER", "illegal split", "<->"] {
+    for needle in ["WINNER", "BEST", "PARETO FRONT", "WHY THE OTHERS LOST", "CABLING FOR THE WINNER", "<->"] {
         assert!(text.contains(needle), "missing `{needle}` in\n{text}");
     }
+    // DeepSeek V3.1 has 128 heads: exo tensor over 3 nodes is not enumerated at all.
+    assert!(!text.contains("illegal split"), "{text}");
 }
 
 #[test]

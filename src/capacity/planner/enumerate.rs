@@ -148,12 +148,15 @@ fn compositions(parts: usize, max: usize) -> Vec<Vec<usize>> {
 type Config = (Option<(String, String)>, &'static str, &'static str, Vec<(&'static str, toml::Value)>);
 
 /// The configurations of a mix the request allows (the (runtime, split) pairs the runtimes
-/// enumerate on its node count, where their fleet rules allow it; with `vary_options`, one per
-/// engine option set).
+/// enumerate on its node count, where their fleet rules allow it and the model can take the
+/// split; with `vary_options`, one per engine option set).
 fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
     let allowed_engine =
         |r: &dyn EngineRuntime| (req.engines.is_empty() || req.engines.iter().any(|x| x == r.id())) && fleet_is_legal(r.kind(), mix);
-    let candidates = planner_candidates(mix.len());
+    let mut candidates = planner_candidates(mix.len());
+    if let Some((_, model)) = cat.model(&req.model) {
+        candidates.retain(|&(r, p)| split_fits_model(r, p, model, mix.len()));
+    }
     let mut configs: Vec<Config> = Vec::new();
     let mut push = |wiring: Option<(String, String)>, jaccl: bool, r: &'static dyn EngineRuntime, p: Parallelism| {
         if allowed_engine(r) {
@@ -177,6 +180,14 @@ fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
         }
     }
     configs
+}
+
+/// Whether `model` can take split `p` of runtime `r` over `nodes` nodes: a split that shards
+/// every layer needs a rank count the runtime's rule accepts (a scenario asking for another is
+/// refused with the legal counts), and expert parallelism needs experts.
+fn split_fits_model(r: &dyn EngineRuntime, p: Parallelism, model: &crate::llm::ModelSpec, nodes: usize) -> bool {
+    let sharded_ok = !p.slices_layers() || r.tensor_split_rule().is_legal(model, nodes as u64);
+    sharded_ok && (p != Parallelism::Expert || model.moe.is_some())
 }
 
 /// Engine option sets of a configuration: only the defaults, or with `vary` the cartesian

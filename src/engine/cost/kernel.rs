@@ -60,6 +60,9 @@ pub struct NodeCost<'a> {
     pub flash_attention: bool,
     /// Bytes per KV element relative to the model's bf16 cache (fp8 KV cache: 0.5).
     pub kv_byte_scale: f64,
+    /// Ranks the MoE experts are spread over whole (expert parallel; 1 otherwise): a rank
+    /// computes only the routed experts it holds, and the step waits for the busiest rank.
+    pub expert_ranks: usize,
 }
 
 /// The work one operation does on one node: bytes streamed from DRAM and floating-point
@@ -175,6 +178,13 @@ impl NodeCost<'_> {
 
     /// [`Self::op_work`] with `routed` distinct routing rows (as in [`Self::op_ns_routed`]).
     pub fn op_work_routed(&self, op: &Op, tokens: u64, context: u64, routed: u64) -> Work {
+        // Expert parallel: every rank is charged the ranks' mean work (1/R of the touched
+        // experts, as tensor parallel reads); the busiest rank's sets the time
+        // ([`Self::expert_parallel_terms`]) while the others read fewer experts and wait.
+        if self.expert_ranks > 1 && op.class == OpClass::Expert {
+            let mean = NodeCost { expert_ranks: 1, shard: 1.0 / self.expert_ranks as f64, ..*self };
+            return mean.op_work_routed(op, tokens, context, routed);
+        }
         let c = self.terms(op, tokens, context, routed);
         let scale = self.runtime.compute_scale;
         let alu = c.flops + c.dequant_flops;
@@ -272,6 +282,9 @@ impl NodeCost<'_> {
     fn expert_terms(&self, op: &Op, tokens: u64, routed: u64, shard: f64, base: OpTerms) -> OpTerms {
         let (chip, rt) = (self.chip, self.runtime);
         let touched = op.experts_touched(routed);
+        if self.expert_ranks > 1 {
+            return self.expert_parallel_terms(op, tokens, touched, base);
+        }
         // Each touched expert's GEMM runs over the rows routed to it: `tokens x k / touched`.
         let active = op.experts.map_or(1, |(_, k)| k) as f64;
         let rows_per_expert = tokens as f64 * active / touched.max(1e-9);
@@ -280,6 +293,26 @@ impl NodeCost<'_> {
             bw_eff: streaming_eff(chip.bw_eff_expert, rt.kernel_bw_mult(op.format.kernel)),
             flops: 2.0 * op.active_params() as f64 * shard * tokens as f64,
             dequant_flops: self.dequant_flops(op, op.params as f64 * shard, rows_per_expert, touched),
+            compute_eff: chip.compute_eff_expert,
+            ..base
+        }
+    }
+
+    /// Routed experts under expert parallelism, on the busiest rank (the step waits for it at
+    /// the MoE layer's combine): that rank streams the whole experts it holds among those the
+    /// step touches, [`busiest_rank_experts`], and computes the rows routed to them (each touched
+    /// expert serves `tokens x k / touched` rows, as in [`Self::expert_terms`]).
+    fn expert_parallel_terms(&self, op: &Op, tokens: u64, touched: f64, base: OpTerms) -> OpTerms {
+        let (chip, rt) = (self.chip, self.runtime);
+        let experts = op.experts.map_or(1, |(e, _)| e);
+        let busiest = busiest_rank_experts(experts, touched, self.expert_ranks);
+        let active = op.experts.map_or(1, |(_, k)| k) as f64;
+        let rows_per_expert = tokens as f64 * active / touched.max(1e-9);
+        OpTerms {
+            bytes: op.weight_bytes(op.params as f64) * busiest,
+            bw_eff: streaming_eff(chip.bw_eff_expert, rt.kernel_bw_mult(op.format.kernel)),
+            flops: 2.0 * op.params as f64 * rows_per_expert * busiest,
+            dequant_flops: self.dequant_flops(op, op.params as f64, rows_per_expert, busiest),
             compute_eff: chip.compute_eff_expert,
             ..base
         }
@@ -332,6 +365,36 @@ impl NodeCost<'_> {
             ..base
         }
     }
+}
+
+/// The expected number of touched experts on the busiest of `ranks` ranks, when `touched` of
+/// `experts` experts are touched and each rank holds ceil(experts / ranks) whole experts (vLLM
+/// `determine_expert_map` gives the remainder to the first ranks).
+///
+/// Assumption (uniform routing, as [`crate::llm::Op::experts_touched`]): each expert is touched
+/// with probability q = touched / experts, independently, so a rank's count is Binomial(m, q)
+/// and E[max of R] = sum over x < m of (1 - F(x)^R). Independence overstates the spread of a
+/// single token's k distinct picks a little (4 experts over 2 ranks of 2: 1.375 against the
+/// exact 1.333). One rank: `touched`.
+pub fn busiest_rank_experts(experts: u64, touched: f64, ranks: usize) -> f64 {
+    if ranks <= 1 {
+        return touched;
+    }
+    let m = experts.div_ceil(ranks as u64);
+    let q = (touched / experts as f64).clamp(0.0, 1.0);
+    if q <= 0.0 || q >= 1.0 {
+        return q * m as f64;
+    }
+    // Binomial(m, q) pmf by the ratio p(x+1) = p(x) (m - x) / (x + 1) q / (1 - q).
+    let mut pmf = (1.0 - q).powf(m as f64);
+    let mut cdf = 0.0;
+    let mut expected_max = 0.0;
+    for x in 0..m {
+        cdf += pmf;
+        expected_max += 1.0 - cdf.min(1.0).powi(ranks as i32);
+        pmf *= (m - x) as f64 / (x + 1) as f64 * q / (1.0 - q);
+    }
+    expected_max
 }
 
 #[cfg(test)]
@@ -405,6 +468,7 @@ mod tests {
             fast_sync: false,
             flash_attention: false,
             kv_byte_scale: 1.0,
+            expert_ranks: 1,
         }
     }
 

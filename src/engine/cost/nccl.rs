@@ -4,6 +4,13 @@
 //! multi-node vLLM, and the per-step communication of tensor, expert and pipeline parallel
 //! built from these collectives (the seams a runtime's lowering calls).
 //!
+//! These costs are NCCL's alone: only the CUDA engines' collectives read them
+//! ([`crate::engine::Runtime::gpu_collectives`]), on whatever fabric those engines run (NCCL's
+//! IB verbs transport on RoCE, its socket transport on TCP, where each step also pays a TCP
+//! message); the priors were fitted on ConnectX-7 RoCE and are assumed to carry over to NCCL's
+//! socket transport. No MLX or llama.cpp message reads them, and NCCL never reads JACCL's
+//! round (`jaccl_round_us`, see [`super::NetCost::hop_ns`]).
+//!
 //! Every candidate costs `base + steps x step latency + link bytes / protocol bandwidth`:
 //! - base: `nccl_base_us` (launch, proxy wake-up, first handshake), plus `nccl_simple_us` on
 //!   the Simple protocol;
@@ -151,9 +158,11 @@ impl NetCost<'_> {
     /// Ray's host cost per forward step of vLLM on `nodes` nodes (`--distributed-executor-backend
     /// ray`, the NVIDIA two-Spark recipe), ns; 0 on one node (no Ray workers).
     ///
-    /// TODO: the prior is 0: no source times Ray's per-step dispatch on a GB10 pair. A
-    /// two-Spark TP=2 TPOT measured with `--distributed-executor-backend ray` and with `mp`
-    /// (same model, same batch) would set it: the difference per step is this term.
+    /// The prior is 0, stated as an assumption: FACTS.md and FACTS-2026 say only that
+    /// multi-node vLLM runs under Ray (B3), no source times its per-step dispatch on a GB10
+    /// pair, and no published row ran vLLM on two Sparks. A two-Spark TP=2 TPOT measured with
+    /// `--distributed-executor-backend ray` and with `mp` (same model, same batch) would set
+    /// it: the difference per step is this term.
     pub fn ray_step_ns(&self, nodes: usize) -> Time {
         if alone(nodes) { 0 } else { super::us_to_ns(self.comm.ray_step_us) }
     }
@@ -165,8 +174,12 @@ impl NetCost<'_> {
         all_reduces as Time * self.nccl_all_reduce(bytes, ranks).ns
     }
 
-    /// Expert-parallel communication of one MoE layer, ns: the routed tokens' hidden states
-    /// dispatched to their experts' ranks and combined back, two all-to-alls. Each rank sends
+    /// Expert-parallel communication of one MoE layer under data-parallel attention, ns: the
+    /// routed tokens' hidden states dispatched to their experts' ranks and combined back, two
+    /// all-to-alls. Not lowered: vLLM's expert parallel with one data-parallel rank (what the
+    /// twin runs, [`crate::engine::Parallelism::Expert`]) sums the MoE output with the
+    /// tensor-parallel all-reduce instead (vLLM v0.11 `FusedMoEParallelConfig.use_all2all_kernels`
+    /// is `dp_size > 1 and use_ep`). Each rank sends
     /// `tokens x experts_per_token x hidden x bytes_per_value` bytes per all-to-all; routing is
     /// assumed uniform over ranks, so (p - 1) / p of them leave the node.
     pub fn expert_parallel_layer_ns(&self, tokens: u64, experts_per_token: u64, hidden: u64, bytes_per_value: u64, ranks: usize) -> Time {
@@ -212,6 +225,24 @@ mod tests {
         // Small messages run on LL, bulk on Simple; on two ranks the crossover sits at 64 KiB.
         assert_eq!(net.nccl_all_reduce(32 << 10, 2).protocol, NcclProtocol::Ll);
         assert_eq!(net.nccl_all_reduce(1 << 20, 2).protocol, NcclProtocol::Simple);
+    }
+
+    #[test]
+    fn an_expert_parallel_combine_and_a_pipeline_hand_off_by_hand() {
+        let (f, c) = (fabric("cx7-roce"), comm());
+        let net = NetCost { fabric: &f, comm: &c };
+        // gpt-oss-120b expert parallel on 2 Sparks, decode: the MoE output of one token (hidden
+        // 2,880 x 2 B = 5,760 B) summed by tree/LL: 11.0 + 2 x 6.73 + 5,760 / 1.607 = 28.04 us.
+        let combine = net.nccl_all_reduce(5_760, 2);
+        assert_eq!((combine.algorithm, combine.protocol), (NcclAlgorithm::Tree, NcclProtocol::Ll));
+        assert!((us(combine.ns) - 28.04).abs() < 0.01, "{}", us(combine.ns));
+        // Llama 3.3 70B pipeline hand-off of one token (hidden states and residual, 2 x 8,192 x
+        // 2 B = 32 KiB): LL 11.0 + 6.73 + 32,768 / 1.607 = 38.12 us; Simple would take
+        // 11.0 + 38.0 + 6.73 + 32,768 / 23.73 = 57.11 us.
+        assert!((us(net.nccl_send_ns(32 << 10)) - 38.12).abs() < 0.01, "{}", us(net.nccl_send_ns(32 << 10)));
+        // A prefill chunk of 2,048 tokens hands off 64 MiB on Simple at the link rate.
+        let bulk = net.nccl_send_ns(64 << 20) as f64;
+        assert!((bulk - (55_730.0 + (64u64 << 20) as f64 / 23.73)).abs() < 2.0, "{bulk}");
     }
 
     #[test]

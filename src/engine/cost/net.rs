@@ -2,7 +2,7 @@
 //! collectives (posting a peer's transfer, reducing received bytes, the hand-offs of a collective
 //! between kernels) and llama.cpp RPC calls.
 
-use crate::hw::{FabricSpec, Transport};
+use crate::hw::{Backend, FabricSpec, Transport};
 use crate::profile::CommParams;
 use crate::sim::Time;
 
@@ -33,6 +33,11 @@ impl NetCost<'_> {
     /// prefill slower than TCP on the same cables. The frame size stays in the fault model,
     /// where FACTS gives it an effect (RDMA instability).
     ///
+    /// RDMA under another library (ConnectX-7 RoCE, NCCL's fabrics): alpha = the wire latency
+    /// alone. `jaccl_round_us` was fitted on JACCL over Thunderbolt 5 and describes JACCL's
+    /// software, not a verbs round on a CX-7 (whose `ib_write_lat` floor the catalog latency
+    /// already is, FACTS-2026 B3); NCCL's own software costs are its priors in [`super::nccl`].
+    ///
     /// TCP: alpha = the wire latency + one message's software cost (syscalls, copies).
     ///
     /// With an RDMA alpha below the TCP one and an RDMA bandwidth above it (every catalog pair
@@ -40,7 +45,8 @@ impl NetCost<'_> {
     pub fn hop_ns(&self, bytes: u64) -> Time {
         let wire = bytes as f64 / self.fabric.bytes_per_ns();
         let alpha_us = match self.fabric.transport {
-            Transport::Rdma => self.fabric.latency_us + self.comm.jaccl_round_us,
+            Transport::Rdma if self.fabric.backend == Backend::Jaccl => self.fabric.latency_us + self.comm.jaccl_round_us,
+            Transport::Rdma => self.fabric.latency_us,
             Transport::Tcp => self.fabric.latency_us + self.comm.tcp_message_us,
             Transport::None => return 0,
         };
@@ -117,6 +123,34 @@ mod tests {
         assert_eq!(net.hop_ns(5 * 4096), 20_000 + 2_048);
         // An empty message still takes one round.
         assert_eq!(net.hop_ns(0), 20_000);
+    }
+
+    #[test]
+    fn jaccls_round_stays_off_connectx7_and_nccls_priors_off_every_hop() {
+        let cat = crate::catalog::catalog();
+        let (roce, tb5) = (cat.fabric("cx7-roce").unwrap().clone(), cat.fabric("tb5-rdma").unwrap().clone());
+        let (c, mut other) = (comm(), comm());
+        other.jaccl_round_us += 100.0;
+        other.nccl_base_us += 100.0;
+        other.nccl_simple_us += 100.0;
+        other.nccl_ll_gbs *= 2.0;
+        let (a, b) = (NetCost { fabric: &roce, comm: &c }, NetCost { fabric: &roce, comm: &other });
+        // A CX-7 RoCE hop: its wire latency (6.73 us) and bytes, no JACCL round, no NCCL prior.
+        assert_eq!(a.hop_ns(23_730), 6_730 + 1_000);
+        assert_eq!(a.hop_ns(1 << 20), b.hop_ns(1 << 20));
+        // NCCL's collectives never read JACCL's round: only the NCCL priors move them.
+        let mut jaccl_only = c.clone();
+        jaccl_only.jaccl_round_us += 100.0;
+        let j = NetCost { fabric: &roce, comm: &jaccl_only };
+        assert_eq!(a.nccl_all_reduce_ns(16 << 10, 2), j.nccl_all_reduce_ns(16 << 10, 2));
+        assert_eq!(a.nccl_send_ns(32 << 10), j.nccl_send_ns(32 << 10));
+        assert!(b.nccl_all_reduce_ns(16 << 10, 2) > a.nccl_all_reduce_ns(16 << 10, 2));
+        // JACCL over Thunderbolt 5 keeps its round; the NCCL priors leave its hops alone.
+        let (t, u) = (NetCost { fabric: &tb5, comm: &c }, NetCost { fabric: &tb5, comm: &other });
+        assert_eq!(u.hop_ns(4096) - t.hop_ns(4096), 100_000);
+        let mut nccl_only = c.clone();
+        nccl_only.nccl_base_us += 100.0;
+        assert_eq!(NetCost { fabric: &tb5, comm: &nccl_only }.hop_ns(4096), t.hop_ns(4096));
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! exo 1.0 (MLX; tensor or pipeline parallel over JACCL or the TCP ring).
 
 use crate::hw::{Backend, NodeSpec, Os};
-use crate::llm::{Op, OpClass};
 use crate::sim::TaskId;
 
 use super::super::lower::lower_segments;
@@ -52,8 +51,13 @@ impl EngineRuntime for Exo {
         if nodes > 1 { Parallelism::Tensor } else { Parallelism::None }
     }
 
-    fn check_split(&self, _engine: &str, _parallelism: Parallelism) -> Result<(), SplitError> {
-        Ok(())
+    /// Tensor or pipeline; no expert parallelism (FACTS.md: each rank holds 1/N of every
+    /// expert).
+    fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
+        match parallelism {
+            Parallelism::Expert => Err(SplitError::NoExpertParallel { engine: engine.to_string() }),
+            Parallelism::Tensor | Parallelism::Pipeline | Parallelism::None => Ok(()),
+        }
     }
 
     /// exo (MLX) mixes chips only when every node is a Mac (Metal; e.g. an M3 Ultra with an M4
@@ -64,7 +68,7 @@ impl EngineRuntime for Exo {
 
     fn lower(&self, plan: &Plan, tokens: u64) -> Lowered {
         match plan.options.parallelism {
-            Parallelism::None | Parallelism::Tensor => lower_segments(plan, tokens),
+            Parallelism::None | Parallelism::Tensor | Parallelism::Expert => lower_segments(plan, tokens),
             Parallelism::Pipeline => lower_pipeline(plan, tokens),
         }
     }
@@ -82,7 +86,7 @@ impl EngineRuntime for Exo {
 
     fn crash_reaction(&self, parallelism: Parallelism, _node: usize) -> &'static str {
         match parallelism {
-            Parallelism::Tensor => "exo stops the instance and reloads every node",
+            Parallelism::Tensor | Parallelism::Expert => "exo stops the instance and reloads every node",
             Parallelism::Pipeline | Parallelism::None => "the pipeline stalls until the node has reloaded its layers",
         }
     }
@@ -95,7 +99,7 @@ impl EngineRuntime for Exo {
     fn cable_loss(&self, parallelism: Parallelism) -> CableLoss {
         match parallelism {
             Parallelism::Pipeline => CableLoss::FallBack("exo places the pipeline again over the LAN (exo issue 2295)"),
-            Parallelism::Tensor | Parallelism::None => {
+            Parallelism::Tensor | Parallelism::Expert | Parallelism::None => {
                 CableLoss::Replace("exo's collective fails; exo places the instance again on the nodes still cabled to each other")
             }
         }
@@ -147,14 +151,8 @@ fn lower_pipeline(plan: &Plan, tokens: u64) -> Lowered {
     let mut prev: Option<TaskId> = None;
     let mut outputs = Vec::with_capacity(n);
     for i in 0..n {
-        let share = plan.shares[i].clone();
-        let mut ops: Vec<Op> =
-            (share.first_layer..share.end_layer).flat_map(|l| plan.layer_ops(l)).filter(|o| o.class != OpClass::AllSum).collect();
-        if share.head {
-            ops.extend(plan.head_ops());
-        }
         let deps: Vec<TaskId> = prev.into_iter().collect();
-        let gpu = b.gpu(i, ops, logits_all, &deps);
+        let gpu = b.gpu(i, plan.stage_ops(i), logits_all, &deps);
         // The stage's own host and sync cost (graph build, eval, wake-up), serial with it.
         let stage = plan.cost(i).stage_ns();
         let done = if stage > 0 { b.cpu(i, stage, "stage", &[gpu]) } else { gpu };

@@ -21,7 +21,7 @@ use crate::hw::{Backend, NodeSpec};
 use super::lowered::Lowered;
 use super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism, Runtime};
 use super::plan::Plan;
-use super::split::SplitError;
+use super::split::{SplitError, TensorSplitRule};
 
 /// Every runtime module, in the order scenario names are listed (aliases included).
 pub const RUNTIMES: [&dyn EngineRuntime; 8] = [
@@ -269,6 +269,10 @@ pub trait EngineRuntime: Sync {
     /// Checks that it can run `parallelism` (named `engine` in the file); node counts are
     /// checked by [`super::split::check_split`].
     fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError>;
+    /// Which rank counts a split that shards every layer (tensor, expert) accepts.
+    fn tensor_split_rule(&self) -> TensorSplitRule {
+        TensorSplitRule::HeadsKvHeadsHidden
+    }
     /// Whether it can run one cluster over `nodes` of more than one chip.
     fn mixes_chips(&self, nodes: &[&NodeSpec]) -> bool;
     /// Whether its kernels run on `node` (the CUDA engines need an NVIDIA GPU).
@@ -311,7 +315,9 @@ pub trait EngineRuntime: Sync {
 /// A single-node runtime's split rule: no tensor or pipeline parallelism.
 fn single_node_split(engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
     match parallelism {
-        Parallelism::Tensor | Parallelism::Pipeline => Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism }),
+        Parallelism::Tensor | Parallelism::Pipeline | Parallelism::Expert => {
+            Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism })
+        }
         Parallelism::None => Ok(()),
     }
 }
@@ -332,6 +338,133 @@ const RESTARTS: &str = "the runtime restarts and reloads";
 
 /// A runtime that cannot serve while a node is unreachable: requests fail until the repair.
 const CABLE_FAILS_REQUESTS: CableLoss = CableLoss::FailUntilRepaired("requests fail until the cable is repaired");
+
+/// What tells one CUDA engine (vLLM, SGLang) from the other; everything else they share is
+/// answered once, for both, by the [`EngineRuntime`] implementation below: the CUDA kernel
+/// library, their rows' command-line options, tensor parallel by default on a cluster, one chip
+/// family (NVIDIA only), the fault reactions of a distributed instance and the planner's
+/// prefill chunks.
+pub(super) trait CudaEngine: Sync {
+    /// As [`EngineRuntime::kind`].
+    fn kind(&self) -> EngineKind;
+    /// As [`EngineRuntime::names`].
+    fn names(&self) -> &'static [&'static str];
+    /// As [`EngineRuntime::id`].
+    fn id(&self) -> &'static str;
+    /// As [`EngineRuntime::label`].
+    fn label(&self) -> &'static str;
+    /// As [`EngineRuntime::measurement_assumption`].
+    fn measurement_assumption(&self) -> &'static str;
+    /// As [`EngineRuntime::host_key`].
+    fn host_key(&self) -> Option<&'static str>;
+    /// As [`EngineRuntime::version_defaults`].
+    fn version_defaults(&self) -> VersionDefaults;
+    /// As [`EngineRuntime::check_split`].
+    fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError>;
+    /// As [`EngineRuntime::tensor_split_rule`].
+    fn tensor_split_rule(&self) -> TensorSplitRule;
+    /// As [`EngineRuntime::lower`].
+    fn lower(&self, plan: &Plan, tokens: u64) -> Lowered;
+    /// As [`EngineRuntime::serving_loop`].
+    fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop;
+    /// As [`EngineRuntime::planner_splits`].
+    fn planner_splits(&self, nodes: usize) -> &'static [Parallelism];
+}
+
+impl<T: CudaEngine> EngineRuntime for T {
+    fn kind(&self) -> EngineKind {
+        CudaEngine::kind(self)
+    }
+
+    fn names(&self) -> &'static [&'static str] {
+        CudaEngine::names(self)
+    }
+
+    fn id(&self) -> &'static str {
+        CudaEngine::id(self)
+    }
+
+    fn label(&self) -> &'static str {
+        CudaEngine::label(self)
+    }
+
+    fn measurement_assumption(&self) -> Option<&'static str> {
+        Some(CudaEngine::measurement_assumption(self))
+    }
+
+    /// `--enforce-eager` (no CUDA graphs) and an fp8 KV cache (`kv-cache fp8`,
+    /// `--kv-cache-dtype fp8`) where a row's notes state them.
+    fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
+        let mut v = Vec::new();
+        if notes.contains("--enforce-eager") {
+            v.push(("engine.enforce_eager", toml::Value::Boolean(true)));
+        }
+        if notes.contains("kv-cache fp8") || notes.contains("kv-cache-dtype fp8") {
+            v.push(("engine.kv_cache_dtype", toml::Value::String("fp8".into())));
+        }
+        v
+    }
+
+    fn kernels(&self) -> Runtime {
+        Runtime::Cuda
+    }
+
+    fn host_key(&self) -> Option<&'static str> {
+        CudaEngine::host_key(self)
+    }
+
+    fn version_defaults(&self) -> VersionDefaults {
+        CudaEngine::version_defaults(self)
+    }
+
+    /// Tensor parallel on a cluster (vLLM `--tensor-parallel-size N`, the NVIDIA two-Spark
+    /// recipe; SGLang `--tp N`).
+    fn default_parallelism(&self, nodes: usize) -> Parallelism {
+        if nodes > 1 { Parallelism::Tensor } else { Parallelism::None }
+    }
+
+    fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
+        CudaEngine::check_split(self, engine, parallelism)
+    }
+
+    fn tensor_split_rule(&self) -> TensorSplitRule {
+        CudaEngine::tensor_split_rule(self)
+    }
+
+    fn mixes_chips(&self, _nodes: &[&NodeSpec]) -> bool {
+        false
+    }
+
+    fn lower(&self, plan: &Plan, tokens: u64) -> Lowered {
+        CudaEngine::lower(self, plan, tokens)
+    }
+
+    fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
+        CudaEngine::serving_loop(self, max_batch, options)
+    }
+
+    /// A crashed rank takes the engine down (a Ray/NCCL worker failure stops the instance):
+    /// every node reloads.
+    fn crash_reloads_every_node(&self, _parallelism: Parallelism, _node: usize) -> bool {
+        true
+    }
+
+    fn crash_reaction(&self, _parallelism: Parallelism, _node: usize) -> &'static str {
+        RESTARTS
+    }
+
+    fn cable_loss(&self, _parallelism: Parallelism) -> CableLoss {
+        CABLE_FAILS_REQUESTS
+    }
+
+    fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
+        CudaEngine::planner_splits(self, nodes)
+    }
+
+    fn planner_prefill_chunks(&self) -> [i64; 2] {
+        [2048, 8192]
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -422,7 +555,15 @@ mod tests {
         assert_eq!(ids(1), [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none"), ("vllm", "none"), ("sglang", "none")]);
         assert_eq!(
             ids(2),
-            [("exo", "tensor"), ("exo", "pipeline"), ("llama-cpp-rpc", "pipeline"), ("vllm", "tensor"), ("sglang", "tensor")]
+            [
+                ("exo", "tensor"),
+                ("exo", "pipeline"),
+                ("llama-cpp-rpc", "pipeline"),
+                ("vllm", "tensor"),
+                ("vllm", "expert"),
+                ("vllm", "pipeline"),
+                ("sglang", "tensor")
+            ]
         );
         assert_eq!(ids(4), ids(2));
         assert_eq!(planner_engines(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "vllm", "sglang"]);

@@ -4,15 +4,12 @@
 //! formats on the Spark (FP8, NVFP4, MXFP4); its scheduler defaults are not in FACTS: each is
 //! an assumption stated beside it.
 
-use crate::hw::NodeSpec;
-
 use super::super::lower::lower_segments;
 use super::super::lowered::Lowered;
-use super::super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism, Runtime};
+use super::super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism};
 use super::super::plan::Plan;
-use super::super::split::SplitError;
-use super::vllm::{cuda_measurement_options, cuda_planner_splits, cuda_split};
-use super::{CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, RESTARTS, ServingLoop, VersionDefaults};
+use super::super::split::{SplitError, TensorSplitRule};
+use super::{CudaEngine, ServingLoop, VersionDefaults};
 
 /// SGLang's defaults, assumed where FACTS is silent: `chunked_prefill_size` 8192 (the value its
 /// server picks on large-memory GPUs, taken equal to vLLM's GB10 budget), at most 1024 running
@@ -37,7 +34,7 @@ pub const SGLANG_DEFAULTS: VersionDefaults = VersionDefaults {
 /// SGLang on NVIDIA nodes.
 pub struct Sglang;
 
-impl EngineRuntime for Sglang {
+impl CudaEngine for Sglang {
     fn kind(&self) -> EngineKind {
         EngineKind::Sglang
     }
@@ -54,12 +51,8 @@ impl EngineRuntime for Sglang {
         "SGLang"
     }
 
-    fn measurement_assumption(&self) -> Option<&'static str> {
-        Some("SGLang's scheduler defaults assumed (chunked prefill 8192, CUDA graphs on; FACTS silent)")
-    }
-
-    fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
-        cuda_measurement_options(notes)
+    fn measurement_assumption(&self) -> &'static str {
+        "SGLang's scheduler defaults assumed (chunked prefill 8192, CUDA graphs on; FACTS silent)"
     }
 
     /// Its own scheduler, tokenizer manager and detokenizer processes (not vLLM's): host costs
@@ -68,25 +61,26 @@ impl EngineRuntime for Sglang {
         Some("sglang")
     }
 
-    fn kernels(&self) -> Runtime {
-        Runtime::Cuda
-    }
-
     fn version_defaults(&self) -> VersionDefaults {
         SGLANG_DEFAULTS
     }
 
-    /// Tensor parallel on a cluster (`--tp N`).
-    fn default_parallelism(&self, nodes: usize) -> Parallelism {
-        if nodes > 1 { Parallelism::Tensor } else { Parallelism::None }
-    }
-
+    /// One node or tensor parallel (`--tp N`). SGLang has pipeline and expert parallelism too
+    /// (`--pp-size`, `--ep-size`); neither is modelled (FACTS is silent on how SGLang lowers
+    /// them).
     fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
-        cuda_split(engine, parallelism)
+        let engine = engine.to_string();
+        match parallelism {
+            Parallelism::Pipeline => Err(SplitError::NoPipeline { engine }),
+            Parallelism::Expert => Err(SplitError::NoExpertParallel { engine }),
+            Parallelism::Tensor | Parallelism::None => Ok(()),
+        }
     }
 
-    fn mixes_chips(&self, _nodes: &[&NodeSpec]) -> bool {
-        false
+    /// SGLang's attention shards heads as vLLM's layers do (its `QKVParallelLinear` is vLLM's,
+    /// an assumption: FACTS is silent).
+    fn tensor_split_rule(&self) -> TensorSplitRule {
+        TensorSplitRule::Vllm
     }
 
     fn lower(&self, plan: &Plan, tokens: u64) -> Lowered {
@@ -99,23 +93,7 @@ impl EngineRuntime for Sglang {
         ServingLoop::Sglang { max_running: max_batch.unwrap_or(c.max_num_seqs), chunked_prefill: c.max_num_batched_tokens }
     }
 
-    fn crash_reloads_every_node(&self, _parallelism: Parallelism, _node: usize) -> bool {
-        true
-    }
-
-    fn crash_reaction(&self, _parallelism: Parallelism, _node: usize) -> &'static str {
-        RESTARTS
-    }
-
-    fn cable_loss(&self, _parallelism: Parallelism) -> CableLoss {
-        CABLE_FAILS_REQUESTS
-    }
-
     fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
-        cuda_planner_splits(nodes)
-    }
-
-    fn planner_prefill_chunks(&self) -> [i64; 2] {
-        [2048, 8192]
+        if nodes == 1 { &[Parallelism::None] } else { &[Parallelism::Tensor] }
     }
 }

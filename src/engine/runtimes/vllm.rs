@@ -1,16 +1,20 @@
 //! vLLM V1 on CUDA nodes (GB10): PyTorch/FlashInfer kernels (the chip's `cuda` runtime
 //! parameters), the V1 scheduler, paged KV, CUDA graphs unless `--enforce-eager`, tensor
-//! parallel over NCCL. Behaviour read from vLLM's V1 engine (FACTS-2026 B2: `_set_default_args_v1`,
-//! `engine/arg_utils.py` `get_batch_defaults`, vLLM 0.19 on two Sparks).
+//! parallel, expert parallel and pipeline parallel over NCCL, Ray's per-step dispatch on a
+//! cluster. Behaviour read from vLLM's V1 engine (FACTS-2026 B2: `_set_default_args_v1`,
+//! `engine/arg_utils.py` `get_batch_defaults`, vLLM 0.19 on two Sparks: "TP=2 (+EP for MoE)
+//! over the ConnectX-7 link with Ray", FACTS.md) and vLLM v0.11's parallel layers (named beside
+//! each rule).
 
-use crate::hw::NodeSpec;
+use crate::sim::TaskId;
 
-use super::super::lower::lower_segments;
+use super::super::lower::lower_segments_driven;
 use super::super::lowered::Lowered;
-use super::super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism, Runtime};
+use super::super::network::Builder;
+use super::super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism};
 use super::super::plan::Plan;
-use super::super::split::SplitError;
-use super::{CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, RESTARTS, ServingLoop, VersionDefaults};
+use super::super::split::{SplitError, TensorSplitRule};
+use super::{CudaEngine, ServingLoop, VersionDefaults};
 
 /// vLLM's defaults as shipped on a GB10. FACTS-2026 B2: V1 always chunks prefill and caches
 /// prefixes; the API server on a GPU of at least 70 GiB whose name lacks "a100" gets
@@ -35,38 +39,10 @@ pub const VLLM_DEFAULTS: VersionDefaults = VersionDefaults {
     },
 };
 
-/// The CUDA engines' split rule: one node, or tensor parallel over NCCL (vLLM 0.19 serves
-/// TP=2 over the ConnectX-7 link, FACTS.md; SGLang `--tp`). Pipeline parallel is not modelled
-/// for them.
-pub(super) fn cuda_split(engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
-    match parallelism {
-        Parallelism::Pipeline => Err(SplitError::NoPipeline { engine: engine.to_string() }),
-        Parallelism::Tensor | Parallelism::None => Ok(()),
-    }
-}
-
-/// The planner's splits of a CUDA engine: one node, or tensor parallel.
-pub(super) fn cuda_planner_splits(nodes: usize) -> &'static [Parallelism] {
-    if nodes == 1 { &[Parallelism::None] } else { &[Parallelism::Tensor] }
-}
-
-/// The CUDA engines' options a measurement's notes state: `--enforce-eager` (no CUDA graphs)
-/// and an fp8 KV cache (`kv-cache fp8`, `--kv-cache-dtype fp8`).
-pub(super) fn cuda_measurement_options(notes: &str) -> Vec<(&'static str, toml::Value)> {
-    let mut v = Vec::new();
-    if notes.contains("--enforce-eager") {
-        v.push(("engine.enforce_eager", toml::Value::Boolean(true)));
-    }
-    if notes.contains("kv-cache fp8") || notes.contains("kv-cache-dtype fp8") {
-        v.push(("engine.kv_cache_dtype", toml::Value::String("fp8".into())));
-    }
-    v
-}
-
 /// vLLM V1 on NVIDIA nodes.
 pub struct Vllm;
 
-impl EngineRuntime for Vllm {
+impl CudaEngine for Vllm {
     fn kind(&self) -> EngineKind {
         EngineKind::Vllm
     }
@@ -83,39 +59,47 @@ impl EngineRuntime for Vllm {
         "vLLM"
     }
 
-    fn measurement_assumption(&self) -> Option<&'static str> {
-        Some("vLLM V1 as shipped on GB10 (8192-token budget, 1024 sequences, CUDA graphs unless the row says --enforce-eager)")
+    fn measurement_assumption(&self) -> &'static str {
+        "vLLM V1 as shipped on GB10 (8192-token budget, 1024 sequences, CUDA graphs unless the row says --enforce-eager)"
     }
 
-    fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
-        cuda_measurement_options(notes)
-    }
-
-    fn kernels(&self) -> Runtime {
-        Runtime::Cuda
+    /// vLLM's host costs are the `cuda` runtime's.
+    fn host_key(&self) -> Option<&'static str> {
+        None
     }
 
     fn version_defaults(&self) -> VersionDefaults {
         VLLM_DEFAULTS
     }
 
-    /// Tensor parallel on a cluster (`--tensor-parallel-size N`, the NVIDIA two-Spark recipe).
-    fn default_parallelism(&self, nodes: usize) -> Parallelism {
-        if nodes > 1 { Parallelism::Tensor } else { Parallelism::None }
+    /// One node; tensor (`--tensor-parallel-size N`), expert (the same plus
+    /// `--enable-expert-parallel`) or pipeline (`--pipeline-parallel-size N`) parallel.
+    fn check_split(&self, _engine: &str, _parallelism: Parallelism) -> Result<(), SplitError> {
+        Ok(())
     }
 
-    fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
-        cuda_split(engine, parallelism)
+    fn tensor_split_rule(&self) -> TensorSplitRule {
+        TensorSplitRule::Vllm
     }
 
-    fn mixes_chips(&self, _nodes: &[&NodeSpec]) -> bool {
-        false
-    }
-
-    /// One node, or the shared tensor lowering whose all-sums run as NCCL all-reduces
-    /// ([`Runtime::gpu_collectives`]).
+    /// Tensor and expert parallel: the shared segment lowering, whose all-sums run as NCCL
+    /// all-reduces ([`super::super::options::Runtime::gpu_collectives`]); expert parallel
+    /// differs only in which rank computes which expert ([`Parallelism::Expert`], the busiest
+    /// rank's experts in the cost model). vLLM v0.11 `FusedMoEParallelConfig`: with one
+    /// data-parallel rank the experts are split over the tensor-parallel ranks
+    /// (`ep_size = tp_size x dp_size`), `use_all2all_kernels` is `dp_size > 1 and use_ep`,
+    /// so no all-to-all runs: every rank holds every token after attention's all-reduce,
+    /// computes the experts it owns, and the MoE output is summed by the same tensor-parallel
+    /// all-reduce (`reduce_results`) as without expert parallelism. The all-to-all dispatch and
+    /// combine belong to data-parallel attention (`--data-parallel-size`), which is not
+    /// modelled ([`super::super::cost::NetCost::expert_parallel_layer_ns`] is its cost).
+    /// Ray's per-step dispatch sits on node 0 ([`super::super::cost::NetCost::ray_step_ns`]).
     fn lower(&self, plan: &Plan, tokens: u64) -> Lowered {
-        lower_segments(plan, tokens)
+        let ray = plan.net_cost().ray_step_ns(plan.n());
+        match plan.options.parallelism {
+            Parallelism::Pipeline => lower_pipeline(plan, tokens, ray),
+            Parallelism::None | Parallelism::Tensor | Parallelism::Expert => lower_segments_driven(plan, tokens, ray),
+        }
     }
 
     /// V1's scheduler with the engine's budgets; the scenario's `max_batch` caps `max_num_seqs`.
@@ -128,25 +112,37 @@ impl EngineRuntime for Vllm {
         }
     }
 
-    /// A crashed rank takes the engine down (a Ray/NCCL worker failure stops the instance): every
-    /// node reloads.
-    fn crash_reloads_every_node(&self, _parallelism: Parallelism, _node: usize) -> bool {
-        true
-    }
-
-    fn crash_reaction(&self, _parallelism: Parallelism, _node: usize) -> &'static str {
-        RESTARTS
-    }
-
-    fn cable_loss(&self, _parallelism: Parallelism) -> CableLoss {
-        CABLE_FAILS_REQUESTS
-    }
-
+    /// On a cluster every split (the planner drops the splits a model cannot take: a tensor
+    /// size its heads refuse, expert parallel of a dense model).
     fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
-        cuda_planner_splits(nodes)
+        if nodes == 1 { &[Parallelism::None] } else { &[Parallelism::Tensor, Parallelism::Expert, Parallelism::Pipeline] }
     }
+}
 
-    fn planner_prefill_chunks(&self) -> [i64; 2] {
-        [2048, 8192]
+/// vLLM pipeline parallel (v0.11 V1, `--pipeline-parallel-size N`), one step: stage r runs its
+/// layers (`get_pp_indices` splits them evenly; the plan's memory-proportional ranges are the
+/// same on the identical nodes a CUDA cluster has, up to where a remainder layer goes), then
+/// hands its `IntermediateTensors` (hidden states and residual: 2 x tokens x hidden x activation
+/// bytes, `models/llama.py`) to stage r + 1 with an NCCL send (`send_tensor_dict`); the last
+/// stage computes the LM head and samples, and the step closes on node 0 (the engine core: Ray's
+/// dispatch, then the host work). The stages run one after another within a step, so one
+/// sequence never runs faster than on one node. Not modelled: `send_tensor_dict`'s metadata
+/// message on the CPU (gloo) group, and V1's `max_concurrent_batches = pp_size` batch queue that
+/// overlaps the stages of consecutive batches under load (a pipelined serving run is a bound
+/// from below).
+fn lower_pipeline(plan: &Plan, tokens: u64, ray_ns: crate::sim::Time) -> Lowered {
+    let mut b = Builder::new(plan);
+    let n = plan.n();
+    let logits_all = plan.options.prefill_logits_all;
+    let hand_off_bytes = 2 * tokens * plan.model.hidden * plan.options.activation_bytes;
+    let mut prev: Option<TaskId> = None;
+    for i in 0..n {
+        let deps: Vec<TaskId> = prev.into_iter().collect();
+        let stage = b.gpu(i, plan.stage_ops(i), logits_all, &deps);
+        prev = Some(if i + 1 < n { b.nccl_send(i, i + 1, hand_off_bytes, &[stage]) } else { stage });
     }
+    let last = prev.expect("at least one stage");
+    let ready = if ray_ns > 0 { b.cpu(0, ray_ns, "ray", &[last]) } else { last };
+    b.host(0, &[ready]);
+    b.finish(tokens)
 }
