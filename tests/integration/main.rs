@@ -7,6 +7,7 @@ mod bench_import;
 mod calibration;
 mod charts;
 mod cli;
+mod collectives;
 mod cuda_engines;
 mod cv;
 mod determinism;
