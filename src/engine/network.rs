@@ -155,9 +155,13 @@ impl<'a> Builder<'a> {
     /// is exact for any start times, each rank's own end exact when the inputs are ready at one
     /// instant (a tensor-parallel step of identical ranks, a pipeline's gather after its last
     /// stage) and otherwise the last one's.
+    ///
+    /// From 3 ranks only: at 2 the collapsed graph has as many tasks as the full one, and with
+    /// jitter the full one lets a late rank skip its peer's hop (its message is in already),
+    /// where the collapsed one charges every rank the last rank's time.
     fn collapsible(&self, every_peer: bool) -> bool {
         let n = self.net.n;
-        if !self.symmetric_ranks {
+        if !self.symmetric_ranks || n < 3 {
             return false;
         }
         let pairs: Vec<(usize, usize)> = if every_peer {

@@ -795,6 +795,35 @@ mod tests {
         assert_ne!(a, c);
     }
 
+    /// A merged task of 4 parts draws once with half the relative sigma (1/sqrt 4), the sigma of
+    /// a chain of 4 independent draws; with one part it is a plain compute task.
+    #[test]
+    fn a_merged_task_draws_once_with_the_chains_sigma() {
+        let (cv, runs) = (0.05, 4000);
+        let spread = |parts: u32| {
+            let mut g = TaskGraph::new();
+            let r = g.add_resource("cpu", ResourceKind::Cpu, 0);
+            g.compute_merged(r, 4_000_000, parts, "merged", &[]);
+            let mut jitter = Jitter::new(3, cv);
+            let xs: Vec<f64> = (0..runs).map(|_| execute(&g, 0, &mut jitter).makespan as f64 / 4e6).collect();
+            let mean = xs.iter().sum::<f64>() / runs as f64;
+            (mean, (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / runs as f64).sqrt())
+        };
+        let (mean4, sd4) = spread(4);
+        assert!((mean4 - 1.0).abs() < 0.003, "mean {mean4}");
+        assert!((sd4 - cv / 2.0).abs() < 0.002, "relative sigma {sd4}, expected {}", cv / 2.0);
+        let (_, sd1) = spread(1);
+        assert!((sd1 - cv).abs() < 0.003, "relative sigma {sd1}");
+        // One part: the same bits as a plain compute task from the same stream.
+        let mut g = TaskGraph::new();
+        let r = g.add_resource("cpu", ResourceKind::Cpu, 0);
+        g.compute(r, 1_234_567, "plain", &[]);
+        g.compute_merged(r, 1_234_567, 1, "merged", &[]);
+        let d = draw_durations(&g, &mut Jitter::new(9, cv));
+        let mut j = Jitter::new(9, cv);
+        assert_eq!(d, vec![j.apply(1_234_567), j.apply(1_234_567)]);
+    }
+
     #[test]
     fn round_to_time_equals_f64_round() {
         let mut xs = vec![
