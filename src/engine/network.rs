@@ -151,10 +151,11 @@ impl<'a> Builder<'a> {
     /// a link resource no other of its messages uses. Then every message costs the same
     /// `hop_ns`, no two contend, and the full graph is a circulant max-plus system: a rank's
     /// result is `max_j(start_j + c[(i - j) mod N])` with `max_m c[m]` the same total `T` for
-    /// every rank. Collapsed, every rank ends at `max_j start_j + T`: the collective's last end
-    /// is exact for any start times, each rank's own end exact when the inputs are ready at one
+    /// every rank. Collapsed, a rank ends at `max_j start_j + T` (a ring) or at the later of its
+    /// own posts and the others' last messages (an exchange): the collective's last end is
+    /// exact for any start times, each rank's own end exact when the inputs are ready at one
     /// instant (a tensor-parallel step of identical ranks, a pipeline's gather after its last
-    /// stage) and otherwise the last one's.
+    /// stage) and otherwise no earlier than in the full graph.
     ///
     /// From 3 ranks only: at 2 the collapsed graph has as many tasks as the full one, and with
     /// jitter the full one lets a late rank skip its peer's hop (its message is in already),
@@ -341,26 +342,41 @@ impl<'a> Builder<'a> {
         (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.cost(i).sync_ns(), "cpu->gpu", &[have[i]])).collect()
     }
 
-    /// [`Self::exchange`] collapsed (see [`Self::collapsible`]): after the last rank is ready,
-    /// each rank posts its N-1 messages as one CPU task (N-1 posts, one jitter draw of the
-    /// chain's sigma) and the last of them crosses its link (`hop_ns`, carrying the N-1
-    /// messages' bytes). Symmetric, every message into a rank has arrived by then: the last
-    /// posted one, from the peer N-1 ahead, arrives at `(N-1) post + hop` like this one.
+    /// [`Self::exchange`] collapsed (see [`Self::collapsible`]): each rank posts its N-1
+    /// messages as one CPU task once it is ready (N-1 posts, one jitter draw of the chain's
+    /// sigma) and the last of them crosses its link (`hop_ns`, carrying the N-1 messages'
+    /// bytes); a rank then waits for its own posts and for every other rank's last message
+    /// (prefix and suffix joins: O(N)). Symmetric, every message into a rank has arrived by
+    /// then: the last posted one, from the peer N-1 ahead, arrives at `(N-1) post + hop` like
+    /// these. A late rank thus skips its peers' hop, as in the full graph (their messages are in).
     fn collapsed_exchange(&mut self, ready: &[TaskId], bytes: u64, post_ns: Time) -> Vec<Vec<TaskId>> {
         let n = self.net.n;
-        let all = self.g.join(ready);
         let hop = self.plan.net_cost().hop_ns(bytes);
         let peers = n as u64 - 1;
+        let mut posted = Vec::with_capacity(n);
+        let mut sent = Vec::with_capacity(n);
+        for (i, &r) in ready.iter().enumerate() {
+            for k in 1..n - 1 {
+                let (_, cable) = self.net.route(i, (i + k) % n)[0];
+                self.cables_crossed.insert(cable);
+            }
+            let link = self.direct_link(i, (i + n - 1) % n, peers * bytes);
+            let p = self.g.compute_merged(self.net.cpu[i], peers * post_ns, peers as u32, "post", &[r]);
+            sent.push(self.g.transfer(link, hop, peers * bytes, &[p]));
+            posted.push(p);
+        }
+        // prefix[i]: ranks 0..=i have sent; suffix[i]: ranks i..n have.
+        let mut prefix = vec![sent[0]];
+        for i in 1..n {
+            let p = self.g.join(&[prefix[i - 1], sent[i]]);
+            prefix.push(p);
+        }
+        let mut suffix = vec![sent[n - 1]; n];
+        for i in (0..n - 1).rev() {
+            suffix[i] = self.g.join(&[suffix[i + 1], sent[i]]);
+        }
         (0..n)
-            .map(|i| {
-                for k in 1..n - 1 {
-                    let (_, cable) = self.net.route(i, (i + k) % n)[0];
-                    self.cables_crossed.insert(cable);
-                }
-                let link = self.direct_link(i, (i + n - 1) % n, peers * bytes);
-                let posted = self.g.compute_merged(self.net.cpu[i], peers * post_ns, peers as u32, "post", &[all]);
-                vec![self.g.transfer(link, hop, peers * bytes, &[posted])]
-            })
+            .map(|j| std::iter::once(posted[j]).chain((j > 0).then(|| prefix[j - 1])).chain(suffix.get(j + 1).copied()).collect())
             .collect()
     }
 
