@@ -63,9 +63,11 @@ impl Case {
     }
 }
 
-/// What a jitter-free run of a lowered step gives: makespan, per-node GPU and CPU busy time,
-/// bytes sent, cables crossed.
-fn outcome(low: &Lowered) -> (u64, Vec<(u32, bool, u64)>, u64, Vec<(usize, usize)>) {
+/// What a jitter-free run of a lowered step gives: makespan, per-node GPU and CPU busy time
+/// (node, is GPU, ns), bytes sent, cables crossed.
+type Outcome = (u64, Vec<(u32, bool, u64)>, u64, Vec<(usize, usize)>);
+
+fn outcome(low: &Lowered) -> Outcome {
     let tl = execute(&low.graph, 0, &mut Jitter::none());
     let mut busy: Vec<(u32, bool, u64)> = Vec::new();
     for (r, &b) in low.graph.resources().iter().zip(tl.busy_by_resource()) {
