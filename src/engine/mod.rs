@@ -27,7 +27,7 @@ pub mod split;
 pub use cost::{COST_PARAMETERS, CostParameter, MlaOptions, NetCost, NodeCost, ParamSection, Work, busiest_rank_experts};
 pub use lower::{lower_all_sum, lower_segment_chain, lower_step};
 pub use lowered::{Lowered, Segment};
-pub use options::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism, Runtime};
+pub use options::{AllReduceAlgo, CollectiveLowering, EngineKind, EngineOptions, Parallelism, Runtime};
 pub use plan::{MemoryBreakdown, Plan, PlanError, PlanInput, RAISED_WIRED_FRACTION_MACOS, Share, wired_limit_command};
 pub use runtimes::{EngineRuntime, RUNTIMES};
 pub use split::SplitError;

@@ -6,7 +6,7 @@ use crate::llm::Op;
 use crate::sim::{ResourceId, ResourceKind, TaskGraph, TaskId, Time};
 
 use super::lowered::{Lowered, Segment};
-use super::options::AllReduceAlgo;
+use super::options::{AllReduceAlgo, CollectiveLowering};
 use super::plan::Plan;
 
 /// Resources of the cluster in a graph.
@@ -120,12 +120,17 @@ pub(super) struct Builder<'a> {
     pub(super) cables_crossed: std::collections::BTreeSet<(usize, usize)>,
     /// Collectives sit between kernels (a forward pass) rather than alone (a microbenchmark).
     pub(super) in_context: bool,
+    /// Every rank is the same node with the same chip and runtime parameters, no cable is lost
+    /// and the plan asks for collapsed collectives: see [`Builder::collapsible`].
+    symmetric_ranks: bool,
 }
 
 impl<'a> Builder<'a> {
     pub(super) fn new(plan: &'a Plan) -> Self {
         let mut g = TaskGraph::new();
         let net = Net::new(&mut g, plan);
+        let same = |i: usize| plan.nodes[i] == plan.nodes[0] && plan.chips[i] == plan.chips[0] && plan.runtimes[i] == plan.runtimes[0];
+        let symmetric_ranks = plan.collectives == CollectiveLowering::Collapsed && plan.lost_links.is_empty() && (0..plan.n()).all(same);
         Builder {
             plan,
             g,
@@ -136,7 +141,53 @@ impl<'a> Builder<'a> {
             bytes_sent: 0,
             cables_crossed: Default::default(),
             in_context: true,
+            symmetric_ranks,
         }
+    }
+
+    /// Whether a collective may run as O(N) tasks ([`CollectiveLowering::Collapsed`]): the
+    /// ranks are symmetric (same node, chip and runtime parameters; no lost cable) and every
+    /// message it sends (rank i to i+1 for a ring; to every peer when `every_peer`) is one hop on
+    /// a link resource no other of its messages uses. Then every message costs the same
+    /// `hop_ns`, no two contend, and the full graph is a circulant max-plus system: a rank's
+    /// result is `max_j(start_j + c[(i - j) mod N])` with `max_m c[m]` the same total `T` for
+    /// every rank. Collapsed, a rank ends at `max_j start_j + T` (a ring) or at the later of its
+    /// own posts and the others' last messages (an exchange): the collective's last end is
+    /// exact for any start times, each rank's own end exact when the inputs are ready at one
+    /// instant (a tensor-parallel step of identical ranks, a pipeline's gather after its last
+    /// stage) and otherwise no earlier than in the full graph.
+    ///
+    /// From 3 ranks only: at 2 the collapsed graph has as many tasks as the full one, and with
+    /// jitter the full one lets a late rank skip its peer's hop (its message is in already),
+    /// where the collapsed one charges every rank the last rank's time.
+    fn collapsible(&self, every_peer: bool) -> bool {
+        let n = self.net.n;
+        if !self.symmetric_ranks || n < 3 {
+            return false;
+        }
+        let pairs: Vec<(usize, usize)> = if every_peer {
+            (0..n).flat_map(|i| (1..n).map(move |k| (i, (i + k) % n))).collect()
+        } else {
+            (0..n).map(|i| (i, (i + 1) % n)).collect()
+        };
+        let mut links = Vec::with_capacity(pairs.len());
+        for (a, b) in pairs {
+            match self.net.route(a, b).as_slice() {
+                [(link, _)] => links.push(*link),
+                _ => return false,
+            }
+        }
+        links.sort_unstable();
+        links.windows(2).all(|w| w[0] != w[1])
+    }
+
+    /// The one link a message from `a` to `b` crosses (a collapsible collective's), its cable
+    /// recorded as crossed and `bytes` counted as sent.
+    fn direct_link(&mut self, a: usize, b: usize, bytes: u64) -> ResourceId {
+        let (link, cable) = self.net.route(a, b)[0];
+        self.cables_crossed.insert(cable);
+        self.bytes_sent += bytes;
+        link
     }
 
     pub(super) fn gpu(&mut self, node: usize, ops: Vec<Op>, logits_all_tokens: bool, deps: &[TaskId]) -> TaskId {
@@ -221,13 +272,17 @@ impl<'a> Builder<'a> {
                 // Reduce-scatter (N-1 steps, each received chunk reduced on the CPU), then
                 // all-gather (N-1 steps).
                 let chunk = bytes.div_ceil(n as u64);
-                let mut have: Vec<TaskId> = synced.clone();
-                let mut last_send: Vec<Option<TaskId>> = vec![None; n];
-                for step in 0..2 * (n - 1) {
-                    let reduce = (step < n - 1).then(|| reduce_ns(chunk));
-                    have = self.ring_step(&have, &mut last_send, chunk, reduce);
+                if self.collapsible(false) {
+                    self.collapsed_ring(&synced, 2 * (n - 1), chunk, (n - 1) as u32, reduce_ns(chunk))
+                } else {
+                    let mut have: Vec<TaskId> = synced.clone();
+                    let mut last_send: Vec<Option<TaskId>> = vec![None; n];
+                    for step in 0..2 * (n - 1) {
+                        let reduce = (step < n - 1).then(|| reduce_ns(chunk));
+                        have = self.ring_step(&have, &mut last_send, chunk, reduce);
+                    }
+                    have
                 }
-                have
             }
         };
         (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.cost(i).sync_ns(), "cpu->gpu", &[reduced[i]])).collect()
@@ -259,6 +314,9 @@ impl<'a> Builder<'a> {
     /// the arrivals from its peers and its own last post (the same thread posts, then reduces).
     pub(super) fn exchange(&mut self, ready: &[TaskId], bytes: u64, post_ns: Time) -> Vec<Vec<TaskId>> {
         let n = self.net.n;
+        if self.collapsible(true) {
+            return self.collapsed_exchange(ready, bytes, post_ns);
+        }
         let mut arrivals: Vec<Vec<TaskId>> = vec![Vec::new(); n];
         let mut last_post = Vec::with_capacity(n);
         for (i, &r) in ready.iter().enumerate() {
@@ -283,12 +341,79 @@ impl<'a> Builder<'a> {
             return ready.to_vec();
         }
         let synced: Vec<TaskId> = (0..n).map(|i| self.cpu(i, self.plan.cost(i).sync_ns(), "gpu->cpu", &[ready[i]])).collect();
-        let mut have = synced;
-        let mut last_send: Vec<Option<TaskId>> = vec![None; n];
-        for _ in 0..n - 1 {
-            have = self.ring_step(&have, &mut last_send, bytes, None);
-        }
+        let have = if self.collapsible(false) {
+            self.collapsed_ring(&synced, n - 1, bytes, 0, 0)
+        } else {
+            let mut have = synced;
+            let mut last_send: Vec<Option<TaskId>> = vec![None; n];
+            for _ in 0..n - 1 {
+                have = self.ring_step(&have, &mut last_send, bytes, None);
+            }
+            have
+        };
         (0..n).map(|i| self.g.compute(self.net.gpu[i], self.plan.cost(i).sync_ns(), "cpu->gpu", &[have[i]])).collect()
+    }
+
+    /// [`Self::exchange`] collapsed (see [`Self::collapsible`]): each rank posts its N-1
+    /// messages as one CPU task once it is ready (N-1 posts, one jitter draw of the chain's
+    /// sigma) and the last of them crosses its link (`hop_ns`, carrying the N-1 messages'
+    /// bytes); a rank then waits for its own posts and for every other rank's last message
+    /// (prefix and suffix joins: O(N)). Symmetric, every message into a rank has arrived by
+    /// then: the last posted one, from the peer N-1 ahead, arrives at `(N-1) post + hop` like
+    /// these. A late rank thus skips its peers' hop, as in the full graph (their messages are in).
+    fn collapsed_exchange(&mut self, ready: &[TaskId], bytes: u64, post_ns: Time) -> Vec<Vec<TaskId>> {
+        let n = self.net.n;
+        let hop = self.plan.net_cost().hop_ns(bytes);
+        let peers = n as u64 - 1;
+        let mut posted = Vec::with_capacity(n);
+        let mut sent = Vec::with_capacity(n);
+        for (i, &r) in ready.iter().enumerate() {
+            for k in 1..n - 1 {
+                let (_, cable) = self.net.route(i, (i + k) % n)[0];
+                self.cables_crossed.insert(cable);
+            }
+            let link = self.direct_link(i, (i + n - 1) % n, peers * bytes);
+            let p = self.g.compute_merged(self.net.cpu[i], peers * post_ns, peers as u32, "post", &[r]);
+            sent.push(self.g.transfer(link, hop, peers * bytes, &[p]));
+            posted.push(p);
+        }
+        // prefix[i]: ranks 0..=i have sent; suffix[i]: ranks i..n have.
+        let mut prefix = vec![sent[0]];
+        for i in 1..n {
+            let p = self.g.join(&[prefix[i - 1], sent[i]]);
+            prefix.push(p);
+        }
+        let mut suffix = vec![sent[n - 1]; n];
+        for i in (0..n - 1).rev() {
+            suffix[i] = self.g.join(&[suffix[i + 1], sent[i]]);
+        }
+        (0..n)
+            .map(|j| std::iter::once(posted[j]).chain((j > 0).then(|| prefix[j - 1])).chain(suffix.get(j + 1).copied()).collect())
+            .collect()
+    }
+
+    /// A ring collapsed (see [`Self::collapsible`]): after the last rank is ready, each rank's
+    /// `steps` sends of `bytes` to its successor as one transfer (`steps x hop_ns`: its link's
+    /// busy time), then its `reduces` reductions of `reduce_ns` each as one CPU task (one
+    /// jitter draw with the chain's sigma). Symmetric, a ring step costs hop + reduce (the send
+    /// leaves once the previous result is in, the reduce follows its arrival), so every rank
+    /// has the result at `steps x hop + reduces x reduce_ns`, as here.
+    fn collapsed_ring(&mut self, have: &[TaskId], steps: usize, bytes: u64, reduces: u32, reduce_ns: Time) -> Vec<TaskId> {
+        let n = have.len();
+        let all = self.g.join(have);
+        let steps = steps as u64;
+        let hop = self.plan.net_cost().hop_ns(bytes);
+        (0..n)
+            .map(|i| {
+                let link = self.direct_link(i, (i + 1) % n, steps * bytes);
+                let sent = self.g.transfer(link, steps * hop, steps * bytes, &[all]);
+                if reduces == 0 {
+                    sent
+                } else {
+                    self.g.compute_merged(self.net.cpu[i], u64::from(reduces) * reduce_ns, reduces, "reduce", &[sent])
+                }
+            })
+            .collect()
     }
 
     /// One step of a ring: every rank i sends `bytes` to rank i+1 once it has its data and its

@@ -159,6 +159,21 @@ impl Parallelism {
     }
 }
 
+/// How a host collective (all-reduce, all-gather) becomes tasks of the step's graph.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CollectiveLowering {
+    /// O(N) tasks where the collective is symmetric (every rank the same node, chip and runtime
+    /// parameters, every message one hop on a link of its own, no lost cable): per rank its
+    /// link time and its CPU time as one task each after a join of all ranks' inputs. Without
+    /// jitter the step's times equal [`Self::Full`]'s exactly (the test
+    /// `collapsed_collectives_time_like_full_ones` in `engine::network`); elsewhere the full graph.
+    #[default]
+    Collapsed,
+    /// Every message and every reduction as its own task: O(N^2) tasks per collective (the
+    /// Gantt chart, to show each transfer; the equality test).
+    Full,
+}
+
 /// The all-reduce algorithm of the collective backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AllReduceAlgo {

@@ -6,7 +6,7 @@ use crate::llm::{ModelSpec, Op, OpClass, Placement, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 
 use super::cost::{MlaOptions, NetCost, NodeCost};
-use super::options::{EngineOptions, Parallelism, Runtime};
+use super::options::{CollectiveLowering, EngineOptions, Parallelism, Runtime};
 
 /// Errors when a scenario cannot be lowered onto its cluster.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -132,6 +132,9 @@ pub struct Plan {
     /// messages detour through a peer ([`crate::hw::route_around`]). Empty when planned; the
     /// fault simulation sets it on a copy.
     pub lost_links: Vec<(usize, usize)>,
+    /// How host collectives become tasks (collapsed where provably equal; the Gantt chart asks
+    /// for the full graph).
+    pub collectives: CollectiveLowering,
 }
 
 /// Inputs of [`Plan::new`].
@@ -234,6 +237,7 @@ impl Plan {
             memory,
             jitter_cv: inp.profile.misc.jitter_cv,
             lost_links: Vec::new(),
+            collectives: CollectiveLowering::Collapsed,
         })
     }
 

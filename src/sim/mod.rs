@@ -96,6 +96,9 @@ pub struct Task {
     duration: Time,
     /// Whether seeded jitter applies to this task (compute does; fixed latencies need not).
     jitter: bool,
+    /// Scale of the jitter's relative sigma: 1 for a task, `1/sqrt(k)` for a task that stands
+    /// for `k` independently jittered tasks in series ([`TaskGraph::compute_merged`]).
+    jitter_scale: f64,
     /// Bytes moved by this task if it is a transfer on a link (for conservation checks).
     bytes: u64,
     /// Short label for traces.
@@ -119,6 +122,13 @@ impl Task {
     #[inline]
     pub fn jittered(&self) -> bool {
         self.jitter
+    }
+
+    /// Scale of the jitter's relative sigma (1 but for a merged task, see
+    /// [`TaskGraph::compute_merged`]).
+    #[inline]
+    pub fn jitter_scale(&self) -> f64 {
+        self.jitter_scale
     }
 
     /// Bytes moved by this task if it is a transfer on a link (0 otherwise).
@@ -184,12 +194,22 @@ impl TaskGraph {
 
     /// Convenience: a task with no bytes and jitter on.
     pub fn compute(&mut self, resource: ResourceId, duration: Time, label: &'static str, deps: &[TaskId]) -> TaskId {
-        self.add_task(Task { resource, duration, jitter: true, bytes: 0, label }, deps)
+        self.add_task(Task { resource, duration, jitter: true, jitter_scale: 1.0, bytes: 0, label }, deps)
+    }
+
+    /// A compute task standing for `parts` compute tasks of `duration / parts` each, run one
+    /// after another on `resource` (a collapsed collective's reductions or posts). One jitter
+    /// draw with relative sigma `cv / sqrt(parts)`: the sum of `parts` independent draws of
+    /// sigma `cv` has that relative sigma (to first order; the [0.5, 2] clamp aside), so the
+    /// task keeps the mean and variance of the chain it replaces while drawing once.
+    pub fn compute_merged(&mut self, resource: ResourceId, duration: Time, parts: u32, label: &'static str, deps: &[TaskId]) -> TaskId {
+        let jitter_scale = 1.0 / f64::from(parts.max(1)).sqrt();
+        self.add_task(Task { resource, duration, jitter: true, jitter_scale, bytes: 0, label }, deps)
     }
 
     /// Convenience: a transfer of `bytes` on a link resource (no jitter).
     pub fn transfer(&mut self, link: ResourceId, duration: Time, bytes: u64, deps: &[TaskId]) -> TaskId {
-        self.add_task(Task { resource: link, duration, jitter: false, bytes, label: "xfer" }, deps)
+        self.add_task(Task { resource: link, duration, jitter: false, jitter_scale: 1.0, bytes, label: "xfer" }, deps)
     }
 
     /// A zero-length join point: done when all `deps` are. It occupies no real resource.
@@ -202,7 +222,7 @@ impl TaskGraph {
                 v
             }
         };
-        self.add_task(Task { resource: v, duration: 0, jitter: false, bytes: 0, label: "join" }, deps)
+        self.add_task(Task { resource: v, duration: 0, jitter: false, jitter_scale: 1.0, bytes: 0, label: "join" }, deps)
     }
 
     /// Sets a task's nominal duration: engines re-time one lowered graph per step (the context
@@ -333,9 +353,15 @@ impl Jitter {
     /// Applies jitter to a nominal duration. The factor is clamped to [0.5, 2] so that a task is
     /// never negative or absurdly long.
     pub fn apply(&mut self, d: Time) -> Time {
+        self.apply_scaled(d, 1.0)
+    }
+
+    /// [`Self::apply`] with the relative sigma scaled by `scale` (one draw either way; a scale
+    /// of 1 gives `apply`'s value bit for bit, as `z * 1.0 == z`).
+    pub fn apply_scaled(&mut self, d: Time, scale: f64) -> Time {
         match &self.normal {
             Some(n) if d > 0 => {
-                let f = (1.0 + n.sample(&mut self.rng)).clamp(0.5, 2.0);
+                let f = (1.0 + n.sample(&mut self.rng) * scale).clamp(0.5, 2.0);
                 round_to_time(d as f64 * f)
             }
             _ => d,
@@ -457,7 +483,8 @@ impl LeanRun {
         }
         jitter.rewind(before);
         self.durations.clear();
-        self.durations.extend(graph.tasks.iter().zip(nominal).map(|(t, &d)| if t.jitter { jitter.apply(d) } else { d }));
+        self.durations
+            .extend(graph.tasks.iter().zip(nominal).map(|(t, &d)| if t.jitter { jitter.apply_scaled(d, t.jitter_scale) } else { d }));
         let tl = execute_events(graph, 0, &self.durations);
         self.busy.clear();
         self.busy.extend_from_slice(&tl.busy);
@@ -484,7 +511,7 @@ impl LeanRun {
             if ready < self.last_end[ru] && graph.resources[ru].kind != ResourceKind::Virtual {
                 return None;
             }
-            let duration = if jittered && task.jitter { jitter.apply(nominal) } else { nominal };
+            let duration = if jittered && task.jitter { jitter.apply_scaled(nominal, task.jitter_scale) } else { nominal };
             let end = ready + duration;
             self.end[t] = end;
             self.last_end[ru] = end;
@@ -604,7 +631,7 @@ pub fn execute(graph: &TaskGraph, start: Time, jitter: &mut Jitter) -> Timeline 
 
 /// Task durations after jitter, drawn in task order.
 pub fn draw_durations(graph: &TaskGraph, jitter: &mut Jitter) -> Vec<Time> {
-    graph.tasks.iter().map(|t| if t.jitter { jitter.apply(t.duration) } else { t.duration }).collect()
+    graph.tasks.iter().map(|t| if t.jitter { jitter.apply_scaled(t.duration, t.jitter_scale) } else { t.duration }).collect()
 }
 
 /// The exact fast path. When no resource is ever asked to run two tasks at once, a FIFO
@@ -766,6 +793,35 @@ mod tests {
         let c = execute(&g, 0, &mut Jitter::new(8, 0.05)).makespan;
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    /// A merged task of 4 parts draws once with half the relative sigma (1/sqrt 4), the sigma of
+    /// a chain of 4 independent draws; with one part it is a plain compute task.
+    #[test]
+    fn a_merged_task_draws_once_with_the_chains_sigma() {
+        let (cv, runs) = (0.05, 4000);
+        let spread = |parts: u32| {
+            let mut g = TaskGraph::new();
+            let r = g.add_resource("cpu", ResourceKind::Cpu, 0);
+            g.compute_merged(r, 4_000_000, parts, "merged", &[]);
+            let mut jitter = Jitter::new(3, cv);
+            let xs: Vec<f64> = (0..runs).map(|_| execute(&g, 0, &mut jitter).makespan as f64 / 4e6).collect();
+            let mean = xs.iter().sum::<f64>() / runs as f64;
+            (mean, (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / runs as f64).sqrt())
+        };
+        let (mean4, sd4) = spread(4);
+        assert!((mean4 - 1.0).abs() < 0.003, "mean {mean4}");
+        assert!((sd4 - cv / 2.0).abs() < 0.002, "relative sigma {sd4}, expected {}", cv / 2.0);
+        let (_, sd1) = spread(1);
+        assert!((sd1 - cv).abs() < 0.003, "relative sigma {sd1}");
+        // One part: the same bits as a plain compute task from the same stream.
+        let mut g = TaskGraph::new();
+        let r = g.add_resource("cpu", ResourceKind::Cpu, 0);
+        g.compute(r, 1_234_567, "plain", &[]);
+        g.compute_merged(r, 1_234_567, 1, "merged", &[]);
+        let d = draw_durations(&g, &mut Jitter::new(9, cv));
+        let mut j = Jitter::new(9, cv);
+        assert_eq!(d, vec![j.apply(1_234_567), j.apply(1_234_567)]);
     }
 
     #[test]

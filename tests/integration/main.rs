@@ -8,6 +8,7 @@ mod calibration;
 mod catalog_nodes;
 mod charts;
 mod cli;
+mod collectives;
 mod cuda_engines;
 mod cv;
 mod determinism;
