@@ -60,6 +60,9 @@ pub struct NodeCost<'a> {
     pub flash_attention: bool,
     /// Bytes per KV element relative to the model's bf16 cache (fp8 KV cache: 0.5).
     pub kv_byte_scale: f64,
+    /// Zipf exponent of expert popularity (`[moe] expert_popularity_exponent`): how many
+    /// distinct experts a batch of independently routed tokens reads.
+    pub expert_skew: f64,
 }
 
 /// The work one operation does on one node: bytes streamed from DRAM and floating-point
@@ -271,7 +274,7 @@ impl NodeCost<'_> {
     /// active weight per token.
     fn expert_terms(&self, op: &Op, tokens: u64, routed: u64, shard: f64, base: OpTerms) -> OpTerms {
         let (chip, rt) = (self.chip, self.runtime);
-        let touched = op.experts_touched(routed);
+        let touched = op.experts_touched_skewed(routed, self.expert_skew);
         // Each touched expert's GEMM runs over the rows routed to it: `tokens x k / touched`.
         let active = op.experts.map_or(1, |(_, k)| k) as f64;
         let rows_per_expert = tokens as f64 * active / touched.max(1e-9);
@@ -405,6 +408,7 @@ mod tests {
             fast_sync: false,
             flash_attention: false,
             kv_byte_scale: 1.0,
+            expert_skew: 0.0,
         }
     }
 
