@@ -242,6 +242,17 @@ pub struct MiscParams {
     pub jitter_cv: f64,
 }
 
+/// Mixture-of-experts routing: how concurrent requests share experts.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MoeParams {
+    /// Skew of a workload's expert popularity, the Zipf exponent `s` of [`crate::llm::expert_coverage`]:
+    /// 0 = every expert equally likely (uniform routing), larger = the requests of one workload
+    /// crowd onto fewer experts. Sets how many distinct experts a batch of independent
+    /// sequences reads in a decode step.
+    pub expert_popularity_exponent: f64,
+}
+
 /// Fault models whose rates depend on load (used by a scenario's `[faults]`; see
 /// `estimate::faults`). Every value is a hand-set assumption or an observation, never fitted:
 /// no published failure log exists to fit them on.
@@ -346,6 +357,8 @@ pub struct Profile {
     pub comm: CommParams,
     /// Memory and noise.
     pub misc: MiscParams,
+    /// Mixture-of-experts routing.
+    pub moe: MoeParams,
     /// Load-dependent fault models (a profile without the section gets [`FaultParams::default`]).
     #[serde(default)]
     pub faults: FaultParams,
@@ -533,6 +546,11 @@ pub const COMM_FIELDS: &[Field<CommParams>] = fields!(CommParams:
     ray_step_us "us" NonNegative,
 );
 
+/// Parameters of the `[moe]` section.
+pub const MOE_FIELDS: &[Field<MoeParams>] = fields!(MoeParams:
+    expert_popularity_exponent "" NonNegative,
+);
+
 /// Parameters of the `[misc]` section.
 pub const MISC_FIELDS: &[Field<MiscParams>] = fields!(MiscParams:
     runtime_overhead_gb "GB" NonNegative, jitter_cv "" Cv,
@@ -567,7 +585,7 @@ fn find<'a, T>(fields: &'a [Field<T>], name: &str) -> Option<&'a Field<T>> {
 }
 
 impl Profile {
-    /// Every numeric parameter, in file order (chips, their runtimes, comm, misc, faults).
+    /// Every numeric parameter, in file order (chips, their runtimes, comm, moe, misc, faults).
     pub fn params(&self) -> Vec<ParamInfo> {
         let mut out = Vec::new();
         for (chip, c) in &self.chips {
@@ -580,6 +598,7 @@ impl Profile {
             }
         }
         info("comm.", &self.comm, COMM_FIELDS, &mut out);
+        info("moe.", &self.moe, MOE_FIELDS, &mut out);
         info("misc.", &self.misc, MISC_FIELDS, &mut out);
         info("faults.", &self.faults, FAULT_FIELDS, &mut out);
         out
@@ -597,6 +616,7 @@ impl Profile {
                 find(ENGINE_FIELDS, name).and_then(|f| Some(((f.get)(self.chips.get(*chip)?.engines.get(*e)?), f.bound)))
             }
             ["comm", name] => find(COMM_FIELDS, name).map(|f| ((f.get)(&self.comm), f.bound)),
+            ["moe", name] => find(MOE_FIELDS, name).map(|f| ((f.get)(&self.moe), f.bound)),
             ["misc", name] => find(MISC_FIELDS, name).map(|f| ((f.get)(&self.misc), f.bound)),
             ["faults", name] => find(FAULT_FIELDS, name).map(|f| ((f.get)(&self.faults), f.bound)),
             _ => None,
@@ -618,6 +638,7 @@ impl Profile {
                 find(ENGINE_FIELDS, name).zip(h).map(|(f, x)| (f.set)(x, v)).is_some()
             }
             ["comm", name] => find(COMM_FIELDS, name).map(|f| (f.set)(&mut self.comm, v)).is_some(),
+            ["moe", name] => find(MOE_FIELDS, name).map(|f| (f.set)(&mut self.moe, v)).is_some(),
             ["misc", name] => find(MISC_FIELDS, name).map(|f| (f.set)(&mut self.misc, v)).is_some(),
             ["faults", name] => find(FAULT_FIELDS, name).map(|f| (f.set)(&mut self.faults, v)).is_some(),
             _ => false,

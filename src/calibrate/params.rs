@@ -131,6 +131,9 @@ pub fn published_params() -> Vec<String> {
         // M2 Ultra's Llama 3 70B Q4_K_M prefill rows (pp512, pp8192) against its f16 pp512 row.
         "chips.m2-ultra.compute_eff_dense",
         "chips.m2-ultra.runtimes.llama-cpp.dequant_ops_kquant",
+        // Expert popularity: the batched MoE rows of independent requests, vLLM on GB10 at 8
+        // and 32 concurrent requests (n-spark1-gptoss120b-vllm-c8/-c32) against its c1 row.
+        "moe.expert_popularity_exponent",
     ]
     .iter()
     .map(|s| s.to_string())

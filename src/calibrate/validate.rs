@@ -260,6 +260,7 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
                 row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
             (p, 1)
         }
+        "aggregate_decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, &mut assumptions)?,
         "aggregate_decode_tokens_per_s" => serve_tokens(row, all, &mut assumptions),
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     };
@@ -276,6 +277,22 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
     for (k, v) in engine.measurement_options(&row.notes) {
         assumptions.push(format!("{k} = {v}, as the row's notes say"));
         b.set(k, &v).map_err(|e| e.message)?;
+    }
+    if row.metric == "aggregate_decode_tokens_per_s" && is_batched_bench(row) {
+        // llama-batched-bench as it defines itself: B sequences of token id 0 in one batch
+        // (`kind = "batched-bench"`, `same_tokens`; estimate::batched), its S_TG the decode rate.
+        let c: i64 = row.concurrency.trim().parse().map_err(|_| "batched-bench rows need the `concurrency` column (-npl)".to_string())?;
+        let cuda = |id: &String| crate::catalog::catalog().node(id).is_some_and(|n| crate::engine::Runtime::Cuda.runs_on_chip(&n.chip));
+        if c > 1 && engine.id() == "llama-cpp" && nodes.iter().any(cuda) {
+            return Err(BATCHED_CUDA_MOE_GAP.to_string());
+        }
+        assumptions.push("llama-batched-bench: B identical sequences of token 0 (batched-bench.cpp), S_TG = B x TG / T_TG".into());
+        b.workload_kind("batched-bench");
+        b.set("workload.batch", &c.into()).map_err(|e| e.message)?;
+        return Ok((b, assumptions));
+    }
+    if row.metric == "aggregate_decode_tokens_per_s" && counts_from_first_token(row) {
+        assumptions.push("llama-benchy's rate: tokens after each first token, from the earliest first token to the last token".into());
     }
     if row.metric == "aggregate_decode_tokens_per_s" {
         // N concurrent requests sent at once, each user one request: the benchmark's batch.
@@ -315,6 +332,49 @@ fn serve_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut 
         },
     };
     (prompt, generate)
+}
+
+/// Why `llama-batched-bench` rows at B > 1 on a CUDA node are not predicted. The benchmark's
+/// definition is settled (ggml-org/llama.cpp `tools/batched-bench/batched-bench.cpp`, as vendored
+/// in llama-cpp-python 0.3.16: every prompt and decode token is id 0 at the same positions,
+/// `common_batch_add(batch, 0, pp + i, { j }, true)`, so the B sequences are identical and
+/// route to the same experts), and under it the twin reads the same weights as at B = 1 and
+/// predicts the gpt-oss-120b rows 2.8x (B = 8) and 4.5x (B = 32) too fast. What it lacks is
+/// llama.cpp's CUDA path at batch > 1 (`ggml-cuda.cu`): a `MUL_MAT_ID` with more than one token
+/// disables CUDA graphs, copies the expert ids to the host and synchronises the stream on
+/// every call, and runs the tile kernel MMQ instead of the matrix-vector MMVQ (dense matmuls
+/// too above `MMVQ_MAX_BATCH_SIZE` = 8 columns); the published steps (17.5 / 54.5 / 102 ms
+/// at B = 1 / 8 / 32) say that path streams the same bytes at a fraction of MMVQ's rate.
+const BATCHED_CUDA_MOE_GAP: &str = "llama-batched-bench at B > 1 on CUDA: the twin routes the B identical sequences (token 0) to the same experts as the benchmark does, but does not model llama.cpp's CUDA batch > 1 path (graphs off, expert ids synchronised to the host per MUL_MAT_ID, MMQ tile kernels instead of MMVQ): not predicted";
+
+/// Whether a row was measured by `llama-batched-bench` (named in its notes).
+fn is_batched_bench(row: &MeasurementRow) -> bool {
+    row.notes.contains("llama-batched-bench")
+}
+
+/// Prompt (`-npp`, the prompt column) and decode (`-ntg N` or `TG=N` in the notes, or a row of
+/// the same run that says it) lengths of a `llama-batched-bench` row.
+fn batched_bench_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Vec<String>) -> Result<(u64, u64), String> {
+    let prompt =
+        row.prompt_tokens.trim().parse::<u64>().map_err(|_| "batched-bench row without -npp: fill in prompt_tokens".to_string())?;
+    let tg = |r: &MeasurementRow| {
+        let words: Vec<&str> = r.notes.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
+        words
+            .windows(2)
+            .find(|w| w[0] == "-ntg")
+            .and_then(|w| w[1].parse::<u64>().ok())
+            .or_else(|| words.iter().find_map(|w| w.strip_prefix("TG=")?.parse::<u64>().ok()))
+    };
+    let generate = match tg(row) {
+        Some(g) => g,
+        None => {
+            let g = all.iter().filter(|r| r.id != row.id && same_run(r, row) && is_batched_bench(r)).find_map(tg);
+            let g = g.ok_or_else(|| "batched-bench row without -ntg: say `-ntg N` or `TG=N` in the notes".to_string())?;
+            assumptions.push(format!("-ntg {g}, as the other rows of its benchmark run say"));
+            g
+        }
+    };
+    Ok((prompt, generate))
 }
 
 /// "N generated tokens" in a row's notes.
@@ -500,9 +560,26 @@ pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
         "cluster_power_w" => est.peak_power_w,
         "cluster_power_w_decode" => est.cluster_power_w,
         "cluster_power_w_prefill" => est.prefill_power_w,
+        "aggregate_decode_tokens_per_s" if is_batched_bench(&p.row) => est.decode_tokens_per_s,
+        "aggregate_decode_tokens_per_s" if counts_from_first_token(&p.row) => generation_rate(&est)?,
         "aggregate_decode_tokens_per_s" => serve_rate(&est)?,
         other => return Err(RowError::Metric(other.to_string())),
     })
+}
+
+/// Whether a serving row was measured by a benchmark that starts its clock at the first token
+/// and counts the tokens after each request's first: llama-benchy (its concurrent
+/// `t/s (total)`, llama-benchy 0.3.5 `results.py`), named in the row's notes.
+fn counts_from_first_token(row: &MeasurementRow) -> bool {
+    row.notes.contains("llama-benchy")
+}
+
+/// A serving estimate's generation rate as llama-benchy defines it
+/// ([`crate::estimate::ServeMetrics::generation_tokens_per_s`]), or why there is none.
+pub fn generation_rate(est: &crate::estimate::Estimate) -> Result<f64, RowError> {
+    let rate = serve_rate(est)?;
+    let generation = est.serve.as_ref().map_or(0.0, |sv| sv.generation_tokens_per_s);
+    Ok(if generation > 0.0 { generation } else { rate })
 }
 
 /// A serving estimate's aggregate decode rate, or why there is none.

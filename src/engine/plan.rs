@@ -122,6 +122,8 @@ pub struct Plan {
     pub runtimes: Vec<RuntimeParams>,
     /// Communication parameters.
     pub comm: CommParams,
+    /// Zipf exponent of expert popularity (`[moe] expert_popularity_exponent`).
+    pub expert_skew: f64,
     /// Per-node shares.
     pub shares: Vec<Share>,
     /// Per-node memory.
@@ -233,6 +235,7 @@ impl Plan {
             chips,
             runtimes,
             comm: inp.profile.comm.clone(),
+            expert_skew: inp.profile.moe.expert_popularity_exponent,
             shares,
             memory,
             jitter_cv: inp.profile.misc.jitter_cv,
@@ -304,6 +307,7 @@ impl Plan {
             flash_attention: self.options.kind.runtime().flash_attention(),
             kv_byte_scale: self.options.cuda.kv_byte_scale(),
             expert_ranks: if self.options.parallelism == Parallelism::Expert { self.n() } else { 1 },
+            expert_skew: self.expert_skew,
         }
     }
 

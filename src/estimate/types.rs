@@ -34,6 +34,11 @@ pub struct ServeMetrics {
     pub aggregate_decode_tokens_per_s: f64,
     /// Mean over requests of each one's decode rate (output tokens / its decode time).
     pub per_request_decode_tokens_per_s: f64,
+    /// Tokens after each request's first, per second from the earliest first token to the
+    /// latest last token: the generation rate of benchmarks that start their clock at the first
+    /// token (llama-benchy's concurrent `t/s (total)`), prefill before it excluded.
+    #[serde(default)]
+    pub generation_tokens_per_s: f64,
     /// Time to first token, queueing included, s. (The top-level `ttft_s` is its mean.)
     pub ttft_percentiles_s: Quantiles,
     /// Arrival to last token, s.

@@ -12,7 +12,7 @@ pub mod quant;
 
 pub use hf_config::LlmError;
 pub use model::{Attention, LayerMixer, LinearAttention, ModelSpec, Moe};
-pub use ops::{MlaExpanded, MlaPerHead, Op, OpClass, Placement};
+pub use ops::{MlaExpanded, MlaPerHead, Op, OpClass, Placement, expert_coverage};
 pub use quant::{
     ClassFormat, GgufFtype, GgufType, KernelFamily, QuantFamily, QuantScheme, QuantShape, QuantSpec, TensorClass, TensorFormat, TensorRole,
 };
@@ -56,5 +56,24 @@ mod tests {
         let op = m.layer_ops(10).into_iter().find(|o| o.class == OpClass::Expert).unwrap();
         assert!((op.experts_touched(1) - 8.0).abs() < 1e-9);
         assert!(op.experts_touched(2048) > 255.9);
+    }
+
+    /// Hand-checkable coverage: uniform routing is `E (1 - (1 - k/E)^T)`; with 2 experts, one
+    /// chosen per token, at skew 1 the weights 1 and 1/2 give `p = (2/3, 1/3)`, so two tokens
+    /// touch `(1 - 1/9) + (1 - 4/9) = 13/9` experts (uniform: 3/2); at a skew that would put
+    /// the first expert above certainty (k = 2 of 3, skew 3: 2 x 1/(1 + 1/8 + 1/27) > 1), the
+    /// first is chosen by every token and the rest share the other one: `p = (1, 27/35, 8/35)`.
+    #[test]
+    fn expert_coverage_by_hand() {
+        use super::expert_coverage;
+        assert!((expert_coverage(128, 4, 32, 0.0) - 128.0 * (1.0 - (1.0f64 - 4.0 / 128.0).powi(32))).abs() < 1e-9);
+        assert!((expert_coverage(2, 1, 2, 1.0) - 13.0 / 9.0).abs() < 1e-12);
+        assert!((expert_coverage(2, 1, 2, 0.0) - 1.5).abs() < 1e-12);
+        let p: [f64; 3] = [1.0, 27.0 / 35.0, 8.0 / 35.0];
+        assert!((expert_coverage(3, 2, 1, 3.0) - 2.0).abs() < 1e-12);
+        let two: f64 = p.iter().map(|x| 1.0 - (1.0 - x).powi(2)).sum();
+        assert!((expert_coverage(3, 2, 2, 3.0) - two).abs() < 1e-12);
+        assert_eq!(expert_coverage(8, 8, 5, 1.0), 8.0);
+        assert_eq!(expert_coverage(8, 2, 0, 1.0), 0.0);
     }
 }

@@ -181,11 +181,14 @@ impl Op {
     /// Distinct experts touched by a batch of `tokens` tokens (expected value under uniform
     /// routing): `E (1 - (1 - k/E)^T)`.
     pub fn experts_touched(&self, tokens: u64) -> f64 {
+        self.experts_touched_skewed(tokens, 0.0)
+    }
+
+    /// Distinct experts touched by `tokens` independently routed tokens when expert popularity
+    /// has Zipf exponent `skew` ([`expert_coverage`]); 1 for a non-expert op.
+    pub fn experts_touched_skewed(&self, tokens: u64, skew: f64) -> f64 {
         match self.experts {
-            Some((e, k)) => {
-                let (e, k) = (e as f64, k as f64);
-                e * (1.0 - (1.0 - k / e).powf(tokens as f64))
-            }
+            Some((e, k)) => expert_coverage(e, k, tokens, skew),
             None => 1.0,
         }
     }
@@ -207,4 +210,43 @@ impl Op {
         let ctx = self.chunk.filter(|c| *c > 0).map_or(ctx, |c| if ctx == 0 { 0 } else { (ctx - 1) % c + 1 });
         self.window.map_or(ctx, |w| w.min(ctx))
     }
+}
+
+/// Expected distinct experts that `tokens` independently routed tokens touch, of `experts`
+/// with `active` chosen per token, when expert `i` (by rank, from 1) is chosen by a token with
+/// probability `p_i = min(1, c i^-skew)`, `c` set so that `sum p_i = active` (every token
+/// selects exactly `active` experts; the `min` water-fills the mass of an expert above
+/// certainty onto the others): `sum_i 1 - (1 - p_i)^tokens`.
+///
+/// `skew` = 0 is uniform routing, `E (1 - (1 - k/E)^T)`. Assumption (no published source
+/// measures it): a workload's requests (one task, one domain: a benchmark's prompts cut from
+/// one book) do not spread over the experts as evenly as the router's load-balancing loss
+/// spreads a mix of domains, so some experts are hot; a Zipf law is the one-parameter form of
+/// that skew, fitted on the rows whose batches it moves.
+///
+/// Bounds, for any `skew` >= 0 and `tokens` >= 1: `active <= coverage <= uniform coverage`
+/// (each term `1 - (1 - p)^T` is at least `p`, and concave in `p`, so by Jensen the sum is at
+/// most `E` times its value at the mean `k/E`); exactly `active` at one token; non-decreasing
+/// in `tokens`; at most `experts`.
+pub fn expert_coverage(experts: u64, active: u64, tokens: u64, skew: f64) -> f64 {
+    let (e, k, t) = (experts as f64, (active.min(experts)) as f64, tokens as f64);
+    if experts == 0 || tokens == 0 {
+        return 0.0;
+    }
+    if skew <= 0.0 || k >= e {
+        return e * (1.0 - (1.0 - k / e).powf(t));
+    }
+    let weights: Vec<f64> = (1..=experts).map(|i| (i as f64).powf(-skew)).collect();
+    // Water-filling: the most popular `certain` experts are chosen by every token; the rest
+    // share the remaining mass in proportion to their weights.
+    let mut certain = 0usize;
+    let mut tail: f64 = weights.iter().sum();
+    let mut scale = k / tail;
+    while certain < weights.len() && scale * weights[certain] > 1.0 {
+        tail -= weights[certain];
+        certain += 1;
+        scale = (k - certain as f64) / tail;
+    }
+    let spread: f64 = weights[certain..].iter().map(|w| 1.0 - (1.0 - (scale * w).min(1.0)).powf(t)).sum();
+    (certain as f64 + spread).min(e)
 }

@@ -520,3 +520,34 @@ fn a_user_node_with_more_bandwidth_is_never_slower_and_with_more_memory_fits_as_
     }
     verdict("user node: more bandwidth never slower, more memory fits as much", checked, bad);
 }
+
+/// Expert coverage (`llm::expert_coverage`) over every catalog MoE model and a range of
+/// popularity skews: exactly the `k` experts of one token at batch 1, never below it nor above
+/// uniform routing's coverage (the skew only concentrates), never more than the experts there
+/// are, and non-decreasing in the batch.
+#[test]
+fn expert_coverage_stays_between_one_token_and_uniform_routing_and_grows_with_the_batch() {
+    use supernode::llm::{OpClass, expert_coverage};
+    let (mut checked, mut bad) = (0, Vec::new());
+    for id in models() {
+        let (_, spec) = catalog().model(id).expect("catalog model");
+        let Some(op) = (0..spec.layers).flat_map(|l| spec.layer_ops(l)).find(|o| o.class == OpClass::Expert) else { continue };
+        let (e, k) = op.experts.expect("an expert op has experts");
+        for skew in [0.0, 0.25, 0.5, 1.0, 1.5, 3.0] {
+            let mut last = 0.0;
+            for b in [1u64, 2, 3, 4, 8, 16, 32, 64, 256, 1024, 8192] {
+                let c = expert_coverage(e, k, b, skew);
+                let uniform = expert_coverage(e, k, b, 0.0);
+                checked += 1;
+                if b == 1 && (c - k as f64).abs() > 1e-9 {
+                    bad.push(format!("{id} skew {skew}: batch 1 touches {c} experts, not k = {k}"));
+                }
+                if c < k as f64 - 1e-9 || c > uniform + 1e-9 || c > e as f64 + 1e-9 || c + 1e-12 < last {
+                    bad.push(format!("{id} skew {skew}: batch {b} touches {c} (k {k}, uniform {uniform}, previous {last}, E {e})"));
+                }
+                last = c;
+            }
+        }
+    }
+    verdict("expert coverage", checked, bad);
+}

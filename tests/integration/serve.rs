@@ -118,11 +118,12 @@ fn moe_expert_coverage_matches_the_formula() {
         let formula = e * (1.0 - (1.0 - k / e).powf(b as f64));
         assert!((op.experts_touched(b) - formula).abs() < 1e-9, "B = {b}");
         // While memory-bound, the expert op's time past its launches scales with the experts
-        // the batch touches.
+        // the batch touches under the profile's popularity skew (`[moe]`).
         let t = |b: u64| plan.cost(0).op_ns(&op, b, 0) - plan.cost(0).launch_ns(&op, b);
         if b <= 8 {
             let ratio = t(b) / t(1);
-            assert!((ratio - op.experts_touched(b) / op.experts_touched(1)).abs() < 1e-9, "B = {b}: {ratio}");
+            let skew = plan.expert_skew;
+            assert!((ratio - op.experts_touched_skewed(b, skew) / op.experts_touched_skewed(1, skew)).abs() < 1e-9, "B = {b}: {ratio}");
         }
     }
 }

@@ -63,6 +63,9 @@ pub struct NodeCost<'a> {
     /// Ranks the MoE experts are spread over whole (expert parallel; 1 otherwise): a rank
     /// computes only the routed experts it holds, and the step waits for the busiest rank.
     pub expert_ranks: usize,
+    /// Zipf exponent of expert popularity (`[moe] expert_popularity_exponent`): how many
+    /// distinct experts a batch of independently routed tokens reads.
+    pub expert_skew: f64,
 }
 
 /// The work one operation does on one node: bytes streamed from DRAM and floating-point
@@ -281,7 +284,7 @@ impl NodeCost<'_> {
     /// active weight per token.
     fn expert_terms(&self, op: &Op, tokens: u64, routed: u64, shard: f64, base: OpTerms) -> OpTerms {
         let (chip, rt) = (self.chip, self.runtime);
-        let touched = op.experts_touched(routed);
+        let touched = op.experts_touched_skewed(routed, self.expert_skew);
         if self.expert_ranks > 1 {
             return self.expert_parallel_terms(op, tokens, touched, base);
         }
@@ -469,6 +472,7 @@ mod tests {
             flash_attention: false,
             kv_byte_scale: 1.0,
             expert_ranks: 1,
+            expert_skew: 0.0,
         }
     }
 

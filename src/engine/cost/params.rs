@@ -2,8 +2,8 @@
 //! times. Units and allowed ranges are the profile's own ([`crate::profile::CHIP_FIELDS`] and its
 //! siblings, checked on load), looked up rather than repeated.
 
-use crate::profile::{Bound, CHIP_FIELDS, COMM_FIELDS, Field, Profile, RUNTIME_FIELDS};
-use ParamSection::{Chip, Comm, Runtime};
+use crate::profile::{Bound, CHIP_FIELDS, COMM_FIELDS, Field, MOE_FIELDS, Profile, RUNTIME_FIELDS};
+use ParamSection::{Chip, Comm, Moe, Runtime};
 
 /// The profile section a cost parameter lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +14,8 @@ pub enum ParamSection {
     Runtime,
     /// `[comm]`: the cluster's messages and collectives.
     Comm,
+    /// `[moe]`: mixture-of-experts routing.
+    Moe,
 }
 
 /// One calibrated parameter of the cost model.
@@ -38,6 +40,7 @@ impl CostParameter {
             ParamSection::Chip => look(CHIP_FIELDS, self.key),
             ParamSection::Runtime => look(RUNTIME_FIELDS, self.key),
             ParamSection::Comm => look(COMM_FIELDS, self.key),
+            ParamSection::Moe => look(MOE_FIELDS, self.key),
         }
     }
 
@@ -51,6 +54,7 @@ impl CostParameter {
                 profile.chips.iter().flat_map(|(c, p)| p.runtimes.keys().map(move |r| format!("chips.{c}.runtimes.{r}.{key}"))).collect()
             }
             ParamSection::Comm => vec![format!("comm.{key}")],
+            ParamSection::Moe => vec![format!("moe.{key}")],
         }
     }
 }
@@ -99,6 +103,7 @@ pub const COST_PARAMETERS: &[CostParameter] = &[
     p(Comm, "nccl_ll_gbs", "bus bandwidth of NCCL's LL protocol (small messages)"),
     p(Comm, "nccl_simple_us", "extra start-up of NCCL's Simple protocol (bulk messages) over LL"),
     p(Comm, "ray_step_us", "Ray's host cost per forward step of multi-node vLLM"),
+    p(Moe, "expert_popularity_exponent", "how many distinct experts a batch of independent sequences reads (skew of expert popularity)"),
 ];
 
 #[cfg(test)]
@@ -133,6 +138,9 @@ mod tests {
         for f in COMM_FIELDS {
             assert_eq!(listed(Comm, f.name), 1, "comm {}", f.name);
         }
-        assert_eq!(COST_PARAMETERS.len(), CHIP_FIELDS.len() - power.len() + RUNTIME_FIELDS.len() + COMM_FIELDS.len());
+        for f in MOE_FIELDS {
+            assert_eq!(listed(Moe, f.name), 1, "moe {}", f.name);
+        }
+        assert_eq!(COST_PARAMETERS.len(), CHIP_FIELDS.len() - power.len() + RUNTIME_FIELDS.len() + COMM_FIELDS.len() + MOE_FIELDS.len());
     }
 }

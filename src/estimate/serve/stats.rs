@@ -113,6 +113,10 @@ pub struct ServeStats {
     pub preempted: u64,
     /// Most requests waiting at once.
     pub peak_queue: u64,
+    /// Earliest first token of a measured request, ns (none before one completes).
+    pub first_token_min: Option<crate::sim::Time>,
+    /// Latest last token of a measured request, ns.
+    pub last_token_max: crate::sim::Time,
 }
 
 impl ServeStats {
@@ -131,6 +135,21 @@ impl ServeStats {
         self.prefill_ns += (r.first_token - r.admitted) as u128;
         self.completed += 1;
         self.slo_met += met as u64;
+        self.first_token_min = Some(self.first_token_min.map_or(r.first_token, |t| t.min(r.first_token)));
+        self.last_token_max = self.last_token_max.max(r.done);
+    }
+
+    /// Generation rate as llama-benchy defines its concurrent `t/s (total)`: every completed
+    /// request's tokens after its first, over the span from the earliest first token to the
+    /// latest last token (llama-benchy 0.3.5 `results.py` `_process_batch`:
+    /// `(batch_gen_tokens - len(valid_results)) / (max(last_token_times) - min(first_token_times))`).
+    /// The twin's first token comes at the end of the prefill and each of a request's `output`
+    /// decode steps after it is one of the tokens after the first. 0 before a request completes.
+    pub fn tokens_after_first_per_s(&self) -> f64 {
+        match self.first_token_min {
+            Some(first) if self.last_token_max > first => self.output_tokens as f64 / ((self.last_token_max - first) as f64 / 1e9),
+            _ => 0.0,
+        }
     }
 
     /// Accounts a span of `ns` with `batch` sequences running and `queue` waiting.
