@@ -71,7 +71,12 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
             Ok(op_seconds(&plan, &op, m.count("M")?.max(1), 0))
         }
         HarnessKind::GatherQmm => {
-            let plan = m.plan(1, &bench_model(m.num("K")?)?, &m.quant(m.num("bits")?)?, profile)?;
+            // The harness routes its tokens uniformly (`supernode_harness/routing.py`: `top_k`
+            // distinct experts drawn at random), so its gathers are predicted with uniform
+            // routing, whatever popularity skew the profile fits for real routers.
+            let mut uniform = profile.clone();
+            uniform.moe.expert_popularity_exponent = 0.0;
+            let plan = m.plan(1, &bench_model(m.num("K")?)?, &m.quant(m.num("bits")?)?, &uniform)?;
             // Expert ops are sharded; on one rank the share is 1. A batch of M tokens is timed by
             // the twin's batch physics: weights of the E(1-(1-k/E)^M) experts it touches on
             // average (not the count the harness drew: the coverage law is the twin's), M·k rows.
