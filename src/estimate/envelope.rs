@@ -1,5 +1,6 @@
 //! Whether a prediction is inside the calibrated envelope of the profile.
 
+use crate::llm::QuantFamily;
 use crate::profile::{CalibratedSetup, Profile};
 use crate::scenario::{Arrival, Scenario, WorkloadKind};
 
@@ -24,7 +25,7 @@ fn concurrency(s: &Scenario) -> u64 {
 }
 
 /// The setups of a scenario, one per distinct chip: chip, engine, parallelism, fabric (`-` for
-/// one node), quantization family, concurrency.
+/// one node), the file format the runtime loads, concurrency.
 pub fn scenario_setups(s: &Scenario) -> Vec<CalibratedSetup> {
     let mut out: Vec<CalibratedSetup> = Vec::new();
     for chip in s.nodes.iter().map(|n| &n.chip) {
@@ -36,7 +37,12 @@ pub fn scenario_setups(s: &Scenario) -> Vec<CalibratedSetup> {
             engine: s.engine.kind.id().into(),
             parallelism: s.engine.parallelism.id().into(),
             fabric: if s.nodes.len() > 1 { s.fabric.id.clone() } else { "-".into() },
-            quant_family: s.quant.family.id().into(),
+            // A file either runtime family loads (bf16, mxfp4) is the runtime's own format here:
+            // gpt-oss MXFP4 under exo is an MLX file, under llama.cpp a GGUF one.
+            quant_family: match s.quant.family {
+                QuantFamily::Any => s.engine.kind.runtime().format().id().into(),
+                family => family.id().into(),
+            },
             max_concurrency: concurrency(s),
         });
     }

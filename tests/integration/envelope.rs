@@ -53,3 +53,15 @@ fn serving_beyond_the_measured_concurrency_is_extrapolated() {
     let r = reasons(&c);
     assert!(r.iter().any(|x| x.contains("concurrency 8 beyond the 1 measured for exo tensor over tb5-rdma")), "{r:?}");
 }
+
+/// A file either runtime family loads (mxfp4, bf16) is the runtime's own format in the envelope:
+/// gpt-oss-120b MXFP4 on one Spark under vLLM is the setup the n-spark1 rows ran (inside), and
+/// under exo it is an MLX file, named so (it once read "with any weights" and never matched).
+#[test]
+fn a_file_either_family_loads_counts_as_the_runtimes_own_format() {
+    let spark = calibration(&scenario("spark-vllm-gptoss120b.toml"), &[]);
+    assert_eq!(spark["status"], "inside", "{spark}");
+    let mac = reasons(&calibration(&scenario("plans/equal-budget-gpt-oss-120b-serve.toml"), &[]));
+    assert!(mac.iter().any(|r| r.contains("with mlx weights on `m3-ultra`")), "{mac:?}");
+    assert!(!mac.iter().any(|r| r.contains("any weights")), "{mac:?}");
+}
