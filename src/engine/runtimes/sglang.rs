@@ -9,6 +9,7 @@ use super::super::lowered::Lowered;
 use super::super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism};
 use super::super::plan::Plan;
 use super::super::split::{SplitError, TensorSplitRule};
+use super::vllm::VLLM_DEFAULTS;
 use super::{CudaEngine, ServingLoop, VersionDefaults};
 
 /// SGLang's defaults, assumed where FACTS is silent: `chunked_prefill_size` 8192 (the value its
@@ -16,20 +17,10 @@ use super::{CudaEngine, ServingLoop, VersionDefaults};
 /// requests (its cap comes from the KV pool; 1024 as vLLM's), `--mem-fraction-static` 0.9, CUDA
 /// graphs on for decode (`--disable-cuda-graph` off), KV in the model's dtype, a token-level KV
 /// pool (RadixAttention pages of one token). The last prompt token runs inside the last extend
-/// chunk; MLA prefill expanded as vLLM's.
-pub const SGLANG_DEFAULTS: VersionDefaults = VersionDefaults {
-    prefill_chunk: 8192,
-    prefill_last_token_alone: false,
-    mla_prefill_expanded: true,
-    cuda: CudaOptions {
-        cuda_graphs: true,
-        kv_cache_fp8: false,
-        max_num_batched_tokens: 8192,
-        max_num_seqs: 1024,
-        gpu_memory_utilization: 0.9,
-        kv_block_tokens: 1,
-    },
-};
+/// chunk; MLA prefill expanded as vLLM's. Every value but the KV page is vLLM's, so it is written as vLLM's
+/// defaults with the page changed.
+pub const SGLANG_DEFAULTS: VersionDefaults =
+    VersionDefaults { cuda: CudaOptions { kv_block_tokens: 1, ..VLLM_DEFAULTS.cuda }, ..VLLM_DEFAULTS };
 
 /// SGLang on NVIDIA nodes.
 pub struct Sglang;
