@@ -160,3 +160,57 @@ fn intervals_with(
     }
     out
 }
+
+/// The scatter (log units) `u` gives a measured metric: its own kind's when the fit measured
+/// that kind, else the kinds [`kinds_of`] maps it to (time to first token: prefill), else `all`.
+fn metric_scatter(u: &Uncertainty, metric: &str) -> f64 {
+    if let Some(s) = u.scatter.get(metric) {
+        return *s;
+    }
+    let var: f64 =
+        kinds_of(metric).iter().map(|k| u.scatter.get(*k).or_else(|| u.scatter.get("all")).copied().unwrap_or(0.0).powi(2)).sum();
+    var.sqrt()
+}
+
+/// The 90% interval of target `i` of `data`, predicted at `predicted` under `profile`: the
+/// profile's parameter covariance through the target's sensitivities (finite differences of
+/// its prediction, one nudged profile per parameter that can move it, as `run` takes them)
+/// plus the scatter of its metric. This is the interval `run` would print for the row's
+/// scenario, so on rows no fit saw, the share inside it is the intervals' real coverage.
+/// `None` for a harness measurement, a profile without uncertainty or a failed prediction.
+pub fn target_interval(data: &crate::calibrate::Dataset, i: usize, profile: &Profile, predicted: f64) -> Option<Interval> {
+    use rayon::prelude::*;
+    let crate::calibrate::TargetSource::Row(p) = &data.sources[i] else { return None };
+    let u = uncertainty(profile)?;
+    if !(predicted.is_finite() && predicted > 0.0) {
+        return None;
+    }
+    let movable: Vec<usize> =
+        (0..u.params.len()).filter(|&k| can_move(&u.params[k], &p.scenario) && u.covariance[k].iter().any(|c| *c != 0.0)).collect();
+    // d ln(prediction) / d(free variable) per movable parameter; 0 where a nudge fails.
+    let grads: Vec<f64> = movable
+        .par_iter()
+        .map(|&k| {
+            let path = &u.params[k];
+            let Some(v) = get_param(profile, path) else { return 0.0 };
+            let f = is_fraction(profile, path);
+            let nudged = set_params(profile, std::slice::from_ref(path), &[from_free(f, to_free(f, v) + STEP)]).ok();
+            match nudged.and_then(|q| data.predict_one(i, &q).ok()) {
+                Some(y2) if y2.is_finite() && y2 > 0.0 => (y2 / predicted).ln() / STEP,
+                _ => 0.0,
+            }
+        })
+        .collect();
+    let mut var = 0.0;
+    for (a, &ka) in movable.iter().enumerate() {
+        for (b, &kb) in movable.iter().enumerate() {
+            var += grads[a] * u.covariance[ka][kb] * grads[b];
+        }
+    }
+    let s = (var.max(0.0) + metric_scatter(&u, &p.row.metric).powi(2)).sqrt();
+    Some(Interval {
+        p5: crate::util::sig(predicted * (-Z90 * s).exp()),
+        p50: predicted,
+        p95: crate::util::sig(predicted * (Z90 * s).exp()),
+    })
+}

@@ -649,9 +649,19 @@ pub(crate) fn summaries(rows: &[ValidatedRow]) -> (f64, f64) {
 pub fn table(r: &Report) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let _ = writeln!(s, "{:<24} {:<22} {:>10} {:>10} {:>8}", "id", "metric", "measured", "predicted", "error");
+    // The 90% interval columns when the rows carry intervals (a profile with an uncertainty).
+    let intervals = r.rows.iter().any(|x| x.p5.is_some());
+    let _ = write!(s, "{:<24} {:<22} {:>10} {:>10} {:>8}", "id", "metric", "measured", "predicted", "error");
+    let _ = if intervals { writeln!(s, " {:>10} {:>10}", "p5", "p95") } else { writeln!(s) };
     for row in &r.rows {
-        let _ = writeln!(s, "{:<24} {:<22} {:>10.2} {:>10.2} {:>7.1}%", row.id, row.metric, row.measured, row.predicted, row.error_percent);
+        let _ = write!(s, "{:<24} {:<22} {:>10.2} {:>10.2} {:>7.1}%", row.id, row.metric, row.measured, row.predicted, row.error_percent);
+        let _ = match (row.p5, row.p95) {
+            (Some(lo), Some(hi)) => {
+                let outside = if (lo..=hi).contains(&row.measured) { "" } else { "  outside" };
+                writeln!(s, " {lo:>10.2} {hi:>10.2}{outside}")
+            }
+            _ => writeln!(s),
+        };
     }
     let _ = writeln!(s, "\nMAPE over {} rows: {:.1}%   (decode rows: {:.1}%)", r.rows.len(), r.mape_percent, r.decode_mape_percent);
     // What the data did not say and the scenario had to assume, once per distinct assumption.

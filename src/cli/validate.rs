@@ -74,8 +74,14 @@ pub fn validate(args: ValidateArgs) -> Result<(), CliError> {
     let predictions = data.predict(&profile).map_err(|e| CliError::failure(e.to_string()))?;
     let skipped: Vec<SkippedRow> =
         data.skipped.iter().filter(|(id, _)| keep(id)).map(|(id, reason)| SkippedRow { id: id.clone(), reason: reason.clone() }).collect();
-    let report = v::report(selected.iter().map(|&i| data.validated(i, predictions[i])).collect(), skipped);
+    let mut rows: Vec<v::ValidatedRow> = selected.iter().map(|&i| data.validated(i, predictions[i])).collect();
+    let coverage = row_intervals(&data, &profile, &selected, &predictions, &mut rows);
+    let report = v::report(rows, skipped);
     let mut out = Output { text: v::table(&report), json: serde_json::to_value(&report).expect("report serializes") };
+    if let Some(c) = coverage {
+        out.text.push_str(&c.text);
+        out.json["interval_coverage"] = c.json;
+    }
     harness_notes(&data, &mut out);
     fit_budget(&profile, &mut out);
     let cv = match grouping {
@@ -100,6 +106,75 @@ pub fn validate(args: ValidateArgs) -> Result<(), CliError> {
         }
         _ => Ok(()),
     }
+}
+
+/// The coverage lines of [`row_intervals`].
+struct CoverageNote {
+    text: String,
+    json: serde_json::Value,
+}
+
+/// Fills each published row's 90% interval under the profile (the interval `run` prints for the
+/// row's scenario: parameter covariance plus the scatter of its metric) and says how many
+/// measured values fall inside, split into rows the profile was fitted on (in-sample: the
+/// intervals were drawn around them) and rows it never saw (the coverage a user can expect),
+/// and by the calibrated envelope (inside / extrapolation). `None` when the profile carries no
+/// uncertainty (a hand-set profile).
+fn row_intervals(
+    data: &Dataset,
+    profile: &Profile,
+    selected: &[usize],
+    predictions: &[f64],
+    rows: &mut [v::ValidatedRow],
+) -> Option<CoverageNote> {
+    use rayon::prelude::*;
+    crate::calibrate::interval::uncertainty(profile)?;
+    let fitted: std::collections::BTreeSet<&str> =
+        profile.fit.as_ref().map(|f| f.residuals.iter().map(|r| r.id.as_str()).collect()).unwrap_or_default();
+    // Independent rows, collected in row order: the same at any thread count.
+    let found: Vec<(Option<crate::calibrate::interval::Interval>, bool)> = selected
+        .par_iter()
+        .map(|&i| {
+            let iv = crate::calibrate::interval::target_interval(data, i, profile, predictions[i]);
+            let inside = match &data.sources[i] {
+                TargetSource::Row(p) => crate::estimate::envelope(&p.scenario, profile).status == "inside",
+                TargetSource::Harness(..) => true,
+            };
+            (iv, inside)
+        })
+        .collect();
+    // (rows with an interval, rows whose measured value is inside it) per class.
+    let mut tally: std::collections::BTreeMap<&str, (usize, usize)> = std::collections::BTreeMap::new();
+    for (row, (iv, in_envelope)) in rows.iter_mut().zip(&found) {
+        let Some(iv) = iv else { continue };
+        row.p5 = Some(iv.p5);
+        row.p95 = Some(iv.p95);
+        let hit = usize::from((iv.p5..=iv.p95).contains(&row.measured));
+        let sample = if fitted.contains(row.id.as_str()) { "fitted" } else { "unseen" };
+        let envelope = if *in_envelope { "inside_envelope" } else { "extrapolation" };
+        for class in [sample, envelope] {
+            let t = tally.entry(class).or_default();
+            t.0 += 1;
+            t.1 += hit;
+        }
+    }
+    if tally.is_empty() {
+        return None;
+    }
+    let line = |class: &str, what: &str| {
+        tally.get(class).map(|(n, k)| format!("  {what}: {k}/{n} inside ({:.0}%)\n", 100.0 * *k as f64 / *n as f64))
+    };
+    let mut text = String::from("\n90% interval coverage (each row's interval as `run` gives it):\n");
+    for (class, what) in [
+        ("fitted", "rows the profile was fitted on (in-sample, optimistic)"),
+        ("unseen", "rows the profile never saw"),
+        ("inside_envelope", "inside the calibrated envelope"),
+        ("extrapolation", "extrapolations"),
+    ] {
+        text.push_str(&line(class, what).unwrap_or_default());
+    }
+    let json = tally.iter().map(|(class, (n, k))| (class.to_string(), serde_json::json!({"rows": n, "inside": k}))).collect();
+    Some(CoverageNote { text, json: serde_json::Value::Object(json) })
 }
 
 /// For a harness file: every repeat of the end-to-end runs and the machine's pace drift.

@@ -266,3 +266,61 @@ fn validate_prints_the_parameter_budget_and_warns_below_two_rows_per_parameter()
     assert!(text.contains("26 parameters fitted on 34 rows (1.31 rows per parameter)"), "{text}");
     assert!(text.contains("WARNING: only 1.31 rows per fitted parameter (below 2)"), "{text}");
 }
+
+#[test]
+fn plain_validate_gives_every_row_the_interval_run_gives_and_counts_the_coverage() {
+    let v = validate_published_json(&[]);
+    let rows = v["rows"].as_array().unwrap();
+    let mut inside = 0;
+    for r in rows {
+        let (p5, p95, pred, m) = (r["p5"].as_f64(), r["p95"].as_f64(), r["predicted"].as_f64().unwrap(), r["measured"].as_f64().unwrap());
+        let (p5, p95) = (p5.unwrap_or_else(|| panic!("no interval: {r}")), p95.unwrap());
+        assert!(p5 < pred && pred < p95, "{r}");
+        inside += usize::from(p5 <= m && m <= p95);
+    }
+    // Every shipped row was fitted: all of them count as in-sample, none as unseen.
+    let c = &v["interval_coverage"];
+    assert_eq!(c["fitted"]["rows"].as_u64().unwrap() as usize, rows.len(), "{c}");
+    assert_eq!(c["fitted"]["inside"].as_u64().unwrap() as usize, inside, "{c}");
+    assert!(c.get("unseen").is_none(), "{c}");
+    let envelope = c["inside_envelope"]["rows"].as_u64().unwrap_or(0) + c["extrapolation"]["rows"].as_u64().unwrap_or(0);
+    assert_eq!(envelope as usize, rows.len(), "{c}");
+
+    // A row's interval is the one `run` gives its scenario (`interval::intervals`).
+    let profile = Profile::default_profile();
+    let mut d = Dataset::default();
+    d.add_csv(&measurements_csv(), &profile).unwrap();
+    for id in ["aib-fw-70b", "g-dsv31-exo-2", "n-gb10-gptoss120b-lcpp-pp2048"] {
+        let i = d.targets.iter().position(|t| t.id == id).unwrap();
+        let calibrate::TargetSource::Row(p) = &d.sources[i] else { unreachable!() };
+        let est = supernode::estimate::estimate(&p.scenario, &profile).unwrap();
+        let metric = if id.contains("-pp") { "prefill_tokens_per_s" } else { "decode_tokens_per_s" };
+        let run = calibrate::interval::intervals(&p.scenario, &profile, &est)[metric];
+        let predicted = d.predict_one(i, &profile).unwrap();
+        let row = calibrate::interval::target_interval(&d, i, &profile, predicted).unwrap();
+        assert_eq!((row.p5, row.p95), (run.p5, run.p95), "{id}");
+        let json = rows.iter().find(|r| r["id"] == id).unwrap();
+        assert_eq!((json["p5"].as_f64(), json["p95"].as_f64()), (Some(row.p5), Some(row.p95)), "{id}");
+    }
+}
+
+#[test]
+fn plain_validate_counts_rows_the_profile_never_saw_apart() {
+    // The default profile on a CSV of rows it was not fitted on (two published rows renamed).
+    let text = std::fs::read_to_string(measurements_csv()).unwrap();
+    let mut lines = text.lines();
+    let mut csv = format!("{}\n", lines.next().unwrap());
+    for l in lines.filter(|l| l.starts_with("aib-fw-70b,") || l.starts_with("aib-gb10-70b,")) {
+        csv.push_str(&format!("unseen-{l}\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::write_text(dir.path(), "unseen.csv", &csv);
+    let out = bin().args(["validate", "--json", "--against"]).arg(&path).assert().success().get_output().stdout.clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["interval_coverage"]["unseen"]["rows"], 2, "{v}");
+    assert!(v["interval_coverage"].get("fitted").is_none(), "{v}");
+    let out = bin().args(["validate", "--against"]).arg(&path).assert().success().get_output().stdout.clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("rows the profile never saw: "), "{text}");
+    assert!(text.contains(" p5 ") && text.contains(" p95"), "{text}");
+}
