@@ -23,6 +23,7 @@ pub(super) fn model_name(id: &str) -> String {
     catalog().model(id).map_or_else(|| id.to_string(), |(p, _)| p.name.clone())
 }
 
+/// The chip families of `nodes`, in first-seen order, as a legend names them.
 pub(super) fn chip_family(nodes: &[String]) -> String {
     let mut chips: Vec<String> = Vec::new();
     for n in nodes {
@@ -35,7 +36,12 @@ pub(super) fn chip_family(nodes: &[String]) -> String {
         .iter()
         .map(|c| match c.as_str() {
             "m3-ultra" => "Mac Studio M3 Ultra".to_string(),
-            "m4-max" => "Mac Studio M4 Max".to_string(),
+            // The M4 Max ships in a Mac Studio and in MacBook Pros; the newer chips only outside
+            // a Mac Studio (FACTS-2026 A1): named by chip, not by box.
+            "m4-max" => "Apple M4 Max".to_string(),
+            "m4-pro" => "Apple M4 Pro".to_string(),
+            "m4" => "Apple M4".to_string(),
+            "m5-max" => "Apple M5 Max".to_string(),
             "m2-ultra" => "Mac Studio M2 Ultra".to_string(),
             "gb10" => "NVIDIA GB10 (DGX Spark)".to_string(),
             "ryzen-ai-max-395" => "AMD Ryzen AI Max+ 395".to_string(),
@@ -47,4 +53,16 @@ pub(super) fn chip_family(nodes: &[String]) -> String {
 
 pub(super) fn cluster_label(nodes: &[String]) -> String {
     value_label(&serde_json::Value::Array(nodes.iter().map(|n| serde_json::Value::String(n.clone())).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chip_family;
+
+    #[test]
+    fn chips_shipped_in_more_than_one_box_are_named_by_chip() {
+        assert_eq!(chip_family(&["macbook-pro-m4-max-40c-128gb".into()]), "Apple M4 Max");
+        assert_eq!(chip_family(&["m4-max-40c-128gb".into(), "macbook-pro-m5-max-40c-128gb".into()]), "Apple M4 Max + Apple M5 Max");
+        assert_eq!(chip_family(&["m3-ultra-80c-512gb".into()]), "Mac Studio M3 Ultra");
+    }
 }
