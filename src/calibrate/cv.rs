@@ -77,6 +77,9 @@ impl Grouping {
 /// prediction interval.
 pub fn kind_of(data: &Dataset, i: usize) -> String {
     match &data.sources[i] {
+        // A time to first token is a prefill's time: its interval uses the prefill scatter
+        // (`interval::kinds_of`).
+        TargetSource::Row(p) if p.row.metric == "ttft_s" => "prefill_tokens_per_s".into(),
         TargetSource::Row(p) => p.row.metric.clone(),
         TargetSource::Harness(h, k) => match h.benchmarks[*k].kind {
             super::HarnessKind::E2eDecode => "decode_tokens_per_s".into(),

@@ -52,7 +52,7 @@ impl Dataset {
     pub fn add_csv(&mut self, path: &Path, profile: &Profile) -> Result<(), SourceError> {
         let rows =
             validate::read_csv(path).map_err(|e| SourceError::Format { path: path.display().to_string(), message: e.to_string() })?;
-        let (prepared, skipped) = validate::prepare(&rows, profile);
+        let (prepared, skipped) = validate::prepare_in(&rows, profile, path.parent());
         for p in prepared {
             self.targets.push(Target { id: p.row.id.clone(), measured: p.row.value });
             self.sources.push(TargetSource::Row(Box::new(p)));

@@ -164,56 +164,154 @@ const FAMILIES: &[(&str, &str)] =
     &[("mac-studio-m3-ultra", "m3-ultra-80c-"), ("mac-studio-m2-ultra", "m2-ultra-76c-"), ("mac-studio-m4-max", "m4-max-40c-")];
 
 /// The metrics `validate` predicts.
-const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, node_power_w, cluster_power_w, aggregate_decode_tokens_per_s";
+const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, ttft_s, node_power_w, cluster_power_w, aggregate_decode_tokens_per_s";
 
-/// The node preset ids of a row: a family system with its memory mix (`512gb`,
-/// `2x512gb+2x256gb`, annotations such as `(assumed)` dropped), or a catalog node id.
-fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> Result<Vec<String>, String> {
-    let cat = crate::catalog::catalog();
-    let system = row.system.trim();
-    let Some(prefix) = FAMILIES.iter().find(|(f, _)| *f == system).map(|(_, p)| *p) else {
-        if cat.node(system).is_some() {
-            return Ok(vec![system.to_string(); n]);
-        }
-        let families: Vec<&str> = FAMILIES.iter().map(|(f, _)| *f).collect();
-        return Err(format!(
-            "system `{system}` has no node preset: write a catalog node id ({}) or one of {}",
-            cat.node_ids().join(", "),
-            families.join(", ")
-        ));
-    };
+/// The memory size of each node a row's mix lists (`512gb`, `2x512gb+2x256gb`, annotations such
+/// as `(assumed)` dropped); `None` when the mix says none (`unknown`).
+fn mix_sizes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> Result<Option<Vec<String>>, String> {
     let mix = strip_notes(&row.node_mix).replace(' ', "");
     if row.node_mix.contains('(') {
         assumptions.push(format!("node mix `{}` read as `{mix}`", row.node_mix.trim()));
     }
-    let known = |size: &str| cat.node(&format!("{prefix}{size}")).is_some();
-    let mut list = Vec::new();
-    if !mix.starts_with("unknown") && (mix.contains('+') || mix.contains('x')) {
+    let list = if !mix.starts_with("unknown") && (mix.contains('+') || mix.contains('x')) {
+        let mut list = Vec::new();
         for part in mix.split('+') {
             let (count, size) = part.split_once('x').map_or((Some(1), part), |(c, s)| (c.parse().ok(), s));
             let count = count.ok_or_else(|| format!("node mix `{}`: `{part}` is not COUNTxSIZE (e.g. 2x512gb)", row.node_mix))?;
-            list.extend(std::iter::repeat_n(format!("{prefix}{size}"), count));
+            list.extend(std::iter::repeat_n(size.to_string(), count));
         }
+        list
     } else if mix.ends_with("gb") && !mix.starts_with("unknown") {
-        list = vec![format!("{prefix}{mix}"); n];
+        vec![mix; n]
     } else {
-        let size = cat.node_ids().into_iter().find_map(|id| id.strip_prefix(prefix).map(String::from)).unwrap_or_default();
-        assumptions.push(format!("node mix `{}` unknown: assumed {n}x {size}", row.node_mix.trim()));
-        list = vec![format!("{prefix}{size}"); n];
-    }
-    if let Some(bad) = list.iter().find(|id| !known(id.trim_start_matches(prefix))) {
-        return Err(format!("node mix `{}`: no node preset `{bad}` (write sizes such as 512gb, 2x512gb+2x256gb)", row.node_mix));
-    }
+        return Ok(None);
+    };
     if list.len() != n {
         return Err(format!("node mix `{}` gives {} nodes but `nodes` is {n}: make them agree", row.node_mix, list.len()));
     }
+    Ok(Some(list))
+}
+
+/// The node preset ids of a row: a catalog node id; a family system with its memory mix; or a
+/// prefix of node ids (`macbook-pro-m5-max`, `gmktec-evo-x2`) with the memory the mix says
+/// (`128gb`), which must leave one preset per node.
+fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> Result<Vec<String>, String> {
+    let cat = crate::catalog::catalog();
+    let system = row.system.trim().to_lowercase();
+    if let Some(prefix) = FAMILIES.iter().find(|(f, _)| *f == system).map(|(_, p)| *p) {
+        return family_nodes(row, prefix, n, assumptions);
+    }
+    if cat.node(&system).is_some() {
+        return Ok(vec![system; n]);
+    }
+    let candidates: Vec<&crate::hw::NodeSpec> = cat.nodes.iter().filter(|x| x.id.starts_with(&format!("{system}-"))).collect();
+    if candidates.is_empty() {
+        let families: Vec<&str> = FAMILIES.iter().map(|(f, _)| *f).collect();
+        return Err(format!(
+            "system `{system}` has no node preset: write a catalog node id ({}), a unique prefix of one, or one of {}",
+            cat.node_ids().join(", "),
+            families.join(", ")
+        ));
+    }
+    let ids = |c: &[&crate::hw::NodeSpec]| c.iter().map(|x| x.id.as_str()).collect::<Vec<_>>().join(", ");
+    let Some(sizes) = mix_sizes(row, n, assumptions)? else {
+        return match candidates.as_slice() {
+            [one] => {
+                assumptions.push(format!("node mix `{}` unknown: `{system}` is only {}", row.node_mix.trim(), one.id));
+                Ok(vec![one.id.clone(); n])
+            }
+            many => Err(format!("system `{system}` is ambiguous ({}) and the node mix names no memory size", ids(many))),
+        };
+    };
+    let mut list = Vec::with_capacity(n);
+    for size in sizes {
+        let gb: Option<f64> = size.strip_suffix("gb").and_then(|g| g.parse().ok());
+        let fit: Vec<&crate::hw::NodeSpec> = candidates.iter().copied().filter(|x| gb == Some(x.memory_gb)).collect();
+        match fit.as_slice() {
+            [one] => list.push(one.id.clone()),
+            [] => return Err(format!("system `{system}` with `{size}`: no node preset of that memory ({})", ids(&candidates))),
+            many => return Err(format!("system `{system}` with `{size}` is ambiguous: {}", ids(many))),
+        }
+    }
     Ok(list)
+}
+
+/// The nodes of a family system (`mac-studio-m3-ultra`): its id prefix completed by each mix
+/// entry; an unknown mix takes the family's first preset (said in the assumptions).
+fn family_nodes(row: &MeasurementRow, prefix: &str, n: usize, assumptions: &mut Vec<String>) -> Result<Vec<String>, String> {
+    let cat = crate::catalog::catalog();
+    let list: Vec<String> = match mix_sizes(row, n, assumptions)? {
+        Some(sizes) => sizes.iter().map(|size| format!("{prefix}{size}")).collect(),
+        None => {
+            let size = cat.node_ids().into_iter().find_map(|id| id.strip_prefix(prefix).map(String::from)).unwrap_or_default();
+            assumptions.push(format!("node mix `{}` unknown: assumed {n}x {size}", row.node_mix.trim()));
+            vec![format!("{prefix}{size}"); n]
+        }
+    };
+    if let Some(bad) = list.iter().find(|id| cat.node(id).is_none()) {
+        return Err(format!("node mix `{}`: no node preset `{bad}` (write sizes such as 512gb, 2x512gb+2x256gb)", row.node_mix));
+    }
+    Ok(list)
+}
+
+/// The model of a row: a preset (by any name [`crate::catalog::Catalog::find_model`] knows), or
+/// the config the row's notes name (`config: PATH`), read from PATH as written (relative to the
+/// working directory), else from the `configs/` folder beside the CSV's folder
+/// (`<csv dir>/../configs/<file>`, where the shared data set keeps its configs).
+enum RowModel {
+    /// A preset id.
+    Preset(String),
+    /// A config.json to import.
+    Config(std::path::PathBuf),
+}
+
+fn row_model(row: &MeasurementRow, csv_dir: Option<&Path>) -> Result<RowModel, String> {
+    use crate::catalog::names::ModelNameError;
+    let name = row.model.trim();
+    let unknown = match crate::catalog::catalog().find_model(name) {
+        Ok((p, _)) => return Ok(RowModel::Preset(p.id.clone())),
+        Err(e @ ModelNameError::Ambiguous { .. }) => return Err(e.to_string()),
+        Err(e) => e,
+    };
+    let Some(note) = config_note(&row.notes) else {
+        return Err(format!("{unknown}: not a preset (supernode catalog models) and the row's notes name no `config: PATH`"));
+    };
+    let written = Path::new(note);
+    let beside = csv_dir.zip(written.file_name()).map(|(d, f)| d.join("..").join("configs").join(f));
+    let found = std::iter::once(written.to_path_buf()).chain(beside.clone()).find(|p| p.is_file());
+    match found {
+        Some(p) => Ok(RowModel::Config(p)),
+        None => Err(format!(
+            "{unknown} and its config `{note}` (notes) cannot be read: tried {}{}",
+            written.display(),
+            beside.map_or(String::new(), |b| format!(" and {}", b.display()))
+        )),
+    }
+}
+
+/// The path of a `config: PATH` note, without the punctuation that ends its sentence.
+fn config_note(notes: &str) -> Option<&str> {
+    let words: Vec<&str> = notes.split_whitespace().collect();
+    let path = words.windows(2).find(|w| w[0] == "config:").map(|w| w[1])?;
+    let path = path.trim_end_matches([';', ',', ')', '"', '\'']);
+    // A sentence's full stop after `.json`.
+    Some(path.strip_suffix('.').filter(|p| p.ends_with(".json")).unwrap_or(path))
 }
 
 /// Turns a row into a scenario builder (validated by the same rules as a scenario file when
 /// built), with the assumptions made for what the row does not say; or says why it cannot and
 /// what to change.
 pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(ScenarioBuilder, Vec<String>), String> {
+    row_scenario_in(row, all, None)
+}
+
+/// [`row_scenario`] for a row of a CSV in `csv_dir` (where a `config: PATH` note's config is
+/// also looked for: `<csv_dir>/../configs/<file>`).
+pub fn row_scenario_in(
+    row: &MeasurementRow,
+    all: &[MeasurementRow],
+    csv_dir: Option<&Path>,
+) -> Result<(ScenarioBuilder, Vec<String>), String> {
     let mut assumptions = Vec::new();
     let n: usize = row.nodes.trim().parse().map_err(|_| format!("node count `{}` is not a number: write an integer", row.nodes))?;
     let nodes = row_nodes(row, n, &mut assumptions)?;
@@ -232,6 +330,7 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
     if row.model.is_empty() {
         return Err("no model: name a model preset (supernode catalog models)".into());
     }
+    let model = row_model(row, csv_dir)?;
     let quant = resolve_quant(row, all, engine, &mut assumptions)?;
     let parallelism = if n == 1 { "none" } else { first_word(&row.parallelism) };
     let fabric_word = first_word(&row.fabric);
@@ -260,12 +359,31 @@ pub fn row_scenario(row: &MeasurementRow, all: &[MeasurementRow]) -> Result<(Sce
                 row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
             (p, 1)
         }
+        // Time to first token of one request: its prompt's prefill, whose last step yields the
+        // first token (`Estimate::ttft_s`, as `run` reports it).
+        "ttft_s" => {
+            if row.concurrency.trim().parse::<u64>().is_ok_and(|c| c > 1) {
+                return Err("ttft_s of concurrent requests (a serving run's queueing) is not predicted: only single-request rows".into());
+            }
+            let p: u64 =
+                row.prompt_tokens.trim().parse().map_err(|_| "ttft_s row without prompt length: fill in prompt_tokens".to_string())?;
+            (p, 1)
+        }
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, &mut assumptions)?,
         "aggregate_decode_tokens_per_s" => serve_tokens(row, all, &mut assumptions),
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     };
     let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
-    b.name(row.id.clone()).seed(1).nodes(&nodes).model(&row.model).quant(&quant).engine(engine.id()).parallelism(parallelism);
+    b.name(row.id.clone()).seed(1).nodes(&nodes).quant(&quant).engine(engine.id()).parallelism(parallelism);
+    match model {
+        RowModel::Preset(id) => {
+            b.model(&id);
+        }
+        RowModel::Config(path) => {
+            assumptions.push(format!("model `{}` imported from {} (the row's `config:` note)", row.model.trim(), path.display()));
+            b.set("model.hf_config", &toml::Value::String(path.display().to_string())).map_err(|e| e.message)?;
+        }
+    }
     if n > 1 {
         // Thunderbolt is cabled as a full mesh (no Thunderbolt switch exists); Ethernet, Wi-Fi
         // and other fabrics that cannot be meshed go through a switch.
@@ -437,18 +555,56 @@ fn hpl_scenario(
     Ok((b, assumptions))
 }
 
-/// Quantization labels people write (llama-bench's `type` column, GGUF file-type names) for
-/// formats a catalog preset stores alike: `f16` is 16 bits a weight like `bf16` (the same bytes
-/// streamed, the same half-precision kernel family). Without this a llama.cpp `f16` row was
-/// guessed as Q4_K_M (its decode predicted 2.8x too fast).
+/// Quantization labels people write (llama-bench's `type` column, GGUF file-type names,
+/// Hugging Face repo suffixes) for formats a catalog preset stores alike: `f16` is 16 bits a
+/// weight like `bf16` (the same bytes streamed, the same half-precision kernel family). Without
+/// this a llama.cpp `f16` row was guessed as Q4_K_M (its decode predicted 2.8x too fast).
 const QUANT_LABELS: &[(&str, &str)] = &[
     ("f16", "bf16"),
     ("fp16", "bf16"),
     ("float16", "bf16"),
+    ("bfloat16", "bf16"),
     // Unsloth's dynamic quants, written without their `ud-` prefix (file names `..-Q4_K_XL.gguf`).
     ("q4_k_xl", "ud-q4_k_xl"),
     ("q8_k_xl", "ud-q8_k_xl"),
+    // The int4 checkpoint methods by name (vLLM's `--quantization awq` / `gptq`): 4-bit weights
+    // in groups of 128, what the catalog's presets of those names store.
+    ("awq", "awq-int4"),
+    ("gptq", "gptq-int4"),
+    // MLX's DWQ (distilled) conversions keep the ordinary 4-bit MLX format.
+    ("4bit-dwq", "mlx-4bit"),
+    ("mxfp4-q8", "mxfp4"),
 ];
+
+/// Bit-width labels without a format (`4bit`, `8-bit`, `int4`): the format is the engine's.
+/// MLX has one quant per width (its affine groups); on llama.cpp a width is the common K-quant
+/// of it, said in the assumptions; a CUDA engine's width names no single format (awq, gptq
+/// and nvfp4 are all 4 bits), so such a row is refused.
+fn bits_label(q: &str) -> Option<u32> {
+    let q = q.replace(['-', '_', ' '], "");
+    match q.as_str() {
+        "4bit" | "int4" | "q4" => Some(4),
+        "6bit" | "q6" => Some(6),
+        "8bit" | "int8" | "q8" => Some(8),
+        _ => None,
+    }
+}
+
+/// The quant preset of a bit-width label under an engine's format family.
+fn quant_of_bits(bits: u32, family: QuantFamily) -> Result<(&'static str, Option<String>), String> {
+    let gguf = |id: &'static str| Ok((id, Some(format!("{bits}-bit GGUF type not stated: assumed {id}"))));
+    match (family, bits) {
+        (QuantFamily::Mlx, 4) => Ok(("mlx-4bit", None)),
+        (QuantFamily::Mlx, 6) => Ok(("mlx-6bit", None)),
+        (QuantFamily::Mlx, 8) => Ok(("mlx-8bit", None)),
+        (QuantFamily::Gguf, 4) => gguf("q4_k_m"),
+        (QuantFamily::Gguf, 6) => gguf("q6_k"),
+        (QuantFamily::Gguf, 8) => gguf("q8_0"),
+        _ => Err(format!(
+            "a {bits}-bit label names no single format for this engine: write the quant (e.g. awq-int4, gptq-int4, nvfp4, fp8)"
+        )),
+    }
+}
 
 fn resolve_quant(
     row: &MeasurementRow,
@@ -466,8 +622,16 @@ fn resolve_quant(
         }
         return Ok(q.to_string());
     }
-    // Only a runtime that loads GGUF (llama.cpp's) gets a guessed quant.
-    if engine.kernels().format() != QuantFamily::Gguf {
+    let family = engine.kernels().format();
+    if let Some(bits) = bits_label(q) {
+        let (id, assumed) = quant_of_bits(bits, family).map_err(|e| format!("quant `{}`: {e}", row.quant.trim()))?;
+        assumptions.extend(assumed);
+        return Ok(id.to_string());
+    }
+    // A GGUF runtime's row that does not say its type (`unknown`, `gguf 4-bit`, empty) gets a
+    // guessed one; any other label is one the twin does not know.
+    let unstated = matches!(q, "" | "unknown" | "gguf");
+    if family != QuantFamily::Gguf || !unstated {
         return Err(format!(
             "quant `{}` unknown: name a quantization preset ({})",
             row.quant,
@@ -502,10 +666,15 @@ pub struct Prepared {
 
 /// Turns rows into scenarios; rows that cannot be predicted are returned with the reason.
 pub fn prepare(rows: &[MeasurementRow], profile: &Profile) -> (Vec<Prepared>, Vec<SkippedRow>) {
+    prepare_in(rows, profile, None)
+}
+
+/// [`prepare`] for the rows of a CSV in `csv_dir` (see [`row_scenario_in`]).
+pub fn prepare_in(rows: &[MeasurementRow], profile: &Profile, csv_dir: Option<&Path>) -> (Vec<Prepared>, Vec<SkippedRow>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for row in rows {
-        let (builder, mut assumptions) = match row_scenario(row, rows) {
+        let (builder, mut assumptions) = match row_scenario_in(row, rows, csv_dir) {
             Ok(x) => x,
             Err(reason) => {
                 skipped.push(SkippedRow { id: row.id.clone(), reason });
@@ -560,6 +729,7 @@ pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
         "cluster_power_w" => est.peak_power_w,
         "cluster_power_w_decode" => est.cluster_power_w,
         "cluster_power_w_prefill" => est.prefill_power_w,
+        "ttft_s" => est.ttft_s,
         "aggregate_decode_tokens_per_s" if is_batched_bench(&p.row) => est.decode_tokens_per_s,
         "aggregate_decode_tokens_per_s" if counts_from_first_token(&p.row) => generation_rate(&est)?,
         "aggregate_decode_tokens_per_s" => serve_rate(&est)?,
@@ -740,5 +910,97 @@ mod tests {
         assert!(why("x").contains("make them agree"), "{}", why("x"));
         assert!(why("n").contains("write an integer"), "{}", why("n"));
         assert!(why("u").contains("name a quantization preset"), "{}", why("u"));
+    }
+
+    /// Systems as rows write them: a node id, a family with its memory, a unique prefix of a
+    /// node id with the memory the mix says; an ambiguous or unmatched one is refused naming
+    /// the candidates.
+    #[test]
+    fn systems_by_id_family_or_prefix_with_memory() {
+        let nodes = |system: &str, n: usize, mix: &str| {
+            let body = format!("r,{system},{n},{mix},llama-3.2-3b,q4_k_m,llama-cpp,none,none,,,decode_tokens_per_s,1,tok/s,me,\n");
+            row_nodes(&rows(&body)[0], n, &mut Vec::new())
+        };
+        for (system, n, mix, want) in [
+            ("dgx-spark", 1, "128gb", vec!["dgx-spark"]),
+            ("mac-studio-m3-ultra", 2, "512gb+256gb", vec!["m3-ultra-80c-512gb", "m3-ultra-80c-256gb"]),
+            ("macbook-pro-m5-max", 1, "128gb", vec!["macbook-pro-m5-max-40c-128gb"]),
+            ("MacBook-Pro-M5-Max", 1, "128GB", vec!["macbook-pro-m5-max-40c-128gb"]),
+            ("gmktec-evo-x2", 2, "2x128gb", vec!["gmktec-evo-x2-128gb"; 2]),
+            ("gmktec-evo-x2", 1, "unknown", vec!["gmktec-evo-x2-128gb"]),
+            ("mac-mini-m4-pro", 1, "64gb", vec!["mac-mini-m4-pro-20c-64gb"]),
+            ("mac-mini", 1, "16gb", vec!["mac-mini-m4-10c-16gb"]),
+        ] {
+            assert_eq!(nodes(system, n, mix), Ok(want.iter().map(|s| s.to_string()).collect()), "{system} {mix}");
+        }
+        for (system, n, mix, why) in [
+            ("macbook-pro", 1, "128gb", "is ambiguous: macbook-pro-m4-max-40c-128gb, macbook-pro-m5-max-40c-128gb"),
+            ("mac-mini", 1, "unknown", "is ambiguous (mac-mini-m4-pro-20c-64gb, mac-mini-m4-10c-16gb)"),
+            ("mac-mini-m4-pro", 1, "48gb", "no node preset of that memory (mac-mini-m4-pro-20c-64gb)"),
+            ("macbook-pro-m5", 2, "128gb+64gb", "`64gb`: no node preset of that memory"),
+            ("mac-pro-m9", 1, "512gb", "has no node preset"),
+            ("gmktec-evo-x2", 2, "3x128gb", "make them agree"),
+        ] {
+            let e = nodes(system, n, mix).unwrap_err();
+            assert!(e.contains(why), "{system} {mix}: {e}");
+        }
+    }
+
+    /// Quant labels people write, per engine: what each becomes (and what is assumed), or why
+    /// it is refused.
+    #[test]
+    fn quant_labels_people_write() {
+        let quant = |label: &str, engine: &str| {
+            let body = format!("r,dgx-spark,1,128gb,llama-3.1-8b,{label},{engine},none,none,,,decode_tokens_per_s,1,tok/s,me,\n");
+            let rs = rows(&body);
+            let rt = runtimes::by_measurement_name(engine).unwrap();
+            let mut assumed = Vec::new();
+            resolve_quant(&rs[0], &rs, rt, &mut assumed).map(|q| (q, assumed.len()))
+        };
+        for (label, engine, want, assumed) in [
+            ("Q8_0", "llama-cpp", "q8_0", 0),
+            ("UD-Q4_K_XL", "llama-cpp", "ud-q4_k_xl", 0),
+            ("q4_k_xl", "llama-cpp", "ud-q4_k_xl", 0),
+            ("MXFP4", "llama-cpp", "mxfp4", 0),
+            ("mxfp4 (native)", "vllm", "mxfp4", 0),
+            ("4bit", "mlx-lm", "mlx-4bit", 0),
+            ("8-bit", "exo", "mlx-8bit", 0),
+            ("6bit", "mlx-lm", "mlx-6bit", 0),
+            ("4-bit", "llama-cpp", "q4_k_m", 1),
+            ("8bit", "ollama", "q8_0", 1),
+            ("fp16", "llama-cpp", "bf16", 0),
+            ("f16", "llama-cpp", "bf16", 0),
+            ("BF16", "mlx-lm", "bf16", 0),
+            ("Q4_0", "llama-cpp", "q4_0", 0),
+            ("nvfp4", "vllm", "nvfp4", 0),
+            ("awq", "vllm", "awq-int4", 0),
+            ("AWQ", "sglang", "awq-int4", 0),
+            ("gptq", "vllm", "gptq-int4", 0),
+            ("fp8", "sglang", "fp8", 0),
+            ("4bit-DWQ", "mlx-lm", "mlx-4bit", 0),
+            ("unknown (gguf)", "llama-cpp", "q4_k_m", 1),
+        ] {
+            assert_eq!(quant(label, engine), Ok((want.to_string(), assumed)), "{label} on {engine}");
+        }
+        for (label, engine, why) in [
+            ("iq9_zz", "llama-cpp", "quant `iq9_zz` unknown"),
+            ("4bit", "vllm", "names no single format"),
+            ("mystery", "mlx-lm", "quant `mystery` unknown"),
+            ("unknown", "vllm", "quant `unknown` unknown"),
+        ] {
+            let e = quant(label, engine).unwrap_err();
+            assert!(e.contains(why), "{label} on {engine}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_config_note_is_read_to_its_path() {
+        assert_eq!(
+            config_note("engine: via LM Studio; config: ../shared/configs/minimax-m2.1.json"),
+            Some("../shared/configs/minimax-m2.1.json")
+        );
+        assert_eq!(config_note("config: ../shared/configs/glm-4.6.json; llama.cpp"), Some("../shared/configs/glm-4.6.json"));
+        assert_eq!(config_note("see config: a/b.json."), Some("a/b.json"));
+        assert_eq!(config_note("no note"), None);
     }
 }

@@ -418,13 +418,16 @@ fn model(
     match (&rm.name, &rm.hf_config) {
         (Some(name), None) => {
             spans.model = name.span();
-            let (preset, spec) = cat.model(name.get_ref()).ok_or_else(|| {
-                src.error(
-                    name.span(),
-                    format!("unknown model `{}`", name.get_ref()),
-                    Some(suggest(name.get_ref(), &cat.model_ids(), "models") + "; or use hf_config = \"path/to/config.json\""),
-                )
-                .with_kind(ErrorKind::UnknownPreset)
+            // An id or alias, else the name as people write it (org prefix, release and
+            // format suffixes, ollama tags: `catalog::names`).
+            let (preset, spec) = cat.find_model(name.get_ref()).map_err(|e| {
+                let hint = match &e {
+                    crate::catalog::names::ModelNameError::Unknown(_) => {
+                        suggest(name.get_ref(), &cat.model_ids(), "models") + "; or use hf_config = \"path/to/config.json\""
+                    }
+                    crate::catalog::names::ModelNameError::Ambiguous { .. } => "name the preset by its id".to_string(),
+                };
+                src.error(name.span(), e.to_string(), Some(hint)).with_kind(ErrorKind::UnknownPreset)
             })?;
             Ok((spec.clone(), preset.default_quant.clone(), None))
         }
@@ -455,10 +458,12 @@ fn hf_model(src: &Source, path: &Spanned<String>) -> Result<(ModelSpec, Option<Q
     })?;
     let json: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| src.error(path.span(), format!("`{}` is not valid JSON: {e}", p.display()), None))?;
-    let stem = Path::new(path.get_ref())
-        .parent()
-        .and_then(|d| d.file_name())
-        .map_or_else(|| path.get_ref().clone(), |s| s.to_string_lossy().into_owned());
+    // A model folder's `config.json` is named by its folder; a file of another name (the
+    // shared `configs/minimax-m2.1.json`) by itself.
+    let file = Path::new(path.get_ref());
+    let named =
+        if file.file_name().is_some_and(|f| f == "config.json") { file.parent().and_then(|d| d.file_name()) } else { file.file_stem() };
+    let stem = named.map_or_else(|| path.get_ref().clone(), |s| s.to_string_lossy().into_owned());
     let model = ModelSpec::from_hf_config(&stem, &stem, &json).map_err(|e| {
         src.error(
             path.span(),

@@ -22,6 +22,7 @@ mod gantt;
 mod hostile;
 mod invariants;
 mod layers;
+mod names;
 mod physics;
 mod planner;
 mod planner_fleets;

@@ -106,8 +106,9 @@ fn nodes() -> Vec<&'static str> {
     catalog().node_ids()
 }
 
+/// Every model preset once (its aliases are the same model).
 fn models() -> Vec<&'static str> {
-    catalog().model_ids()
+    catalog().models.iter().map(|(p, _)| p.id.as_str()).collect()
 }
 
 fn is_mac(node: &str) -> bool {
