@@ -811,6 +811,23 @@ impl Profile {
         self.chips.get(chip)
     }
 
+    /// The host costs engine `engine` (a [`HOST_ENGINES`] key) runs with on chip `chip`, and the
+    /// chip they were measured on: the chip's own `[chips.<chip>.engines.<engine>]`, else the
+    /// first profiled chip (by name) that has them. An engine's host cost is CPU work (its Python
+    /// scheduler, sampling, detokenising and streaming), not GPU work, so a chip whose rows never
+    /// measured it borrows another chip's rather than falling back to the bare runtime's zero
+    /// (which let vllm-mlx on an M3 Ultra run without its batching loop's ~3 ms a step).
+    /// Assumption, no source times it: the same Python loop costs the same on the Apple
+    /// P-cores of the M3 and M4 generations (no CPU single-thread figure in FACTS).
+    pub fn engine_host(&self, chip: &str, engine: &str) -> Option<(&str, &EngineHostParams)> {
+        if let Some((name, c)) = self.chips.get_key_value(chip) {
+            if let Some(h) = c.engines.get(engine) {
+                return Some((name.as_str(), h));
+            }
+        }
+        self.chips.iter().find_map(|(name, c)| c.engines.get(engine).map(|h| (name.as_str(), h)))
+    }
+
     /// The profiled chip whose parameters `node` runs with: its own chip when profiled; else
     /// the node's `calibrated_as`; else its family's prior, stated here because no source
     /// measures an unprofiled chip: an Apple chip no built-in node has takes the profiled chip of its own generation

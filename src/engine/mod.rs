@@ -24,7 +24,10 @@ pub mod plan;
 pub mod runtimes;
 pub mod split;
 
-pub use cost::{COST_PARAMETERS, CostParameter, MlaOptions, NetCost, NodeCost, ParamSection, Work, busiest_rank_experts};
+pub use cost::{
+    COST_PARAMETERS, CostParameter, MLX_VECTOR_SDPA_MAX_QUERIES, MlaOptions, NetCost, NodeCost, ParamSection, Work, busiest_rank_experts,
+    recurrence_alu_fraction,
+};
 pub use lower::{lower_all_sum, lower_segment_chain, lower_step};
 pub use lowered::{Lowered, Segment};
 pub use options::{AllReduceAlgo, CollectiveLowering, EngineKind, EngineOptions, Parallelism, Runtime};

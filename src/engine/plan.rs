@@ -296,6 +296,8 @@ impl Plan {
             // MLX on a chip with neural accelerators (M5) issues its GEMMs there; a power mode
             // caps what the chip's energy per FLOP allows (hw::NodeSpec::issued_flops).
             peak_flops: spec.issued_flops(self.options.kind.runtime() == Runtime::Mlx, self.chips[node].pj_per_flop),
+            alu_flops: spec.issued_flops(false, self.chips[node].pj_per_flop),
+            sequential_recurrence: self.options.kind.runtime() == Runtime::Mlx,
             os: spec.os,
             chip: &self.chips[node],
             runtime: &self.runtimes[node],
@@ -336,9 +338,10 @@ fn node_params(inp: &PlanInput<'_>, node: &NodeSpec, runtime: &str) -> Result<(C
     })?;
     let mut rt = rt.clone();
     // An engine with a server loop of its own (vllm-mlx) keeps the runtime's kernels and
-    // brings its own host costs; a chip without them keeps the runtime's (the envelope
-    // says so).
-    if let Some(h) = inp.options.kind.host_key().and_then(|k| chip.engines.get(k)) {
+    // brings its own host costs; a chip without them borrows another chip's (CPU work:
+    // `Profile::engine_host`; the envelope says so), and keeps the runtime's only when no
+    // chip has them.
+    if let Some((_, h)) = inp.options.kind.host_key().and_then(|k| inp.profile.engine_host(&params_chip, k)) {
         rt.host_per_step_us = h.host_per_step_us;
         rt.host_per_seq_us = h.host_per_seq_us;
     }

@@ -110,9 +110,10 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
     }
     if let Some(key) = host_key {
         for chip in s.nodes.iter().map(|x| profile.params_chip(x)) {
-            let own = profile.chip(&chip).is_some_and(|c| c.engines.contains_key(key));
-            if !own {
-                push(format!("no {key} host costs for chip `{chip}`: the {runtime} runtime's assumed"));
+            match profile.engine_host(&chip, key) {
+                Some((from, _)) if from == chip => {}
+                Some((from, _)) => push(format!("no {key} host costs for chip `{chip}`: those of `{from}` assumed (CPU work)")),
+                None => push(format!("no {key} host costs for chip `{chip}`: the {runtime} runtime's assumed")),
             }
         }
     }

@@ -363,7 +363,7 @@ impl ModelSpec {
         // Kernels counted from the layer's equations: the convolution with its activation, the
         // two L2 norms of q and k, the decay (one compiled kernel in mlx-lm), beta's sigmoid,
         // the recurrence, the gated norm's norm and gate.
-        ops.push(Op::recurrent("gated_delta (conv+recurrence)", params, lin.state_bytes(), lin.flops_per_token(), 8));
+        ops.push(Op::recurrent("gated_delta (conv+recurrence)", params, lin.state_bytes(), lin.flops_per_token(), lin.key_head_dim, 8));
         ops.push(Op::dense("out_proj", TensorRole::AttnQ, v * h, Placement::Sharded));
     }
 

@@ -42,6 +42,9 @@ pub struct Op {
     pub state_bytes: u64,
     /// Recurrence FLOPs per token (a [`OpClass::Recurrent`] op).
     pub recurrence_flops_per_token: u64,
+    /// Key dimension of a recurrence's state rows (`linear_key_head_dim`): how many state
+    /// entries each lane of MLX's kernel keeps (Dk/32), which sets its instruction mix.
+    pub recurrence_key_dim: u64,
     /// `(experts, active)` for routed experts.
     pub experts: Option<(u64, u64)>,
     /// MLA only: the multi-token form of a runtime that expands the latent cache into per-head
@@ -104,6 +107,7 @@ impl Op {
             chunk: None,
             state_bytes: 0,
             recurrence_flops_per_token: 0,
+            recurrence_key_dim: 0,
             experts: None,
             mla_expanded: None,
             mla_per_head: None,
@@ -138,11 +142,13 @@ impl Op {
     /// sharded under tensor parallelism, so the state too), `flops_per_token` per token, with
     /// `params` small unquantized weights of its own (the depthwise convolution, decay and
     /// bias vectors: MLX quantizes only linear and embedding layers).
-    pub fn recurrent(name: &'static str, params: u64, state_bytes: u64, flops_per_token: u64, kernels: u32) -> Self {
+    /// `key_dim` is the state rows' key dimension (`linear_key_head_dim`).
+    pub fn recurrent(name: &'static str, params: u64, state_bytes: u64, flops_per_token: u64, key_dim: u64, kernels: u32) -> Self {
         Op {
             params,
             state_bytes,
             recurrence_flops_per_token: flops_per_token,
+            recurrence_key_dim: key_dim,
             ..Op::base(name, OpClass::Recurrent, kernels, Placement::Sharded)
         }
     }

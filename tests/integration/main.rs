@@ -11,6 +11,7 @@ mod cli;
 mod collectives;
 mod cuda_engines;
 mod cv;
+mod depth;
 mod determinism;
 mod envelope;
 mod errors;

@@ -21,6 +21,17 @@ pub const DEQUANT_TOKEN_TILE: u64 = 32;
 /// from `qmv` to `qmm` at a similar batch. Assumed 8 for every backend.
 pub const GEMV_MAX_ROWS: f64 = 8.0;
 
+/// Most query rows MLX's decode attention runs as its vector kernel (`sdpa_vector`,
+/// `sdpa_vector_2pass`), the steel attention kernel above. The long-cache form
+/// (`sdpa_vector_2pass_1`, mlx-metal 0.32.4 `kernels/sdpa_vector.h`) runs one threadgroup per
+/// KV head and block of the cache, the GQA group's query heads as its simdgroups sharing each
+/// key and value load (the group's repeats hit the cache: each K/V byte leaves memory once),
+/// with four tokens' loads in flight per thread: one pass over the KV cache per token per
+/// layer, a stream like a weight GEMV's, as llama.cpp's flash attention (FACTS.md). Assumed 8
+/// rows (the row limit of MLX's vector kernels; the host-side switch is compiled, not read),
+/// and the same kernel in the MLX the 2026 rows ran (LM Studio's, version not stated).
+pub const MLX_VECTOR_SDPA_MAX_QUERIES: u64 = 8;
+
 /// How the runtime runs MLA attention (the engine options that change its cost).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MlaOptions {
@@ -38,6 +49,13 @@ pub struct NodeCost<'a> {
     pub mem_bw: f64,
     /// Peak FP16 compute, FLOP/s.
     pub peak_flops: f64,
+    /// The GPU's plain ALU peak, FLOP/s: `peak_flops` without neural accelerators (an M5's
+    /// `mlx_gemm_tflops` is for matrix kernels only), under the same power cap.
+    pub alu_flops: f64,
+    /// Whether a linear-attention recurrence runs as MLX's `gated_delta` kernel (one
+    /// sequential loop over the step's tokens, scalar ALU work: [`recurrence_alu_fraction`])
+    /// rather than as llama.cpp's chunked delta-net of matrix multiplications.
+    pub sequential_recurrence: bool,
     /// Operating system (the GPU<->CPU crossing off macOS is the fast one).
     pub os: Os,
     /// The chip's kernel efficiencies.
@@ -329,11 +347,24 @@ impl NodeCost<'_> {
     /// matrix units, so a long prefill step is slower than this roofline.
     fn recurrent_terms(&self, op: &Op, tokens: u64, shard: f64, base: OpTerms) -> OpTerms {
         let chip = self.chip;
+        // MLX's kernel: the tokens one after another, each step's FLOPs on the plain ALUs (no
+        // matrix units, so not an M5's GEMM peak) at the issue fraction its instruction mix
+        // allows; the step's parallelism B x Hv x Dv x 32 threads (131k for one Qwen3-Next
+        // sequence) fills the GPU, so the steps run at that rate, O(T) per prefill chunk.
+        // llama.cpp's chunked form runs as matrix multiplications: the attention kernels' rate.
+        let compute_eff = if self.sequential_recurrence && self.peak_flops > 0.0 {
+            recurrence_alu_fraction(op.recurrence_key_dim) * self.alu_flops / self.peak_flops
+        } else {
+            chip.compute_eff_attention
+        };
         OpTerms {
+            // The state is a contiguous fp32 array, each thread's Dk/32 entries adjacent: read
+            // once and written once per call as a plain stream (FACTS-2026 C), at the rate a
+            // weight GEMV streams.
             bytes: (op.weight_bytes(op.params as f64) + 2.0 * op.state_bytes as f64) * shard,
-            bw_eff: chip.bw_eff_attention,
+            bw_eff: chip.bw_eff_dense,
             flops: op.recurrence_flops_per_token as f64 * shard * tokens as f64,
-            compute_eff: chip.compute_eff_attention,
+            compute_eff,
             ..base
         }
     }
@@ -347,9 +378,13 @@ impl NodeCost<'_> {
         let kv_tokens = op.effective_context(context + tokens) as f64;
         // llama.cpp's GPU backends (CUDA, Vulkan, Metal) decode with flash attention: one pass
         // over the KV cache per token per layer, near memory bandwidth (FACTS.md, Runtimes and
-        // kernels), i.e. a plain stream like a weight GEMV's: the chip's dense efficiency. MLX's
-        // SDPA over a long cache runs at ~25-28% of peak (FACTS.md): the chip's attention one.
-        let kv_bw_eff = if self.flash_attention { chip.bw_eff_dense } else { chip.bw_eff_attention };
+        // kernels), i.e. a plain stream like a weight GEMV's: the chip's dense efficiency. So
+        // does MLX's decode of a GQA cache ([`MLX_VECTOR_SDPA_MAX_QUERIES`]). MLX's other
+        // attention (the steel prefill kernel; MLA's 576-wide latent, which the fused kernels
+        // do not take) runs at the chip's attention efficiency (FACTS.md: ~25-28% of peak).
+        let streams =
+            self.flash_attention || (tokens <= MLX_VECTOR_SDPA_MAX_QUERIES && op.mla_expanded.is_none() && op.mla_per_head.is_none());
+        let kv_bw_eff = if streams { chip.bw_eff_dense } else { chip.bw_eff_attention };
         let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
         let (flops_per_ctx, score_bytes_per_ctx, kv_per_ctx) = match (mla.per_head, op.mla_expanded) {
             (Some(p), _) => (p.attn_flops_per_ctx, 0, p.kv_bytes_per_ctx),
@@ -368,6 +403,22 @@ impl NodeCost<'_> {
             ..base
         }
     }
+}
+
+/// The fraction of the ALU peak MLX's `gated_delta` kernel turns into counted FLOPs, from its
+/// instruction mix per token (FACTS-2026 C: each of the 32 lanes of a value row keeps `n =
+/// Dk/32` state entries in registers): per entry the decay (a multiply), the `k . S` product,
+/// the delta-rule update and the `q . S` output (three fused multiply-adds): 4 issue slots for
+/// the 7 FLOPs [`crate::llm::LinearAttention::flops_per_token`] counts; per token two 32-lane
+/// reductions (`simd_sum`: 5 shuffle-and-add stages, 2 slots each) and the delta `(v - kS) b`
+/// (2 slots). A slot is 2 FLOPs of the peak: `7n / (2 (4n + 22))`, 0.368 at Dk = 128. Loads
+/// go to the memory pipe and are not counted. 0 key dim (not a GDN op): the 7/8 limit.
+pub fn recurrence_alu_fraction(key_dim: u64) -> f64 {
+    let n = (key_dim as f64 / 32.0).max(1.0);
+    if key_dim == 0 {
+        return 7.0 / 8.0;
+    }
+    7.0 * n / (2.0 * (4.0 * n + 22.0))
 }
 
 /// The expected number of touched experts on the busiest of `ranks` ranks, when `touched` of
@@ -461,6 +512,8 @@ mod tests {
         NodeCost {
             mem_bw: 1e12,
             peak_flops: 1e14,
+            alu_flops: 1e14,
+            sequential_recurrence: false,
             os: Os::Macos,
             chip,
             runtime,
@@ -563,28 +616,38 @@ mod tests {
     fn attention_at_depth_reads_the_cache_up_to_the_step_and_caps_at_its_window() {
         let (c, r, m) = (chip(), runtime(), comm());
         let n = node(&c, &r, &m);
-        // 1000 bytes of KV per cached token; one token after 999: 1 MB / (1e12 x 0.8) = 1.25 us.
+        // 1000 bytes of KV per cached token; one token after 999: MLX's vector kernel streams
+        // 1 MB at the dense 0.5 of 1 TB/s = 2 us.
         let op = Op::attention("sdpa", 1000, true, 1000, None);
-        assert!(close(n.op_ns(&op, 1, 999), 1_250.0 + 10_000.0));
+        assert!(close(n.op_ns(&op, 1, 999), 2_000.0 + 10_000.0));
         // A 100-token window reads 100 tokens' KV.
         let windowed = Op::attention("sdpa", 1000, true, 1000, Some(100));
-        assert!(close(n.op_ns(&windowed, 1, 999), 125.0 + 10_000.0));
+        assert!(close(n.op_ns(&windowed, 1, 999), 200.0 + 10_000.0));
+        // Nine query rows run the steel kernel at the attention efficiency 0.8: 1.008 MB =
+        // 1.26 us, over 9 x 1000 x 1004 FLOPs / 4e13 = 0.226 us.
+        assert!(close(n.op_ns(&op, 9, 999), 1_260.0 + 10_000.0));
         // A 1000-token prefill: 1000 FLOPs x 1000 queries x 500 mean context / (1e14 x 0.4) =
         // 12.5 us, over the 1.25 us cache read.
         assert!(close(n.op_ns(&op, 1000, 0), 12_500.0 + 10_000.0));
     }
 
     #[test]
-    fn flash_attention_reads_the_cache_once_at_the_dense_streaming_rate_and_windows_cap_it() {
+    fn flash_attention_and_mlx_decode_read_the_cache_once_at_the_dense_streaming_rate_and_windows_cap_it() {
         let (c, r, m) = (chip(), runtime(), comm());
         let c = ChipParams { bw_eff_attention: 0.25, ..c };
         let sdpa = node(&c, &r, &m);
         let flash = NodeCost { flash_attention: true, ..sdpa };
-        // 1000 bytes of KV per token, one token after 32,767: 32.768 MB. SDPA at 0.25 of 1 TB/s:
-        // 131.072 us; flash attention at the dense 0.5: 65.536 us (plus a 10 us launch each).
+        // 1000 bytes of KV per token, one token after 32,767: 32.768 MB. Flash attention and
+        // MLX's vector kernel both stream it at the dense 0.5: 65.536 us (plus a 10 us launch).
         let op = Op::attention("sdpa", 1000, true, 1000, None);
-        assert!(close(sdpa.op_ns(&op, 1, 32_767), 131_072.0 + 10_000.0));
+        assert!(close(sdpa.op_ns(&op, 1, 32_767), 65_536.0 + 10_000.0));
         assert!(close(flash.op_ns(&op, 1, 32_767), 65_536.0 + 10_000.0));
+        // An MLA latent cache (576 wide: not a vector-kernel head size) keeps MLX's attention
+        // efficiency, 0.25: 131.072 us.
+        let mut latent = Op::attention("sdpa (latent)", 1000, false, 1000, None);
+        latent.mla_expanded = Some(MlaExpanded { attn_flops_per_ctx: 2000, score_bytes_per_ctx: 8 });
+        assert!(close(sdpa.op_ns(&latent, 1, 32_767), 131_072.0 + 10_000.0));
+        assert!(close(flash.op_ns(&latent, 1, 32_767), 65_536.0 + 10_000.0));
         // A 128-token sliding window reads 128 tokens whatever the depth: 0.256 us.
         let windowed = Op::attention("swa", 1000, true, 1000, Some(128));
         assert!(close(flash.op_ns(&windowed, 1, 32_767), 256.0 + 10_000.0));
@@ -594,14 +657,33 @@ mod tests {
     fn a_recurrence_reads_and_writes_its_state_once_per_step_whatever_the_context() {
         let (c, r, m) = (chip(), runtime(), comm());
         let n = node(&c, &r, &m);
-        // A 4 MB state, 1e6 FLOPs per token: read + write 8 MB / (1e12 x 0.8) = 10 us, one launch.
-        let op = Op::recurrent("gated_delta", 0, 4_000_000, 1_000_000, 1);
-        assert!(close(n.op_ns(&op, 1, 0), 10_000.0 + 10_000.0));
-        assert!(close(n.op_ns(&op, 1, 100_000), 10_000.0 + 10_000.0));
-        // A 4000-token chunk: the state still once; 4e9 FLOPs / (1e14 x 0.4) = 100 us win.
+        // A 4 MB state, 1e6 FLOPs per token: read + write 8 MB streamed at the dense 0.5 of
+        // 1 TB/s = 16 us, one launch.
+        let op = Op::recurrent("gated_delta", 0, 4_000_000, 1_000_000, 128, 1);
+        assert!(close(n.op_ns(&op, 1, 0), 16_000.0 + 10_000.0));
+        assert!(close(n.op_ns(&op, 1, 100_000), 16_000.0 + 10_000.0));
+        // A 4000-token chunk of llama.cpp's chunked form: the state still once; 4e9 FLOPs /
+        // (1e14 x 0.4) = 100 us win.
         assert!(close(n.op_ns(&op, 4000, 0), 100_000.0 + 10_000.0));
         // Half the heads on this node under tensor parallelism: half the state.
-        assert!(close(NodeCost { shard: 0.5, ..n }.op_ns(&op, 1, 0), 5_000.0 + 10_000.0));
+        assert!(close(NodeCost { shard: 0.5, ..n }.op_ns(&op, 1, 0), 8_000.0 + 10_000.0));
+    }
+
+    #[test]
+    fn mlx_runs_a_recurrence_token_by_token_on_the_plain_alus() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        // An M5-like node: 2e14 FLOP/s of matrix units for MLX's GEMMs, 1e14 of plain ALUs.
+        let n = NodeCost { sequential_recurrence: true, peak_flops: 2e14, ..node(&c, &r, &m) };
+        assert!(close(recurrence_alu_fraction(128), 28.0 / 76.0));
+        let op = Op::recurrent("gated_delta", 0, 4_000_000, 1_000_000, 128, 1);
+        // 1e6 FLOPs a token at 1e14 x 28/76 = 27.14 ns a token: linear in the chunk's tokens,
+        // the GEMM peak unused. 4000 tokens: 108.57 us; 8000: 217.14 us (the state's 16 us
+        // hides under it).
+        let per_token = 1e6 / (1e14 * 28.0 / 76.0) * 1e9;
+        assert!(close(n.op_ns(&op, 4000, 0), 4000.0 * per_token + 10_000.0));
+        assert!(close(n.op_ns(&op, 8000, 0) - 10_000.0, 2.0 * (n.op_ns(&op, 4000, 0) - 10_000.0)));
+        // Decode stays bound by the state stream.
+        assert!(close(n.op_ns(&op, 1, 0), 16_000.0 + 10_000.0));
     }
 
     #[test]

@@ -1,0 +1,136 @@
+//! Attention at depth and recurrent mixers on Apple silicon (issue 20): decode reads what
+//! FACTS-2026 section C says each layer reads (weights + global KV x L + local KV x min(L,
+//! window); a hybrid's state read and written once a step instead of its KV), both runtimes
+//! stream the cache at the dense (weight GEMV) rate, and MLX's Gated DeltaNet prefill runs its
+//! tokens one after another at the recurrence's ALU rate.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use supernode::engine::{lower_step, recurrence_alu_fraction};
+use supernode::estimate::{estimate, trace_plan};
+use supernode::llm::OpClass;
+use supernode::profile::Profile;
+use supernode::scenario::{Scenario, Source, parse};
+
+use crate::root;
+
+const KIB: f64 = 1024.0;
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn profile() -> Profile {
+    let mut p = Profile::default_profile();
+    p.misc.jitter_cv = 0.0;
+    p
+}
+
+fn fixture(file: &str) -> PathBuf {
+    root().join("tests/fixtures/hf-configs").join(file)
+}
+
+/// One M3 Ultra 512 GB running the config `file` (or the JSON `config`, written to `dir`).
+fn scenario(config: &std::path::Path, node: &str, engine: &str, quant: &str, prompt: u64) -> Scenario {
+    let text = format!(
+        "name = \"depth\"\nseed = 1\n[cluster]\nnode = \"{node}\"\ncount = 1\n[model]\nhf_config = {path:?}\nquant = \"{quant}\"\n[engine]\nname = \"{engine}\"\n[workload]\nprompt_tokens = {prompt}\ngenerate_tokens = 2\n",
+        path = config.display().to_string()
+    );
+    parse(Source { path: "depth.toml".into(), dir: PathBuf::new(), text }).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Bytes one decode token reads on the node after `context` tokens, as the estimate times it.
+fn decode_bytes(s: &Scenario, context: u64) -> f64 {
+    let plan = trace_plan(s, &profile()).unwrap();
+    let mut lowered = lower_step(&plan, 1);
+    lowered.work(&plan, context).iter().map(|w| w.bytes).sum()
+}
+
+const RUNTIMES: [(&str, &str); 2] = [("mlx-lm", "mlx-4bit"), ("llama-cpp", "q4_k_m")];
+
+/// Gemma 3 27B (10 global layers, 52 local of window 1024, 8 KiB per layer per token) and
+/// Llama 4 Scout (12 global NoPE layers, 36 chunked of 8192, 4 KiB): decode at 32k against 4k
+/// reads only the global layers' extra tokens (the chunked ones restart at 32,768: a token
+/// at position 32,768 attends to itself alone), and the step grows by those bytes at the
+/// dense streaming rate, 819.2 GB/s x `bw_eff_dense`, on MLX and llama.cpp alike.
+#[test]
+fn windowed_and_chunked_models_read_only_their_windows_at_depth() {
+    let p = profile();
+    let stream = 819.2e9 * p.chip("m3-ultra").unwrap().bw_eff_dense;
+    // The token after L cached tokens attends over L + 1.
+    let gemma = |l: f64| 10.0 * 8.0 * KIB * (l + 1.0) + 52.0 * 8.0 * KIB * (l + 1.0).min(1024.0);
+    let scout = |l: f64| 12.0 * 4.0 * KIB * (l + 1.0) + 36.0 * 4.0 * KIB * ((l as u64) % 8192 + 1) as f64;
+    for (file, kv) in [("gemma-3-27b-it.json", &gemma as &dyn Fn(f64) -> f64), ("llama-4-scout-17b-16e.json", &scout)] {
+        for (engine, quant) in RUNTIMES {
+            let at = |l: u64| scenario(&fixture(file), "m3-ultra-80c-512gb", engine, quant, l);
+            let (s4, s32) = (at(4096), at(32_768));
+            let delta = decode_bytes(&s32, 32_768) - decode_bytes(&s4, 4096);
+            let want = kv(32_768.0) - kv(4096.0);
+            assert!((delta - want).abs() < 1.0, "{file} {engine}: {delta} vs {want}");
+            // The decode step (mean of the two tokens after the prompt) grows by those bytes
+            // over the stream rate.
+            let step = |s: &Scenario| 1.0 / estimate(s, &p).unwrap().decode_tokens_per_s;
+            let grown = step(&s32) - step(&s4);
+            let by_hand = (kv(32_768.5) - kv(4096.5)) / stream;
+            assert!((grown / by_hand - 1.0).abs() < 0.01, "{file} {engine}: {grown} s vs {by_hand} s by hand");
+        }
+    }
+    // Gemma at 32k reads 10 x 8 KiB x 32,769 + 52 x 8 KiB x 1024 = 3.12 GB of KV, not the
+    // 16.6 GB all 62 layers would: 18.75% of it.
+    assert!((gemma(32_768.0) / (62.0 * 8.0 * KIB * 32_769.0) - 0.1875).abs() < 1e-3);
+}
+
+/// Qwen3-Next at 32k: its 12 full-attention layers read a quarter of the KV its full-attention
+/// twin (the same config with every layer full) reads, and its 36 Gated DeltaNet layers read
+/// and write their 2 MiB + 48 KiB state once each step, whatever the context.
+#[test]
+fn a_hybrid_at_32k_reads_its_state_and_a_quarter_of_a_full_attention_twins_kv() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = fixture("qwen3-coder-next.json");
+    let mut twin: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    twin["full_attention_interval"] = 1.into();
+    let twin_file = dir.path().join("twin.json");
+    std::fs::write(&twin_file, serde_json::to_string(&twin).unwrap()).unwrap();
+    for (engine, quant) in RUNTIMES {
+        let h = scenario(&file, "m3-ultra-80c-512gb", engine, quant, 32_768);
+        let t = scenario(&twin_file, "m3-ultra-80c-512gb", engine, quant, 32_768);
+        let kv = |s: &Scenario| decode_bytes(s, 32_768) - decode_bytes(s, 0);
+        assert!((kv(&h) / kv(&t) - 0.25).abs() < 1e-9, "{engine}: {} vs {}", kv(&h), kv(&t));
+        // 12 x 2 KiB per token over the 32,768 extra tokens.
+        assert!((kv(&h) - 12.0 * 2.0 * KIB * 32_768.0).abs() < 1.0, "{engine}");
+        let plan = trace_plan(&h, &profile()).unwrap();
+        let rec: Vec<_> = (0..plan.model.layers).flat_map(|i| plan.model.layer_ops(i)).filter(|o| o.class == OpClass::Recurrent).collect();
+        assert_eq!(rec.len(), 36);
+        let node = plan.cost(0);
+        let state = 2.0 * MIB + 48.0 * KIB;
+        for ctx in [0, 32_768] {
+            let w = node.op_work(&rec[0], 1, ctx);
+            // Read and written once, plus the layer's own small weights (convolution, decay).
+            assert!(w.bytes >= 2.0 * state && w.bytes < 2.0 * state + 100.0 * KIB, "{engine} at {ctx}: {}", w.bytes);
+        }
+    }
+}
+
+/// MLX's `gated_delta` kernel runs a prompt's tokens one after another on the plain ALUs: a
+/// Gated DeltaNet layer's prefill time grows linearly in T at `7 Hv Dk Dv` FLOPs per token
+/// over the ALU peak times the kernel's issue fraction (0.368 at Dk = 128), and on an M5 Max
+/// it does not use MLX's 58.2 TFLOP/s matrix peak.
+#[test]
+fn mlx_gated_deltanet_prefill_grows_linearly_at_the_sequential_kernel_rate() {
+    assert!((recurrence_alu_fraction(128) - 28.0 / 76.0).abs() < 1e-12);
+    let file = fixture("qwen3-coder-next.json");
+    for node in ["m3-ultra-80c-512gb", "macbook-pro-m5-max-40c-128gb"] {
+        let s = scenario(&file, node, "mlx-lm", "mlx-4bit", 4096);
+        let plan = trace_plan(&s, &profile()).unwrap();
+        // The catalog's ALU figure (M3 Ultra 26.0 TFLOP/s), never the M5's matrix figure.
+        let alu = plan.nodes[0].flops();
+        assert!(plan.nodes[0].mlx_gemm_tflops.is_none_or(|t| t * 1e12 > alu), "{node}");
+        let op = (0..plan.model.layers).flat_map(|i| plan.model.layer_ops(i)).find(|o| o.class == OpClass::Recurrent).unwrap();
+        let cost = plan.cost(0);
+        let launch = cost.launch_ns(&op, 1);
+        let t = |tokens: u64| cost.op_ns(&op, tokens, 0) - launch;
+        // 7 x 32 x 128 x 128 + 2 x 8192 x 4 FLOPs a token.
+        let per_token = (7.0 * 32.0 * 128.0 * 128.0 + 2.0 * 8192.0 * 4.0) / (alu * 28.0 / 76.0) * 1e9;
+        for tokens in [2048u64, 4096, 8192] {
+            assert!((t(tokens) / (tokens as f64 * per_token) - 1.0).abs() < 1e-9, "{node}: {tokens} tokens {} ns", t(tokens));
+        }
+    }
+}
