@@ -33,6 +33,7 @@ mod serve;
 mod serve_speed;
 mod slo;
 mod snapshots;
+mod strix;
 mod sweep;
 mod timelines;
 mod user_catalog;
