@@ -35,6 +35,7 @@ mod serve;
 mod serve_speed;
 mod slo;
 mod snapshots;
+mod strix;
 mod sweep;
 mod timelines;
 mod user_catalog;
