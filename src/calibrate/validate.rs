@@ -396,6 +396,10 @@ pub fn row_scenario_in(
         assumptions.push(format!("{k} = {v}, as the row's notes say"));
         b.set(k, &v).map_err(|e| e.message)?;
     }
+    for (k, v, sibling) in run_options(row, all, engine) {
+        assumptions.push(format!("{k} = {v}, as another row of its benchmark run ({sibling}) says"));
+        b.set(k, &v).map_err(|e| e.message)?;
+    }
     if row.metric == "aggregate_decode_tokens_per_s" && is_batched_bench(row) {
         // llama-batched-bench as it defines itself: B sequences of token id 0 in one batch
         // (`kind = "batched-bench"`, `same_tokens`; estimate::batched), its S_TG the decode rate.
@@ -510,6 +514,31 @@ fn same_run(a: &MeasurementRow, b: &MeasurementRow) -> bool {
         && a.quant == b.quant
         && a.engine == b.engine
         && source_stem(&a.source) == source_stem(&b.source)
+}
+
+/// The `[engine]` options a row's notes are silent on but the other rows of its benchmark run
+/// state (same source, with its commit or date, same system and engine: one page of results
+/// from one command line; ggml-org's `benches/dgx-spark.md` gives `-ub 2048` on its tg rows
+/// only, and its pp rows ran with it), with the id of a row that states each. An option the
+/// stating rows disagree on is not taken: the row keeps the runtime's default.
+fn run_options(row: &MeasurementRow, all: &[MeasurementRow], engine: &dyn EngineRuntime) -> Vec<(&'static str, toml::Value, String)> {
+    let own: Vec<&str> = engine.measurement_options(&row.notes).iter().map(|o| o.0).collect();
+    let mut stated: Vec<(&'static str, toml::Value, String)> = Vec::new();
+    let mut disputed: Vec<&str> = Vec::new();
+    let same_invocation =
+        |r: &&MeasurementRow| r.id != row.id && r.source.trim() == row.source.trim() && r.system == row.system && r.engine == row.engine;
+    for sibling in all.iter().filter(same_invocation) {
+        for (k, v) in engine.measurement_options(&sibling.notes) {
+            match stated.iter().find(|o| o.0 == k) {
+                Some(o) if o.1 != v => disputed.push(k),
+                Some(_) => {}
+                None if !own.contains(&k) => stated.push((k, v, sibling.id.clone())),
+                None => {}
+            }
+        }
+    }
+    stated.retain(|o| !disputed.contains(&o.0));
+    stated
 }
 
 /// Whether a metric is a wall-power figure the twin predicts.
@@ -888,6 +917,28 @@ mod tests {
         let got = predict(&prepared[2], &Profile::default_profile()).unwrap();
         assert_eq!(got, est.peak_power_w);
         assert!(got >= est.cluster_power_w && got > est.node_peak_power_w[0]);
+    }
+
+    #[test]
+    fn a_silent_row_takes_the_ubatch_its_benchmark_run_states_unless_the_run_disagrees() {
+        // One llama-bench page: the tg row states `-ub 2048`, the pp row is silent and ran
+        // with it; a page whose rows state two values gives the silent row neither.
+        let rs = rows(
+            "tg,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,decode_tokens_per_s,59,tok/s,page A,\"-fa 1 -ub 2048\"\n\
+             pp,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,2048,1,prefill_tokens_per_s,1937,tok/s,page A,llama-bench pp2048\n\
+             b1,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,decode_tokens_per_s,59,tok/s,page B,-ub 256\n\
+             b2,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,decode_tokens_per_s,59,tok/s,page B,-ub 1024\n\
+             b3,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,2048,1,prefill_tokens_per_s,1937,tok/s,page B,\n",
+        );
+        let (prepared, skipped) = prepare(&rs, &Profile::default_profile());
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let chunk = |id: &str| prepared.iter().find(|p| p.row.id == id).unwrap().scenario.engine.prefill_chunk;
+        assert_eq!(chunk("tg"), 2048);
+        assert_eq!(chunk("pp"), 2048);
+        assert_eq!(chunk("b1"), 256);
+        assert_eq!(chunk("b3"), 512, "disputed: llama.cpp's default n_ubatch");
+        let pp = prepared.iter().find(|p| p.row.id == "pp").unwrap();
+        assert!(pp.assumptions.iter().any(|a| a.contains("as another row of its benchmark run (tg) says")), "{:?}", pp.assumptions);
     }
 
     #[test]

@@ -22,6 +22,13 @@ pub fn llama_server(max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop {
     ServingLoop::LlamaServer { slots: max_batch.unwrap_or(4), n_batch: (LLAMA_N_BATCH / ub * ub).max(ub) }
 }
 
+/// The value of a `-ub N` (or `--ubatch-size N`) flag in a benchmark's command line, if any
+/// (a positive integer; anything else is not the flag).
+pub fn ubatch_flag(notes: &str) -> Option<u64> {
+    let words: Vec<&str> = notes.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
+    words.windows(2).find(|w| w[0] == "-ub" || w[0] == "--ubatch-size").and_then(|w| w[1].parse::<u64>().ok()).filter(|&ub| ub > 0)
+}
+
 /// llama.cpp: GGUF on one node.
 pub struct LlamaCpp;
 
@@ -40,6 +47,13 @@ impl EngineRuntime for LlamaCpp {
 
     fn label(&self) -> &'static str {
         "llama.cpp"
+    }
+
+    /// `-ub N` (`n_ubatch`, the micro-batch a prompt is cut into: the prefill chunk) where a
+    /// row's notes state it; ggml-org's `benches/dgx-spark.md` runs `llama-bench -ub 2048`, so a
+    /// 2,048-token prompt is one forward and the MoE experts stream once, not four times.
+    fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
+        ubatch_flag(notes).map(|ub| vec![("engine.prefill_chunk", toml::Value::Integer(ub as i64))]).unwrap_or_default()
     }
 
     fn kernels(&self) -> Runtime {
@@ -88,5 +102,21 @@ impl EngineRuntime for LlamaCpp {
 
     fn planner_prefill_chunks(&self) -> [i64; 2] {
         [512, 2048]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ubatch_flag_reads_the_micro_batch_of_a_command_line() {
+        assert_eq!(ubatch_flag("llama-bench tg32, -fa 1 -ub 2048, CUDA"), Some(2048));
+        assert_eq!(ubatch_flag("llama-bench --ubatch-size 256 -p 512"), Some(256));
+        assert_eq!(ubatch_flag("llama-bench pp2048"), None);
+        assert_eq!(ubatch_flag("-ub x"), None);
+        assert_eq!(ubatch_flag("-ub 0"), None);
+        let opts = LlamaCpp.measurement_options("-fa 1 -ub 2048");
+        assert_eq!(opts, vec![("engine.prefill_chunk", toml::Value::Integer(2048))]);
     }
 }
