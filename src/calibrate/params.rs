@@ -106,6 +106,10 @@ pub fn published_params() -> Vec<String> {
         "comm.rpc_graph_node_us",
         "chips.gb10.bw_eff_dense",
         "chips.gb10.runtimes.llama-cpp.kernel_launch_us",
+        // GB10 MoE prefill: ggml-org's llama-bench pp2048 rows run one 2,048-token micro-batch
+        // (`-ub 2048`), compute-bound (n-gb10-gptoss120b-lcpp-pp2048, -pp2048-d32k); the
+        // attention efficiency stays at its prior (only the d32k row moves it).
+        "chips.gb10.compute_eff_expert",
         // The AI Max+ 395's expert rate and launch cost stay at their FACTS priors (hand-set.toml):
         // the launch cost from a published 8B decode on a Ryzen AI MAX 385, the expert rate as
         // the dense mat-vec's. Fitted, the one 2025-08 MXFP4 row (fw-gptoss120b-1) set both and

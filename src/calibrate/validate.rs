@@ -337,42 +337,7 @@ pub fn row_scenario_in(
     if n > 1 && row.fabric.contains("not stated") {
         assumptions.push(format!("fabric not stated: assumed {fabric_word}"));
     }
-    let (kind_prompt, generate) = match row.metric.as_str() {
-        m if is_power(m) && row.prompt_tokens.trim().is_empty() && sibling_prompt(row, all).is_some() => {
-            let p = sibling_prompt(row, all).expect("checked");
-            assumptions.push(format!("power row: prompt {p} tokens, the longest of its benchmark's rows"));
-            (p, 128)
-        }
-        m if m == "decode_tokens_per_s" || is_power(m) => {
-            match row.prompt_tokens.trim().parse::<u64>() {
-                // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
-                // context: 0).
-                Ok(p) => (p.max(1), 128),
-                Err(_) => {
-                    assumptions.push("prompt length not published: assumed 128".into());
-                    (128, 128)
-                }
-            }
-        }
-        "prefill_tokens_per_s" => {
-            let p: u64 =
-                row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
-            (p, 1)
-        }
-        // Time to first token of one request: its prompt's prefill, whose last step yields the
-        // first token (`Estimate::ttft_s`, as `run` reports it).
-        "ttft_s" => {
-            if row.concurrency.trim().parse::<u64>().is_ok_and(|c| c > 1) {
-                return Err("ttft_s of concurrent requests (a serving run's queueing) is not predicted: only single-request rows".into());
-            }
-            let p: u64 =
-                row.prompt_tokens.trim().parse().map_err(|_| "ttft_s row without prompt length: fill in prompt_tokens".to_string())?;
-            (p, 1)
-        }
-        "aggregate_decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, &mut assumptions)?,
-        "aggregate_decode_tokens_per_s" => serve_tokens(row, all, &mut assumptions),
-        other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
-    };
+    let (kind_prompt, generate) = row_tokens(row, all, &mut assumptions)?;
     let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
     b.name(row.id.clone()).seed(1).nodes(&nodes).quant(&quant).engine(engine.id()).parallelism(parallelism);
     match model {
@@ -429,6 +394,47 @@ pub fn row_scenario_in(
         }
     }
     Ok((b, assumptions))
+}
+
+/// Prompt and generated tokens of a row's scenario by its metric (what the benchmark ran),
+/// with the assumptions made where the row is silent; or why the metric is not predicted.
+fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Vec<String>) -> Result<(u64, u64), String> {
+    Ok(match row.metric.as_str() {
+        m if is_power(m) && row.prompt_tokens.trim().is_empty() && sibling_prompt(row, all).is_some() => {
+            let p = sibling_prompt(row, all).expect("checked");
+            assumptions.push(format!("power row: prompt {p} tokens, the longest of its benchmark's rows"));
+            (p, 128)
+        }
+        m if m == "decode_tokens_per_s" || is_power(m) => {
+            match row.prompt_tokens.trim().parse::<u64>() {
+                // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
+                // context: 0).
+                Ok(p) => (p.max(1), 128),
+                Err(_) => {
+                    assumptions.push("prompt length not published: assumed 128".into());
+                    (128, 128)
+                }
+            }
+        }
+        "prefill_tokens_per_s" => {
+            let p: u64 =
+                row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
+            (p, 1)
+        }
+        // Time to first token of one request: its prompt's prefill, whose last step yields the
+        // first token (`Estimate::ttft_s`, as `run` reports it).
+        "ttft_s" => {
+            if row.concurrency.trim().parse::<u64>().is_ok_and(|c| c > 1) {
+                return Err("ttft_s of concurrent requests (a serving run's queueing) is not predicted: only single-request rows".into());
+            }
+            let p: u64 =
+                row.prompt_tokens.trim().parse().map_err(|_| "ttft_s row without prompt length: fill in prompt_tokens".to_string())?;
+            (p, 1)
+        }
+        "aggregate_decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, assumptions)?,
+        "aggregate_decode_tokens_per_s" => serve_tokens(row, all, assumptions),
+        other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
+    })
 }
 
 /// Prompt and output lengths of a serving row: the prompt column, and "N generated tokens" in

@@ -25,8 +25,7 @@ pub mod runtimes;
 pub mod split;
 
 pub use cost::{
-    COST_PARAMETERS, CostParameter, MLX_VECTOR_SDPA_MAX_QUERIES, MlaOptions, NetCost, NodeCost, ParamSection, Work, busiest_rank_experts,
-    recurrence_alu_fraction,
+    COST_PARAMETERS, CostParameter, MlaOptions, NetCost, NodeCost, ParamSection, Work, busiest_rank_experts, recurrence_alu_fraction,
 };
 pub use lower::{lower_all_sum, lower_segment_chain, lower_step};
 pub use lowered::{Lowered, Segment};

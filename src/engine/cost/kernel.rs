@@ -21,17 +21,6 @@ pub const DEQUANT_TOKEN_TILE: u64 = 32;
 /// from `qmv` to `qmm` at a similar batch. Assumed 8 for every backend.
 pub const GEMV_MAX_ROWS: f64 = 8.0;
 
-/// Most query rows MLX's decode attention runs as its vector kernel (`sdpa_vector`,
-/// `sdpa_vector_2pass`), the steel attention kernel above. The long-cache form
-/// (`sdpa_vector_2pass_1`, mlx-metal 0.32.4 `kernels/sdpa_vector.h`) runs one threadgroup per
-/// KV head and block of the cache, the GQA group's query heads as its simdgroups sharing each
-/// key and value load (the group's repeats hit the cache: each K/V byte leaves memory once),
-/// with four tokens' loads in flight per thread: one pass over the KV cache per token per
-/// layer, a stream like a weight GEMV's, as llama.cpp's flash attention (FACTS.md). Assumed 8
-/// rows (the row limit of MLX's vector kernels; the host-side switch is compiled, not read),
-/// and the same kernel in the MLX the 2026 rows ran (LM Studio's, version not stated).
-pub const MLX_VECTOR_SDPA_MAX_QUERIES: u64 = 8;
-
 /// How the runtime runs MLA attention (the engine options that change its cost).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MlaOptions {
@@ -378,13 +367,19 @@ impl NodeCost<'_> {
         let kv_tokens = op.effective_context(context + tokens) as f64;
         // llama.cpp's GPU backends (CUDA, Vulkan, Metal) decode with flash attention: one pass
         // over the KV cache per token per layer, near memory bandwidth (FACTS.md, Runtimes and
-        // kernels), i.e. a plain stream like a weight GEMV's: the chip's dense efficiency. So
-        // does MLX's decode of a GQA cache ([`MLX_VECTOR_SDPA_MAX_QUERIES`]). MLX's other
-        // attention (the steel prefill kernel; MLA's 576-wide latent, which the fused kernels
-        // do not take) runs at the chip's attention efficiency (FACTS.md: ~25-28% of peak).
-        let streams =
-            self.flash_attention || (tokens <= MLX_VECTOR_SDPA_MAX_QUERIES && op.mla_expanded.is_none() && op.mla_per_head.is_none());
-        let kv_bw_eff = if streams { chip.bw_eff_dense } else { chip.bw_eff_attention };
+        // kernels), i.e. a plain stream like a weight GEMV's: the chip's dense efficiency. MLX's
+        // attention runs at the chip's attention efficiency (FACTS.md: ~25-28% of peak), decode
+        // included. Its long-cache decode kernel (`sdpa_vector_2pass_1`, mlx-metal 0.32.4
+        // `kernels/sdpa_vector.h`: one threadgroup per KV head and block, the GQA group's
+        // query heads sharing each load) suggests a stream like flash attention's, but the one
+        // published pair on one machine says otherwise: MiniMax-M2.1 at 30k context on one
+        // M3 Ultra decodes at 25 tok/s under LM Studio's MLX and 32 under its llama.cpp with
+        // flash attention (mlx-lm issue 763), with ~5.9 GB of weights and ~7.4 GB of KV per
+        // token each, so MLX reads the KV slower than the flash-attention stream. Streaming it
+        // at the dense rate was tried (2026-12-04): the refit then lowered the M3 Ultra's dense
+        // bandwidth to 0.63 (dense 70B decode -18 to -20%) and `--cv row` decode error rose
+        // from 12.0% to 12.9%. The true MLX rate lies between; no source measures it.
+        let kv_bw_eff = if self.flash_attention { chip.bw_eff_dense } else { chip.bw_eff_attention };
         let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
         let (flops_per_ctx, score_bytes_per_ctx, kv_per_ctx) = match (mla.per_head, op.mla_expanded) {
             (Some(p), _) => (p.attn_flops_per_ctx, 0, p.kv_bytes_per_ctx),
@@ -616,15 +611,14 @@ mod tests {
     fn attention_at_depth_reads_the_cache_up_to_the_step_and_caps_at_its_window() {
         let (c, r, m) = (chip(), runtime(), comm());
         let n = node(&c, &r, &m);
-        // 1000 bytes of KV per cached token; one token after 999: MLX's vector kernel streams
-        // 1 MB at the dense 0.5 of 1 TB/s = 2 us.
+        // 1000 bytes of KV per cached token; one token after 999: 1 MB / (1e12 x 0.8) = 1.25 us.
         let op = Op::attention("sdpa", 1000, true, 1000, None);
-        assert!(close(n.op_ns(&op, 1, 999), 2_000.0 + 10_000.0));
+        assert!(close(n.op_ns(&op, 1, 999), 1_250.0 + 10_000.0));
         // A 100-token window reads 100 tokens' KV.
         let windowed = Op::attention("sdpa", 1000, true, 1000, Some(100));
-        assert!(close(n.op_ns(&windowed, 1, 999), 200.0 + 10_000.0));
-        // Nine query rows run the steel kernel at the attention efficiency 0.8: 1.008 MB =
-        // 1.26 us, over 9 x 1000 x 1004 FLOPs / 4e13 = 0.226 us.
+        assert!(close(n.op_ns(&windowed, 1, 999), 125.0 + 10_000.0));
+        // Nine query rows at the attention efficiency 0.8: 1.008 MB = 1.26 us, over
+        // 9 x 1000 x 1004 FLOPs / 4e13 = 0.226 us.
         assert!(close(n.op_ns(&op, 9, 999), 1_260.0 + 10_000.0));
         // A 1000-token prefill: 1000 FLOPs x 1000 queries x 500 mean context / (1e14 x 0.4) =
         // 12.5 us, over the 1.25 us cache read.
@@ -632,18 +626,18 @@ mod tests {
     }
 
     #[test]
-    fn flash_attention_and_mlx_decode_read_the_cache_once_at_the_dense_streaming_rate_and_windows_cap_it() {
+    fn flash_attention_reads_the_cache_once_at_the_dense_streaming_rate_mlx_at_its_attention_rate_and_windows_cap_it() {
         let (c, r, m) = (chip(), runtime(), comm());
         let c = ChipParams { bw_eff_attention: 0.25, ..c };
         let sdpa = node(&c, &r, &m);
         let flash = NodeCost { flash_attention: true, ..sdpa };
-        // 1000 bytes of KV per token, one token after 32,767: 32.768 MB. Flash attention and
-        // MLX's vector kernel both stream it at the dense 0.5: 65.536 us (plus a 10 us launch).
+        // 1000 bytes of KV per token, one token after 32,767: 32.768 MB. Flash attention
+        // streams it at the dense 0.5: 65.536 us (plus a 10 us launch); MLX's SDPA reads it at
+        // the attention efficiency, 0.25: 131.072 us.
         let op = Op::attention("sdpa", 1000, true, 1000, None);
-        assert!(close(sdpa.op_ns(&op, 1, 32_767), 65_536.0 + 10_000.0));
+        assert!(close(sdpa.op_ns(&op, 1, 32_767), 131_072.0 + 10_000.0));
         assert!(close(flash.op_ns(&op, 1, 32_767), 65_536.0 + 10_000.0));
-        // An MLA latent cache (576 wide: not a vector-kernel head size) keeps MLX's attention
-        // efficiency, 0.25: 131.072 us.
+        // An MLA latent cache likewise: 131.072 us under MLX.
         let mut latent = Op::attention("sdpa (latent)", 1000, false, 1000, None);
         latent.mla_expanded = Some(MlaExpanded { attn_flops_per_ctx: 2000, score_bytes_per_ctx: 8 });
         assert!(close(sdpa.op_ns(&latent, 1, 32_767), 131_072.0 + 10_000.0));
