@@ -209,6 +209,14 @@ fn plan_request(a: &PlanArgs) -> Result<PlanRequest, CliError> {
     )
     .map_err(CliError::input)?;
     let model = a.model.clone().or(spec.model.clone()).ok_or_else(|| CliError::input("give --model M (or `model` in --spec)"))?;
+    // A name as people write it (`meta-llama/Llama-3.3-70B-Instruct`, `llama3.3:70b`) resolves
+    // to its preset as in a scenario (`Catalog::find_model`); an unknown one is left for the
+    // planner's own error, which lists the known models.
+    let model = match crate::catalog::catalog().find_model(&model) {
+        Ok((preset, _)) => preset.id.clone(),
+        Err(crate::catalog::names::ModelNameError::Unknown(_)) => model,
+        Err(e) => return Err(CliError::input(e.to_string())),
+    };
     let mut req = PlanRequest::new(model, objective);
     req.question = spec.question.clone();
     req.quant = a.quant.clone().or(spec.quant.clone());

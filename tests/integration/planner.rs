@@ -174,3 +174,16 @@ fn bad_requests_are_input_errors() {
         .clone();
     assert!(String::from_utf8(o.stdout).unwrap().contains("NO CLUSTER meets the objective"));
 }
+
+#[test]
+fn plan_takes_the_model_names_people_write() {
+    // The Hugging Face name and the ollama tag plan exactly as the preset id does.
+    let by_id = plan(&["--model", "llama-3.3-70b", "--budget-usd", "12000"]);
+    for name in ["meta-llama/Llama-3.3-70B-Instruct", "llama3.3:70b"] {
+        let p = plan(&["--model", name, "--budget-usd", "12000"]);
+        assert_eq!(p["winner"], by_id["winner"], "{name}");
+    }
+    // An unknown name keeps the planner's error with the known models.
+    let out = bin().args(["plan", "--model", "no-such-model-7b", "--budget-usd", "12000"]).assert().failure().get_output().clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown model `no-such-model-7b`"));
+}
