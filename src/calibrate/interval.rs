@@ -122,19 +122,12 @@ fn intervals_with(
     use rayon::prelude::*;
     let Some(u) = uncertainty(profile) else { return BTreeMap::new() };
     let base = headlines(est);
-    let movable: Vec<usize> =
-        (0..u.params.len()).filter(|&k| can_move(&u.params[k], sc) && u.covariance[k].iter().any(|c| *c != 0.0)).collect();
+    let movable = movable_params(&u, sc);
     // d ln(output) / d(free variable) per movable parameter.
     let grads: Vec<BTreeMap<String, f64>> = movable
         .par_iter()
         .map(|&k| {
-            let path = &u.params[k];
-            let Some(v) = get_param(profile, path) else { return BTreeMap::new() };
-            let f = is_fraction(profile, path);
-            let nudged_value = from_free(f, to_free(f, v) + STEP);
-            let Some(est2) = set_params(profile, std::slice::from_ref(path), &[nudged_value]).ok().and_then(|p| nudged(&p)) else {
-                return BTreeMap::new();
-            };
+            let Some(est2) = nudged_profile(profile, &u.params[k]).and_then(|p| nudged(&p)) else { return BTreeMap::new() };
             let h2 = headlines(&est2);
             base.iter().filter_map(|(key, y)| h2.get(key).map(|y2| (key.clone(), (y2 / y).ln() / STEP))).collect()
         })
@@ -142,23 +135,46 @@ fn intervals_with(
     let mut out = BTreeMap::new();
     for (key, y) in &base {
         let g: Vec<f64> = grads.iter().map(|m| m.get(key).copied().unwrap_or(0.0)).collect();
-        let mut var = 0.0;
-        for (a, &ka) in movable.iter().enumerate() {
-            for (b, &kb) in movable.iter().enumerate() {
-                var += g[a] * u.covariance[ka][kb] * g[b];
-            }
-        }
-        for kind in kinds_of(key) {
+        // The scatter of each kind the output adds, after the covariance (the sum's order kept).
+        let var = kinds_of(key).iter().fold(parameter_variance(&u, &movable, &g), |var, kind| {
             let s = u.scatter.get(*kind).or_else(|| u.scatter.get("all")).copied().unwrap_or(0.0);
-            var += s * s;
-        }
-        let s = var.max(0.0).sqrt();
-        out.insert(
-            key.clone(),
-            Interval { p5: crate::util::sig(y * (-Z90 * s).exp()), p50: *y, p95: crate::util::sig(y * (Z90 * s).exp()) },
-        );
+            var + s * s
+        });
+        out.insert(key.clone(), interval_around(*y, var));
     }
     out
+}
+
+/// The parameters of `u` that can move a prediction for `sc` (its chips', the shared ones)
+/// and that the fit left uncertain.
+fn movable_params(u: &Uncertainty, sc: &Scenario) -> Vec<usize> {
+    (0..u.params.len()).filter(|&k| can_move(&u.params[k], sc) && u.covariance[k].iter().any(|c| *c != 0.0)).collect()
+}
+
+/// `profile` with parameter `path` one [`STEP`] up in its free variable; `None` when the
+/// profile lacks it.
+fn nudged_profile(profile: &Profile, path: &str) -> Option<Profile> {
+    let v = get_param(profile, path)?;
+    let f = is_fraction(profile, path);
+    set_params(profile, &[path.to_string()], &[from_free(f, to_free(f, v) + STEP)]).ok()
+}
+
+/// The variance (log units) the parameter covariance gives a prediction whose log-gradient
+/// over the `movable` parameters is `g`.
+fn parameter_variance(u: &Uncertainty, movable: &[usize], g: &[f64]) -> f64 {
+    let mut var = 0.0;
+    for (a, &ka) in movable.iter().enumerate() {
+        for (b, &kb) in movable.iter().enumerate() {
+            var += g[a] * u.covariance[ka][kb] * g[b];
+        }
+    }
+    var
+}
+
+/// The 90% interval around prediction `y` of log-variance `var`.
+fn interval_around(y: f64, var: f64) -> Interval {
+    let s = var.max(0.0).sqrt();
+    Interval { p5: crate::util::sig(y * (-Z90 * s).exp()), p50: y, p95: crate::util::sig(y * (Z90 * s).exp()) }
 }
 
 /// The scatter (log units) `u` gives a measured metric: its own kind's when the fit measured
@@ -185,32 +201,14 @@ pub fn target_interval(data: &crate::calibrate::Dataset, i: usize, profile: &Pro
     if !(predicted.is_finite() && predicted > 0.0) {
         return None;
     }
-    let movable: Vec<usize> =
-        (0..u.params.len()).filter(|&k| can_move(&u.params[k], &p.scenario) && u.covariance[k].iter().any(|c| *c != 0.0)).collect();
+    let movable = movable_params(&u, &p.scenario);
     // d ln(prediction) / d(free variable) per movable parameter; 0 where a nudge fails.
     let grads: Vec<f64> = movable
         .par_iter()
-        .map(|&k| {
-            let path = &u.params[k];
-            let Some(v) = get_param(profile, path) else { return 0.0 };
-            let f = is_fraction(profile, path);
-            let nudged = set_params(profile, std::slice::from_ref(path), &[from_free(f, to_free(f, v) + STEP)]).ok();
-            match nudged.and_then(|q| data.predict_one(i, &q).ok()) {
-                Some(y2) if y2.is_finite() && y2 > 0.0 => (y2 / predicted).ln() / STEP,
-                _ => 0.0,
-            }
+        .map(|&k| match nudged_profile(profile, &u.params[k]).and_then(|q| data.predict_one(i, &q).ok()) {
+            Some(y2) if y2.is_finite() && y2 > 0.0 => (y2 / predicted).ln() / STEP,
+            _ => 0.0,
         })
         .collect();
-    let mut var = 0.0;
-    for (a, &ka) in movable.iter().enumerate() {
-        for (b, &kb) in movable.iter().enumerate() {
-            var += grads[a] * u.covariance[ka][kb] * grads[b];
-        }
-    }
-    let s = (var.max(0.0) + metric_scatter(&u, &p.row.metric).powi(2)).sqrt();
-    Some(Interval {
-        p5: crate::util::sig(predicted * (-Z90 * s).exp()),
-        p50: predicted,
-        p95: crate::util::sig(predicted * (Z90 * s).exp()),
-    })
+    Some(interval_around(predicted, parameter_variance(&u, &movable, &grads) + metric_scatter(&u, &p.row.metric).powi(2)))
 }
