@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::cv::Z90;
 use super::params::{dvalue, from_free, get_param, is_fraction, set_params, to_free};
 use crate::estimate::{Estimate, ServeBase, estimate, estimate_nudged, estimate_serve_base};
-use crate::profile::{Profile, Uncertainty};
+use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams, Uncertainty};
 use crate::scenario::Scenario;
 
 /// Step in the free variables for an output's sensitivity: 1%, well above the simulation's
@@ -123,11 +123,17 @@ fn intervals_with(
     let Some(u) = uncertainty(profile) else { return BTreeMap::new() };
     let base = headlines(est);
     let movable = movable_params(&u, sc);
-    // d ln(output) / d(free variable) per movable parameter.
+    let reads = plan_reads(sc, profile);
+    // d ln(output) / d(free variable) per movable parameter (none for a parameter the plan
+    // does not read: its re-run would give the same outputs, a gradient of exactly 0).
     let grads: Vec<BTreeMap<String, f64>> = movable
         .par_iter()
         .map(|&k| {
-            let Some(est2) = nudged_profile(profile, &u.params[k]).and_then(|p| nudged(&p)) else { return BTreeMap::new() };
+            let Some(p) = nudged_profile(profile, &u.params[k]) else { return BTreeMap::new() };
+            if reads.is_some() && plan_reads(sc, &p) == reads {
+                return BTreeMap::new();
+            }
+            let Some(est2) = nudged(&p) else { return BTreeMap::new() };
             let h2 = headlines(&est2);
             base.iter().filter_map(|(key, y)| h2.get(key).map(|y2| (key.clone(), (y2 / y).ln() / STEP))).collect()
         })
@@ -149,6 +155,37 @@ fn intervals_with(
 /// and that the fit left uncertain.
 fn movable_params(u: &Uncertainty, sc: &Scenario) -> Vec<usize> {
     (0..u.params.len()).filter(|&k| can_move(&u.params[k], sc) && u.covariance[k].iter().any(|c| *c != 0.0)).collect()
+}
+
+/// The uncertain parameters whose sensitivity [`intervals`] takes as 0 without a re-run for
+/// `sc`: its plan does not read them (another chip's runtime, an engine it does not run).
+pub fn unread_params(sc: &Scenario, profile: &Profile) -> Vec<String> {
+    let Some(u) = uncertainty(profile) else { return Vec::new() };
+    let Some(reads) = plan_reads(sc, profile) else { return Vec::new() };
+    movable_params(&u, sc)
+        .into_iter()
+        .filter(|&k| nudged_profile(profile, &u.params[k]).is_some_and(|p| plan_reads(sc, &p).as_ref() == Some(&reads)))
+        .map(|k| u.params[k].clone())
+        .collect()
+}
+
+/// The profile's values an estimate of `sc` reads, as its plan resolves them: every node's
+/// chip parameters and the runtime's it runs (an engine's own host costs and a borrowed chip's
+/// included; the chip's tables of other runtimes left out), the
+/// communication parameters and the expert popularity. The estimate reads the profile only
+/// through its plan (faults aside, which no fit moves), so a nudged profile whose plan reads the
+/// same values gives the same estimate, and its re-run can be skipped (a test re-runs every one
+/// to check). `None` where no plan is built (HPL, a plan that fails): always re-run.
+#[allow(clippy::type_complexity)]
+fn plan_reads(sc: &Scenario, profile: &Profile) -> Option<(Vec<ChipParams>, Vec<RuntimeParams>, CommParams, f64)> {
+    if sc.workload.kind == crate::scenario::WorkloadKind::Hpl {
+        return None;
+    }
+    let plan = crate::estimate::generate_plan(sc, profile).ok()?;
+    // A chip's tables of every runtime and engine ride along in its parameters; the plan has
+    // already resolved the one each node runs into `runtimes`.
+    let chips = plan.chips.into_iter().map(|c| ChipParams { runtimes: Default::default(), engines: Default::default(), ..c }).collect();
+    Some((chips, plan.runtimes, plan.comm, plan.expert_skew))
 }
 
 /// `profile` with parameter `path` one [`STEP`] up in its free variable; `None` when the
@@ -202,12 +239,20 @@ pub fn target_interval(data: &crate::calibrate::Dataset, i: usize, profile: &Pro
         return None;
     }
     let movable = movable_params(&u, &p.scenario);
-    // d ln(prediction) / d(free variable) per movable parameter; 0 where a nudge fails.
+    let reads = plan_reads(&p.scenario, profile);
+    // d ln(prediction) / d(free variable) per movable parameter; 0 where a nudge fails or the
+    // plan does not read the parameter.
     let grads: Vec<f64> = movable
         .par_iter()
-        .map(|&k| match nudged_profile(profile, &u.params[k]).and_then(|q| data.predict_one(i, &q).ok()) {
-            Some(y2) if y2.is_finite() && y2 > 0.0 => (y2 / predicted).ln() / STEP,
-            _ => 0.0,
+        .map(|&k| {
+            let Some(q) = nudged_profile(profile, &u.params[k]) else { return 0.0 };
+            if reads.is_some() && plan_reads(&p.scenario, &q) == reads {
+                return 0.0;
+            }
+            match data.predict_one(i, &q) {
+                Ok(y2) if y2.is_finite() && y2 > 0.0 => (y2 / predicted).ln() / STEP,
+                _ => 0.0,
+            }
         })
         .collect();
     Some(interval_around(predicted, parameter_variance(&u, &movable, &grads) + metric_scatter(&u, &p.row.metric).powi(2)))

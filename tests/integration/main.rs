@@ -21,6 +21,7 @@ mod fidelity;
 mod fuzz;
 mod gantt;
 mod hostile;
+mod intervals;
 mod invariants;
 mod layers;
 mod names;
