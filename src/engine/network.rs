@@ -120,7 +120,8 @@ pub(super) struct Builder<'a> {
     pub(super) cables_crossed: std::collections::BTreeSet<(usize, usize)>,
     /// Collectives sit between kernels (a forward pass) rather than alone (a microbenchmark).
     pub(super) in_context: bool,
-    /// Every rank is the same node with the same chip and runtime parameters, no cable is lost
+    /// Every rank is the same machine ([`crate::hw::NodeSpec::times_like`]: its memory size aside) with the
+    /// same chip and runtime parameters, no cable is lost
     /// and the plan asks for collapsed collectives: see [`Builder::collapsible`].
     symmetric_ranks: bool,
 }
@@ -129,7 +130,8 @@ impl<'a> Builder<'a> {
     pub(super) fn new(plan: &'a Plan) -> Self {
         let mut g = TaskGraph::new();
         let net = Net::new(&mut g, plan);
-        let same = |i: usize| plan.nodes[i] == plan.nodes[0] && plan.chips[i] == plan.chips[0] && plan.runtimes[i] == plan.runtimes[0];
+        let same =
+            |i: usize| plan.nodes[i].times_like(&plan.nodes[0]) && plan.chips[i] == plan.chips[0] && plan.runtimes[i] == plan.runtimes[0];
         let symmetric_ranks = plan.collectives == CollectiveLowering::Collapsed && plan.lost_links.is_empty() && (0..plan.n()).all(same);
         Builder {
             plan,

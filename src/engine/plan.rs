@@ -102,7 +102,7 @@ pub struct Share {
 }
 
 /// A scenario resolved against the catalog and a profile: everything needed to build graphs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     /// Nodes.
     pub nodes: Vec<NodeSpec>,

@@ -105,6 +105,20 @@ impl RunMemo {
 
 /// The memo key: two SipHash digests of the plan's text with identity fields blanked.
 pub(super) fn digest(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> (u64, u64) {
+    let p = without_identity(plan);
+    let text = format!("{p:?}|{prompt}|{generate}|{seed}");
+    let h = |salt: u8| {
+        let mut h = DefaultHasher::new();
+        salt.hash(&mut h);
+        text.hash(&mut h);
+        h.finish()
+    };
+    (h(1), h(2))
+}
+
+/// `plan` with what only names or prices it blanked (node and fabric ids, names, prices,
+/// sources): two plans equal after this simulate alike.
+pub(super) fn without_identity(plan: &Plan) -> Plan {
     let mut p = plan.clone();
     for n in &mut p.nodes {
         n.id.clear();
@@ -118,14 +132,7 @@ pub(super) fn digest(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> (u64
     f.cable_usd = 0.0;
     f.switch_usd = 0.0;
     f.sources.clear();
-    let text = format!("{p:?}|{prompt}|{generate}|{seed}");
-    let h = |salt: u8| {
-        let mut h = DefaultHasher::new();
-        salt.hash(&mut h);
-        text.hash(&mut h);
-        h.finish()
-    };
-    (h(1), h(2))
+    p
 }
 
 /// A generate estimate for a search: [`super::estimate`] with the run taken from `memo`, and the

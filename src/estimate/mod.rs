@@ -95,7 +95,10 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
 /// (prices and names aside) and the prompt and generation lengths, not the seed.
 #[derive(Debug, Default)]
 pub struct ScheduleCache {
-    last: Option<((u64, u64), Arc<Schedule>)>,
+    /// The last plan (identity blanked, [`bounds::without_identity`]), its prompt and
+    /// generation lengths, and its schedule. Compared whole: cheaper than a digest of its text,
+    /// and exact.
+    last: Option<(Box<(Plan, u64, u64)>, Arc<Schedule>)>,
     hits: u64,
 }
 
@@ -113,15 +116,15 @@ impl ScheduleCache {
     /// The schedule of `plan` for `prompt` + `generate` tokens: the cached one when it has the
     /// same key, else a new one (which replaces it).
     fn schedule(&mut self, plan: &Plan, prompt: u64, generate: u64) -> Arc<Schedule> {
-        let key = bounds::digest(plan, prompt, generate, 0);
+        let key = (bounds::without_identity(plan), prompt, generate);
         match &self.last {
-            Some((k, sch)) if *k == key => {
+            Some((k, sch)) if **k == key => {
                 self.hits += 1;
                 sch.clone()
             }
             _ => {
                 let sch = Arc::new(Schedule::new(plan, prompt, generate));
-                self.last = Some((key, sch.clone()));
+                self.last = Some((Box::new(key), sch.clone()));
                 sch
             }
         }

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use super::serve::{StepFactors, StepTable};
 use super::{Estimate, EstimateError, ServeRun, ServeSim, generate_plan, node_memory, serve_metrics, skeleton};
-use crate::engine::{Plan, lower_step};
+use crate::engine::{Plan, Work, lower_step};
 use crate::profile::Profile;
 use crate::scenario::Scenario;
 use crate::sim::{Jitter, ResourceKind, Time, execute};
@@ -73,8 +73,9 @@ struct QuietStep {
     span: Time,
     gpu: Vec<Time>,
     cpu: Vec<Time>,
-    /// Issued FLOPs per node (FLOPs over the kernels' compute efficiency: a profile's).
-    issued: Vec<f64>,
+    /// Work per node: bytes (the experts a batch touches follow the profile's expert
+    /// popularity), FLOPs and issued FLOPs (FLOPs over the kernels' compute efficiency).
+    work: Vec<Work>,
 }
 
 impl QuietStep {
@@ -85,7 +86,15 @@ impl QuietStep {
             span: r(self.span, base.span),
             gpu: self.gpu.iter().zip(&base.gpu).map(|(&a, &b)| r(a, b)).collect(),
             cpu: self.cpu.iter().zip(&base.cpu).map(|(&a, &b)| r(a, b)).collect(),
-            issued: self.issued.iter().zip(&base.issued).map(|(&a, &b)| if b > 0.0 { a / b } else { 1.0 }).collect(),
+            work: self
+                .work
+                .iter()
+                .zip(&base.work)
+                .map(|(a, b)| {
+                    let r = |a: f64, b: f64| if b > 0.0 { a / b } else { 1.0 };
+                    Work { bytes: r(a.bytes, b.bytes), flops: r(a.flops, b.flops), issued_flops: r(a.issued_flops, b.issued_flops) }
+                })
+                .collect(),
         }
     }
 }
@@ -96,8 +105,8 @@ fn quiet_step(plan: &Plan, tokens: u64, rows: &[(u64, u64)], head_rows: u64) -> 
     low.retime_rows(plan, rows, head_rows);
     let tl = execute(&low.graph, 0, &mut Jitter::none());
     let n = plan.n();
-    let issued = low.work_rows(plan, rows, head_rows).iter().map(|w| w.issued_flops).collect();
-    let mut q = QuietStep { span: tl.makespan(), gpu: vec![0; n], cpu: vec![0; n], issued };
+    let work = low.work_rows(plan, rows, head_rows);
+    let mut q = QuietStep { span: tl.makespan(), gpu: vec![0; n], cpu: vec![0; n], work };
     for (res, &busy) in low.graph.resources().iter().zip(tl.busy_by_resource()) {
         match res.kind() {
             ResourceKind::Gpu => q.gpu[res.node() as usize] += busy,

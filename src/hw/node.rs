@@ -105,6 +105,25 @@ fn yes() -> bool {
 pub const DEFAULT_DISK_READ_GBS: f64 = 3.0;
 
 impl NodeSpec {
+    /// Whether `other` does the same work in the same time: the same machine but for what only
+    /// sizes or labels it (id, name, memory and its GPU limit, price, the planner flag,
+    /// sources). A 256 GB and a 512 GB M3 Ultra run a step alike; what fits on each is the
+    /// plan's concern.
+    pub fn times_like(&self, other: &NodeSpec) -> bool {
+        let strip = |n: &NodeSpec| NodeSpec {
+            id: String::new(),
+            name: String::new(),
+            memory_gb: 0.0,
+            gpu_memory_limit_gb: None,
+            wired_fraction: 0.0,
+            price_usd: 0.0,
+            planner: true,
+            sources: BTreeMap::new(),
+            ..n.clone()
+        };
+        self == other || strip(self) == strip(other)
+    }
+
     /// Memory the GPU may use, in bytes, for a wired fraction.
     pub fn usable_bytes(&self, wired_fraction: f64) -> f64 {
         self.memory_gb * 1e9 * wired_fraction

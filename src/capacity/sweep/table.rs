@@ -70,11 +70,7 @@ pub const FAULT_CSV_COLUMNS: &[&str] = &["availability", "goodput_tokens_per_s",
 /// any point has a fault report, which adds [`FAULT_CSV_COLUMNS`]).
 pub fn write_csv(dir: &Path, axes: &[String]) -> Result<PathBuf, SweepError> {
     let path = dir.join(RESULTS_CSV);
-    let mut faults = false;
-    for_each_row(dir, |row| {
-        faults |= row.estimate.as_ref().is_some_and(|e| e.faults.is_some());
-        Ok(())
-    })?;
+    let faults = any_fault_report(dir)?;
     let mut out = AtomicWriter::create(&path)?;
     let mut buf = Vec::with_capacity(1024);
     {
@@ -101,6 +97,37 @@ pub fn write_csv(dir: &Path, axes: &[String]) -> Result<PathBuf, SweepError> {
     })?;
     out.commit()?;
     Ok(path)
+}
+
+/// Whether any line of `DIR/results.jsonl` carries a fault report: a first pass that reads
+/// only that field (the whole estimate is parsed once, by the pass that writes the rows).
+fn any_fault_report(dir: &Path) -> Result<bool, SweepError> {
+    use std::io::BufRead as _;
+    #[derive(serde::Deserialize)]
+    struct FaultsOnly {
+        #[serde(default)]
+        estimate: Option<EstimateFaults>,
+    }
+    #[derive(serde::Deserialize)]
+    struct EstimateFaults {
+        #[serde(default)]
+        faults: Option<serde::de::IgnoredAny>,
+    }
+    let path = dir.join(super::RESULTS_JSONL);
+    let file = std::fs::File::open(&path).map_err(|e| SweepError::Input(format!("cannot open {}: {e}", path.display())))?;
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| io_err("read", &path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: FaultsOnly = serde_json::from_str(&line).map_err(|e| {
+            SweepError::Input(format!("{}:{}: not a result line: {}", path.display(), i + 1, crate::util::user_words(&e.to_string())))
+        })?;
+        if row.estimate.is_some_and(|e| e.faults.is_some()) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The CSV record of a row: index, axis values, then [`CSV_COLUMNS`] (and with `faults`,

@@ -53,7 +53,8 @@ struct StepTime {
 
 impl StepTime {
     /// This timing with its span and busy times scaled by `f` (a nudged profile's step times
-    /// over the base's) and its issued FLOPs by theirs; events, bytes and FLOPs do not depend on
+    /// over the base's) and its work by theirs (issued FLOPs move with a compute efficiency,
+    /// bytes with the expert popularity: the experts a batch touches); events do not depend on
     /// the profile.
     fn scaled(&self, f: &StepFactors) -> StepTime {
         let scale = |t: Time, f: f64| (t as f64 * f).round() as Time;
@@ -62,7 +63,12 @@ impl StepTime {
             busy_gpu: self.busy_gpu.iter().zip(&f.gpu).map(|(&t, &f)| scale(t, f)).collect(),
             busy_cpu: self.busy_cpu.iter().zip(&f.cpu).map(|(&t, &f)| scale(t, f)).collect(),
             events: self.events,
-            work: self.work.iter().zip(&f.issued).map(|(w, &k)| Work { issued_flops: w.issued_flops * k, ..*w }).collect(),
+            work: self
+                .work
+                .iter()
+                .zip(&f.work)
+                .map(|(w, k)| Work { bytes: w.bytes * k.bytes, flops: w.flops * k.flops, issued_flops: w.issued_flops * k.issued_flops })
+                .collect(),
         }
     }
 
@@ -118,14 +124,17 @@ pub struct StepFactors {
     pub gpu: Vec<f64>,
     /// CPU busy time per node.
     pub cpu: Vec<f64>,
-    /// Issued FLOPs per node (the compute efficiencies are the profile's; bytes and FLOPs are not).
-    pub issued: Vec<f64>,
+    /// Bytes, FLOPs and issued FLOPs per node, each its own ratio: the compute efficiencies
+    /// move the issued FLOPs, the expert popularity the bytes (experts touched).
+    pub work: Vec<Work>,
 }
 
 impl StepFactors {
     /// Whether every ratio is 1 (the nudge moves no time of this size).
     pub fn is_identity(&self) -> bool {
-        self.span == 1.0 && self.gpu.iter().chain(&self.cpu).chain(&self.issued).all(|&f| f == 1.0)
+        self.span == 1.0
+            && self.gpu.iter().chain(&self.cpu).all(|&f| f == 1.0)
+            && self.work.iter().all(|w| w.bytes == 1.0 && w.flops == 1.0 && w.issued_flops == 1.0)
     }
 }
 

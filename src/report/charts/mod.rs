@@ -280,9 +280,14 @@ pub fn draw_rows(dir: &Path, manifest: &Manifest, rows: &[ChartRow], only: Optio
             }
         }
     }
+    // Each figure is drawn on its own (rayon, in order): a sweep's charts are a serial tail
+    // after its points otherwise.
+    use rayon::prelude::*;
+    let drawn: Vec<Result<Vec<PathBuf>, ChartError>> =
+        sweep_figures(manifest, rows, only).par_iter().map(|(stem, fig)| render(&out.join(stem), fig)).collect();
     let mut files = Vec::new();
-    for (stem, fig) in sweep_figures(manifest, rows, only) {
-        files.extend(render(&out.join(stem), &fig)?);
+    for d in drawn {
+        files.extend(d?);
     }
     if files.is_empty() {
         if let Some(o) = only {
