@@ -91,6 +91,9 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
     Ok(generate_estimate(s, &plan, &run, profile))
 }
 
+/// What a generate schedule depends on: the plan (identity blanked), prompt and generation.
+type ScheduleKey = (Plan, u64, u64);
+
 /// The last generate [`Schedule`] a worker built, with the key of what it depends on: the plan
 /// (prices and names aside) and the prompt and generation lengths, not the seed.
 #[derive(Debug, Default)]
@@ -98,7 +101,7 @@ pub struct ScheduleCache {
     /// The last plan (identity blanked, [`bounds::without_identity`]), its prompt and
     /// generation lengths, and its schedule. Compared whole: cheaper than a digest of its text,
     /// and exact.
-    last: Option<(Box<(Plan, u64, u64)>, Arc<Schedule>)>,
+    last: Option<(Box<ScheduleKey>, Arc<Schedule>)>,
     hits: u64,
 }
 
