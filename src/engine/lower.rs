@@ -39,10 +39,11 @@ pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -
     for l in 0..model.layers {
         for op in plan.layer_ops(l) {
             if op.class == OpClass::AllSum {
+                let shared: std::sync::Arc<[Op]> = seg_ops.as_slice().into();
                 let ready: Vec<TaskId> = (0..n)
                     .map(|i| {
                         let deps: Vec<TaskId> = prev[i].into_iter().collect();
-                        b.gpu(i, seg_ops.clone(), logits_all, &deps)
+                        b.gpu(i, shared.clone(), logits_all, &deps)
                     })
                     .collect();
                 seg_ops.clear();
@@ -54,9 +55,10 @@ pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -
         }
     }
     seg_ops.extend(plan.head_ops());
+    let shared: std::sync::Arc<[Op]> = seg_ops.into();
     for (i, p) in prev.iter_mut().enumerate() {
         let deps: Vec<TaskId> = p.iter().copied().collect();
-        let head = b.gpu(i, seg_ops.clone(), logits_all, &deps);
+        let head = b.gpu(i, shared.clone(), logits_all, &deps);
         let ready = if i == 0 && driver_ns > 0 { b.cpu(0, driver_ns, "ray", &[head]) } else { head };
         *p = Some(b.host(i, &[ready]));
     }
@@ -83,7 +85,8 @@ pub fn lower_segment_chain(plan: &Plan, blocks: &[Vec<Op>], repeats: usize, all_
     let mut ready: Vec<TaskId> = (0..n).map(|_| b.g.join(&[])).collect();
     for _ in 0..repeats {
         for ops in blocks {
-            let done: Vec<TaskId> = (0..n).map(|i| b.gpu(i, ops.clone(), false, &[ready[i]])).collect();
+            let shared: std::sync::Arc<[Op]> = ops.as_slice().into();
+            let done: Vec<TaskId> = (0..n).map(|i| b.gpu(i, shared.clone(), false, &[ready[i]])).collect();
             ready = if all_sum_bytes > 0 { b.all_sum(&done, all_sum_bytes) } else { done };
         }
     }

@@ -12,8 +12,9 @@ use super::plan::Plan;
 pub struct Segment {
     /// The node.
     pub node: usize,
-    /// The operations.
-    pub ops: Vec<Op>,
+    /// The operations (shared by the ranks that run the same ones: a tensor-parallel step's
+    /// segment is one list, not one copy per rank).
+    pub ops: std::sync::Arc<[Op]>,
     /// The LM head runs over every token of the step (MLX computes logits for the whole chunk).
     pub logits_all_tokens: bool,
 }
@@ -137,7 +138,7 @@ impl Lowered {
             let cost = plan.cost(s.node);
             let (mut fixed, mut work) = (0.0, Work::default());
             let mut by_context = Vec::new();
-            for op in &s.ops {
+            for op in s.ops.iter() {
                 if op.depends_on_context() {
                     let j = match self.ctx_ops.iter().position(|(n, o)| *n == s.node && o == op) {
                         Some(j) => j,

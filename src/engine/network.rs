@@ -192,9 +192,9 @@ impl<'a> Builder<'a> {
         link
     }
 
-    pub(super) fn gpu(&mut self, node: usize, ops: Vec<Op>, logits_all_tokens: bool, deps: &[TaskId]) -> TaskId {
+    pub(super) fn gpu(&mut self, node: usize, ops: impl Into<std::sync::Arc<[Op]>>, logits_all_tokens: bool, deps: &[TaskId]) -> TaskId {
         let seg = self.segments.len();
-        self.segments.push(Segment { node, ops, logits_all_tokens });
+        self.segments.push(Segment { node, ops: ops.into(), logits_all_tokens });
         let t = self.g.compute(self.net.gpu[node], 0, "compute", deps);
         self.gpu_tasks.push((t, seg));
         t
