@@ -318,6 +318,7 @@ impl TaskGraph {
                 .iter()
                 .enumerate()
                 .map(|(t, task)| {
+                    assert!(task.resource.0 < LeanTask::VIRTUAL, "a graph has fewer than 2^30 resources");
                     let virtual_flag =
                         if self.resources[task.resource.0 as usize].kind == ResourceKind::Virtual { LeanTask::VIRTUAL } else { 0 };
                     LeanTask {
