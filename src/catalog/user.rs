@@ -11,7 +11,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{Catalog, ModelPreset, RawQuant};
-use crate::hw::{FabricSpec, NodeSpec};
+use crate::hw::{FabricSpec, NodeSpec, PortKind};
 use crate::llm::ModelSpec;
 use crate::util::did_you_mean;
 
@@ -445,6 +445,23 @@ fn check_fabric(file: &UserFile, span: &Range<usize>, f: &FabricSpec, base: &Cat
     out_of_range(file, span, "bandwidth_gbs", f.bandwidth_gbs, 1e-6, 100_000.0, "GB/s")?;
     out_of_range(file, span, "cable_usd", f.cable_usd, 0.0, 1e7, "USD")?;
     out_of_range(file, span, "switch_usd", f.switch_usd, 0.0, 1e8, "USD")?;
+    // An Ethernet fabric's line rate caps a slower node port's links (`FabricSpec::link_gbs`),
+    // and its payload cannot beat the line it rides on.
+    if f.port == PortKind::Ethernet {
+        out_of_range(file, span, "link_gbps", f.link_gbps, 0.001, 100_000.0, "Gb/s")?;
+        if f.bandwidth_gbs * 8.0 > f.link_gbps {
+            return Err(file.error(
+                file.key_span(span, "bandwidth_gbs"),
+                format!(
+                    "`bandwidth_gbs = {}` ({} Gb/s) is faster than the line rate `link_gbps = {}`",
+                    f.bandwidth_gbs,
+                    f.bandwidth_gbs * 8.0,
+                    f.link_gbps
+                ),
+                Some("bandwidth_gbs is what TCP achieves on the line, GB/s: at most link_gbps / 8".into()),
+            ));
+        }
+    }
     if f.topologies.is_empty() {
         return Err(file.error(file.key_span(span, "topologies"), "`topologies` is empty: name at least one", None));
     }
@@ -626,6 +643,10 @@ mod tests {
         assert_eq!(u.models[0].1.hidden, base.1.hidden);
         assert!(u.models[0].0.aliases.is_empty(), "a like does not copy the base's aliases");
         assert_eq!(u.quants[0].family, embedded().quant("mlx-4bit").unwrap().family);
+        let e = parse_catalog_file("u.toml", "[[fabric]]\nid = \"f\"\nlike = \"eth-10g\"\nbandwidth_gbs = 2\n").unwrap_err();
+        assert!(e.message.contains("`bandwidth_gbs = 2` (16 Gb/s) is faster than the line rate `link_gbps = 10`"), "{e}");
+        let e = parse_catalog_file("u.toml", "[[fabric]]\nid = \"f\"\nlike = \"eth-10g\"\nlink_gbps = 0\n").unwrap_err();
+        assert!(e.message.contains("`link_gbps = 0` is out of range"), "{e}");
         let e = parse_catalog_file("u.toml", "[[fabric]]\nid = \"f\"\nlike = \"eth-10g\"\nlost_to = \"carrier-pigeon\"\n").unwrap_err();
         assert!(e.message.contains("`lost_to = \"carrier-pigeon\"`: no fabric has that id"), "{e}");
     }

@@ -212,13 +212,17 @@ impl<'a> Builder<'a> {
         t
     }
 
-    /// A message from `a` to `b`; returns the task at which it has arrived.
+    /// A message from `a` to `b`; returns the task at which it has arrived. Each hop runs at its
+    /// link's rate ([`Plan::link_cost`]: the fabric's, capped by the slower port at its ends);
+    /// on a switch the message leaves `a`'s port and enters `b`'s, so the slower of the two.
     pub(super) fn send(&mut self, a: usize, b: usize, bytes: u64, deps: &[TaskId]) -> TaskId {
         let route = self.net.route(a, b);
-        let d = self.plan.net_cost().hop_ns(bytes);
+        let n = self.net.n;
         let mut last = None;
         // Multi-hop routes (rings) are store-and-forward at message level.
         for (link, cable) in route {
+            let (x, y) = cable;
+            let d = if y == n { self.plan.link_cost(x, b).hop_ns(bytes) } else { self.plan.link_cost(x, y).hop_ns(bytes) };
             self.cables_crossed.insert(cable);
             let dep: Vec<TaskId> = match last {
                 Some(t) => vec![t],

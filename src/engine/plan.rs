@@ -313,9 +313,18 @@ impl Plan {
         }
     }
 
-    /// The cost model of the fabric and the collectives: hops, posts, reductions, RPC calls.
+    /// The cost model of the fabric and the collectives: hops, posts, reductions, RPC calls,
+    /// with the bandwidth of the cluster's slowest link ([`FabricSpec::slowest_link_gbs`]: a
+    /// node whose port is slower than the fabric caps its links). What collectives paced by
+    /// their slowest link (NCCL's, a collapsed ring of identical ranks) are timed with.
     pub fn net_cost(&self) -> NetCost<'_> {
-        NetCost { fabric: &self.fabric, comm: &self.comm }
+        NetCost { fabric: &self.fabric, comm: &self.comm, bandwidth_gbs: self.fabric.slowest_link_gbs(&self.nodes) }
+    }
+
+    /// The cost model of the link between nodes `a` and `b`: the fabric's bandwidth capped by
+    /// the slower of their two ports ([`FabricSpec::link_gbs`]).
+    pub fn link_cost(&self, a: usize, b: usize) -> NetCost<'_> {
+        NetCost { fabric: &self.fabric, comm: &self.comm, bandwidth_gbs: self.fabric.link_gbs(&self.nodes[a], &self.nodes[b]) }
     }
 }
 

@@ -49,6 +49,31 @@ pub fn scenario_setups(s: &Scenario) -> Vec<CalibratedSetup> {
     out
 }
 
+/// One sentence per node whose port is slower than the fabric's line rate: its links run at
+/// the port's rate ([`crate::hw::FabricSpec::link_gbs`]), a rate no calibration row of the
+/// fabric ran at (the fabric's bandwidth is scaled by the port's share of its line rate).
+pub fn slower_port_notes(s: &Scenario) -> Vec<String> {
+    let f = &s.fabric;
+    let mut out: Vec<String> = Vec::new();
+    for node in &s.nodes {
+        let Some(gbps) = f.slower_port_gbps(node) else { continue };
+        let note = format!(
+            "{} has a {} GbE port: its links on {} ({} GbE) run at {} Gb/s ({:.3} of {:.3} GB/s)",
+            node.id,
+            gbps,
+            f.id,
+            f.link_gbps,
+            gbps,
+            f.bandwidth_gbs * f.port_share(node),
+            f.bandwidth_gbs
+        );
+        if !out.contains(&note) {
+            out.push(note);
+        }
+    }
+    out
+}
+
 /// Whether two setups are the same but for their concurrency.
 pub fn same_setup(a: &CalibratedSetup, b: &CalibratedSetup) -> bool {
     (&a.chip, &a.engine, &a.parallelism, &a.fabric, &a.quant_family) == (&b.chip, &b.engine, &b.parallelism, &b.fabric, &b.quant_family)
@@ -95,6 +120,11 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
             if !o.assumed.is_empty() {
                 push(format!("node `{}` ({}) gives figures without a source: {} (assumed)", node.id, o.file, o.assumed.join(", ")));
             }
+        }
+    }
+    if s.nodes.len() > 1 {
+        for note in slower_port_notes(s) {
+            push(note);
         }
     }
     for chip in s.nodes.iter().map(|x| profile.params_chip(x)) {

@@ -343,7 +343,8 @@ fn fabric(id: Option<&str>) -> FabricSpec {
 /// capacity of the directions left (lost cables take theirs away) during `decode_ns`.
 pub fn decode_link_utilisation(plan: &Plan, decode_ns: f64, bytes: f64) -> f64 {
     let dirs = link_directions(plan.topology, plan.n()).saturating_sub(2 * plan.lost_links.len()).max(1);
-    let capacity = decode_ns * plan.fabric.bytes_per_ns() * dirs as f64;
+    // Each direction at the slowest link's rate (a port slower than the fabric caps its links).
+    let capacity = decode_ns * plan.net_cost().bandwidth_gbs * dirs as f64;
     if capacity > 0.0 { (bytes / capacity).min(1.0) } else { 0.0 }
 }
 
@@ -424,7 +425,9 @@ fn reload_seconds(s: &Scenario, disk_read_gbs: Option<f64>, plan: Option<&Plan>)
         .enumerate()
         .map(|(i, m)| {
             let bytes = m.weights_gb * 1e9;
-            if s.engine.kind.behaviour().reloads_over_network(i) { bytes / disk.min(s.fabric.bandwidth_gbs * 1e9) } else { bytes / disk }
+            // Over the network, at most at the rate the node's own port links at.
+            let network = s.fabric.bandwidth_gbs * s.fabric.port_share(&s.nodes[i]) * 1e9;
+            if s.engine.kind.behaviour().reloads_over_network(i) { bytes / disk.min(network) } else { bytes / disk }
         })
         .collect()
 }

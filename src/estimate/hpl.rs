@@ -201,7 +201,9 @@ fn solve(s: &Scenario) -> (HplGrid, f64) {
     let n_nodes = s.nodes.len();
     let m = HplMachine {
         rank_flops: s.nodes.iter().map(rank_flops).collect(),
-        nic_bytes_per_s: if n_nodes > 1 { s.fabric.bandwidth_gbs * 1e9 } else { f64::INFINITY },
+        // The panels cross every node's link: the slowest port paces them (a 5 GbE box on a
+        // 10 GbE switch links at 5 Gb/s, `hw::FabricSpec::slowest_link_gbs`).
+        nic_bytes_per_s: if n_nodes > 1 { s.fabric.slowest_link_gbs(&s.nodes) * 1e9 } else { f64::INFINITY },
         latency_s: s.fabric.latency_us * 1e-6,
     };
     let secs = g.seconds(&m, n_nodes);

@@ -39,6 +39,14 @@ pub enum CablingError {
         /// Fabric preset id.
         fabric: String,
     },
+    /// An Ethernet fabric on a node without an Ethernet port (the MacBooks).
+    #[error("node `{node}` has no Ethernet port for fabric `{fabric}`")]
+    NoEthernetPort {
+        /// Node preset id.
+        node: String,
+        /// Fabric preset id.
+        fabric: String,
+    },
     /// RDMA over Thunderbolt on a node without RDMA-capable ports.
     #[error("node `{node}` has no RDMA-capable Thunderbolt 5 ports")]
     NoRdmaPorts {
@@ -89,6 +97,9 @@ impl CablingError {
         match self {
             Self::ThunderboltGeneration { .. } => "pick a fabric the node supports (e.g. tb4-tcp or eth-10g)".into(),
             Self::NoQsfpPorts { .. } => "cx7 fabrics are for GB10 machines; use eth-10g or a Thunderbolt fabric".into(),
+            Self::NoEthernetPort { .. } => {
+                "use a Thunderbolt fabric (tb5-tcp, tb4-tcp), or a Thunderbolt-to-Ethernet adapter (tb-eth-25g); or give the node an `ethernet_gbps` in a user catalog".into()
+            }
             Self::NoRdmaPorts { .. } => "use tb5-tcp / tb4-tcp, or M3 Ultra / M4 Max nodes on macOS 26.2+".into(),
             Self::TooFewPorts { topology: Topology::FullMesh, have, .. } => {
                 format!("use at most {} nodes for a full mesh, or topology = \"ring\" (JACCL ring, mlx PR 3094)", have + 1)
@@ -122,6 +133,10 @@ pub fn check_node(node: &NodeSpec, fabric: &FabricSpec, topology: Topology, n: u
             fabric: fabric.id.clone(),
             need: fabric.min_tb_generation,
         });
+    }
+    // A link runs at the slower of its ports (`FabricSpec::link_gbs`); with no port there is no link.
+    if fabric.port == PortKind::Ethernet && node.ethernet_gbps <= 0.0 {
+        return Err(CablingError::NoEthernetPort { node: node.id.clone(), fabric: fabric.id.clone() });
     }
     if fabric.port == PortKind::Qsfp && node.qsfp_ports == 0 {
         return Err(CablingError::NoQsfpPorts { node: node.id.clone(), fabric: fabric.id.clone() });

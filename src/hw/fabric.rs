@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::node::NodeSpec;
 use super::topology::Topology;
 
 /// Transport of a fabric.
@@ -77,6 +78,42 @@ impl FabricSpec {
     /// Bandwidth in bytes per nanosecond.
     pub fn bytes_per_ns(&self) -> f64 {
         self.bandwidth_gbs
+    }
+
+    /// The line rate, Gb/s, `node`'s port joins this fabric at when its port is slower than the
+    /// fabric's: Ethernet auto-negotiation settles on the highest rate both ends support, so the
+    /// Framework Desktop's 5 GbE port (Realtek RTL8126: FACTS.md fabrics table, FACTS-2026 A3)
+    /// on a 10 GbE switch links at 5 Gb/s. `None` when the port keeps up with the fabric, or when the fabric is not
+    /// Ethernet: a Thunderbolt fabric refuses a node of an older generation
+    /// ([`super::cabling::check_node`]), and the catalog's QSFP nodes all carry the same
+    /// ConnectX-7 (the GX10's slower second endpoint is its own fabric, `cx7-roce-gx10`). A
+    /// node with no Ethernet port (0) is refused by cabling, and a fabric without a line rate
+    /// (`link_gbps` 0) is taken at its own bandwidth.
+    pub fn slower_port_gbps(&self, node: &NodeSpec) -> Option<f64> {
+        let capped = self.port == PortKind::Ethernet && self.link_gbps > 0.0 && node.ethernet_gbps > 0.0;
+        (capped && node.ethernet_gbps < self.link_gbps).then_some(node.ethernet_gbps)
+    }
+
+    /// The share of the fabric's bandwidth a link with `node` at one end reaches: its port's
+    /// line rate over the fabric's (1 when the port keeps up). Assumption: TCP/IP takes the
+    /// same share of a slower line rate as of the fabric's own (its `bandwidth_gbs` over its
+    /// `link_gbps`): headers per frame, not per second.
+    pub fn port_share(&self, node: &NodeSpec) -> f64 {
+        self.slower_port_gbps(node).map_or(1.0, |gbps| gbps / self.link_gbps)
+    }
+
+    /// Achieved bandwidth of the link between `a` and `b`, GB/s per direction: the fabric's,
+    /// capped by the slower port at its two ends. On a switch the two ends of a message are the
+    /// sender's and the receiver's ports (the switch forwards at the slower one's rate).
+    pub fn link_gbs(&self, a: &NodeSpec, b: &NodeSpec) -> f64 {
+        self.bandwidth_gbs * self.port_share(a).min(self.port_share(b))
+    }
+
+    /// Achieved bandwidth of the slowest link among `nodes`, GB/s per direction: the fabric's,
+    /// capped by the slowest port (every node has a link, and a link runs at its slower end).
+    /// What a collective paced by its slowest link (a ring, NCCL) and HPL's panel broadcasts see.
+    pub fn slowest_link_gbs(&self, nodes: &[NodeSpec]) -> f64 {
+        self.bandwidth_gbs * nodes.iter().map(|x| self.port_share(x)).fold(1.0, f64::min)
     }
 }
 

@@ -93,9 +93,10 @@ impl From<&CablingError> for ErrorKind {
             CablingError::TooFewPorts { .. } | CablingError::MeshTooLarge { .. } | CablingError::NcclNeedsSwitch { .. } => {
                 ErrorKind::TooFewPorts
             }
-            CablingError::ThunderboltGeneration { .. } | CablingError::NoQsfpPorts { .. } | CablingError::NoRdmaPorts { .. } => {
-                ErrorKind::MissingPorts
-            }
+            CablingError::ThunderboltGeneration { .. }
+            | CablingError::NoQsfpPorts { .. }
+            | CablingError::NoEthernetPort { .. }
+            | CablingError::NoRdmaPorts { .. } => ErrorKind::MissingPorts,
         }
     }
 }

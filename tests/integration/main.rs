@@ -28,6 +28,7 @@ mod names;
 mod physics;
 mod planner;
 mod planner_fleets;
+mod ports;
 mod power;
 mod proptests;
 mod quant;

@@ -437,7 +437,7 @@ fn nccl_collectives_are_monotone_and_roce_never_loses_to_tcp() {
     let nccl: Vec<_> = catalog().fabrics.iter().filter(|f| f.backend == Backend::Nccl).collect();
     assert!(nccl.len() >= 3, "cx7-roce and its half-link variants");
     for f in nccl {
-        let net = NetCost { fabric: f, comm };
+        let net = NetCost::new(f, comm);
         let tcp = f.degrade_to.as_deref().and_then(|t| catalog().fabric(t));
         for ranks in 2..=8usize {
             let mut last = (0, 0, 0);
@@ -459,7 +459,7 @@ fn nccl_collectives_are_monotone_and_roce_never_loses_to_tcp() {
                     }
                     last = now;
                     if let Some(t) = tcp {
-                        let t = NetCost { fabric: t, comm };
+                        let t = NetCost::new(t, comm);
                         checked += 1;
                         let (r, s) = (now.0, t.nccl_all_reduce_ns(bytes, ranks));
                         if r > s || net.nccl_send_ns(bytes) > t.nccl_send_ns(bytes) {

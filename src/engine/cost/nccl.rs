@@ -87,7 +87,7 @@ impl NetCost<'_> {
     /// One candidate: `steps` step latencies and `link_bytes` on each rank's link in
     /// `protocol`, plus the collective's base (and Simple's start-up), ns.
     fn nccl_candidate(&self, algorithm: NcclAlgorithm, protocol: NcclProtocol, steps: usize, link_bytes: f64) -> NcclChoice {
-        let wire = self.fabric.bytes_per_ns();
+        let wire = self.bandwidth_gbs;
         let (base_us, bytes_per_ns) = match protocol {
             NcclProtocol::Ll => (self.comm.nccl_base_us, self.comm.nccl_ll_gbs.min(wire)),
             NcclProtocol::Simple => (self.comm.nccl_base_us + self.comm.nccl_simple_us, wire),
@@ -214,7 +214,7 @@ mod tests {
     #[test]
     fn two_sparks_small_all_reduces_land_near_the_published_nccl_tests_latencies() {
         let (f, c) = (fabric("cx7-roce"), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         // nccl-tests all_reduce_perf, 2x GB10 (dgx-spark-playbooks PR 103), out-of-place.
         for (kib, published, tolerance) in [(8u64, 35.15, 0.20), (16, 31.67, 0.12), (32, 39.56, 0.15), (64, 67.93, 0.05)] {
             let got = us(net.nccl_all_reduce_ns(kib << 10, 2));
@@ -230,7 +230,7 @@ mod tests {
     #[test]
     fn an_expert_parallel_combine_and_a_pipeline_hand_off_by_hand() {
         let (f, c) = (fabric("cx7-roce"), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         // gpt-oss-120b expert parallel on 2 Sparks, decode: the MoE output of one token (hidden
         // 2,880 x 2 B = 5,760 B) summed by tree/LL: 11.0 + 2 x 6.73 + 5,760 / 1.607 = 28.04 us.
         let combine = net.nccl_all_reduce(5_760, 2);
@@ -250,7 +250,7 @@ mod tests {
         // GLM-5.3-Flash TP4 on 4 GB10: NCCL takes 54-64 us per 48 KB all-reduce (local-inference-lab
         // vllm PR 295). Tree on LL: 11.0 + 4 x 6.73 + 49,152 / 1.607 = 68.5 us, 7-27% above.
         let (f, c) = (fabric("cx7-roce"), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         let choice = net.nccl_all_reduce(49_152, 4);
         assert_eq!((choice.algorithm, choice.protocol), (NcclAlgorithm::Tree, NcclProtocol::Ll));
         assert!((54.0..=64.0 * 1.1).contains(&us(choice.ns)), "{}", us(choice.ns));
@@ -259,7 +259,7 @@ mod tests {
     #[test]
     fn bulk_bus_bandwidth_runs_near_the_fabric_rate() {
         let (f, c) = (fabric("cx7-roce"), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         // all_gather 16 GiB on 2 ranks: busbw = (S / t) x (p - 1) / p.
         let bytes = 16u64 << 30;
         let busbw = bytes as f64 / net.nccl_all_gather_ns(bytes, 2) as f64 / 2.0;
@@ -272,7 +272,7 @@ mod tests {
         assert!(ar > 0.999 * f.bandwidth_gbs, "{ar}");
         // Unpinned HCAs plateau near 3 GB/s busbw (playbooks issue 102).
         let u = fabric("cx7-roce-unpinned");
-        let slow = NetCost { fabric: &u, comm: &c };
+        let slow = NetCost::new(&u, &c);
         let busbw = bytes as f64 / slow.nccl_all_gather_ns(bytes, 2) as f64 / 2.0;
         assert!((2.99..=3.0).contains(&busbw), "{busbw}");
     }
@@ -282,9 +282,9 @@ mod tests {
         let c = comm();
         for id in ["cx7-roce", "cx7-roce-x4", "cx7-roce-unpinned", "cx7-tcp"] {
             let f = fabric(id);
-            let net = NetCost { fabric: &f, comm: &c };
+            let net = NetCost::new(&f, &c);
             let faster = FabricSpec { bandwidth_gbs: f.bandwidth_gbs * 2.0, ..f.clone() };
-            let fast = NetCost { fabric: &faster, comm: &c };
+            let fast = NetCost::new(&faster, &c);
             for ranks in 2..=8 {
                 let mut last = [0; 4];
                 for shift in 0..=34 {
@@ -309,13 +309,13 @@ mod tests {
     #[test]
     fn one_rank_and_no_fabric_cost_nothing() {
         let (f, c) = (fabric("cx7-roce"), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         assert_eq!(net.nccl_all_reduce_ns(1 << 20, 1), 0);
         assert_eq!(net.nccl_all_gather_ns(1 << 20, 1), 0);
         assert_eq!(net.ray_step_ns(1), 0);
         let none = fabric("none");
-        assert_eq!(NetCost { fabric: &none, comm: &c }.nccl_all_reduce_ns(1 << 20, 2), 0);
-        assert_eq!(NetCost { fabric: &none, comm: &c }.nccl_send_ns(1 << 20), 0);
+        assert_eq!(NetCost::new(&none, &c).nccl_all_reduce_ns(1 << 20, 2), 0);
+        assert_eq!(NetCost::new(&none, &c).nccl_send_ns(1 << 20), 0);
     }
 
     #[test]
@@ -325,7 +325,7 @@ mod tests {
         // touches their byte term. Example: 4 ranks, 120 all-reduces of 1 token x 4,096 x 2 B.
         let c = comm();
         let (full, half) = (fabric("cx7-roce"), fabric("cx7-roce-x4"));
-        let (a, b) = (NetCost { fabric: &full, comm: &c }, NetCost { fabric: &half, comm: &c });
+        let (a, b) = (NetCost::new(&full, &c), NetCost::new(&half, &c));
         let (ta, tb) = (a.tensor_parallel_step_ns(120, 8_192, 4), b.tensor_parallel_step_ns(120, 8_192, 4));
         assert!(tb >= ta);
         // LL runs below either link's rate: the two links time a decode all-reduce alike.
@@ -339,7 +339,7 @@ mod tests {
         // activations, one token. TP: each rank streams half the weights and pays two
         // all-reduces per layer; PP: a token still crosses every layer in sequence, plus one send.
         let (f, c) = (fabric("cx7-roce"), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         let one_node_ns = 332_700_000u64;
         let tp = one_node_ns / 2 + net.tensor_parallel_step_ns(160, 16_384, 2);
         let pp = one_node_ns + net.pipeline_step_ns(2, 16_384);
@@ -353,7 +353,7 @@ mod tests {
     #[test]
     fn expert_parallel_sends_two_all_to_alls_of_the_routed_hidden_states() {
         let (f, c) = (fabric("cx7-roce"), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         // 4 tokens x 8 experts x 4,096 x 2 B = 262,144 B per rank per all-to-all.
         assert_eq!(net.expert_parallel_layer_ns(4, 8, 4_096, 2, 2), 2 * net.nccl_all_to_all_ns(262_144, 2));
         assert_eq!(net.expert_parallel_layer_ns(4, 8, 4_096, 2, 1), 0);

@@ -9,18 +9,29 @@ use crate::sim::Time;
 use super::us_to_ns;
 
 /// The cost model of the cluster's fabric and collectives. Built by
-/// [`crate::engine::Plan::net_cost`]; all durations are nanoseconds.
+/// [`crate::engine::Plan::net_cost`] (the cluster's slowest link) and
+/// [`crate::engine::Plan::link_cost`] (one link); all durations are nanoseconds.
 #[derive(Clone, Copy, Debug)]
 pub struct NetCost<'a> {
-    /// The fabric (transport, backend, latency, bandwidth).
+    /// The fabric (transport, backend, latency).
     pub fabric: &'a FabricSpec,
     /// Software costs of messages and collectives.
     pub comm: &'a CommParams,
+    /// Achieved bandwidth of the link(s) timed, GB/s (bytes/ns): the fabric's, capped by the
+    /// slower port at a link's ends ([`FabricSpec::link_gbs`]).
+    pub bandwidth_gbs: f64,
+}
+
+impl<'a> NetCost<'a> {
+    /// The cost model of a link running at the fabric's own bandwidth (every port keeps up).
+    pub fn new(fabric: &'a FabricSpec, comm: &'a CommParams) -> NetCost<'a> {
+        NetCost { fabric, comm, bandwidth_gbs: fabric.bandwidth_gbs }
+    }
 }
 
 impl NetCost<'_> {
     /// One message of `bytes` on one hop, ns: a Hockney alpha-beta cost, a fixed start-up
-    /// (alpha) plus the bytes at the fabric's bandwidth (beta).
+    /// (alpha) plus the bytes at the link's bandwidth (beta).
     ///
     /// RDMA: alpha = the wire latency + one JACCL software round (`jaccl_round_us`: post,
     /// completion poll, wake-up) per message. The frames of a message stream back to back: a
@@ -43,7 +54,7 @@ impl NetCost<'_> {
     /// With an RDMA alpha below the TCP one and an RDMA bandwidth above it (every catalog pair
     /// of fabrics on the same cables), RDMA is never slower than TCP, at any size.
     pub fn hop_ns(&self, bytes: u64) -> Time {
-        let wire = bytes as f64 / self.fabric.bytes_per_ns();
+        let wire = bytes as f64 / self.bandwidth_gbs;
         let alpha_us = match self.fabric.transport {
             Transport::Rdma if self.fabric.backend == Backend::Jaccl => self.fabric.latency_us + self.comm.jaccl_round_us,
             Transport::Rdma => self.fabric.latency_us,
@@ -118,7 +129,7 @@ mod tests {
     #[test]
     fn an_rdma_hop_pays_one_latency_and_one_round_plus_the_wire() {
         let (f, c) = (fabric("tb5-rdma", 5.0, 10.0), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         // (5 + 15) us, plus 20,480 B / 10 B/ns: the frames do not add rounds.
         assert_eq!(net.hop_ns(5 * 4096), 20_000 + 2_048);
         // An empty message still takes one round.
@@ -134,23 +145,23 @@ mod tests {
         other.nccl_base_us += 100.0;
         other.nccl_simple_us += 100.0;
         other.nccl_ll_gbs *= 2.0;
-        let (a, b) = (NetCost { fabric: &roce, comm: &c }, NetCost { fabric: &roce, comm: &other });
+        let (a, b) = (NetCost::new(&roce, &c), NetCost::new(&roce, &other));
         // A CX-7 RoCE hop: its wire latency (6.73 us) and bytes, no JACCL round, no NCCL prior.
         assert_eq!(a.hop_ns(23_730), 6_730 + 1_000);
         assert_eq!(a.hop_ns(1 << 20), b.hop_ns(1 << 20));
         // NCCL's collectives never read JACCL's round: only the NCCL priors move them.
         let mut jaccl_only = c.clone();
         jaccl_only.jaccl_round_us += 100.0;
-        let j = NetCost { fabric: &roce, comm: &jaccl_only };
+        let j = NetCost::new(&roce, &jaccl_only);
         assert_eq!(a.nccl_all_reduce_ns(16 << 10, 2), j.nccl_all_reduce_ns(16 << 10, 2));
         assert_eq!(a.nccl_send_ns(32 << 10), j.nccl_send_ns(32 << 10));
         assert!(b.nccl_all_reduce_ns(16 << 10, 2) > a.nccl_all_reduce_ns(16 << 10, 2));
         // JACCL over Thunderbolt 5 keeps its round; the NCCL priors leave its hops alone.
-        let (t, u) = (NetCost { fabric: &tb5, comm: &c }, NetCost { fabric: &tb5, comm: &other });
+        let (t, u) = (NetCost::new(&tb5, &c), NetCost::new(&tb5, &other));
         assert_eq!(u.hop_ns(4096) - t.hop_ns(4096), 100_000);
         let mut nccl_only = c.clone();
         nccl_only.nccl_base_us += 100.0;
-        assert_eq!(NetCost { fabric: &tb5, comm: &nccl_only }.hop_ns(4096), t.hop_ns(4096));
+        assert_eq!(NetCost::new(&tb5, &nccl_only).hop_ns(4096), t.hop_ns(4096));
     }
 
     #[test]
@@ -158,7 +169,7 @@ mod tests {
         // The catalog's tb5-rdma: ib_send_lat 4.64 us, ib_send_bw 75 Gbit/s = 9.375 GB/s.
         let f = crate::catalog::catalog().fabric("tb5-rdma").unwrap().clone();
         let c = comm();
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         let bytes = 64u64 << 20;
         // 67,108,864 B / 9.375 B/ns = 7,158,278.8 ns; alpha = (4.64 + 15) us = 19,640 ns.
         assert_eq!(net.hop_ns(bytes), 7_158_279 + 19_640);
@@ -173,7 +184,7 @@ mod tests {
         let c = crate::profile::Profile::default_profile().comm;
         for (rdma, tcp) in [("tb5-rdma", "tb5-tcp"), ("cx7-roce", "cx7-tcp")] {
             let (r, t) = (cat.fabric(rdma).unwrap().clone(), cat.fabric(tcp).unwrap().clone());
-            let (r, t) = (NetCost { fabric: &r, comm: &c }, NetCost { fabric: &t, comm: &c });
+            let (r, t) = (NetCost::new(&r, &c), NetCost::new(&t, &c));
             // 1 B .. 1 GiB, every power of two and its neighbours.
             for shift in 0..=30 {
                 for bytes in [(1u64 << shift).saturating_sub(1), 1 << shift, (1 << shift) + 1] {
@@ -186,16 +197,16 @@ mod tests {
     #[test]
     fn a_tcp_hop_pays_one_latency_and_one_message_cost_plus_the_wire() {
         let (f, c) = (fabric("tb5-tcp", 100.0, 5.0), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         assert_eq!(net.hop_ns(20_480), 100_000 + 20_000 + 4_096);
         let none = FabricSpec { transport: Transport::None, ..f.clone() };
-        assert_eq!(NetCost { fabric: &none, ..net }.hop_ns(20_480), 0);
+        assert_eq!(NetCost::new(&none, net.comm).hop_ns(20_480), 0);
     }
 
     #[test]
     fn collective_and_rpc_costs_are_the_profile_values() {
         let (f, c) = (fabric("tb5-rdma", 5.0, 10.0), comm());
-        let net = NetCost { fabric: &f, comm: &c };
+        let net = NetCost::new(&f, &c);
         assert_eq!(net.post_ns(), 3_000);
         // 1 MB at 20 GB/s (20 bytes/ns).
         assert_eq!(net.reduce_ns(1_000_000), 50_000);
