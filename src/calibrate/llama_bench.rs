@@ -423,8 +423,11 @@ fn file_type_label(ftype: &str) -> String {
 /// The catalog quantization of a GGUF file type as llama.cpp names it, read by the catalog's
 /// label reader ([`Catalog::find_quant`]).
 pub fn quant_for(model_type: &str) -> Result<String, String> {
-    let ftype = file_type(model_type);
-    match catalog().find_quant(&file_type_label(&ftype), QuantFamily::Gguf) {
+    quant_of_file_type(&file_type(model_type), catalog())
+}
+
+fn quant_of_file_type(ftype: &str, cat: &Catalog) -> Result<String, String> {
+    match cat.find_quant(&file_type_label(ftype), QuantFamily::Gguf) {
         Ok(q) if !q.by_width => Ok(q.id),
         _ => Err(format!(
             "file type `{ftype}` has no quantization preset (Q4_K - Medium, Q8_0, Q6_K, MXFP4 MoE, BF16, ...: `supernode catalog quants` lists them)"
@@ -447,7 +450,7 @@ pub struct GgufName {
 }
 
 /// Takes a GGUF path apart (see [`GgufName`]); the label is read by [`Catalog::find_quant`].
-pub fn gguf_name(path: &str) -> GgufName {
+pub fn gguf_name(path: &str, cat: &Catalog) -> GgufName {
     let file = path.trim().rsplit(['/', '\\']).next().unwrap_or("").to_string();
     let stem = file
         .len()
@@ -465,7 +468,7 @@ pub fn gguf_name(path: &str) -> GgufName {
     for n in [2, 1] {
         if tokens.len() > n {
             let label = tokens[tokens.len() - n..].join("-");
-            if let Some(q) = catalog().find_quant(&label, QuantFamily::Gguf).ok().filter(|q| !q.by_width) {
+            if let Some(q) = cat.find_quant(&label, QuantFamily::Gguf).ok().filter(|q| !q.by_width) {
                 return GgufName { model: tokens[..tokens.len() - n].join("-"), file, label: Some(label), quant: Some(q.id) };
             }
         }
@@ -547,7 +550,7 @@ fn find_file_model<'a>(name: &str, cat: &'a Catalog) -> Result<&'a (ModelPreset,
 
 /// The model and quantization of one test (see the module doc for the order of the sources).
 pub fn identify(r: &BenchRecord, cat: &Catalog) -> Result<Identified, String> {
-    let file = r.model_filename.as_deref().map(gguf_name);
+    let file = r.model_filename.as_deref().map(|f| gguf_name(f, cat));
     let mut how = Vec::new();
     let model = identify_model(r, file.as_ref(), cat, &mut how)?;
     let ftype = file_type(&r.model_type);
@@ -558,7 +561,7 @@ pub fn identify(r: &BenchRecord, cat: &Catalog) -> Result<Identified, String> {
             how.push(format!("quant {q} from the file name's label `{label}` (model_type gives {said})"));
             q
         }
-        _ => quant_for(&r.model_type)?,
+        _ => quant_of_file_type(&ftype, cat)?,
     };
     Ok(Identified { model, quant, how })
 }
@@ -751,17 +754,17 @@ mod tests {
 
     #[test]
     fn gguf_file_names_come_apart_into_model_and_quant() {
-        let g = gguf_name("/models/gpt-oss-120b-mxfp4-00001-of-00003.gguf");
+        let g = gguf_name("/models/gpt-oss-120b-mxfp4-00001-of-00003.gguf", catalog());
         assert_eq!((g.model.as_str(), g.label.as_deref(), g.quant.as_deref()), ("gpt-oss-120b", Some("mxfp4"), Some("mxfp4")));
         assert_eq!(g.file, "gpt-oss-120b-mxfp4-00001-of-00003.gguf");
-        let g = gguf_name(r"C:\models\GLM-4.6-UD-Q4_K_XL-00001-of-00005.gguf");
+        let g = gguf_name(r"C:\models\GLM-4.6-UD-Q4_K_XL-00001-of-00005.gguf", catalog());
         assert_eq!((g.model.as_str(), g.label.as_deref(), g.quant.as_deref()), ("GLM-4.6", Some("UD-Q4_K_XL"), Some("ud-q4_k_xl")));
-        let g = gguf_name("gemma-3-27b-it-qat-Q4_0.GGUF");
+        let g = gguf_name("gemma-3-27b-it-qat-Q4_0.GGUF", catalog());
         assert_eq!((g.model.as_str(), g.quant.as_deref()), ("gemma-3-27b-it-qat", Some("q4_0")));
-        let g = gguf_name("Llama-3.3-70B-Instruct-F16.gguf");
+        let g = gguf_name("Llama-3.3-70B-Instruct-F16.gguf", catalog());
         assert_eq!(g.quant.as_deref(), Some("bf16"));
         // No label a preset answers to: the whole stem is the model's name.
-        let g = gguf_name("my-finetune-IQ4_XS.gguf");
+        let g = gguf_name("my-finetune-IQ4_XS.gguf", catalog());
         assert_eq!((g.model.as_str(), g.label), ("my-finetune-IQ4_XS", None));
     }
 
@@ -800,7 +803,7 @@ mod tests {
         ] {
             let got = identify(&record(model_type, n, Some(file)), cat).unwrap_or_else(|e| panic!("{file}: {e}"));
             assert_eq!((got.model.as_str(), got.quant.as_str()), (model, quant), "{file}");
-            assert!(got.how[0].contains(&format!("from file name `{}`", gguf_name(file).file)), "{:?}", got.how);
+            assert!(got.how[0].contains(&format!("from file name `{}`", gguf_name(file, cat).file)), "{:?}", got.how);
         }
     }
 
