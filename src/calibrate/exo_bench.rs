@@ -21,9 +21,13 @@
 //! - `placement_instance_meta`: `MlxJaccl` (JACCL over Thunderbolt 5 RDMA) | `MlxRing` (the MLX
 //!   ring over TCP, taken as the Thunderbolt 5 bridge unless `--fabric` says otherwise).
 //! - `stats.prompt_tps` / `stats.generation_tps`: prefill and decode tokens/s of that run.
-//! - `model_id`: a Hugging Face repo id; the model is matched to a catalog preset by name, the
-//!   quantization from its suffix (`-4bit`, `-6bit`, `-8bit`, `-bf16`; Kimi K2 Thinking's native
-//!   INT4 is `int4-g32`).
+//! - `model_id`: a Hugging Face repo id; the model is the catalog preset
+//!   [`crate::catalog::Catalog::find_model`] resolves it to (as `validate` and scenarios do:
+//!   organisation prefix, release and format suffixes dropped; an unknown or ambiguous name is
+//!   skipped with the resolver's reason), the quantization the repo's suffix names through
+//!   [`crate::catalog::Catalog::find_quant`] in the MLX family (`-4bit`, `-6bit`, `-8bit`,
+//!   `-bf16`, `-MXFP4-Q8`, `-4bit-DWQ`); a repo without one is the model's own release (Kimi K2
+//!   Thinking's native INT4 is `int4-g32`).
 //!
 //! Runs of the same configuration (repeats) become one row per metric: the mean, with the
 //! spread and the repeat count in the notes.
@@ -32,6 +36,8 @@ use serde_json::Value;
 
 use crate::calibrate::validate::MeasurementRow;
 use crate::catalog::catalog;
+use crate::catalog::names::{ModelNameError, model_key};
+use crate::llm::QuantFamily;
 
 /// A configuration that became no row: (what, why).
 pub type Skipped = (String, String);
@@ -132,28 +138,51 @@ pub fn parse(text_in: &str) -> Result<Vec<ExoRun>, String> {
     Ok(out)
 }
 
-fn squash(s: &str) -> String {
-    s.chars().filter(|c| c.is_ascii_alphanumeric()).flat_map(|c| c.to_lowercase()).collect()
+/// Models whose published release is already quantized, so a repo id without a quant suffix
+/// still names a format: mlx-community/Kimi-K2-Thinking is the conversion of the native INT4
+/// (group 32) checkpoint exo runs (FACTS.md: 658 GB; the `int4-g32` preset).
+const NATIVE_RELEASES: &[(&str, &str)] = &[("kimi-k2-thinking", "int4-g32")];
+
+/// The quantization a repo name's suffix names in the MLX family: its last two `-`-separated
+/// tokens (`MXFP4-Q8`, `4bit-DWQ`), else its last one (`4bit`, `bf16`). `None`: no suffix names one.
+fn quant_suffix(base: &str) -> Option<String> {
+    let tokens: Vec<&str> = base.split('-').collect();
+    (1..=2).rev().filter(|n| tokens.len() > *n).find_map(|n| {
+        let label = tokens[tokens.len() - n..].join("-");
+        catalog().find_quant(&label, QuantFamily::Mlx).ok().map(|q| q.id)
+    })
 }
 
-/// The catalog model and quantization of a Hugging Face repo id.
+/// The catalog model and quantization of a Hugging Face repo id: the model by the catalog's
+/// name resolver, the quantization from the repo's suffix (exo runs MLX formats only).
 pub fn model_and_quant(model_id: &str) -> Result<(String, String), String> {
-    let base = model_id.rsplit('/').next().unwrap_or(model_id);
-    let lower = base.to_ascii_lowercase();
-    let quant = ["4bit", "6bit", "8bit"]
-        .iter()
-        .find(|q| lower.ends_with(*q))
-        .map(|q| format!("mlx-{q}"))
-        .or_else(|| lower.ends_with("bf16").then(|| "bf16".to_string()));
-    let name = squash(&lower);
-    let best =
-        catalog().models.iter().map(|(p, _)| p.id.as_str()).filter(|id| name.starts_with(&squash(id))).max_by_key(|id| squash(id).len());
-    let model = best.ok_or_else(|| format!("model `{model_id}` matches no catalog model (`supernode catalog models` lists them)"))?;
-    let quant = match quant {
-        Some(q) => q,
-        None if model == "kimi-k2-thinking" => "int4-g32".into(),
-        None => return Err(format!("model `{model_id}`: no quantization suffix (-4bit, -6bit, -8bit, -bf16) to tell its format")),
+    let cat = catalog();
+    let model = match cat.find_model(model_id) {
+        Ok((p, _)) => p.id.as_str(),
+        Err(ModelNameError::Unknown(_)) => {
+            return Err(format!(
+                "model `{model_id}` matches no catalog model (compared by name as `{}`; `supernode catalog models` lists them)",
+                model_key(model_id)
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
     };
+    let base = model_id.trim().rsplit('/').next().unwrap_or(model_id);
+    let quant = match quant_suffix(base) {
+        Some(q) => q,
+        None => match NATIVE_RELEASES.iter().find(|(m, _)| *m == model) {
+            Some((_, q)) => q.to_string(),
+            None => {
+                return Err(format!(
+                    "model `{model_id}`: no quantization suffix (-4bit, -6bit, -8bit, -bf16, -MXFP4-Q8) to tell its format"
+                ));
+            }
+        },
+    };
+    let family = cat.quant(&quant).map(|q| q.family);
+    if !family.is_some_and(|f| f.loads_on(QuantFamily::Mlx)) {
+        return Err(format!("model `{model_id}`: quant `{quant}` is not an MLX format, which exo loads"));
+    }
     Ok((model.to_string(), quant))
 }
 
@@ -237,4 +266,52 @@ pub fn to_rows(
         }
     }
     Ok((rows, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Repo ids exo runs (the fixture's, the Geerling cluster's models, and conversions of the
+    /// newer catalog architectures as mlx-community names them) and what each imports as.
+    #[test]
+    fn repo_ids_resolve_through_the_catalog_names() {
+        for (id, model, quant) in [
+            // tests/fixtures/exo-bench/runs.json: resolved the same as by the old prefix match.
+            ("mlx-community/Kimi-K2-Thinking", "kimi-k2-thinking", "int4-g32"),
+            ("mlx-community/Qwen3-235B-A22B-Instruct-2507-4bit", "qwen3-235b-a22b", "mlx-4bit"),
+            ("mlx-community/Qwen3-235B-A22B-8bit", "qwen3-235b-a22b", "mlx-8bit"),
+            ("mlx-community/DeepSeek-V3.1-4bit", "deepseek-v3.1", "mlx-4bit"),
+            ("mlx-community/Qwen3-30B-A3B-4bit", "qwen3-30b-a3b", "mlx-4bit"),
+            ("mlx-community/Llama-3.3-70B-Instruct-bf16", "llama-3.3-70b", "bf16"),
+            ("mlx-community/Meta-Llama-3.1-8B-Instruct-6bit", "llama-3.1-8b", "mlx-6bit"),
+            // Newer architectures, by the names the resolver knows.
+            ("mlx-community/Qwen3-Next-80B-A3B-Instruct-4bit", "qwen3-coder-next", "mlx-4bit"),
+            ("mlx-community/Qwen3-Coder-Next-8bit", "qwen3-coder-next", "mlx-8bit"),
+            ("mlx-community/GLM-4.5-Air-4bit", "glm-4.5-air", "mlx-4bit"),
+            ("mlx-community/gemma-3-27b-it-qat-4bit", "gemma-3-27b", "mlx-4bit"),
+            ("mlx-community/gpt-oss-20b-MXFP4-Q8", "gpt-oss-20b", "mxfp4"),
+            ("mlx-community/gpt-oss-120b-MXFP4-Q8", "gpt-oss-120b", "mxfp4"),
+            ("mlx-community/Llama-4-Scout-17B-16E-Instruct-4bit", "llama-4-scout-17b-16e", "mlx-4bit"),
+            ("mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit-DWQ", "qwen3-coder-30b-a3b", "mlx-4bit"),
+        ] {
+            assert_eq!(model_and_quant(id), Ok((model.to_string(), quant.to_string())), "{id}");
+        }
+    }
+
+    /// Unknown models, missing or foreign quant suffixes: refused with what was tried.
+    #[test]
+    fn unknown_names_and_formats_are_refused_with_what_was_tried() {
+        for (id, why) in [
+            ("mlx-community/Mistral-Large-2411-4bit", "matches no catalog model (compared by name as `mistrallarge`"),
+            ("Qwen/Qwen3-235B-A22B", "no quantization suffix"),
+            ("mlx-community/Qwen3-235B-A22B-3bit", "no quantization suffix"),
+            ("zai-org/GLM-4.5-Air-FP8", "quant `fp8` is not an MLX format"),
+            // A newer size of a family the catalog has one size of is not guessed.
+            ("mlx-community/Qwen3-32B-4bit", "matches no catalog model"),
+        ] {
+            let e = model_and_quant(id).unwrap_err();
+            assert!(e.contains(why), "{id}: {e}");
+        }
+    }
 }

@@ -6,13 +6,25 @@
 //! (`shared/data/measurements.csv`), so `validate` and `calibrate` take a user's own benchmarks.
 //! llama-bench does not record which machine it ran on beyond the GPU's name, so the node is
 //! matched from that name or given by the caller.
+//!
+//! The model: the GGUF file's name first (`model_filename`, in the JSON, JSONL and CSV outputs:
+//! `.../Qwen3-30B-A3B-Q4_K_M.gguf`, `gpt-oss-120b-mxfp4-00001-of-00003.gguf`), without its shard
+//! suffix and quant label, through the catalog's name resolver
+//! ([`crate::catalog::Catalog::find_model`], as `validate` and scenarios read names); else (the
+//! markdown table, or a file name no preset answers to) the `model_type`'s architecture and
+//! parameter count. The quantization: the `model_type`'s file type (`Q4_K - Medium`), or the
+//! file name's label where that file type is absent or generic (`F16`, `(guessed)`, `unknown`).
+//! Which of them decided is written into each row's notes.
 
 use std::path::Path;
 
 use serde_json::Value;
 
 use crate::calibrate::validate::MeasurementRow;
-use crate::catalog::{Catalog, catalog};
+use crate::catalog::names::{ModelNameError, model_key};
+use crate::catalog::{Catalog, ModelPreset, catalog};
+use crate::llm::ModelSpec;
+use crate::llm::QuantFamily;
 
 /// Errors reading llama-bench output.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +57,8 @@ pub struct BenchRecord {
     pub model_type: String,
     /// Parameter count, when recorded.
     pub n_params: Option<f64>,
+    /// The GGUF file's path as given to `-m` (`model_filename`; not in the markdown table).
+    pub model_filename: Option<String>,
     /// Backends, e.g. `Metal,BLAS`.
     pub backends: String,
     /// GPU and CPU names, when recorded (not in the markdown table).
@@ -61,6 +75,9 @@ pub struct BenchRecord {
     pub stddev_ts: Option<f64>,
     /// Build commit, when recorded.
     pub build: Option<String>,
+    /// Micro-batch of the test (`-ub`, `n_ubatch`), when recorded (not in the default markdown
+    /// table): the prefill chunk `validate` reads back from the row's notes.
+    pub n_ubatch: Option<u64>,
     /// Layers offloaded to the GPU (`-ngl`; negative, "all", reads as `u64::MAX`), when recorded.
     pub n_gpu_layers: Option<u64>,
 }
@@ -132,6 +149,7 @@ fn from_json(o: &Value) -> Result<BenchRecord, String> {
     Ok(BenchRecord {
         model_type,
         n_params: json_f64(o, "model_n_params"),
+        model_filename: json_str(o, "model_filename").filter(|f| !f.trim().is_empty()),
         backends: json_str(o, "backends").unwrap_or_default(),
         gpu_info: Some(
             [json_str(o, "gpu_info"), json_str(o, "cpu_info")]
@@ -148,6 +166,7 @@ fn from_json(o: &Value) -> Result<BenchRecord, String> {
         avg_ts,
         stddev_ts: json_f64(o, "stddev_ts"),
         build: json_str(o, "build_commit"),
+        n_ubatch: json_f64(o, "n_ubatch").filter(|x| *x >= 1.0).map(|x| x as u64),
         // Negative means "all layers" in llama.cpp's newer defaults.
         n_gpu_layers: json_f64(o, "n_gpu_layers").map(|x| if x < 0.0 { u64::MAX } else { x as u64 }),
     })
@@ -238,6 +257,7 @@ fn parse_markdown(text: &str) -> Result<Vec<BenchRecord>, String> {
         out.push(BenchRecord {
             model_type,
             n_params: col("params").and_then(parse_params),
+            model_filename: None,
             backends: col("backend").unwrap_or("").to_string(),
             gpu_info: None,
             n_prompt,
@@ -246,6 +266,7 @@ fn parse_markdown(text: &str) -> Result<Vec<BenchRecord>, String> {
             avg_ts,
             stddev_ts: sd,
             build: None,
+            n_ubatch: col("n_ubatch").and_then(|x| x.parse().ok()),
             n_gpu_layers: col("ngl").and_then(|x| x.parse::<i64>().ok()).map(|x| u64::try_from(x).unwrap_or(u64::MAX)),
         });
     }
@@ -315,52 +336,234 @@ pub fn check_node(records: &[BenchRecord], node: &str, cat: &Catalog) -> Result<
     Ok(())
 }
 
-/// llama.cpp architecture names and the Hugging Face `model_type`s they cover.
+/// llama.cpp architecture names (`LLM_ARCH_NAMES`, src/llama-arch.cpp; checked at llama.cpp
+/// 4227c9be, 2025-08-14) and the Hugging Face `model_type`s they cover. Architectures that landed
+/// later (qwen3next, minimax-m2) are not listed: their files import by name.
 const ARCHES: &[(&str, &[&str])] = &[
     ("llama", &["llama"]),
+    ("llama4", &["llama4"]),
     ("deepseek2", &["deepseek_v3", "kimi_k2"]),
     ("qwen3moe", &["qwen3_moe"]),
+    ("glm4moe", &["glm4_moe"]),
+    ("gemma3", &["gemma3"]),
     ("gpt-oss", &["gpt_oss"]),
     ("gpt_oss", &["gpt_oss"]),
 ];
 
-/// The catalog model of a llama-bench `model_type` (architecture plus parameter count; the count
-/// must be within 15% of the preset's).
-pub fn model_for(model_type: &str, n_params: Option<f64>, cat: &Catalog) -> Result<String, String> {
+/// How far llama-bench's parameter count may be from a preset's (a GGUF counts the text model's
+/// tensors; a preset's config may count a few the file stores differently).
+const PARAM_TOLERANCE: f64 = 0.15;
+
+/// The catalog presets of a `model_type`'s architecture nearest its parameter count (within
+/// [`PARAM_TOLERANCE`]): the first, and any others of exactly the same count (the same architecture
+/// and size under another name, e.g. DeepSeek V3.1 and R1).
+fn presets_by_architecture(model_type: &str, n_params: Option<f64>, cat: &Catalog) -> Result<Vec<String>, String> {
     let arch = model_type.split_whitespace().next().unwrap_or("");
+    let known: Vec<&str> = ARCHES.iter().map(|(a, _)| *a).collect();
     let hf = ARCHES
         .iter()
         .find(|(a, _)| *a == arch)
         .map(|(_, h)| *h)
-        .ok_or(format!("architecture `{arch}` has no model preset (known: llama, deepseek2, qwen3moe, gpt-oss)"))?;
+        .ok_or(format!("architecture `{arch}` has no model preset (known: {})", known.join(", ")))?;
     let size = model_type.split_whitespace().nth(1).unwrap_or("");
     let params = n_params
         .or_else(|| parse_params(size.split('.').next().unwrap_or("")))
         .ok_or(format!("`{model_type}`: no parameter count to tell the model size"))?;
-    let best = cat
+    let mut near: Vec<(&str, u64, f64)> = cat
         .models
         .iter()
         .filter(|(_, m)| hf.contains(&m.arch.as_str()))
-        .map(|(p, m)| (p.id.as_str(), ((m.total_params() as f64) / params - 1.0).abs()))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    match best {
-        Some((id, rel)) if rel <= 0.15 => Ok(id.to_string()),
-        _ => Err(format!("`{model_type}` ({:.1} B parameters): no model preset of that architecture and size", params / 1e9)),
+        .map(|(p, m)| (p.id.as_str(), m.total_params(), ((m.total_params() as f64) / params - 1.0).abs()))
+        .filter(|(_, _, rel)| *rel <= PARAM_TOLERANCE)
+        .collect();
+    near.sort_by(|a, b| a.2.total_cmp(&b.2));
+    match near.first() {
+        Some(&(_, count, _)) => Ok(near.iter().filter(|x| x.1 == count).map(|x| x.0.to_string()).collect()),
+        None => Err(format!("`{model_type}` ({:.1} B parameters): no model preset of that architecture and size", params / 1e9)),
     }
 }
 
-/// The catalog quantization of a GGUF file type as llama.cpp names it.
-pub fn quant_for(model_type: &str) -> Result<&'static str, String> {
-    let ftype = model_type.split_whitespace().skip(2).collect::<Vec<_>>().join(" ");
-    let q = match ftype.as_str() {
-        "Q4_K - Medium" => "q4_k_m",
-        "Q8_0" => "q8_0",
-        "Q2_K - Medium" | "Q2_K" => "q2_k",
-        "MXFP4 MoE" | "MXFP4" => "mxfp4",
-        "BF16" => "bf16",
-        _ => return Err(format!("file type `{ftype}` has no quantization preset (known: Q4_K - Medium, Q8_0, Q2_K, MXFP4, BF16)")),
+/// The catalog model of a llama-bench `model_type` (architecture plus parameter count; the count
+/// must be within 15% of the preset's).
+pub fn model_for(model_type: &str, n_params: Option<f64>, cat: &Catalog) -> Result<String, String> {
+    presets_by_architecture(model_type, n_params, cat).map(|ids| ids[0].clone())
+}
+
+/// The file-type part of a `model_type` (`Q4_K - Medium` of `llama 70B Q4_K - Medium`): after the
+/// architecture and size words, and after a parenthesised size name (`17Bx16E (Scout)`).
+fn file_type(model_type: &str) -> String {
+    let words: Vec<&str> = model_type.split_whitespace().skip(2).skip_while(|w| w.starts_with('(') && w.ends_with(')')).collect();
+    words.join(" ")
+}
+
+/// Whether a file type says nothing about the quantization: absent, unknown to llama.cpp
+/// (`unknown, may not work`), guessed from the tensors (`... (guessed)`), or a float type an
+/// older llama.cpp printed for files whose experts are quantized (the fw-gptoss120b-1 row: an
+/// MXFP4 gpt-oss reported as `F16`).
+fn generic_file_type(ftype: &str) -> bool {
+    let head = ftype.split(" - ").next().unwrap_or("").trim();
+    ftype.is_empty() || ftype.contains("(guessed)") || ftype.starts_with("unknown") || matches!(head, "F16" | "BF16" | "F32" | "all F32")
+}
+
+/// A llama.cpp file-type name as the label a GGUF file carries: `Q4_K - Medium` is Q4_K_M, `Q2_K -
+/// Medium` plain Q2_K (llama.cpp's name for LLAMA_FTYPE_MOSTLY_Q2_K), `MXFP4 MoE` MXFP4,
+/// `IQ4_XS - 4.25 bpw` IQ4_XS (src/llama-model-loader.cpp `llama_model_ftype_name`).
+fn file_type_label(ftype: &str) -> String {
+    let (head, size) = ftype.split_once(" - ").unwrap_or((ftype, ""));
+    let head = head.split_whitespace().next().unwrap_or("");
+    match (head, size.trim()) {
+        ("Q2_K", "Medium") => "Q2_K".into(),
+        (h, "Small") => format!("{h}_S"),
+        (h, "Medium") => format!("{h}_M"),
+        (h, "Large") => format!("{h}_L"),
+        (h, _) => h.into(),
+    }
+}
+
+/// The catalog quantization of a GGUF file type as llama.cpp names it, read by the catalog's
+/// label reader ([`Catalog::find_quant`]).
+pub fn quant_for(model_type: &str) -> Result<String, String> {
+    quant_of_file_type(&file_type(model_type), catalog())
+}
+
+fn quant_of_file_type(ftype: &str, cat: &Catalog) -> Result<String, String> {
+    match cat.find_quant(&file_type_label(ftype), QuantFamily::Gguf) {
+        Ok(q) if !q.by_width => Ok(q.id),
+        _ => Err(format!(
+            "file type `{ftype}` has no quantization preset (Q4_K - Medium, Q8_0, Q6_K, MXFP4 MoE, BF16, ...: `supernode catalog quants` lists them)"
+        )),
+    }
+}
+
+/// A GGUF file name taken apart: the model's name (directory, `.gguf`, the shard suffix
+/// `-00001-of-00003` and the quant label dropped), and the quant preset its label names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GgufName {
+    /// The file's name without directory.
+    pub file: String,
+    /// The model's part of it (`gpt-oss-120b`).
+    pub model: String,
+    /// The quant label as written (`UD-Q4_K_XL`), when its last one or two tokens name a preset.
+    pub label: Option<String>,
+    /// The preset that label names.
+    pub quant: Option<String>,
+}
+
+/// Takes a GGUF path apart (see [`GgufName`]); the label is read by [`Catalog::find_quant`].
+pub fn gguf_name(path: &str, cat: &Catalog) -> GgufName {
+    let file = path.trim().rsplit(['/', '\\']).next().unwrap_or("").to_string();
+    let stem = file
+        .len()
+        .checked_sub(5)
+        .filter(|&n| file.is_char_boundary(n) && file[n..].eq_ignore_ascii_case(".gguf"))
+        .map_or(file.as_str(), |n| &file[..n]);
+    let mut tokens: Vec<&str> = stem.split('-').collect();
+    // llama.cpp's split files: `<name>-00002-of-00004.gguf` (llama_get_list_splits).
+    let digits = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
+    if let [.., a, of, b] = tokens.as_slice() {
+        if digits(a) && of.eq_ignore_ascii_case("of") && digits(b) {
+            tokens.truncate(tokens.len() - 3);
+        }
+    }
+    for n in [2, 1] {
+        if tokens.len() > n {
+            let label = tokens[tokens.len() - n..].join("-");
+            if let Some(q) = cat.find_quant(&label, QuantFamily::Gguf).ok().filter(|q| !q.by_width) {
+                return GgufName { model: tokens[..tokens.len() - n].join("-"), file, label: Some(label), quant: Some(q.id) };
+            }
+        }
+    }
+    GgufName { model: tokens.join("-"), file, label: None, quant: None }
+}
+
+/// The model and quantization of one llama-bench test, and how each was decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Identified {
+    /// Catalog model id.
+    pub model: String,
+    /// Catalog quantization id.
+    pub quant: String,
+    /// What decided each (written into the row's notes).
+    pub how: Vec<String>,
+}
+
+/// The model of a test: the file name through the catalog's resolver (checked against the
+/// `model_type`'s architecture and parameter count where those are known), else the
+/// architecture rule; an ambiguous file name, or one contradicting the `model_type`, is an error.
+fn identify_model(r: &BenchRecord, file: Option<&GgufName>, cat: &Catalog, how: &mut Vec<String>) -> Result<String, String> {
+    let by_arch = || presets_by_architecture(&r.model_type, r.n_params, cat);
+    let arch_note = |ids: &[String], why: &str| {
+        let twins = if ids.len() > 1 { format!("; {} has the same architecture and size", ids[1..].join(", ")) } else { String::new() };
+        format!("model {} from model_type `{}` (architecture and parameter count{why}{twins})", ids[0], r.model_type)
     };
-    Ok(q)
+    let Some(f) = file else {
+        let ids = by_arch()?;
+        how.push(arch_note(&ids, ""));
+        return Ok(ids[0].clone());
+    };
+    match find_file_model(&f.model, cat) {
+        Ok((p, m)) => {
+            let arch = r.model_type.split_whitespace().next().unwrap_or("");
+            let other_arch = ARCHES.iter().find(|(a, _)| *a == arch).is_some_and(|(_, hf)| !hf.contains(&m.arch.as_str()));
+            let other_size = r.n_params.is_some_and(|n| ((m.total_params() as f64) / n - 1.0).abs() > PARAM_TOLERANCE);
+            if other_arch || other_size {
+                return Err(format!(
+                    "file name `{}` names {} ({}, {:.1} B parameters) but llama-bench loaded a `{}`{}: which file ran?",
+                    f.file,
+                    p.id,
+                    m.arch,
+                    m.total_params() as f64 / 1e9,
+                    r.model_type,
+                    r.n_params.map_or(String::new(), |n| format!(" of {:.1} B parameters", n / 1e9))
+                ));
+            }
+            how.push(format!("model {} from file name `{}`", p.id, f.file));
+            Ok(p.id.clone())
+        }
+        Err(ModelNameError::Unknown(_)) => {
+            let tried = format!("file name `{}` names no catalog model (compared as `{}`)", f.file, model_key(&f.model));
+            let ids = by_arch().map_err(|e| format!("{tried}, and by architecture: {e}"))?;
+            how.push(arch_note(&ids, &format!("; {tried}")));
+            Ok(ids[0].clone())
+        }
+        Err(e) => Err(format!("file name `{}`: {e}", f.file)),
+    }
+}
+
+/// The preset a GGUF file's model name means: as written, else its part after the last `_`
+/// (llama.cpp's `-hf` downloads are cached as `<org>_<repo>_<file>`, common/arg.cpp at 4227c9be:
+/// `ggml-org_gpt-oss-120b-GGUF_gpt-oss-120b-mxfp4-00001-of-00003.gguf`; some publishers name
+/// files `<org>_<name>`: `google_gemma-3-27b-it-Q4_K_M.gguf`), else after the first `_`.
+fn find_file_model<'a>(name: &str, cat: &'a Catalog) -> Result<&'a (ModelPreset, ModelSpec), ModelNameError> {
+    let as_written = cat.find_model(name);
+    if !matches!(as_written, Err(ModelNameError::Unknown(_))) {
+        return as_written;
+    }
+    for tail in [name.rsplit_once('_').map(|(_, t)| t), name.split_once('_').map(|(_, t)| t)].into_iter().flatten() {
+        match cat.find_model(tail) {
+            Err(ModelNameError::Unknown(_)) => {}
+            found => return found,
+        }
+    }
+    as_written
+}
+
+/// The model and quantization of one test (see the module doc for the order of the sources).
+pub fn identify(r: &BenchRecord, cat: &Catalog) -> Result<Identified, String> {
+    let file = r.model_filename.as_deref().map(|f| gguf_name(f, cat));
+    let mut how = Vec::new();
+    let model = identify_model(r, file.as_ref(), cat, &mut how)?;
+    let ftype = file_type(&r.model_type);
+    let from_file = file.as_ref().and_then(|f| Some((f.label.clone()?, f.quant.clone()?)));
+    let quant = match from_file {
+        Some((label, q)) if generic_file_type(&ftype) => {
+            let said = if ftype.is_empty() { "no file type".to_string() } else { format!("file type `{ftype}`") };
+            how.push(format!("quant {q} from the file name's label `{label}` (model_type gives {said})"));
+            q
+        }
+        _ => quant_of_file_type(&ftype, cat)?,
+    };
+    Ok(Identified { model, quant, how })
 }
 
 /// A test that became no row, and why.
@@ -429,15 +632,8 @@ pub fn to_rows(
                 }
             },
         };
-        let model = match model_for(&r.model_type, r.n_params, cat) {
-            Ok(m) => m,
-            Err(e) => {
-                skipped.push(skip(e));
-                continue;
-            }
-        };
-        let quant = match quant_for(&r.model_type) {
-            Ok(q) => q,
+        let Identified { model, quant, how } = match identify(r, cat) {
+            Ok(x) => x,
             Err(e) => {
                 skipped.push(skip(e));
                 continue;
@@ -450,16 +646,21 @@ pub fn to_rows(
         if !r.backends.is_empty() {
             notes.push(format!("backends {}", r.backends));
         }
+        if let Some(ub) = r.n_ubatch {
+            // In llama.cpp's own flag, which `validate` reads as the prefill chunk.
+            notes.push(format!("-ub {ub}"));
+        }
         if let Some(g) = &r.gpu_info {
             notes.push(format!("gpu {g}"));
         }
+        notes.extend(how);
         rows.push(MeasurementRow {
             id: format!("{stem}-{}-{}", i + 1, test.replace(" @ ", "-")),
             system: node_id,
             nodes: "1".into(),
             node_mix: String::new(),
             model,
-            quant: quant.into(),
+            quant,
             engine: "llama-cpp".into(),
             parallelism: "none".into(),
             fabric: "none".into(),
@@ -498,6 +699,7 @@ mod tests {
             let r = BenchRecord {
                 model_type: String::new(),
                 n_params: None,
+                model_filename: None,
                 backends: String::new(),
                 gpu_info: None,
                 n_prompt: p,
@@ -506,6 +708,7 @@ mod tests {
                 avg_ts: 1.0,
                 stddev_ts: None,
                 build: None,
+                n_ubatch: None,
                 n_gpu_layers: None,
             };
             assert_eq!(r.test_name(), t);
@@ -528,6 +731,138 @@ mod tests {
         assert!(model_for("mamba 2B Q8_0", Some(2e9), cat).unwrap_err().contains("architecture `mamba`"));
         assert_eq!(quant_for("llama 70B Q4_K - Medium").unwrap(), "q4_k_m");
         assert!(quant_for("llama 70B IQ4_XS - 4.25 bpw").unwrap_err().contains("IQ4_XS"));
+    }
+
+    /// A test of `model_type` from `file` (avg_ts is a placeholder: only the names are read).
+    fn record(model_type: &str, n_params: Option<f64>, file: Option<&str>) -> BenchRecord {
+        BenchRecord {
+            model_type: model_type.into(),
+            n_params,
+            model_filename: file.map(String::from),
+            backends: "CUDA".into(),
+            gpu_info: None,
+            n_prompt: 0,
+            n_gen: 128,
+            n_depth: 0,
+            avg_ts: 1.0,
+            stddev_ts: None,
+            build: None,
+            n_ubatch: None,
+            n_gpu_layers: None,
+        }
+    }
+
+    #[test]
+    fn gguf_file_names_come_apart_into_model_and_quant() {
+        let g = gguf_name("/models/gpt-oss-120b-mxfp4-00001-of-00003.gguf", catalog());
+        assert_eq!((g.model.as_str(), g.label.as_deref(), g.quant.as_deref()), ("gpt-oss-120b", Some("mxfp4"), Some("mxfp4")));
+        assert_eq!(g.file, "gpt-oss-120b-mxfp4-00001-of-00003.gguf");
+        let g = gguf_name(r"C:\models\GLM-4.6-UD-Q4_K_XL-00001-of-00005.gguf", catalog());
+        assert_eq!((g.model.as_str(), g.label.as_deref(), g.quant.as_deref()), ("GLM-4.6", Some("UD-Q4_K_XL"), Some("ud-q4_k_xl")));
+        let g = gguf_name("gemma-3-27b-it-qat-Q4_0.GGUF", catalog());
+        assert_eq!((g.model.as_str(), g.quant.as_deref()), ("gemma-3-27b-it-qat", Some("q4_0")));
+        let g = gguf_name("Llama-3.3-70B-Instruct-F16.gguf", catalog());
+        assert_eq!(g.quant.as_deref(), Some("bf16"));
+        // No label a preset answers to: the whole stem is the model's name.
+        let g = gguf_name("my-finetune-IQ4_XS.gguf", catalog());
+        assert_eq!((g.model.as_str(), g.label), ("my-finetune-IQ4_XS", None));
+    }
+
+    /// The newer catalog architectures import by file name (llama-bench's `model_type` as llama.cpp
+    /// 4227c9be prints it: `llm_type_name` and `llama_model_ftype_name`; parameter counts from
+    /// FACTS-2026 section C and the catalog's model cards).
+    #[test]
+    fn files_of_the_newer_architectures_import_by_name() {
+        let cat = catalog();
+        for (model_type, n, file, model, quant) in [
+            ("qwen3next 80B.A3B Q4_K - Medium", Some(79.67e9), "Qwen3-Next-80B-A3B-Instruct-Q4_K_M.gguf", "qwen3-coder-next", "q4_k_m"),
+            ("qwen3next ?B Q8_0", None, "models/Qwen3-Coder-Next-Q8_0-00001-of-00002.gguf", "qwen3-coder-next", "q8_0"),
+            ("glm4moe 106B.A12B Q4_K - Medium", Some(106.9e9), "GLM-4.5-Air-Q4_K_M-00001-of-00002.gguf", "glm-4.5-air", "q4_k_m"),
+            ("gemma3 27B Q4_0", Some(27.0e9), "gemma-3-27b-it-qat-Q4_0.gguf", "gemma-3-27b", "q4_0"),
+            ("gpt-oss 20B MXFP4 MoE", Some(20.9e9), "/models/gpt-oss-20b-mxfp4.gguf", "gpt-oss-20b", "mxfp4"),
+            ("gpt-oss ?B MXFP4 MoE", None, "gpt-oss-120b-mxfp4-00001-of-00003.gguf", "gpt-oss-120b", "mxfp4"),
+            (
+                "llama4 17Bx16E (Scout) Q4_K - Medium",
+                Some(107.8e9),
+                "Llama-4-Scout-17B-16E-Instruct-Q4_K_M.gguf",
+                "llama-4-scout-17b-16e",
+                "q4_k_m",
+            ),
+            ("glm4moe 355B.A32B Q4_K - Medium", None, "GLM-4.6-UD-Q4_K_XL-00001-of-00005.gguf", "glm-4.6", "q4_k_m"),
+            ("qwen3moe 30B.A3B Q4_K - Medium", Some(30.5e9), "Qwen3-Coder-30B-A3B-Instruct-Q4_K_M.gguf", "qwen3-coder-30b-a3b", "q4_k_m"),
+            // `<org>_<repo>` file names.
+            ("gemma3 27B Q4_K - Medium", None, "google_gemma-3-27b-it-Q4_K_M.gguf", "gemma-3-27b", "q4_k_m"),
+            ("gpt-oss 20B MXFP4 MoE", None, "openai_gpt-oss-20b-MXFP4.gguf", "gpt-oss-20b", "mxfp4"),
+            (
+                "gpt-oss 120B MXFP4 MoE",
+                None,
+                "/root/.cache/llama.cpp/ggml-org_gpt-oss-120b-GGUF_gpt-oss-120b-mxfp4-00001-of-00003.gguf",
+                "gpt-oss-120b",
+                "mxfp4",
+            ),
+        ] {
+            let got = identify(&record(model_type, n, Some(file)), cat).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!((got.model.as_str(), got.quant.as_str()), (model, quant), "{file}");
+            assert!(got.how[0].contains(&format!("from file name `{}`", gguf_name(file, cat).file)), "{:?}", got.how);
+        }
+    }
+
+    /// Without a usable file name the architecture rule decides, and the note says so (with the
+    /// presets of the same architecture and size it could not tell apart); a generic file type takes the file's label.
+    #[test]
+    fn the_architecture_rule_is_the_fallback_and_says_so() {
+        let cat = catalog();
+        let got = identify(&record("llama 70B Q4_K - Medium", Some(70.55e9), None), cat).unwrap();
+        assert_eq!((got.model.as_str(), got.quant.as_str()), ("llama-3.3-70b", "q4_k_m"));
+        assert!(got.how[0].contains("from model_type `llama 70B Q4_K - Medium` (architecture and parameter count)"), "{:?}", got.how);
+        let got = identify(&record("deepseek2 671B Q4_K - Medium", Some(671.03e9), Some("my-merge-Q4_K_M.gguf")), cat).unwrap();
+        assert_eq!(got.model, "deepseek-v3.1");
+        assert!(got.how[0].contains("file name `my-merge-Q4_K_M.gguf` names no catalog model (compared as `mymerge`)"), "{:?}", got.how);
+        assert!(got.how[0].contains("deepseek-r1 has the same architecture and size"), "{:?}", got.how);
+        // An older llama.cpp printed F16 for an MXFP4 gpt-oss (the fw-gptoss120b-1 row): the label decides.
+        let got = identify(&record("gpt-oss ?B F16", Some(116.8e9), Some("gpt-oss-120b-mxfp4-00001-of-00003.gguf")), cat).unwrap();
+        assert_eq!(got.quant, "mxfp4");
+        assert!(got.how[1].contains("from the file name's label `mxfp4` (model_type gives file type `F16`)"), "{:?}", got.how);
+        // A specific file type is kept over the label (Unsloth's UD files report Q4_K - Medium).
+        let got = identify(&record("llama 70B Q4_K - Medium", None, Some("Llama-3.3-70B-Instruct-UD-Q4_K_XL.gguf")), cat).unwrap();
+        assert_eq!(got.quant, "q4_k_m");
+        assert_eq!(quant_for("llama4 17Bx16E (Scout) Q6_K").unwrap(), "q6_k");
+        assert_eq!(quant_for("llama 3B Q4_K - Small").unwrap(), "q4_k_s");
+        assert_eq!(quant_for("deepseek2 671B Q2_K - Medium").unwrap(), "q2_k");
+        assert_eq!(quant_for("llama 3B BF16").unwrap(), "bf16");
+    }
+
+    /// Unknown names and names that contradict what llama.cpp loaded: errors naming what was tried.
+    #[test]
+    fn unknown_and_contradicting_names_say_what_was_tried() {
+        let cat = catalog();
+        let why = |model_type: &str, n: Option<f64>, file: Option<&str>| identify(&record(model_type, n, file), cat).unwrap_err();
+        let e = why("mistral3 24B Q4_K - Medium", Some(24.0e9), Some("Mistral-Small-3.2-24B-Instruct-Q4_K_M.gguf"));
+        assert!(e.contains("file name `Mistral-Small-3.2-24B-Instruct-Q4_K_M.gguf` names no catalog model"), "{e}");
+        assert!(e.contains("and by architecture: architecture `mistral3` has no model preset"), "{e}");
+        let e = why("gpt-oss 120B MXFP4 MoE", Some(116.8e9), Some("gpt-oss-20b-mxfp4.gguf"));
+        assert!(
+            e.contains("file name `gpt-oss-20b-mxfp4.gguf` names gpt-oss-20b") && e.contains("116.8 B parameters: which file ran?"),
+            "{e}"
+        );
+        let e = why("llama 70B Q4_K - Medium", None, Some("gemma-3-27b-it-Q4_K_M.gguf"));
+        assert!(e.contains("names gemma-3-27b (gemma3"), "{e}");
+        let e = why("llama 8B IQ4_XS - 4.25 bpw", None, Some("Meta-Llama-3.1-8B-Instruct-IQ4_XS.gguf"));
+        assert!(e.contains("file type `IQ4_XS - 4.25 bpw` has no quantization preset"), "{e}");
+        let e = why("qwen3next 80B.A3B", None, None);
+        assert!(e.contains("architecture `qwen3next` has no model preset"), "{e}");
+    }
+
+    /// A name two presets answer to (a user catalog's twin) is refused, not guessed.
+    #[test]
+    fn an_ambiguous_file_name_is_refused_naming_both() {
+        let mut cat = catalog().clone();
+        let mut twin = cat.models.iter().find(|(p, _)| p.id == "gemma-3-27b").unwrap().clone();
+        twin.0.id = "gemma-3-27b-it".into();
+        twin.0.aliases.clear();
+        cat.models.push(twin);
+        let e = identify(&record("gemma3 27B Q4_0", None, Some("gemma-3-27b-it-qat-Q4_0.gguf")), &cat).unwrap_err();
+        assert!(e.contains("matches several presets (gemma-3-27b, gemma-3-27b-it)"), "{e}");
     }
 
     #[test]

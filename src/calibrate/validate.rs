@@ -14,6 +14,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::names::QuantNameError;
 use crate::engine::EngineKind;
 use crate::engine::runtimes::{self, EngineRuntime};
 use crate::estimate::estimate;
@@ -590,57 +591,6 @@ fn hpl_scenario(
     Ok((b, assumptions))
 }
 
-/// Quantization labels people write (llama-bench's `type` column, GGUF file-type names,
-/// Hugging Face repo suffixes) for formats a catalog preset stores alike: `f16` is 16 bits a
-/// weight like `bf16` (the same bytes streamed, the same half-precision kernel family). Without
-/// this a llama.cpp `f16` row was guessed as Q4_K_M (its decode predicted 2.8x too fast).
-const QUANT_LABELS: &[(&str, &str)] = &[
-    ("f16", "bf16"),
-    ("fp16", "bf16"),
-    ("float16", "bf16"),
-    ("bfloat16", "bf16"),
-    // Unsloth's dynamic quants, written without their `ud-` prefix (file names `..-Q4_K_XL.gguf`).
-    ("q4_k_xl", "ud-q4_k_xl"),
-    ("q8_k_xl", "ud-q8_k_xl"),
-    // The int4 checkpoint methods by name (vLLM's `--quantization awq` / `gptq`): 4-bit weights
-    // in groups of 128, what the catalog's presets of those names store.
-    ("awq", "awq-int4"),
-    ("gptq", "gptq-int4"),
-    // MLX's DWQ (distilled) conversions keep the ordinary 4-bit MLX format.
-    ("4bit-dwq", "mlx-4bit"),
-    ("mxfp4-q8", "mxfp4"),
-];
-
-/// Bit-width labels without a format (`4bit`, `8-bit`, `int4`): the format is the engine's.
-/// MLX has one quant per width (its affine groups); on llama.cpp a width is the common K-quant
-/// of it, said in the assumptions; a CUDA engine's width names no single format (awq, gptq
-/// and nvfp4 are all 4 bits), so such a row is refused.
-fn bits_label(q: &str) -> Option<u32> {
-    let q = q.replace(['-', '_', ' '], "");
-    match q.as_str() {
-        "4bit" | "int4" | "q4" => Some(4),
-        "6bit" | "q6" => Some(6),
-        "8bit" | "int8" | "q8" => Some(8),
-        _ => None,
-    }
-}
-
-/// The quant preset of a bit-width label under an engine's format family.
-fn quant_of_bits(bits: u32, family: QuantFamily) -> Result<(&'static str, Option<String>), String> {
-    let gguf = |id: &'static str| Ok((id, Some(format!("{bits}-bit GGUF type not stated: assumed {id}"))));
-    match (family, bits) {
-        (QuantFamily::Mlx, 4) => Ok(("mlx-4bit", None)),
-        (QuantFamily::Mlx, 6) => Ok(("mlx-6bit", None)),
-        (QuantFamily::Mlx, 8) => Ok(("mlx-8bit", None)),
-        (QuantFamily::Gguf, 4) => gguf("q4_k_m"),
-        (QuantFamily::Gguf, 6) => gguf("q6_k"),
-        (QuantFamily::Gguf, 8) => gguf("q8_0"),
-        _ => Err(format!(
-            "a {bits}-bit label names no single format for this engine: write the quant (e.g. awq-int4, gptq-int4, nvfp4, fp8)"
-        )),
-    }
-}
-
 fn resolve_quant(
     row: &MeasurementRow,
     all: &[MeasurementRow],
@@ -648,21 +598,24 @@ fn resolve_quant(
     assumptions: &mut Vec<String>,
 ) -> Result<String, String> {
     let q = first_word(&row.quant).to_lowercase();
-    // The labels llama.cpp and its users write for a format a preset stores alike.
-    let q = QUANT_LABELS.iter().find(|(label, _)| *label == q).map_or(q.as_str(), |(_, preset)| *preset);
-    let known = crate::catalog::catalog().quant(q).is_some();
-    if known && !row.quant.contains("unknown") {
-        if row.quant.contains("inferred") {
-            assumptions.push(format!("quant {q} inferred by the data set"));
-        }
-        return Ok(q.to_string());
-    }
     let family = engine.kernels().format();
-    if let Some(bits) = bits_label(q) {
-        let (id, assumed) = quant_of_bits(bits, family).map_err(|e| format!("quant `{}`: {e}", row.quant.trim()))?;
-        assumptions.extend(assumed);
-        return Ok(id.to_string());
+    // The labels people write, through the catalog's one reader (`Catalog::find_quant`): a
+    // preset or a label of one, else a bit width read in the engine's format family.
+    match crate::catalog::catalog().find_quant(&q, family) {
+        Ok(found) if found.by_width => {
+            assumptions.extend(found.assumed);
+            return Ok(found.id);
+        }
+        Ok(found) if !row.quant.contains("unknown") => {
+            if row.quant.contains("inferred") {
+                assumptions.push(format!("quant {} inferred by the data set", found.id));
+            }
+            return Ok(found.id);
+        }
+        Err(e @ QuantNameError::NoSingleFormat { .. }) => return Err(format!("quant `{}`: {e}", row.quant.trim())),
+        Ok(_) | Err(QuantNameError::Unknown(_)) => {}
     }
+    let q = q.as_str();
     // A GGUF runtime's row that does not say its type (`unknown`, `gguf 4-bit`, empty) gets a
     // guessed one; any other label is one the twin does not know.
     let unstated = matches!(q, "" | "unknown" | "gguf");

@@ -4,10 +4,16 @@
 //! date code such as `-2507`), format suffixes (`-GGUF`, `-4bit`, `-MLX`, `-FP8`, `-Q4_K_M`,
 //! a `.gguf` extension) and ollama's `name:size` tags (`llama3.1:8b`), then compares letters
 //! and digits only. A name two presets answer to is an error naming both: never a silent guess.
-//! One function ([`Catalog::find_model`]) serves scenario files' `[model] name` and `validate`.
+//! One function ([`Catalog::find_model`]) serves scenario files' `[model] name`, `validate`,
+//! `plan --model` and both benchmark importers (exo-bench's `model_id`, llama-bench's
+//! `model_filename`).
+//!
+//! Quantization labels as people write them (a measurement row's quant column, a Hugging Face
+//! repo's `-4bit` / `-MXFP4-Q8` suffix, a GGUF file's `Q4_K_M` / `UD-Q4_K_XL` label) go through
+//! one reader too, [`Catalog::find_quant`].
 
 use super::{Catalog, ModelPreset};
-use crate::llm::ModelSpec;
+use crate::llm::{ModelSpec, QuantFamily};
 
 /// Why a name found no single model preset.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -93,6 +99,91 @@ impl Catalog {
                 Err(ModelNameError::Ambiguous { name: name.trim().to_string(), presets: many.iter().map(|(p, _)| p.id.clone()).collect() })
             }
         }
+    }
+}
+
+/// Quantization labels people write (llama-bench's `type` column, GGUF file-type names,
+/// Hugging Face repo suffixes) for formats a catalog preset stores alike: `f16` is 16 bits a
+/// weight like `bf16` (the same bytes streamed, the same half-precision kernel family). Without
+/// this a llama.cpp `f16` row was guessed as Q4_K_M (its decode predicted 2.8x too fast).
+const QUANT_LABELS: &[(&str, &str)] = &[
+    ("f16", "bf16"),
+    ("fp16", "bf16"),
+    ("float16", "bf16"),
+    ("bfloat16", "bf16"),
+    // Unsloth's dynamic quants, written without their `ud-` prefix (file names `..-Q4_K_XL.gguf`).
+    ("q4_k_xl", "ud-q4_k_xl"),
+    ("q8_k_xl", "ud-q8_k_xl"),
+    // The int4 checkpoint methods by name (vLLM's `--quantization awq` / `gptq`): 4-bit weights
+    // in groups of 128, what the catalog's presets of those names store.
+    ("awq", "awq-int4"),
+    ("gptq", "gptq-int4"),
+    // MLX's DWQ (distilled) conversions keep the ordinary 4-bit MLX format.
+    ("4bit-dwq", "mlx-4bit"),
+    ("mxfp4-q8", "mxfp4"),
+];
+
+/// Bit-width labels without a format (`4bit`, `8-bit`, `int4`): the format is the engine's.
+fn bits_label(q: &str) -> Option<u32> {
+    let q = q.replace(['-', '_', ' '], "");
+    match q.as_str() {
+        "4bit" | "int4" | "q4" => Some(4),
+        "6bit" | "q6" => Some(6),
+        "8bit" | "int8" | "q8" => Some(8),
+        _ => None,
+    }
+}
+
+/// Why a quantization label names no preset.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum QuantNameError {
+    /// Neither a preset, a label of one, nor a bit width.
+    #[error("quant `{0}` unknown")]
+    Unknown(String),
+    /// A bit width that names no single format in this family (a CUDA engine's 4 bits: awq,
+    /// gptq or nvfp4).
+    #[error("a {bits}-bit label names no single format for this engine: write the quant (e.g. awq-int4, gptq-int4, nvfp4, fp8)")]
+    NoSingleFormat {
+        /// The width written.
+        bits: u32,
+    },
+}
+
+/// The preset a quantization label names, and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuantName {
+    /// Quantization preset id.
+    pub id: String,
+    /// Read from a bare bit width (`4bit`, `int8`) under the runtime's format family, not a
+    /// format's name.
+    pub by_width: bool,
+    /// What was assumed, when the label leaves the format open (a GGUF width: its common K-quant).
+    pub assumed: Option<String>,
+}
+
+impl Catalog {
+    /// The quantization preset a label written by a person means (case-insensitive): a preset id,
+    /// a label of one (`f16` -> `bf16`, `Q4_K_XL` -> `ud-q4_k_xl`, `MXFP4-Q8` -> `mxfp4`), else a
+    /// bit width (`4bit`, `8-bit`, `int4`) read in `family`: MLX has one quant per width (its
+    /// affine groups); on llama.cpp a width is the common K-quant of it (said in
+    /// [`QuantName::assumed`]); a CUDA engine's width names no single format, so it is refused.
+    pub fn find_quant(&self, label: &str, family: QuantFamily) -> Result<QuantName, QuantNameError> {
+        let q = label.trim().to_lowercase();
+        let preset = QUANT_LABELS.iter().find(|(l, _)| *l == q).map_or(q.as_str(), |(_, p)| *p);
+        if self.quant(preset).is_some() {
+            return Ok(QuantName { id: preset.to_string(), by_width: false, assumed: None });
+        }
+        let bits = bits_label(&q).ok_or_else(|| QuantNameError::Unknown(label.trim().to_string()))?;
+        let (id, assumed) = match (family, bits) {
+            (QuantFamily::Mlx, 4) => ("mlx-4bit", None),
+            (QuantFamily::Mlx, 6) => ("mlx-6bit", None),
+            (QuantFamily::Mlx, 8) => ("mlx-8bit", None),
+            (QuantFamily::Gguf, 4) => ("q4_k_m", Some(format!("{bits}-bit GGUF type not stated: assumed q4_k_m"))),
+            (QuantFamily::Gguf, 6) => ("q6_k", Some(format!("{bits}-bit GGUF type not stated: assumed q6_k"))),
+            (QuantFamily::Gguf, 8) => ("q8_0", Some(format!("{bits}-bit GGUF type not stated: assumed q8_0"))),
+            _ => return Err(QuantNameError::NoSingleFormat { bits }),
+        };
+        Ok(QuantName { id: id.to_string(), by_width: true, assumed })
     }
 }
 
@@ -204,6 +295,29 @@ mod tests {
         assert!(e.to_string().contains("(llama-3.2-3b, llama-3.2-3b-instruct): write one of their ids"), "{e}");
         // An exact id still wins.
         assert_eq!(c.find_model("llama-3.2-3b").unwrap().0.id, "llama-3.2-3b");
+    }
+
+    /// Quant labels as people write them, in each family: the preset, whether a width was read,
+    /// whether something was assumed; and the refusals.
+    #[test]
+    fn quant_labels_people_write_name_their_preset() {
+        let c = catalog();
+        let q = |label: &str, family| c.find_quant(label, family).map(|n| (n.id, n.by_width, n.assumed.is_some()));
+        for (label, family, id, width, assumed) in [
+            ("Q4_K_M", QuantFamily::Gguf, "q4_k_m", false, false),
+            ("UD-Q4_K_XL", QuantFamily::Gguf, "ud-q4_k_xl", false, false),
+            ("Q4_K_XL", QuantFamily::Gguf, "ud-q4_k_xl", false, false),
+            ("F16", QuantFamily::Gguf, "bf16", false, false),
+            ("MXFP4-Q8", QuantFamily::Mlx, "mxfp4", false, false),
+            ("4bit-DWQ", QuantFamily::Mlx, "mlx-4bit", false, false),
+            ("4bit", QuantFamily::Mlx, "mlx-4bit", true, false),
+            ("8-bit", QuantFamily::Mlx, "mlx-8bit", true, false),
+            ("int4", QuantFamily::Gguf, "q4_k_m", true, true),
+        ] {
+            assert_eq!(q(label, family), Ok((id.to_string(), width, assumed)), "{label}");
+        }
+        assert_eq!(q("4bit", QuantFamily::Hf), Err(QuantNameError::NoSingleFormat { bits: 4 }));
+        assert_eq!(q(" IQ4_XS ", QuantFamily::Gguf), Err(QuantNameError::Unknown("IQ4_XS".into())));
     }
 
     #[test]

@@ -15,6 +15,18 @@ pub enum CalibrationCommand {
     /// Fit the twin's parameters to measurements (harness JSON and/or measurement CSV) and write a profile.
     Calibrate(CalibrateArgs),
     /// Turn llama-bench output (-o md, json, jsonl or csv) or exo-bench JSON into measurement CSV rows for `validate` and `calibrate`.
+    ///
+    /// Models are found by the names people write, through the same resolver as scenarios,
+    /// `validate` and `plan --model`: exo-bench's `model_id` as a Hugging Face repo id
+    /// (`mlx-community/Qwen3-Next-80B-A3B-Instruct-4bit`: organisation, release and format
+    /// suffixes dropped; the quant from its suffix: -4bit, -6bit, -8bit, -bf16, -MXFP4-Q8);
+    /// llama-bench's `model_filename` (json, jsonl, csv) as a GGUF file name
+    /// (`gpt-oss-120b-mxfp4-00001-of-00003.gguf`, `GLM-4.5-Air-Q4_K_M.gguf`: shard suffix and quant
+    /// label dropped), else its `model_type` by architecture and parameter count (`llama 70B
+    /// Q4_K - Medium`; the markdown table has no file name). The quant is the `model_type`'s file
+    /// type, or the file name's label where that is absent or generic (F16, guessed). Each row's
+    /// notes say which decided; an unknown or ambiguous name is skipped with what was tried.
+    /// `supernode catalog models` lists the models.
     Import(ImportArgs),
 }
 

@@ -147,3 +147,101 @@ fn imported_rows_validate_like_the_published_ones() {
     let deep = rows.iter().find(|r| r["id"] == "m3-ultra-7-tg128-d4096").unwrap()["predicted"].as_f64().unwrap();
     assert!(deep < ours, "decode after 4096 tokens of context is slower: {deep} vs {ours}");
 }
+
+/// Issue 20 item 5: llama-bench's `model_filename` decides the model through the catalog's name
+/// resolver. The fixture holds ggml-org's published DGX Spark gpt-oss-120b runs (benches/dgx-spark.md
+/// at 4c7e9893, build 2f68ce7cf (6918); the same means as the n-gb10-gptoss120b-lcpp-* rows), with
+/// the file where llama.cpp caches `-hf ggml-org/gpt-oss-120b-GGUF` (`<org>_<repo>_<file>`,
+/// common/arg.cpp) and the `model_type` llama.cpp 4227c9be prints for gpt-oss (`?B`: no size, so
+/// the architecture rule alone could not tell the model). The imported rows predict as the
+/// published ones do.
+#[test]
+fn a_gguf_file_name_decides_the_model_and_its_rows_validate_like_the_published_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    let out = bin().args(["import", "--node", "dgx-spark", "-o"]).arg(&csv).arg(fixture("dgx-spark-gpt-oss.jsonl")).assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(stderr.contains("import: 3 rows from 4 llama-bench tests"), "{stderr}");
+    let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap(), "rows").unwrap();
+    for r in &rows {
+        assert_eq!((r.model.as_str(), r.quant.as_str()), ("gpt-oss-120b", "mxfp4"), "{}", r.id);
+        assert!(
+            r.notes.contains("model gpt-oss-120b from file name `ggml-org_gpt-oss-120b-GGUF_gpt-oss-120b-mxfp4-00001-of-00003.gguf`"),
+            "{}",
+            r.notes
+        );
+        assert!(r.notes.contains("-ub 2048"), "the micro-batch travels in llama.cpp's flag: {}", r.notes);
+    }
+    let predicted = |v: &serde_json::Value, id: &str| {
+        v["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id}: {v}"))["predicted"].as_f64().unwrap()
+    };
+    let ours: serde_json::Value =
+        serde_json::from_slice(&bin().args(["validate", "--json", "--against"]).arg(&csv).assert().success().get_output().stdout).unwrap();
+    let published = bin()
+        .args(["validate", "--json", "--rows", "n-gb10-gptoss120b-lcpp-", "--against"])
+        .arg(crate::measurements_csv())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let theirs: serde_json::Value = serde_json::from_slice(&published).unwrap();
+    for (mine, published) in [
+        ("dgx-spark-gpt-oss-1-pp2048", "n-gb10-gptoss120b-lcpp-pp2048"),
+        ("dgx-spark-gpt-oss-2-tg32", "n-gb10-gptoss120b-lcpp-tg32"),
+        ("dgx-spark-gpt-oss-4-tg32-d32768", "n-gb10-gptoss120b-lcpp-tg32-d32k"),
+    ] {
+        let (a, b) = (predicted(&ours, mine), predicted(&theirs, published));
+        // The published tg row leaves its prompt unstated; llama-bench's tg32 starts empty (within 1%).
+        assert!((a / b - 1.0).abs() < 0.01, "{mine}: {a} vs {published}: {b}");
+    }
+}
+
+/// The newer catalog architectures import by file name end to end; a file no preset answers to,
+/// of an architecture the twin lacks, is skipped with both attempts named. (`avg_ts` values are
+/// placeholders: only the names are under test.)
+#[test]
+fn newer_architectures_import_by_file_name_and_unknown_ones_say_what_was_tried() {
+    let dir = tempfile::tempdir().unwrap();
+    let tests = [
+        ("qwen3next 80B.A3B Q4_K - Medium", "Qwen3-Next-80B-A3B-Instruct-Q4_K_M.gguf"),
+        ("glm4moe 106B.A12B Q4_K - Medium", "GLM-4.5-Air-Q4_K_M-00001-of-00002.gguf"),
+        ("gemma3 27B Q4_0", "gemma-3-27b-it-qat-Q4_0.gguf"),
+        ("gpt-oss 20B MXFP4 MoE", "gpt-oss-20b-mxfp4.gguf"),
+        ("llama4 17Bx16E (Scout) Q4_K - Medium", "Llama-4-Scout-17B-16E-Instruct-Q4_K_M.gguf"),
+        ("mistral3 24B Q4_K - Medium", "Mistral-Small-3.2-24B-Instruct-2506-Q4_K_M.gguf"),
+    ];
+    let text: String = tests
+        .iter()
+        .map(|(t, f)| format!("{{\"model_type\": \"{t}\", \"model_filename\": \"models/{f}\", \"backends\": \"Metal,BLAS\", \"n_prompt\": 0, \"n_gen\": 128, \"avg_ts\": 1.0}}\n"))
+        .collect();
+    let file = crate::write_text(dir.path(), "new.jsonl", &text);
+    let out = bin().args(["import", "--node", "m3-ultra-80c-512gb"]).arg(&file).assert().success();
+    let rows = parse_csv(&String::from_utf8(out.get_output().stdout.clone()).unwrap(), "stdout").unwrap();
+    let got: Vec<(&str, &str)> = rows.iter().map(|r| (r.model.as_str(), r.quant.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("qwen3-coder-next", "q4_k_m"),
+            ("glm-4.5-air", "q4_k_m"),
+            ("gemma-3-27b", "q4_0"),
+            ("gpt-oss-20b", "mxfp4"),
+            ("llama-4-scout-17b-16e", "q4_k_m")
+        ]
+    );
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("file name `Mistral-Small-3.2-24B-Instruct-2506-Q4_K_M.gguf` names no catalog model (compared as `mistralsmall3224b`), and by architecture: architecture `mistral3` has no model preset"),
+        "{stderr}"
+    );
+}
+
+/// `import --help` says which names it understands.
+#[test]
+fn import_help_names_the_names_it_reads() {
+    let out = bin().args(["import", "--help"]).assert().success();
+    let help = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    for said in ["model_filename", "model_id", "model_type", "-4bit", "00001-of-00003", "supernode catalog models"] {
+        assert!(help.contains(said), "{said}: {help}");
+    }
+}
