@@ -268,6 +268,7 @@ pub fn host_node(h: &HarnessFile) -> Result<NodeSpec, SourceError> {
         qsfp_ports: 0,
         tb_generation: 0,
         ethernet_gbps: 0.0,
+        qsfp_gbps: None,
         wired_fraction: 0.9,
         hpl_cpu_gflops: 0.0,
         hpl_w: 0.0,

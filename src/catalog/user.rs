@@ -418,6 +418,9 @@ fn check_node(file: &UserFile, span: &Range<usize>, n: &NodeSpec) -> Result<(), 
     out_of_range(file, span, "max_w", n.max_w, n.idle_w.max(0.001), 100_000.0, "W (at least idle_w)")?;
     out_of_range(file, span, "wired_fraction", n.wired_fraction, 0.01, 1.0, "of RAM")?;
     out_of_range(file, span, "ethernet_gbps", n.ethernet_gbps, 0.0, 10_000.0, "Gb/s")?;
+    if let Some(q) = n.qsfp_gbps {
+        out_of_range(file, span, "qsfp_gbps", q, 0.001, 10_000.0, "Gb/s")?;
+    }
     out_of_range(file, span, "hpl_cpu_gflops", n.hpl_cpu_gflops, 0.0, 1e7, "Gflops")?;
     out_of_range(file, span, "hpl_w", n.hpl_w, 0.0, 100_000.0, "W")?;
     if let Some(t) = n.mlx_gemm_tflops {

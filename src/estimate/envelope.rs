@@ -57,16 +57,12 @@ pub fn slower_port_notes(s: &Scenario) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for node in &s.nodes {
         let Some(gbps) = f.slower_port_gbps(node) else { continue };
-        let note = format!(
-            "{} has a {} GbE port: its links on {} ({} GbE) run at {} Gb/s ({:.3} of {:.3} GB/s)",
-            node.id,
-            gbps,
-            f.id,
-            f.link_gbps,
-            gbps,
-            f.bandwidth_gbs * f.port_share(node),
-            f.bandwidth_gbs
-        );
+        let rates = format!("{:.3} of {:.3} GB/s", f.bandwidth_gbs * f.port_share(node), f.bandwidth_gbs);
+        let note = if f.port == crate::hw::PortKind::Qsfp {
+            format!("{}'s ConnectX-7 reaches {gbps} Gb/s: its links on {} run at that rate ({rates})", node.id, f.id)
+        } else {
+            format!("{} has a {gbps} GbE port: its links on {} ({} GbE) run at {gbps} Gb/s ({rates})", node.id, f.id, f.link_gbps)
+        };
         if !out.contains(&note) {
             out.push(note);
         }

@@ -89,17 +89,38 @@ impl FabricSpec {
     /// ConnectX-7 (the GX10's slower second endpoint is its own fabric, `cx7-roce-gx10`). A
     /// node with no Ethernet port (0) is refused by cabling, and a fabric without a line rate
     /// (`link_gbps` 0) is taken at its own bandwidth.
+    ///
+    /// QSFP: a node whose ConnectX-7 reaches less than the fabric carries
+    /// ([`NodeSpec::qsfp_gbps`], the GX10's x2 endpoint) caps its links at that payload rate,
+    /// compared with the fabric's own payload rate (`bandwidth_gbs` x 8): a GX10 on `cx7-roce`
+    /// runs as `cx7-roce-gx10`, and on one x4 half (`cx7-roce-x4`) its x4 endpoint keeps up.
     pub fn slower_port_gbps(&self, node: &NodeSpec) -> Option<f64> {
-        let capped = self.port == PortKind::Ethernet && self.link_gbps > 0.0 && node.ethernet_gbps > 0.0;
-        (capped && node.ethernet_gbps < self.link_gbps).then_some(node.ethernet_gbps)
+        match self.port {
+            PortKind::Ethernet => {
+                let capped = self.link_gbps > 0.0 && node.ethernet_gbps > 0.0;
+                (capped && node.ethernet_gbps < self.link_gbps).then_some(node.ethernet_gbps)
+            }
+            PortKind::Qsfp => node.qsfp_gbps.filter(|&gbps| gbps > 0.0 && gbps < self.payload_gbps()),
+            _ => None,
+        }
+    }
+
+    /// The fabric's payload rate, Gb/s (its achieved bandwidth in bits).
+    fn payload_gbps(&self) -> f64 {
+        self.bandwidth_gbs * 8.0
     }
 
     /// The share of the fabric's bandwidth a link with `node` at one end reaches: its port's
     /// line rate over the fabric's (1 when the port keeps up). Assumption: TCP/IP takes the
     /// same share of a slower line rate as of the fabric's own (its `bandwidth_gbs` over its
-    /// `link_gbps`): headers per frame, not per second.
+    /// `link_gbps`): headers per frame, not per second. A QSFP node's rate is a payload rate
+    /// already, over the fabric's payload rate.
     pub fn port_share(&self, node: &NodeSpec) -> f64 {
-        self.slower_port_gbps(node).map_or(1.0, |gbps| gbps / self.link_gbps)
+        match self.slower_port_gbps(node) {
+            Some(gbps) if self.port == PortKind::Qsfp => gbps / self.payload_gbps(),
+            Some(gbps) => gbps / self.link_gbps,
+            None => 1.0,
+        }
     }
 
     /// Achieved bandwidth of the link between `a` and `b`, GB/s per direction: the fabric's,

@@ -51,6 +51,11 @@ pub struct NodeSpec {
     pub qsfp_ports: u32,
     /// Thunderbolt generation of those ports (0: none).
     pub tb_generation: u32,
+    /// Payload rate its ConnectX-7 reaches over RoCE with both x4 halves pinned, Gb/s, where
+    /// slower than the DGX Spark FE's (the `cx7-roce` fabric's): the ASUS GX10's second PCIe
+    /// endpoint negotiates Gen5 x2 (FACTS-2026 A4). `None`: the Spark FE's.
+    #[serde(default)]
+    pub qsfp_gbps: Option<f64>,
     /// Built-in Ethernet, Gb/s.
     pub ethernet_gbps: f64,
     /// Fraction of memory the GPU may wire (macOS recommended working set).

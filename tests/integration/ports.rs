@@ -168,3 +168,40 @@ fn run_names_the_slower_port_and_a_laptop_without_one_is_refused() {
     assert!(err.contains("node `macbook-pro-m4-max-40c-128gb` has no Ethernet port for fabric `eth-10g`"), "{err}");
     assert!(err.contains("tb-eth-25g"), "{err}");
 }
+
+/// The ASUS GX10's second ConnectX-7 endpoint negotiates PCIe Gen5 x2 (FACTS-2026 A4): with
+/// both x4 halves pinned it carries 92.57 + 97.28 / 2 = 141.2 Gb/s (FACTS-2026 B3), not the
+/// Spark FE's 189.85. On `cx7-roce` every link a GX10 is an end of runs at that rate, as its
+/// own fabric `cx7-roce-gx10` does; on one x4 half (`cx7-roce-x4`, 92.57 Gb/s) it keeps up.
+#[test]
+fn a_gx10_links_at_its_x2_endpoints_rate_on_connectx7() {
+    let c = catalog();
+    let (spark, gx10) = (c.node("dgx-spark").unwrap(), c.node("asus-ascent-gx10").unwrap());
+    let (roce, roce_gx10, x4) = (c.fabric("cx7-roce").unwrap(), c.fabric("cx7-roce-gx10").unwrap(), c.fabric("cx7-roce-x4").unwrap());
+    assert_eq!(roce.link_gbs(spark, spark), 23.73);
+    assert!((roce.link_gbs(gx10, gx10) - 141.2 / 8.0).abs() < 1e-12, "{}", roce.link_gbs(gx10, gx10));
+    assert!((roce.link_gbs(spark, gx10) - roce_gx10.bandwidth_gbs).abs() < 1e-12, "a mixed pair runs at the slower end");
+    assert_eq!(x4.link_gbs(gx10, gx10), x4.bandwidth_gbs, "one x4 half: the GX10's x4 endpoint keeps up");
+    // End to end: two GX10s on cx7-roce predict as on their own fabric, and slower than two Sparks.
+    let p = profile();
+    let run = |node: &str, fabric: &str| {
+        let path = crate::root().join("scenarios/spark-2x-vllm-llama-3.3-70b-tp.toml");
+        let sets = [format!("cluster.node={node}"), format!("cluster.fabric={fabric}")];
+        estimate(&supernode::scenario::load(&path, &sets).unwrap(), &p).unwrap()
+    };
+    let (gx_roce, gx_own, sparks) =
+        (run("asus-ascent-gx10", "cx7-roce"), run("asus-ascent-gx10", "cx7-roce-gx10"), run("dgx-spark", "cx7-roce"));
+    assert_eq!(gx_roce.decode_tokens_per_s, gx_own.decode_tokens_per_s);
+    assert_eq!(gx_roce.prefill_tokens_per_s, gx_own.prefill_tokens_per_s);
+    assert!(
+        gx_roce.prefill_tokens_per_s < sparks.prefill_tokens_per_s,
+        "{} vs {}",
+        gx_roce.prefill_tokens_per_s,
+        sparks.prefill_tokens_per_s
+    );
+    assert!(
+        gx_roce.calibration.reasons.iter().any(|r| r.contains("asus-ascent-gx10's ConnectX-7 reaches 141.2 Gb/s")),
+        "{:?}",
+        gx_roce.calibration.reasons
+    );
+}
