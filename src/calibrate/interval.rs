@@ -130,7 +130,7 @@ fn intervals_with(
         .par_iter()
         .map(|&k| {
             let Some(p) = nudged_profile(profile, &u.params[k]) else { return BTreeMap::new() };
-            if reads.is_some() && plan_reads(sc, &p) == reads {
+            if reads_unchanged(sc, &reads, &p) {
                 return BTreeMap::new();
             }
             let Some(est2) = nudged(&p) else { return BTreeMap::new() };
@@ -161,23 +161,32 @@ fn movable_params(u: &Uncertainty, sc: &Scenario) -> Vec<usize> {
 /// `sc`: its plan does not read them (another chip's runtime, an engine it does not run).
 pub fn unread_params(sc: &Scenario, profile: &Profile) -> Vec<String> {
     let Some(u) = uncertainty(profile) else { return Vec::new() };
-    let Some(reads) = plan_reads(sc, profile) else { return Vec::new() };
+    let reads = plan_reads(sc, profile);
     movable_params(&u, sc)
         .into_iter()
-        .filter(|&k| nudged_profile(profile, &u.params[k]).is_some_and(|p| plan_reads(sc, &p).as_ref() == Some(&reads)))
+        .filter(|&k| nudged_profile(profile, &u.params[k]).is_some_and(|p| reads_unchanged(sc, &reads, &p)))
         .map(|k| u.params[k].clone())
         .collect()
 }
 
+/// What [`plan_reads`] returns: per node the chip and runtime parameters, the communication
+/// parameters, the expert popularity.
+type PlanReads = (Vec<ChipParams>, Vec<RuntimeParams>, CommParams, f64);
+
+/// Whether the nudged profile `nudged` leaves what `sc`'s plan reads as `reads` (the base
+/// profile's [`plan_reads`]) unchanged: its re-run can be skipped, its sensitivity is 0.
+fn reads_unchanged(sc: &Scenario, reads: &Option<PlanReads>, nudged: &Profile) -> bool {
+    reads.is_some() && plan_reads(sc, nudged) == *reads
+}
+
 /// The profile's values an estimate of `sc` reads, as its plan resolves them: every node's
 /// chip parameters and the runtime's it runs (an engine's own host costs and a borrowed chip's
-/// included; the chip's tables of other runtimes left out), the
-/// communication parameters and the expert popularity. The estimate reads the profile only
+/// included; the chip's tables of other runtimes left out), the communication parameters and
+/// the expert popularity. The estimate reads the profile only
 /// through its plan (faults aside, which no fit moves), so a nudged profile whose plan reads the
 /// same values gives the same estimate, and its re-run can be skipped (a test re-runs every one
 /// to check). `None` where no plan is built (HPL, a plan that fails): always re-run.
-#[allow(clippy::type_complexity)]
-fn plan_reads(sc: &Scenario, profile: &Profile) -> Option<(Vec<ChipParams>, Vec<RuntimeParams>, CommParams, f64)> {
+fn plan_reads(sc: &Scenario, profile: &Profile) -> Option<PlanReads> {
     if sc.workload.kind == crate::scenario::WorkloadKind::Hpl {
         return None;
     }
@@ -246,7 +255,7 @@ pub fn target_interval(data: &crate::calibrate::Dataset, i: usize, profile: &Pro
         .par_iter()
         .map(|&k| {
             let Some(q) = nudged_profile(profile, &u.params[k]) else { return 0.0 };
-            if reads.is_some() && plan_reads(&p.scenario, &q) == reads {
+            if reads_unchanged(&p.scenario, &reads, &q) {
                 return 0.0;
             }
             match data.predict_one(i, &q) {

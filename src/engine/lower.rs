@@ -83,10 +83,10 @@ pub fn lower_segment_chain(plan: &Plan, blocks: &[Vec<Op>], repeats: usize, all_
     let mut b = Builder::new(plan);
     let n = plan.n();
     let mut ready: Vec<TaskId> = (0..n).map(|_| b.g.join(&[])).collect();
+    let blocks: Vec<std::sync::Arc<[Op]>> = blocks.iter().map(|ops| ops.as_slice().into()).collect();
     for _ in 0..repeats {
-        for ops in blocks {
-            let shared: std::sync::Arc<[Op]> = ops.as_slice().into();
-            let done: Vec<TaskId> = (0..n).map(|i| b.gpu(i, shared.clone(), false, &[ready[i]])).collect();
+        for ops in &blocks {
+            let done: Vec<TaskId> = (0..n).map(|i| b.gpu(i, ops.clone(), false, &[ready[i]])).collect();
             ready = if all_sum_bytes > 0 { b.all_sum(&done, all_sum_bytes) } else { done };
         }
     }

@@ -120,9 +120,9 @@ pub(super) struct Builder<'a> {
     pub(super) cables_crossed: std::collections::BTreeSet<(usize, usize)>,
     /// Collectives sit between kernels (a forward pass) rather than alone (a microbenchmark).
     pub(super) in_context: bool,
-    /// Every rank is the same machine ([`crate::hw::NodeSpec::times_like`]: its memory size aside) with the
-    /// same chip and runtime parameters, no cable is lost
-    /// and the plan asks for collapsed collectives: see [`Builder::collapsible`].
+    /// Every rank is the same machine ([`crate::hw::NodeSpec::times_like`]: its memory size
+    /// aside) with the same chip and runtime parameters, no cable is lost and the plan asks for
+    /// collapsed collectives: see [`Builder::collapsible`].
     symmetric_ranks: bool,
 }
 

@@ -86,15 +86,7 @@ impl QuietStep {
             span: r(self.span, base.span),
             gpu: self.gpu.iter().zip(&base.gpu).map(|(&a, &b)| r(a, b)).collect(),
             cpu: self.cpu.iter().zip(&base.cpu).map(|(&a, &b)| r(a, b)).collect(),
-            work: self
-                .work
-                .iter()
-                .zip(&base.work)
-                .map(|(a, b)| {
-                    let r = |a: f64, b: f64| if b > 0.0 { a / b } else { 1.0 };
-                    Work { bytes: r(a.bytes, b.bytes), flops: r(a.flops, b.flops), issued_flops: r(a.issued_flops, b.issued_flops) }
-                })
-                .collect(),
+            work: self.work.iter().zip(&base.work).map(|(a, b)| a.ratio_to(*b)).collect(),
         }
     }
 }

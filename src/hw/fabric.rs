@@ -83,12 +83,10 @@ impl FabricSpec {
     /// The line rate, Gb/s, `node`'s port joins this fabric at when its port is slower than the
     /// fabric's: Ethernet auto-negotiation settles on the highest rate both ends support, so the
     /// Framework Desktop's 5 GbE port (Realtek RTL8126: FACTS.md fabrics table, FACTS-2026 A3)
-    /// on a 10 GbE switch links at 5 Gb/s. `None` when the port keeps up with the fabric, or when the fabric is not
-    /// Ethernet: a Thunderbolt fabric refuses a node of an older generation
-    /// ([`super::cabling::check_node`]), and the catalog's QSFP nodes all carry the same
-    /// ConnectX-7 (the GX10's slower second endpoint is its own fabric, `cx7-roce-gx10`). A
-    /// node with no Ethernet port (0) is refused by cabling, and a fabric without a line rate
-    /// (`link_gbps` 0) is taken at its own bandwidth.
+    /// on a 10 GbE switch links at 5 Gb/s. `None` when the port keeps up with the fabric, and
+    /// on Thunderbolt: a Thunderbolt fabric refuses a node of an older generation
+    /// ([`super::cabling::check_node`]). A node with no Ethernet port (0) is refused by
+    /// cabling, and a fabric without a line rate (`link_gbps` 0) is taken at its own bandwidth.
     ///
     /// QSFP: a node whose ConnectX-7 reaches less than the fabric carries
     /// ([`NodeSpec::qsfp_gbps`], the GX10's x2 endpoint) caps its links at that payload rate,

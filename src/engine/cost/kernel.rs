@@ -95,6 +95,18 @@ impl Work {
     pub fn scaled(self, k: f64) -> Work {
         Work { bytes: self.bytes * k, flops: self.flops * k, issued_flops: self.issued_flops * k }
     }
+
+    /// Each field's ratio to `base`'s (1 where the base's is 0): how a nudged profile moves a
+    /// step's bytes, FLOPs and issued FLOPs apart.
+    pub fn ratio_to(self, base: Work) -> Work {
+        let r = |a: f64, b: f64| if b > 0.0 { a / b } else { 1.0 };
+        Work { bytes: r(self.bytes, base.bytes), flops: r(self.flops, base.flops), issued_flops: r(self.issued_flops, base.issued_flops) }
+    }
+
+    /// This work with each field scaled by its own factor in `k` (a [`Work::ratio_to`]).
+    pub fn times(self, k: Work) -> Work {
+        Work { bytes: self.bytes * k.bytes, flops: self.flops * k.flops, issued_flops: self.issued_flops * k.issued_flops }
+    }
 }
 
 impl std::ops::AddAssign for Work {

@@ -63,12 +63,7 @@ impl StepTime {
             busy_gpu: self.busy_gpu.iter().zip(&f.gpu).map(|(&t, &f)| scale(t, f)).collect(),
             busy_cpu: self.busy_cpu.iter().zip(&f.cpu).map(|(&t, &f)| scale(t, f)).collect(),
             events: self.events,
-            work: self
-                .work
-                .iter()
-                .zip(&f.work)
-                .map(|(w, k)| Work { bytes: w.bytes * k.bytes, flops: w.flops * k.flops, issued_flops: w.issued_flops * k.issued_flops })
-                .collect(),
+            work: self.work.iter().zip(&f.work).map(|(w, k)| w.times(*k)).collect(),
         }
     }
 
