@@ -24,6 +24,7 @@ mod hostile;
 mod intervals;
 mod invariants;
 mod layers;
+mod models_2026;
 mod names;
 mod physics;
 mod planner;
