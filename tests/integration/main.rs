@@ -25,6 +25,7 @@ mod intervals;
 mod invariants;
 mod labels;
 mod layers;
+mod models_2026;
 mod names;
 mod physics;
 mod planner;
