@@ -76,11 +76,20 @@ fn headlines(est: &Estimate) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// The profiled chips whose parameters a prediction for `sc` reads: each node's own chip, or
+/// the one it borrows ([`Profile::params_chip`]: an M4 Pro runs with the M4 Max's), sorted.
+fn params_chips(sc: &Scenario, profile: &Profile) -> Vec<String> {
+    let mut chips: Vec<String> = sc.nodes.iter().map(|n| profile.params_chip(n)).collect();
+    chips.sort_unstable();
+    chips.dedup();
+    chips
+}
+
 /// Whether parameter `path` can move a prediction for `sc`: a chip's parameters only move
-/// clusters with that chip.
-fn can_move(path: &str, sc: &Scenario) -> bool {
+/// clusters whose nodes run with that chip's parameters (`chips`, [`params_chips`]).
+fn can_move(path: &str, chips: &[String]) -> bool {
     match path.strip_prefix("chips.").and_then(|r| r.split('.').next()) {
-        Some(chip) => sc.nodes.iter().any(|n| n.chip == chip),
+        Some(chip) => chips.iter().any(|c| c == chip),
         None => true,
     }
 }
@@ -122,14 +131,17 @@ fn intervals_with(
     use rayon::prelude::*;
     let Some(u) = uncertainty(profile) else { return BTreeMap::new() };
     let base = headlines(est);
-    let movable = movable_params(&u, sc);
+    let movable = movable_params(&u, sc, profile);
+    let priors = prior_params(sc, profile, &u);
     let reads = plan_reads(sc, profile);
-    // d ln(output) / d(free variable) per movable parameter (none for a parameter the plan
-    // does not read: its re-run would give the same outputs, a gradient of exactly 0).
-    let grads: Vec<BTreeMap<String, f64>> = movable
+    // d ln(output) / d(free variable) per movable parameter, then per prior-held one (none for
+    // a parameter the plan does not read: its re-run would give the same outputs, a gradient of
+    // exactly 0).
+    let paths: Vec<&str> = movable.iter().map(|&k| u.params[k].as_str()).chain(priors.iter().map(|(p, _)| p.as_str())).collect();
+    let grads: Vec<BTreeMap<String, f64>> = paths
         .par_iter()
-        .map(|&k| {
-            let Some(p) = nudged_profile(profile, &u.params[k]) else { return BTreeMap::new() };
+        .map(|path| {
+            let Some(p) = nudged_profile(profile, path) else { return BTreeMap::new() };
             if reads_unchanged(sc, &reads, &p) {
                 return BTreeMap::new();
             }
@@ -141,8 +153,10 @@ fn intervals_with(
     let mut out = BTreeMap::new();
     for (key, y) in &base {
         let g: Vec<f64> = grads.iter().map(|m| m.get(key).copied().unwrap_or(0.0)).collect();
+        let (fitted, held) = g.split_at(movable.len());
+        let own = parameter_variance(&u, &movable, fitted) + prior_variance(&priors, held);
         // The scatter of each kind the output adds, after the covariance (the sum's order kept).
-        let var = kinds_of(key).iter().fold(parameter_variance(&u, &movable, &g), |var, kind| {
+        let var = kinds_of(key).iter().fold(own, |var, kind| {
             let s = u.scatter.get(*kind).or_else(|| u.scatter.get("all")).copied().unwrap_or(0.0);
             var + s * s
         });
@@ -153,8 +167,157 @@ fn intervals_with(
 
 /// The parameters of `u` that can move a prediction for `sc` (its chips', the shared ones)
 /// and that the fit left uncertain.
-fn movable_params(u: &Uncertainty, sc: &Scenario) -> Vec<usize> {
-    (0..u.params.len()).filter(|&k| can_move(&u.params[k], sc) && u.covariance[k].iter().any(|c| *c != 0.0)).collect()
+fn movable_params(u: &Uncertainty, sc: &Scenario, profile: &Profile) -> Vec<usize> {
+    let chips = params_chips(sc, profile);
+    (0..u.params.len()).filter(|&k| can_move(&u.params[k], &chips) && u.covariance[k].iter().any(|c| *c != 0.0)).collect()
+}
+
+/// The chip parameters a prediction reads whose value no fit pinned down: kernel
+/// efficiencies and energies.
+const CHIP_PRIOR_PARAMS: &[&str] = &[
+    "bw_eff_dense",
+    "bw_eff_expert",
+    "bw_eff_attention",
+    "compute_eff_dense",
+    "compute_eff_expert",
+    "compute_eff_attention",
+    "pj_per_byte",
+    "pj_per_flop",
+];
+
+/// The runtime parameters of the same kind: launches and the kernel families' bandwidth.
+const RUNTIME_PRIOR_PARAMS: &[&str] =
+    &["kernel_launch_us", "graph_kernel_us", "bw_mult_half", "bw_mult_8bit", "bw_mult_mxfp4", "bw_mult_nvfp4"];
+
+/// What a parameter is, for how far its prior may miss: an efficiency (a fraction of a peak,
+/// in logit), a dimensionless scale or energy (kernel-family bandwidth multipliers, pJ per byte
+/// or FLOP: log), or a time cost (launches, host and stage work in microseconds: log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PriorKind {
+    /// A fraction of a peak.
+    Efficiency,
+    /// A multiplier or an energy per operation.
+    Scale,
+    /// A cost in microseconds.
+    Cost,
+}
+
+impl PriorKind {
+    /// The kind of parameter `path` by its field name; `None` for a parameter of none of these
+    /// kinds (the expert popularity exponent, a fault rate).
+    pub fn of(path: &str) -> Option<PriorKind> {
+        let field = path.rsplit('.').next().unwrap_or(path);
+        if field.starts_with("bw_eff_") || field.starts_with("compute_eff_") {
+            Some(PriorKind::Efficiency)
+        } else if field.starts_with("bw_mult_") || field.starts_with("pj_per_") {
+            Some(PriorKind::Scale)
+        } else if field.ends_with("_us") {
+            Some(PriorKind::Cost)
+        } else {
+            None
+        }
+    }
+}
+
+/// How far, one standard deviation in the fit's free variables, a parameter the fit did not
+/// constrain may be from its prior, per [`PriorKind`]: the root mean square of how far this
+/// profile's own fitted parameters of that kind moved from their priors. Evidence, not a
+/// guess: where data spoke, the priors missed by this much, so a prior where no data speak is
+/// taken to miss as much (efficiencies moved 0.66 in logit, multipliers and energies 0.21 in
+/// log, microsecond costs 1.6 in log in the 2026-12-04 fit; parameters of no kind, such as the
+/// expert popularity exponent, are left out). A kind with fewer than two fitted
+/// parameters borrows the efficiencies' spread (their logit is close to a log for the small
+/// values most efficiencies have). `None` for a profile that was never fitted (no evidence: no
+/// prior term).
+pub fn prior_spread(profile: &Profile) -> Option<BTreeMap<&'static str, f64>> {
+    let fit = profile.fit.as_ref()?;
+    let mut acc: BTreeMap<&'static str, (f64, usize)> = BTreeMap::new();
+    for p in &fit.params {
+        let Some(kind) = PriorKind::of(&p.name) else { continue };
+        let f = is_fraction(profile, &p.name);
+        if !(p.initial > 0.0 && p.value > 0.0) || f && (p.initial >= 1.0 || p.value >= 1.0) {
+            continue;
+        }
+        let d = to_free(f, p.value) - to_free(f, p.initial);
+        let e = acc.entry(kind_key(kind)).or_default();
+        e.0 += d * d;
+        e.1 += 1;
+    }
+    let rms = |k: &str| acc.get(k).filter(|(_, n)| *n >= 2).map(|(sum, n)| (sum / *n as f64).sqrt());
+    let efficiency = rms("efficiency").unwrap_or(0.0);
+    Some(
+        [PriorKind::Efficiency, PriorKind::Scale, PriorKind::Cost]
+            .into_iter()
+            .map(|k| (kind_key(k), rms(kind_key(k)).unwrap_or(efficiency)))
+            .collect(),
+    )
+}
+
+/// The key of a [`PriorKind`] in [`prior_spread`].
+fn kind_key(kind: PriorKind) -> &'static str {
+    match kind {
+        PriorKind::Efficiency => "efficiency",
+        PriorKind::Scale => "scale",
+        PriorKind::Cost => "cost",
+    }
+}
+
+/// The parameters a prediction for `sc` reads that the fit left without an uncertainty (held
+/// at their prior, never fitted, or fitted to no standard error), each with the variance of its
+/// prior in free units ([`prior_spread`]): the chips' efficiencies and energies, the launches
+/// and kernel-family multipliers of the runtime each node runs, that engine's host costs. A
+/// parameter at 0 (a cost the runtime does not have) is left out: its prior is exact.
+fn prior_params(sc: &Scenario, profile: &Profile, u: &Uncertainty) -> Vec<(String, f64)> {
+    let Some(spread) = prior_spread(profile) else { return Vec::new() };
+    let pinned = |path: &str| u.params.iter().position(|q| q == path).is_some_and(|k| u.covariance[k].iter().any(|c| *c != 0.0));
+    let kind = sc.engine.kind;
+    let runtime = kind.behaviour().kernels().id();
+    let mut out = Vec::new();
+    for chip in params_chips(sc, profile) {
+        let mut paths: Vec<String> = CHIP_PRIOR_PARAMS.iter().map(|f| format!("chips.{chip}.{f}")).collect();
+        paths.extend(RUNTIME_PRIOR_PARAMS.iter().map(|f| format!("chips.{chip}.runtimes.{runtime}.{f}")));
+        // An engine's host costs, where the chip has them or borrows them (`Profile::engine_host`).
+        if let Some(host) = kind.host_key()
+            && let Some((host_chip, _)) = profile.engine_host(&chip, host)
+        {
+            paths.extend(["host_per_step_us", "host_per_seq_us"].iter().map(|f| format!("chips.{host_chip}.engines.{host}.{f}")));
+        }
+        for path in paths {
+            let Some(v) = get_param(profile, &path) else { continue };
+            if v <= 0.0 || pinned(&path) || out.iter().any(|(p, _)| *p == path) || !family_used(&sc.quant, &path) {
+                continue;
+            }
+            let Some(kind) = PriorKind::of(&path) else { continue };
+            let sd = spread[kind_key(kind)];
+            out.push((path, sd * sd));
+        }
+    }
+    out
+}
+
+/// Whether a kernel-family bandwidth multiplier (`...bw_mult_mxfp4`) can move a prediction of a
+/// model quantized as `quant`: the families a per-class quantization stores (its default, its
+/// overrides, and bf16 for whatever is left unquantized), or every family for GGUF file types
+/// (their rules pick k-quant, legacy and half types by tensor and shape). Any other parameter:
+/// true. Skips the re-run of a multiplier whose gradient is 0 by construction.
+fn family_used(quant: &crate::llm::QuantSpec, path: &str) -> bool {
+    use crate::llm::{KernelFamily as K, QuantScheme};
+    let Some(family) = path.rsplit('.').next().and_then(|f| f.strip_prefix("bw_mult_")) else { return true };
+    let QuantScheme::PerClass { default, overrides } = &quant.scheme else { return true };
+    let stored: Vec<K> = std::iter::once(default.kernel).chain(overrides.iter().map(|o| o.format.kernel)).chain([K::Half]).collect();
+    stored.iter().any(|k| match family {
+        "half" => *k == K::Half,
+        "8bit" => matches!(k, K::Affine8 | K::Legacy | K::Fp8),
+        "mxfp4" => *k == K::Mxfp4,
+        "nvfp4" => *k == K::Nvfp4,
+        _ => true,
+    })
+}
+
+/// The variance (log units) the priors of the held parameters give a prediction whose
+/// log-gradient over them is `g`: independent priors, so a plain weighted sum.
+fn prior_variance(priors: &[(String, f64)], g: &[f64]) -> f64 {
+    priors.iter().zip(g).fold(0.0, |var, ((_, v), g)| var + g * g * v)
 }
 
 /// The uncertain parameters whose sensitivity [`intervals`] takes as 0 without a re-run for
@@ -162,7 +325,7 @@ fn movable_params(u: &Uncertainty, sc: &Scenario) -> Vec<usize> {
 pub fn unread_params(sc: &Scenario, profile: &Profile) -> Vec<String> {
     let Some(u) = uncertainty(profile) else { return Vec::new() };
     let reads = plan_reads(sc, profile);
-    movable_params(&u, sc)
+    movable_params(&u, sc, profile)
         .into_iter()
         .filter(|&k| nudged_profile(profile, &u.params[k]).is_some_and(|p| reads_unchanged(sc, &reads, &p)))
         .map(|k| u.params[k].clone())
@@ -247,14 +410,16 @@ pub fn target_interval(data: &crate::calibrate::Dataset, i: usize, profile: &Pro
     if !(predicted.is_finite() && predicted > 0.0) {
         return None;
     }
-    let movable = movable_params(&u, &p.scenario);
+    let movable = movable_params(&u, &p.scenario, profile);
+    let priors = prior_params(&p.scenario, profile, &u);
     let reads = plan_reads(&p.scenario, profile);
-    // d ln(prediction) / d(free variable) per movable parameter; 0 where a nudge fails or the
-    // plan does not read the parameter.
-    let grads: Vec<f64> = movable
+    // d ln(prediction) / d(free variable) per movable parameter, then per prior-held one; 0
+    // where a nudge fails or the plan does not read the parameter.
+    let paths: Vec<&str> = movable.iter().map(|&k| u.params[k].as_str()).chain(priors.iter().map(|(p, _)| p.as_str())).collect();
+    let grads: Vec<f64> = paths
         .par_iter()
-        .map(|&k| {
-            let Some(q) = nudged_profile(profile, &u.params[k]) else { return 0.0 };
+        .map(|path| {
+            let Some(q) = nudged_profile(profile, path) else { return 0.0 };
             if reads_unchanged(&p.scenario, &reads, &q) {
                 return 0.0;
             }
@@ -264,5 +429,7 @@ pub fn target_interval(data: &crate::calibrate::Dataset, i: usize, profile: &Pro
             }
         })
         .collect();
-    Some(interval_around(predicted, parameter_variance(&u, &movable, &grads) + metric_scatter(&u, &p.row.metric).powi(2)))
+    let (fitted, held) = grads.split_at(movable.len());
+    let own = parameter_variance(&u, &movable, fitted) + prior_variance(&priors, held);
+    Some(interval_around(predicted, own + metric_scatter(&u, &p.row.metric).powi(2)))
 }

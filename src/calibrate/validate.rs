@@ -822,9 +822,13 @@ pub fn prepare_in(rows: &[MeasurementRow], profile: &Profile, csv_dir: Option<&P
                 continue;
             }
         };
-        // A row the twin refuses (the model does not fit, a run with no answer for the metric)
-        // is listed with the reason, never an error that stops the other rows.
+        // A row the twin refuses (the model does not fit, an illegal split, a run with no
+        // answer for the metric) is listed with the reason, never an error that stops the
+        // other rows.
         let refused = match estimate(&sc, profile) {
+            // A profile without the row's chip is the profile's gap, not the row's: it stays
+            // an error of the whole run (naming the chip), as before.
+            Err(e) if e.kind() == crate::scenario::ErrorKind::Uncalibrated => None,
             Err(e) => Some(format!("the twin refuses the row's scenario: {e}")),
             Ok(est) => {
                 // The plan raises a Mac's wired limit where the model needs it, as `run` and

@@ -44,3 +44,39 @@ fn an_exo_run_skips_llama_cpp_parameters_and_keeps_its_own() {
         assert!(!unread.contains(&read.to_string()), "{read} is read by an exo DeepSeek run: {unread:?}");
     }
 }
+
+/// The interval of a prediction that rests on parameters no row pinned (another chip's kernel
+/// efficiencies, held at their priors) carries those priors' spread, as far as this profile's
+/// own fitted priors moved: on a Mac mini M4 Pro (no fitted parameter) the prior term widens
+/// the decode interval, more than it widens the same model's on an M3 Ultra (its efficiencies
+/// fitted); without a fit report (no evidence of how far priors miss) there is no prior term.
+#[test]
+fn a_prediction_on_unfitted_parameters_carries_their_prior_spread() {
+    use supernode::calibrate::interval::{intervals, prior_spread};
+    let profile = Profile::default_profile();
+    let spread = prior_spread(&profile).expect("the default profile was fitted");
+    // Efficiencies (logit), multipliers and energies (log), microsecond costs (log).
+    assert!(spread["efficiency"] > 0.2 && spread["efficiency"] < 1.5, "{spread:?}");
+    assert!(spread["scale"] > 0.05 && spread["scale"] < spread["efficiency"], "{spread:?}");
+    assert!(spread["cost"] > spread["scale"], "{spread:?}");
+    let without = Profile { fit: None, ..profile.clone() };
+    assert!(prior_spread(&without).is_none());
+    let dir = tempfile::tempdir().unwrap();
+    let width = |node: &str, profile: &Profile| {
+        let text = format!(
+            "name = \"w\"\n[cluster]\nnode = \"{node}\"\ncount = 1\n[model]\nname = \"llama-3.1-8b\"\nquant = \"mlx-4bit\"\n\
+             [engine]\nname = \"mlx-lm\"\n[workload]\nkind = \"generate\"\nprompt_tokens = 512\ngenerate_tokens = 128\n"
+        );
+        let path = crate::write_text(dir.path(), &format!("{node}.toml"), &text);
+        let sc = supernode::scenario::load(&path, &[]).unwrap();
+        let est = estimate(&sc, profile).unwrap();
+        let iv = intervals(&sc, profile, &est)["decode_tokens_per_s"];
+        assert!(iv.p5 < iv.p50 && iv.p50 < iv.p95, "{node}: {iv:?}");
+        (iv.p95 / iv.p5).ln()
+    };
+    let widening = |node: &str| width(node, &profile) / width(node, &without);
+    let (m4_pro, m3_ultra) = (widening("mac-mini-m4-pro-20c-64gb"), widening("m3-ultra-80c-512gb"));
+    assert!(m4_pro > 1.1, "M4 Pro widened x{m4_pro:.3}");
+    assert!(m4_pro > m3_ultra && m3_ultra >= 1.0, "M4 Pro x{m4_pro:.3}, M3 Ultra x{m3_ultra:.3}");
+    assert!(width("mac-mini-m4-pro-20c-64gb", &profile) < 4.0_f64.ln());
+}
