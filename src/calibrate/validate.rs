@@ -205,7 +205,10 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
     if cat.node(&system).is_some() {
         return Ok(vec![system; n]);
     }
-    let candidates: Vec<&crate::hw::NodeSpec> = cat.nodes.iter().filter(|x| x.id.starts_with(&format!("{system}-"))).collect();
+    let mut candidates: Vec<&crate::hw::NodeSpec> = cat.nodes.iter().filter(|x| x.id.starts_with(&format!("{system}-"))).collect();
+    if candidates.is_empty() {
+        candidates = nodes_by_words(&system);
+    }
     if candidates.is_empty() {
         let families: Vec<&str> = FAMILIES.iter().map(|(f, _)| *f).collect();
         return Err(format!(
@@ -221,7 +224,10 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
                 assumptions.push(format!("node mix `{}` unknown: `{system}` is only {}", row.node_mix.trim(), one.id));
                 Ok(vec![one.id.clone(); n])
             }
-            many => Err(format!("system `{system}` is ambiguous ({}) and the node mix names no memory size", ids(many))),
+            many => match same_chip_and_memory(&system, many, assumptions) {
+                Some(one) => Ok(vec![one; n]),
+                None => Err(format!("system `{system}` is ambiguous ({}) and the node mix names no memory size", ids(many))),
+            },
         };
     };
     let mut list = Vec::with_capacity(n);
@@ -231,10 +237,147 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
         match fit.as_slice() {
             [one] => list.push(one.id.clone()),
             [] => return Err(format!("system `{system}` with `{size}`: no node preset of that memory ({})", ids(&candidates))),
-            many => return Err(format!("system `{system}` with `{size}` is ambiguous: {}", ids(many))),
+            many => match same_chip_and_memory(&system, many, assumptions) {
+                Some(one) => list.push(one),
+                None => return Err(format!("system `{system}` with `{size}` is ambiguous: {}", ids(many))),
+            },
         }
     }
     Ok(list)
+}
+
+/// llama.cpp backends people name beside the engine (`llama.cpp (Vulkan)`, `llama-cpp-rocm`).
+const BACKENDS: &[&str] = &["vulkan", "rocm", "hip", "cuda", "metal", "cpu"];
+
+/// An engine as rows write it, read as a runtime's measurement name (`llama-cpp`, `mlx-lm`), with
+/// what was assumed to read it: case and punctuation (`llama.cpp`, `Llama.CPP`, `mlx_lm`); the
+/// llama.cpp tools (`llama-server`, `llama-bench`); a backend in brackets, as a suffix or a second
+/// word (`llama.cpp (Vulkan)`, `llama-cpp-rocm`, `llama.cpp vulkan`: the twin has one kernel
+/// library per chip and runtime, so GPU backends are not told apart, and says so; the CPU
+/// backend is refused); LM Studio by the file it loads (its MLX engine for MLX files, llama.cpp
+/// for GGUF files). Anything else is returned as written, for the runtime lookup to refuse.
+fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), String> {
+    let text = raw.trim().to_lowercase();
+    let (head, bracket) = match text.split_once('(') {
+        Some((h, b)) => (h.trim(), Some(b.trim_end_matches(')').trim())),
+        None => (text.as_str(), None),
+    };
+    let mut words = head.split_whitespace();
+    let first = words.next().unwrap_or("");
+    let mut name = first.replace(['.', '_'], "-");
+    let named = |t: &str| t.split(|c: char| !c.is_ascii_alphanumeric()).find(|w| BACKENDS.contains(w)).map(String::from);
+    let mut backend = bracket.and_then(named).or_else(|| words.next().and_then(named));
+    if let Some((stem, b)) = name.rsplit_once('-').filter(|(_, b)| BACKENDS.contains(b)) {
+        backend = Some(b.to_string());
+        name = stem.to_string();
+    }
+    if matches!(name.as_str(), "llamacpp" | "llama-server" | "llama-bench" | "llama-cli") {
+        name = "llama-cpp".into();
+    }
+    if matches!(name.as_str(), "lm" | "lmstudio" | "lm-studio") && (name != "lm" || head.contains("studio")) {
+        let mlx = crate::catalog::catalog()
+            .find_quant(first_word(quant), QuantFamily::Mlx)
+            .ok()
+            .and_then(|q| crate::catalog::catalog().quant(&q.id).map(|spec| spec.family == QuantFamily::Mlx))
+            .unwrap_or(false);
+        let (runtime, file) = if mlx {
+            ("mlx-lm", "an MLX file: its MLX engine, mlx-lm's kernels")
+        } else {
+            ("llama-cpp", "a GGUF file: its llama.cpp engine")
+        };
+        let note = format!("engine `{}`: LM Studio running {file} (assumed: LM Studio's host costs not modelled)", raw.trim());
+        return Ok((runtime.into(), Some(note)));
+    }
+    match backend.as_deref() {
+        Some("cpu") => {
+            Err(format!("engine `{}`: llama.cpp's CPU backend is not modelled (the twin runs each chip's GPU kernels)", raw.trim()))
+        }
+        Some(b) if !b.is_empty() => {
+            let note = format!(
+                "engine `{}`: the twin's {name} kernels for the row's chip (GPU backends such as {b} are not told apart)",
+                raw.trim()
+            );
+            Ok((name, Some(note)))
+        }
+        _ => Ok((name, None)),
+    }
+}
+
+/// Words people write for a chip in a system label, and the catalog chip each means.
+/// `strix-halo` is AMD's code name of the Ryzen AI Max series (FACTS.md calls the Framework
+/// Desktop's chip "Strix Halo"); `ai-max-395` and `ai-max-plus-395` are the chip's marketing
+/// name without the brand (`AI Max+ 395`).
+const CHIP_WORDS: &[(&str, &str)] = &[
+    ("strix-halo", "ryzen-ai-max-395"),
+    ("ai-max-plus-395", "ryzen-ai-max-395"),
+    ("ai-max-395", "ryzen-ai-max-395"),
+    ("grace-blackwell", "gb10"),
+];
+
+/// A system label's words: lower case, `+` read as `plus`, every run of punctuation or space
+/// one separator (`AMD Ryzen AI Max+ 395` -> `amd`, `ryzen`, `ai`, `max`, `plus`, `395`).
+fn label_words(label: &str) -> Vec<String> {
+    label
+        .to_lowercase()
+        .replace('+', "-plus-")
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Whether `words` holds `phrase`'s words in a row (`["mac", "m5", "max"]` holds `m5-max`).
+fn holds_phrase(words: &[String], phrase: &str) -> bool {
+    let p = label_words(phrase);
+    !p.is_empty() && words.windows(p.len()).any(|w| w == p.as_slice())
+}
+
+/// The node presets a system label names by its words, when it is not an id, a family or a
+/// prefix of one: every preset whose id holds all the label's words (`asus-gx10` ->
+/// asus-ascent-gx10, `m5-max` -> macbook-pro-m5-max-40c-128gb, `NVIDIA DGX Spark` -> dgx-spark;
+/// makers' names aside), else every preset of the chip the
+/// label names (`ryzen-ai-max-395`, `AMD Ryzen AI Max+ 395`, `strix-halo`, `gb10`, `m3-ultra`).
+fn nodes_by_words(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
+    let cat = crate::catalog::catalog();
+    // Chip makers' names, which the preset ids leave out (`NVIDIA DGX Spark` is dgx-spark).
+    let words: Vec<String> = label_words(system).into_iter().filter(|w| !matches!(w.as_str(), "nvidia" | "apple" | "amd")).collect();
+    if words.is_empty() {
+        return Vec::new();
+    }
+    let by_id: Vec<&crate::hw::NodeSpec> = cat.nodes.iter().filter(|n| words.iter().all(|w| label_words(&n.id).contains(w))).collect();
+    if !by_id.is_empty() {
+        return by_id;
+    }
+    // The longest chip name the label holds (`m4-max` before `m4`), or a word for one.
+    let chips = cat.nodes.iter().map(|n| (n.chip.as_str(), n.chip.as_str()));
+    let chip = chips
+        .chain(CHIP_WORDS.iter().copied())
+        .filter(|(phrase, _)| holds_phrase(&words, phrase))
+        .max_by_key(|(phrase, _)| label_words(phrase).len())
+        .map(|(_, chip)| chip);
+    chip.map_or_else(Vec::new, |chip| cat.nodes.iter().filter(|n| n.chip == chip).collect())
+}
+
+/// Presets that differ only in what a throughput prediction does not read from a single box
+/// (maker, price, idle power, ports): the same chip and memory. The first is taken, and the
+/// row says so; `None` when they differ in chip or memory.
+fn same_chip_and_memory(system: &str, many: &[&crate::hw::NodeSpec], assumptions: &mut Vec<String>) -> Option<String> {
+    let first = many.first()?;
+    if !many.iter().all(|n| n.chip == first.chip && n.memory_gb == first.memory_gb) {
+        return None;
+    }
+    let others: Vec<&str> = many[1..].iter().map(|n| n.id.as_str()).collect();
+    let note = format!(
+        "system `{system}` names the {} chip with {} GB: taken as {} (same chip and memory as {})",
+        first.chip,
+        first.memory_gb,
+        first.id,
+        others.join(", ")
+    );
+    if !assumptions.contains(&note) {
+        assumptions.push(note);
+    }
+    Some(first.id.clone())
 }
 
 /// The nodes of a family system (`mac-studio-m3-ultra`): its id prefix completed by each mix
@@ -318,11 +461,13 @@ pub fn row_scenario_in(
     let nodes = row_nodes(row, n, &mut assumptions)?;
     // The engines a row may name are the runtimes' measurement names; a runtime may add what
     // the twin assumes for its rows (vllm-mlx: its scheduler taken as mlx-lm's).
-    let runtime = runtimes::by_measurement_name(first_word(row.engine.trim()));
+    let (engine_name, engine_note) = engine_label(&row.engine, &row.quant)?;
+    assumptions.extend(engine_note);
+    let runtime = runtimes::by_measurement_name(&engine_name);
     if let Some(a) = runtime.and_then(|r| r.measurement_assumption()) {
         assumptions.push(a.into());
     }
-    let engine = match row.engine.trim() {
+    let engine = match engine_name.as_str() {
         "hpl" if n == 1 => return Err("HPL rows: the single-node CPU HPL rate and power are catalog inputs, not predictions".into()),
         "hpl" => return hpl_scenario(row, &nodes, n, assumptions),
         "" => return Err("no engine: a catalog fact (idle power), not a prediction".into()),
@@ -607,6 +752,7 @@ fn resolve_quant(
             return Ok(found.id);
         }
         Ok(found) if !row.quant.contains("unknown") => {
+            assumptions.extend(found.assumed);
             if row.quant.contains("inferred") {
                 assumptions.push(format!("quant {} inferred by the data set", found.id));
             }
@@ -676,12 +822,22 @@ pub fn prepare_in(rows: &[MeasurementRow], profile: &Profile, csv_dir: Option<&P
                 continue;
             }
         };
-        // The plan raises a Mac's wired limit where the model needs it, as `run` and `plan` do;
-        // the row says so.
-        if let Ok(est) = estimate(&sc, profile)
-            && let Some(cmd) = est.memory.iter().find_map(|m| m.raise_wired_limit.clone())
-        {
-            assumptions.push(format!("fits only with the wired limit raised: {cmd}"));
+        // A row the twin refuses (the model does not fit, a run with no answer for the metric)
+        // is listed with the reason, never an error that stops the other rows.
+        let refused = match estimate(&sc, profile) {
+            Err(e) => Some(format!("the twin refuses the row's scenario: {e}")),
+            Ok(est) => {
+                // The plan raises a Mac's wired limit where the model needs it, as `run` and
+                // `plan` do; the row says so.
+                if let Some(cmd) = est.memory.iter().find_map(|m| m.raise_wired_limit.clone()) {
+                    assumptions.push(format!("fits only with the wired limit raised: {cmd}"));
+                }
+                metric_value(row, &est).err().map(|e| e.to_string())
+            }
+        };
+        if let Some(reason) = refused {
+            skipped.push(SkippedRow { id: row.id.clone(), reason });
+            continue;
         }
         out.push(Prepared { row: row.clone(), scenario: sc, assumptions });
     }
@@ -706,11 +862,15 @@ pub enum RowError {
 
 /// The twin's prediction of a prepared row's metric.
 pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
-    let est = estimate(&p.scenario, profile)?;
-    Ok(match p.row.metric.as_str() {
+    metric_value(&p.row, &estimate(&p.scenario, profile)?)
+}
+
+/// A row's metric read from the estimate of its scenario.
+fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result<f64, RowError> {
+    Ok(match row.metric.as_str() {
         "decode_tokens_per_s" => est.decode_tokens_per_s,
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
-        "hpl_gflops" => est.hpl_gflops.ok_or_else(|| RowError::Metric(p.row.metric.clone()))?,
+        "hpl_gflops" => est.hpl_gflops.ok_or_else(|| RowError::Metric(row.metric.clone()))?,
         "node_power_w" => est.node_peak_power_w.iter().cloned().fold(0.0, f64::max),
         "node_power_w_decode" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
         "node_power_w_prefill" => est.node_prefill_power_w.iter().cloned().fold(0.0, f64::max),
@@ -718,9 +878,9 @@ pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
         "cluster_power_w_decode" => est.cluster_power_w,
         "cluster_power_w_prefill" => est.prefill_power_w,
         "ttft_s" => est.ttft_s,
-        "aggregate_decode_tokens_per_s" if is_batched_bench(&p.row) => est.decode_tokens_per_s,
-        "aggregate_decode_tokens_per_s" if counts_from_first_token(&p.row) => generation_rate(&est)?,
-        "aggregate_decode_tokens_per_s" => serve_rate(&est)?,
+        "aggregate_decode_tokens_per_s" if is_batched_bench(row) => est.decode_tokens_per_s,
+        "aggregate_decode_tokens_per_s" if counts_from_first_token(row) => generation_rate(est)?,
+        "aggregate_decode_tokens_per_s" => serve_rate(est)?,
         other => return Err(RowError::Metric(other.to_string())),
     })
 }
@@ -954,6 +1114,64 @@ mod tests {
             let e = nodes(system, n, mix).unwrap_err();
             assert!(e.contains(why), "{system} {mix}: {e}");
         }
+    }
+
+    /// System labels by their words: chip names and makers' words, a product's own words; the
+    /// first preset of a chip and memory when several share them (said in the assumptions);
+    /// presets of different chips stay ambiguous.
+    #[test]
+    fn systems_by_chip_and_product_words() {
+        let nodes = |system: &str, n: usize, mix: &str| {
+            let body = format!("r,{system},{n},{mix},llama-3.2-3b,q4_k_m,llama-cpp,none,none,,,decode_tokens_per_s,1,tok/s,me,\n");
+            let mut said = Vec::new();
+            row_nodes(&rows(&body)[0], n, &mut said).map(|ids| (ids, said.len()))
+        };
+        for (system, n, mix, want, notes) in [
+            ("ryzen-ai-max-395", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
+            ("AMD Ryzen AI Max+ 395", 2, "2x128gb", vec!["framework-desktop-ai-max-395"; 2], 1),
+            ("strix-halo", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
+            ("asus-gx10", 1, "128gb", vec!["asus-ascent-gx10"], 0),
+            ("NVIDIA DGX Spark", 1, "128gb", vec!["dgx-spark"], 0),
+            ("m5-max", 1, "128gb", vec!["macbook-pro-m5-max-40c-128gb"], 0),
+            ("Apple M3 Ultra", 1, "256gb", vec!["m3-ultra-80c-256gb"], 0),
+            ("HP Z2 Mini G1a", 1, "128gb", vec!["hp-z2-mini-g1a-128gb"], 0),
+        ] {
+            assert_eq!(nodes(system, n, mix), Ok((want.iter().map(|s| s.to_string()).collect(), notes)), "{system} {mix}");
+        }
+        for (system, mix, why) in
+            [("rtx-5090", "32gb", "has no node preset"), ("m3-ultra", "unknown", "is ambiguous"), ("max", "128gb", "is ambiguous")]
+        {
+            let e = nodes(system, 1, mix).unwrap_err();
+            assert!(e.contains(why), "{system}: {e}");
+        }
+    }
+
+    /// Engine spellings: what each reads as, what is said, or why it is refused.
+    #[test]
+    fn engine_spellings_people_write() {
+        for (raw, quant, want, note) in [
+            ("llama-cpp", "q4_k_m", "llama-cpp", None),
+            ("llama.cpp", "q4_k_m", "llama-cpp", None),
+            ("Llama.CPP", "q4_k_m", "llama-cpp", None),
+            ("llama-server", "q4_k_m", "llama-cpp", None),
+            ("llama.cpp (Vulkan)", "q4_k_m", "llama-cpp", Some("vulkan")),
+            ("llama.cpp vulkan", "q4_k_m", "llama-cpp", Some("vulkan")),
+            ("llama-cpp-rocm", "q4_k_m", "llama-cpp", Some("rocm")),
+            ("llama.cpp (b6918, CUDA)", "q4_k_m", "llama-cpp", Some("cuda")),
+            ("mlx_lm", "4bit", "mlx-lm", None),
+            ("vllm (0.11)", "fp8", "vllm", None),
+            ("LM Studio", "4bit", "mlx-lm", Some("MLX file")),
+            ("lmstudio", "Q4_K_M", "llama-cpp", Some("GGUF file")),
+            ("exo", "4bit", "exo", None),
+        ] {
+            let (name, said) = engine_label(raw, quant).unwrap();
+            assert_eq!(name, want, "{raw}");
+            match note {
+                Some(n) => assert!(said.as_deref().is_some_and(|s| s.contains(n)), "{raw}: {said:?}"),
+                None => assert_eq!(said, None, "{raw}"),
+            }
+        }
+        assert!(engine_label("llama.cpp (CPU)", "q4_k_m").unwrap_err().contains("CPU backend is not modelled"));
     }
 
     /// Quant labels people write, per engine: what each becomes (and what is assumed), or why
