@@ -492,8 +492,9 @@ impl GgufFtype {
     /// (Q8_0) rules shared by all file types. Assumption from the rule list as read above; no
     /// published legacy-type file size is in FACTS.md to check it against.
     ///
-    /// The i-quant file types follow the same function (its i-quant rules are identical in the
-    /// llama.cpp vendored by llama-cpp-python 0.3.16, where it is `llama_tensor_get_type`) and
+    /// The i-quant file types follow the same function (its i-quant rules read the same in
+    /// llama.cpp 4227c9be, vendored by llama-cpp-python 0.3.16, where it is
+    /// `llama_tensor_get_type`) and
     /// are read **with an importance matrix** (`has_imatrix`): IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS,
     /// IQ2_S and IQ3_XXS tensors refuse to quantize without one (`tensor_requires_imatrix`), and
     /// the published i-quant GGUFs (Unsloth, bartowski) are imatrix files; so IQ3_XXS keeps
