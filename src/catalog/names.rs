@@ -241,6 +241,14 @@ mod tests {
         for (name, id) in [
             ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-scout-17b-16e"),
             ("unsloth/Llama-4-Scout-17B-16E-Instruct-GGUF", "llama-4-scout-17b-16e"),
+            ("llama4:scout", "llama-4-scout-17b-16e"),
+            ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama-4-maverick-17b-128e"),
+            ("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8", "llama-4-maverick-17b-128e"),
+            ("unsloth/Llama-4-Maverick-17B-128E-Instruct-GGUF", "llama-4-maverick-17b-128e"),
+            ("llama4:maverick", "llama-4-maverick-17b-128e"),
+            ("Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b"),
+            ("mlx-community/Qwen3.5-397B-A17B-4bit", "qwen3.5-397b-a17b"),
+            ("qwen3.5:397b", "qwen3.5-397b-a17b"),
             ("google/gemma-3-27b-it", "gemma-3-27b"),
             ("gemma3:27b", "gemma-3-27b"),
             ("mlx-community/gemma-3-27b-it-qat-4bit", "gemma-3-27b"),
@@ -293,10 +301,25 @@ mod tests {
             ("gpt-oss-20b", "gpt-oss-120b"),
             ("glm-4.5-air", "glm-4.6"),
             ("Qwen/Qwen3.5-122B-A10B", "qwen3.5-35b-a3b"),
+            ("Qwen/Qwen3.5-397B-A17B", "qwen3.5-122b-a10b"),
+            ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-maverick-17b-128e"),
+            ("llama4:scout", "llama-4-maverick-17b-128e"),
+            ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama-4-scout-17b-16e"),
         ] {
             assert_ne!(c.find_model(name).map(|(p, _)| p.id.as_str()), Ok(not), "{name}");
         }
-        for name in ["llama3.2", "qwen3:32b", "Qwen/Qwen3.5-397B-A17B", "MiniMax-M2.5", "gemma3:12b", "llama-3.1-7b", "", "-it"] {
+        for name in [
+            "llama3.2",
+            "qwen3:32b",
+            "Qwen/Qwen3.5-27B",
+            "llama4",
+            "Llama-4-Behemoth-288B-16E",
+            "MiniMax-M2.5",
+            "gemma3:12b",
+            "llama-3.1-7b",
+            "",
+            "-it",
+        ] {
             assert_eq!(c.find_model(name).map(|(p, _)| p.id.clone()), Err(ModelNameError::Unknown(name.trim().into())), "{name}");
         }
     }

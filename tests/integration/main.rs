@@ -26,6 +26,7 @@ mod invariants;
 mod iquants;
 mod labels;
 mod layers;
+mod models_2026;
 mod names;
 mod physics;
 mod planner;
