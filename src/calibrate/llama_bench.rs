@@ -407,10 +407,16 @@ fn generic_file_type(ftype: &str) -> bool {
 
 /// A llama.cpp file-type name as the label a GGUF file carries: `Q4_K - Medium` is Q4_K_M, `Q2_K -
 /// Medium` plain Q2_K (llama.cpp's name for LLAMA_FTYPE_MOSTLY_Q2_K), `MXFP4 MoE` MXFP4,
-/// `IQ4_XS - 4.25 bpw` IQ4_XS (src/llama-model-loader.cpp `llama_model_ftype_name`).
+/// `IQ4_XS - 4.25 bpw` IQ4_XS, `IQ3_S mix - 3.66 bpw` IQ3_M (src/llama-model-loader.cpp
+/// `llama_model_ftype_name`).
 fn file_type_label(ftype: &str) -> String {
     let (head, size) = ftype.split_once(" - ").unwrap_or((ftype, ""));
-    let head = head.split_whitespace().next().unwrap_or("");
+    let words: Vec<&str> = head.split_whitespace().collect();
+    let head = match words.as_slice() {
+        ["IQ3_S", "mix", ..] => "IQ3_M",
+        [first, ..] => first,
+        [] => "",
+    };
     match (head, size.trim()) {
         ("Q2_K", "Medium") => "Q2_K".into(),
         (h, "Small") => format!("{h}_S"),
@@ -730,7 +736,27 @@ mod tests {
         assert!(model_for("llama 13B Q4_K - Medium", Some(13.0e9), cat).unwrap_err().contains("no model preset"));
         assert!(model_for("mamba 2B Q8_0", Some(2e9), cat).unwrap_err().contains("architecture `mamba`"));
         assert_eq!(quant_for("llama 70B Q4_K - Medium").unwrap(), "q4_k_m");
-        assert!(quant_for("llama 70B IQ4_XS - 4.25 bpw").unwrap_err().contains("IQ4_XS"));
+        // llama.cpp's i-quant file-type names (llama_model_ftype_name) import as their presets.
+        for (model_type, id) in [
+            ("llama 70B IQ4_XS - 4.25 bpw", "iq4_xs"),
+            ("llama 70B IQ4_NL - 4.5 bpw", "iq4_nl"),
+            ("llama 70B IQ3_S mix - 3.66 bpw", "iq3_m"),
+            ("llama 70B IQ3_S - 3.4375 bpw", "iq3_s"),
+            ("llama 70B IQ3_XS - 3.3 bpw", "iq3_xs"),
+            ("llama 70B IQ3_XXS - 3.0625 bpw", "iq3_xxs"),
+            ("llama 70B IQ2_M - 2.7 bpw", "iq2_m"),
+            ("llama 70B IQ2_S - 2.5 bpw", "iq2_s"),
+            ("llama 70B IQ2_XS - 2.3125 bpw", "iq2_xs"),
+            ("llama 70B IQ2_XXS - 2.0625 bpw", "iq2_xxs"),
+            ("llama 70B IQ1_M - 1.75 bpw", "iq1_m"),
+            ("llama 70B IQ1_S - 1.5625 bpw", "iq1_s"),
+            ("llama 70B Q3_K - Small", "q3_k_s"),
+            ("llama 70B Q3_K - Large", "q3_k_l"),
+            ("llama 70B Q5_K - Small", "q5_k_s"),
+        ] {
+            assert_eq!(quant_for(model_type).as_deref(), Ok(id), "{model_type}");
+        }
+        assert!(quant_for("llama 70B TQ1_0 - 1.69 bpw ternary").unwrap_err().contains("has no quantization preset"));
     }
 
     /// A test of `model_type` from `file` (avg_ts is a placeholder: only the names are read).
@@ -763,9 +789,16 @@ mod tests {
         assert_eq!((g.model.as_str(), g.quant.as_deref()), ("gemma-3-27b-it-qat", Some("q4_0")));
         let g = gguf_name("Llama-3.3-70B-Instruct-F16.gguf", catalog());
         assert_eq!(g.quant.as_deref(), Some("bf16"));
-        // No label a preset answers to: the whole stem is the model's name.
+        // i-quants and Unsloth's dynamic labels (read as the nearest standard file type).
         let g = gguf_name("my-finetune-IQ4_XS.gguf", catalog());
-        assert_eq!((g.model.as_str(), g.label), ("my-finetune-IQ4_XS", None));
+        assert_eq!((g.model.as_str(), g.quant.as_deref()), ("my-finetune", Some("iq4_xs")));
+        let g = gguf_name("GLM-4.6-UD-Q3_K_XL-00001-of-00004.gguf", catalog());
+        assert_eq!((g.model.as_str(), g.label.as_deref(), g.quant.as_deref()), ("GLM-4.6", Some("UD-Q3_K_XL"), Some("q3_k_m")));
+        let g = gguf_name("DeepSeek-R1-0528-UD-IQ1_S-00001-of-00004.gguf", catalog());
+        assert_eq!((g.model.as_str(), g.quant.as_deref()), ("DeepSeek-R1-0528", Some("iq1_s")));
+        // No label a preset answers to: the whole stem is the model's name.
+        let g = gguf_name("my-finetune-TQ1_0.gguf", catalog());
+        assert_eq!((g.model.as_str(), g.label), ("my-finetune-TQ1_0", None));
     }
 
     /// The newer catalog architectures import by file name (llama-bench's `model_type` as llama.cpp
@@ -847,8 +880,8 @@ mod tests {
         );
         let e = why("llama 70B Q4_K - Medium", None, Some("gemma-3-27b-it-Q4_K_M.gguf"));
         assert!(e.contains("names gemma-3-27b (gemma3"), "{e}");
-        let e = why("llama 8B IQ4_XS - 4.25 bpw", None, Some("Meta-Llama-3.1-8B-Instruct-IQ4_XS.gguf"));
-        assert!(e.contains("file type `IQ4_XS - 4.25 bpw` has no quantization preset"), "{e}");
+        let e = why("llama 8B TQ1_0 - 1.69 bpw ternary", None, Some("Meta-Llama-3.1-8B-Instruct-TQ1_0.gguf"));
+        assert!(e.contains("file type `TQ1_0 - 1.69 bpw ternary` has no quantization preset"), "{e}");
         let e = why("qwen3next 80B.A3B", None, None);
         assert!(e.contains("architecture `qwen3next` has no model preset"), "{e}");
     }

@@ -13,7 +13,7 @@
 //! one reader too, [`Catalog::find_quant`].
 
 use super::{Catalog, ModelPreset};
-use crate::llm::{ModelSpec, QuantFamily};
+use crate::llm::{ModelSpec, QuantFamily, QuantScheme};
 
 /// Why a name found no single model preset.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -121,7 +121,42 @@ const QUANT_LABELS: &[(&str, &str)] = &[
     // MLX's DWQ (distilled) conversions keep the ordinary 4-bit MLX format.
     ("4bit-dwq", "mlx-4bit"),
     ("mxfp4-q8", "mxfp4"),
+    // llama.cpp's name for the IQ3_M file type (`IQ3_S mix - 3.66 bpw`,
+    // src/llama-model-loader.cpp `llama_model_ftype_name`): an IQ3_S mix.
+    ("iq3_s mix", "iq3_m"),
 ];
+
+/// A label as [`Catalog::find_quant`] compares it: trimmed, lower case, without the size
+/// llama.cpp prints after an i-quant's file-type name (`IQ4_XS - 4.25 bpw` -> `iq4_xs`).
+fn quant_key(label: &str) -> String {
+    let q = label.trim().to_lowercase();
+    match q.split_once(" - ") {
+        Some((head, size)) if size.trim_end().ends_with("bpw") => head.trim().to_string(),
+        _ => q,
+    }
+}
+
+/// The standard GGUF preset an Unsloth dynamic label is read as, and the assumption said:
+/// `UD-<T>_XL` and `<T>_XL` as T's nearest llama.cpp file type (its `_M` mix where there is
+/// one: Q3_K_XL -> q3_k_m, Q5_K_XL -> q5_k_m; else T itself: Q2_K_XL -> q2_k, Q6_K_XL -> q6_k;
+/// Q8_K_XL -> q8_0, Q8_K being no file type), `UD-<T>` as T (UD-IQ2_XXS -> iq2_xxs). Unsloth
+/// publishes no per-tensor recipe for its dynamic quants (they keep some tensors at more bits
+/// than the standard mix), so the standard rules are an assumption, said in the result.
+fn unsloth_dynamic(cat: &Catalog, q: &str) -> Option<(String, String)> {
+    let (ud, rest) = q.strip_prefix("ud-").map_or((false, q), |r| (true, r));
+    let candidates: Vec<String> = match rest.strip_suffix("_xl") {
+        Some("q8_k") => vec!["q8_0".into()],
+        Some(base) => vec![format!("{base}_m"), base.to_string()],
+        None if ud => vec![rest.to_string()],
+        None => return None,
+    };
+    let id = candidates.into_iter().find(|c| cat.quant(c).is_some_and(|p| matches!(p.scheme, QuantScheme::Gguf(_))))?;
+    let assumed = format!(
+        "Unsloth dynamic quant `{}` read as llama.cpp's {id} rules (its per-tensor choices are not published; list its tensors with model.gguf_tensor_types for the real mix)",
+        q.to_uppercase()
+    );
+    Some((id, assumed))
+}
 
 /// Bit-width labels without a format (`4bit`, `8-bit`, `int4`): the format is the engine's.
 fn bits_label(q: &str) -> Option<u32> {
@@ -157,21 +192,27 @@ pub struct QuantName {
     /// Read from a bare bit width (`4bit`, `int8`) under the runtime's format family, not a
     /// format's name.
     pub by_width: bool,
-    /// What was assumed, when the label leaves the format open (a GGUF width: its common K-quant).
+    /// What was assumed, when the label leaves the format open (a GGUF width: its common K-quant;
+    /// an Unsloth dynamic label: the nearest standard file type's rules).
     pub assumed: Option<String>,
 }
 
 impl Catalog {
     /// The quantization preset a label written by a person means (case-insensitive): a preset id,
-    /// a label of one (`f16` -> `bf16`, `Q4_K_XL` -> `ud-q4_k_xl`, `MXFP4-Q8` -> `mxfp4`), else a
-    /// bit width (`4bit`, `8-bit`, `int4`) read in `family`: MLX has one quant per width (its
+    /// a label of one (`f16` -> `bf16`, `Q4_K_XL` -> `ud-q4_k_xl`, `MXFP4-Q8` -> `mxfp4`,
+    /// llama.cpp's `IQ4_XS - 4.25 bpw` -> `iq4_xs`), an Unsloth dynamic label read as the
+    /// nearest standard file type (`UD-Q3_K_XL` -> `q3_k_m`, said in [`QuantName::assumed`]),
+    /// else a bit width (`4bit`, `8-bit`, `int4`) read in `family`: MLX has one quant per width (its
     /// affine groups); on llama.cpp a width is the common K-quant of it (said in
     /// [`QuantName::assumed`]); a CUDA engine's width names no single format, so it is refused.
     pub fn find_quant(&self, label: &str, family: QuantFamily) -> Result<QuantName, QuantNameError> {
-        let q = label.trim().to_lowercase();
+        let q = quant_key(label);
         let preset = QUANT_LABELS.iter().find(|(l, _)| *l == q).map_or(q.as_str(), |(_, p)| *p);
         if self.quant(preset).is_some() {
             return Ok(QuantName { id: preset.to_string(), by_width: false, assumed: None });
+        }
+        if let Some((id, assumed)) = unsloth_dynamic(self, &q) {
+            return Ok(QuantName { id, by_width: false, assumed: Some(assumed) });
         }
         let bits = bits_label(&q).ok_or_else(|| QuantNameError::Unknown(label.trim().to_string()))?;
         let (id, assumed) = match (family, bits) {
@@ -336,11 +377,35 @@ mod tests {
             ("4bit", QuantFamily::Mlx, "mlx-4bit", true, false),
             ("8-bit", QuantFamily::Mlx, "mlx-8bit", true, false),
             ("int4", QuantFamily::Gguf, "q4_k_m", true, true),
+            // llama.cpp's i-quant file types, as written and as llama.cpp prints them.
+            ("IQ4_XS", QuantFamily::Gguf, "iq4_xs", false, false),
+            (" iq4_xs ", QuantFamily::Gguf, "iq4_xs", false, false),
+            ("IQ4_XS - 4.25 bpw", QuantFamily::Gguf, "iq4_xs", false, false),
+            ("IQ3_S mix - 3.66 bpw", QuantFamily::Gguf, "iq3_m", false, false),
+            ("IQ2_XXS", QuantFamily::Gguf, "iq2_xxs", false, false),
+            ("Q3_K_S", QuantFamily::Gguf, "q3_k_s", false, false),
+            // Unsloth's dynamic labels: the two presets of their own, else the nearest standard
+            // file type with the assumption said.
+            ("Q8_K_XL", QuantFamily::Gguf, "ud-q8_k_xl", false, false),
+            ("UD-Q3_K_XL", QuantFamily::Gguf, "q3_k_m", false, true),
+            ("Q3_K_XL", QuantFamily::Gguf, "q3_k_m", false, true),
+            ("UD-Q2_K_XL", QuantFamily::Gguf, "q2_k", false, true),
+            ("UD-Q5_K_XL", QuantFamily::Gguf, "q5_k_m", false, true),
+            ("UD-Q6_K_XL", QuantFamily::Gguf, "q6_k", false, true),
+            ("UD-IQ2_XXS", QuantFamily::Gguf, "iq2_xxs", false, true),
+            ("UD-IQ1_S", QuantFamily::Gguf, "iq1_s", false, true),
+            ("ud-iq3_xxs", QuantFamily::Gguf, "iq3_xxs", false, true),
         ] {
             assert_eq!(q(label, family), Ok((id.to_string(), width, assumed)), "{label}");
         }
+        let said = c.find_quant("UD-Q3_K_XL", QuantFamily::Gguf).unwrap().assumed.unwrap();
+        assert!(said.contains("`UD-Q3_K_XL` read as llama.cpp's q3_k_m rules"), "{said}");
+        // Q8_K is no file type: a Q8_K_XL is read as Q8_0 (through its preset).
+        assert_eq!(c.find_quant("UD-Q8_K_XL", QuantFamily::Gguf).unwrap().id, "ud-q8_k_xl");
         assert_eq!(q("4bit", QuantFamily::Hf), Err(QuantNameError::NoSingleFormat { bits: 4 }));
-        assert_eq!(q(" IQ4_XS ", QuantFamily::Gguf), Err(QuantNameError::Unknown("IQ4_XS".into())));
+        for unknown in ["IQ5_XS", "TQ1_0", "UD-TQ1_0", "Q9_K_XL", "UD-BF16", "UD-", "_XL", "IQ4_XS - Medium"] {
+            assert_eq!(q(&format!(" {unknown} "), QuantFamily::Gguf), Err(QuantNameError::Unknown(unknown.into())), "{unknown}");
+        }
     }
 
     #[test]

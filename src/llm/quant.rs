@@ -291,7 +291,11 @@ impl GgufType {
         self.row().3 as u64
     }
 
-    /// The kernel family that dequantizes it.
+    /// The kernel family that dequantizes it. The i-quants (IQ1_S..IQ4_XS) decode through
+    /// llama.cpp's own i-quant kernels (codebook lookup grids, `iq2xxs_grid` etc. in
+    /// ggml-common.h), not the k-quant ones; no FACTS line measures them apart, so they share
+    /// the k-quant family's bandwidth multiplier (an assumption), and IQ4_NL, a 32-block type
+    /// like Q4_0, the legacy family's.
     pub fn kernel(self) -> KernelFamily {
         use GgufType::*;
         match self {
@@ -348,6 +352,18 @@ pub enum GgufFtype {
     Q4_1,
     Q5_0,
     Q5_1,
+    IQ4_XS,
+    IQ4_NL,
+    IQ3_M,
+    IQ3_S,
+    IQ3_XS,
+    IQ3_XXS,
+    IQ2_M,
+    IQ2_S,
+    IQ2_XS,
+    IQ2_XXS,
+    IQ1_M,
+    IQ1_S,
 }
 
 const FTYPES: &[(GgufFtype, &str)] = &[
@@ -366,6 +382,18 @@ const FTYPES: &[(GgufFtype, &str)] = &[
     (GgufFtype::Q4_1, "Q4_1"),
     (GgufFtype::Q5_0, "Q5_0"),
     (GgufFtype::Q5_1, "Q5_1"),
+    (GgufFtype::IQ4_XS, "IQ4_XS"),
+    (GgufFtype::IQ4_NL, "IQ4_NL"),
+    (GgufFtype::IQ3_M, "IQ3_M"),
+    (GgufFtype::IQ3_S, "IQ3_S"),
+    (GgufFtype::IQ3_XS, "IQ3_XS"),
+    (GgufFtype::IQ3_XXS, "IQ3_XXS"),
+    (GgufFtype::IQ2_M, "IQ2_M"),
+    (GgufFtype::IQ2_S, "IQ2_S"),
+    (GgufFtype::IQ2_XS, "IQ2_XS"),
+    (GgufFtype::IQ2_XXS, "IQ2_XXS"),
+    (GgufFtype::IQ1_M, "IQ1_M"),
+    (GgufFtype::IQ1_S, "IQ1_S"),
 ];
 
 /// The shape facts llama.cpp's type rules look at.
@@ -418,7 +446,9 @@ impl GgufFtype {
         FTYPES.iter().find(|f| f.1.eq_ignore_ascii_case(s)).map(|f| f.0)
     }
 
-    /// The default tensor type of the file type (`llama_model_quantize_impl`).
+    /// The default tensor type of the file type (`llama_ftype_get_default_type`, the switch of
+    /// `llama_model_quantize_impl` in older releases): IQ3_XS, IQ3_S and IQ3_M store IQ3_S,
+    /// IQ2_S stores IQ2_XS and IQ2_M IQ2_S (their "S"/"M" is the mix, not the block type).
     pub fn default_type(self) -> GgufType {
         use GgufFtype as F;
         match self {
@@ -432,6 +462,15 @@ impl GgufFtype {
             F::Q4_1 => GgufType::Q4_1,
             F::Q5_0 => GgufType::Q5_0,
             F::Q5_1 => GgufType::Q5_1,
+            F::IQ4_XS => GgufType::IQ4_XS,
+            F::IQ4_NL => GgufType::IQ4_NL,
+            F::IQ3_XS | F::IQ3_S | F::IQ3_M => GgufType::IQ3_S,
+            F::IQ3_XXS => GgufType::IQ3_XXS,
+            F::IQ2_M => GgufType::IQ2_S,
+            F::IQ2_S | F::IQ2_XS => GgufType::IQ2_XS,
+            F::IQ2_XXS => GgufType::IQ2_XXS,
+            F::IQ1_M => GgufType::IQ1_M,
+            F::IQ1_S => GgufType::IQ1_S,
         }
     }
 
@@ -452,61 +491,44 @@ impl GgufFtype {
     /// tensor takes the default type except the output (Q6_K) and the 8-expert attn_v/attn_k
     /// (Q8_0) rules shared by all file types. Assumption from the rule list as read above; no
     /// published legacy-type file size is in FACTS.md to check it against.
+    ///
+    /// The i-quant file types follow the same function (its i-quant rules read the same in
+    /// llama.cpp 4227c9be, vendored by llama-cpp-python 0.3.16, where it is
+    /// `llama_tensor_get_type`) and
+    /// are read **with an importance matrix** (`has_imatrix`): IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS,
+    /// IQ2_S and IQ3_XXS tensors refuse to quantize without one (`tensor_requires_imatrix`), and
+    /// the published i-quant GGUFs (Unsloth, bartowski) are imatrix files; so IQ3_XXS keeps
+    /// IQ3_XXS for attn_v at n_gqa < 4 and its ffn_down, and IQ4_XS/IQ4_NL take no Q5_K
+    /// ffn_down bump (both rules are for runs without an imatrix). The IQ1/IQ2 file types have
+    /// a branch of their own (see [`GgufFtype::low_iquant_type`]); the others add rules to the
+    /// k-quant ones (see [`GgufFtype::attn_v_type`], [`GgufFtype::attn_output_type`],
+    /// [`GgufFtype::ffn_down_type`]); IQ3_XS and IQ3_XXS also lower attn_q and attn_k, and
+    /// IQ3_XS the middle three quarters of ffn_gate/ffn_up (to IQ3_XXS).
     fn tensor_type(self, role: TensorRole, part: Part, layer: u64, s: &QuantShape) -> GgufType {
         use GgufFtype as F;
         use GgufType as T;
         let def = self.default_type();
-        let n = s.layers;
         let ty = match (role, part) {
             (TensorRole::Router, _) => return T::F32,
             (TensorRole::LmHead, _) => self.output_type(s.hidden),
             (TensorRole::Embedding, _) if s.tied => self.output_type(s.hidden),
-            (TensorRole::AttnV, _) => {
-                let mut t = match self {
-                    F::Q2_K => {
-                        if s.gqa >= 4 {
-                            T::Q4_K
-                        } else {
-                            T::Q3_K
-                        }
-                    }
-                    F::Q2_K_S if s.gqa >= 4 => T::Q4_K,
-                    F::Q3_K_M if layer < 2 => T::Q5_K,
-                    F::Q3_K_M => T::Q4_K,
-                    F::Q3_K_L => T::Q5_K,
-                    F::Q4_K_M | F::Q5_K_M if use_more_bits(layer, n) => T::Q6_K,
-                    F::Q4_K_S if layer < 4 => T::Q5_K,
-                    _ => def,
-                };
-                if s.llama_70b && matches!(t, T::Q3_K | T::Q4_K) {
-                    t = T::Q5_K;
-                }
-                if s.experts == 8 {
-                    t = T::Q8_0;
-                }
-                t
-            }
+            (TensorRole::Embedding, _) => match self {
+                F::IQ2_XXS | F::IQ2_XS | F::IQ1_S | F::IQ1_M => T::Q2_K,
+                F::IQ2_S | F::IQ2_M | F::IQ3_XXS => T::IQ3_S,
+                _ => def,
+            },
+            _ if self.is_low_iquant() => self.low_iquant_type(role, part, layer, s),
+            (TensorRole::AttnV, _) => self.attn_v_type(layer, s),
             (TensorRole::AttnK, _) if s.experts == 8 => T::Q8_0,
-            (TensorRole::AttnOutput, _) if s.experts == 8 => match self {
-                F::Q2_K | F::Q3_K_S | F::Q3_K_M | F::Q4_K_S | F::Q4_K_M => T::Q5_K,
+            (TensorRole::AttnQ | TensorRole::AttnK, _) => match self {
+                F::IQ3_XS => T::IQ3_XXS,
+                F::IQ3_XXS => T::IQ2_S,
                 _ => def,
             },
-            (TensorRole::AttnOutput, _) => match self {
-                F::Q2_K => T::Q3_K,
-                F::Q3_K_M => T::Q4_K,
-                F::Q3_K_L => T::Q5_K,
-                _ => def,
-            },
-            (_, Part::Down) => match self {
-                F::Q2_K => T::Q3_K,
-                F::Q2_K_S if layer < n / 8 => T::Q4_K,
-                F::Q3_K_M if layer < n / 16 => T::Q5_K,
-                F::Q3_K_M => T::Q4_K,
-                F::Q3_K_L => T::Q5_K,
-                F::Q4_K_M | F::Q5_K_M if use_more_bits(layer, n) => T::Q6_K,
-                F::Q4_K_S if layer < n / 8 => T::Q5_K,
-                _ => def,
-            },
+            (TensorRole::AttnOutput, _) => self.attn_output_type(s),
+            (_, Part::Down) => self.ffn_down_type(layer, s),
+            // ffn_gate and ffn_up (the `Whole` part of a gate+up+down op).
+            (r, Part::Whole) if r.is_ffn() && self == F::IQ3_XS && layer >= s.layers / 8 && layer < 7 * s.layers / 8 => T::IQ3_XXS,
             _ => def,
         };
         let row = match (role, part) {
@@ -518,10 +540,138 @@ impl GgufFtype {
         ty.fallback(row)
     }
 
+    /// The file types with their own branch of rules: IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S,
+    /// IQ1_M.
+    fn is_low_iquant(self) -> bool {
+        use GgufFtype as F;
+        matches!(self, F::IQ2_XXS | F::IQ2_XS | F::IQ2_S | F::IQ2_M | F::IQ1_S | F::IQ1_M)
+    }
+
+    /// The IQ1/IQ2 branch of `llama_tensor_get_type_impl`: attn_v Q4_K when n_gqa >= 4 or
+    /// n_expert >= 4, else IQ3_S (IQ2_S, IQ2_M) or Q2_K (no 70B or 8-expert bump in this
+    /// branch); attn_k Q4_K for 8 experts; the first eighth of ffn_down IQ3_S (IQ2_S, IQ2_M) or
+    /// Q2_K; attn_output Q5_K for 8 experts, else IQ2_XXS (IQ1_S, IQ1_M), IQ3_S (IQ2_S, IQ2_M) or
+    /// the default; attn_q, ffn_gate and ffn_up the default. The ffn_down rule counts ffn_down
+    /// tensors (`i_ffn_down < n_ffn_down/8`, with `n_ffn_down = n_layer_all`), read here as the
+    /// block number: exact with one ffn_down tensor a layer; a MoE with shared experts has two a
+    /// layer, so llama.cpp's counter covers only the first sixteenth (this overcounts the bump
+    /// on those models, by a few hundredths of a bit per weight of ffn_down).
+    fn low_iquant_type(self, role: TensorRole, part: Part, layer: u64, s: &QuantShape) -> GgufType {
+        use GgufFtype as F;
+        use GgufType as T;
+        let s_or_m = matches!(self, F::IQ2_S | F::IQ2_M);
+        match (role, part) {
+            (TensorRole::AttnV, _) if s.gqa >= 4 || s.experts >= 4 => T::Q4_K,
+            (TensorRole::AttnV, _) if s_or_m => T::IQ3_S,
+            (TensorRole::AttnV, _) => T::Q2_K,
+            (TensorRole::AttnK, _) if s.experts == 8 => T::Q4_K,
+            (TensorRole::AttnOutput, _) if s.experts == 8 => T::Q5_K,
+            (TensorRole::AttnOutput, _) if matches!(self, F::IQ1_S | F::IQ1_M) => T::IQ2_XXS,
+            (TensorRole::AttnOutput, _) if s_or_m => T::IQ3_S,
+            (_, Part::Down) if layer < s.layers / 8 => {
+                if s_or_m {
+                    T::IQ3_S
+                } else {
+                    T::Q2_K
+                }
+            }
+            _ => self.default_type(),
+        }
+    }
+
+    /// attn_v outside the IQ1/IQ2 branch: Q2_K Q4_K (n_gqa >= 4) or Q3_K; Q2_K_S Q4_K at
+    /// n_gqa >= 4; IQ3_XXS, IQ3_XS and IQ3_S Q4_K at n_gqa >= 4; IQ3_M Q4_K; Q3_K_M Q5_K in the
+    /// first two layers, then Q4_K; Q3_K_L Q5_K; IQ4_NL and IQ4_XS Q5_K at n_gqa >= 4; Q4_K_M and
+    /// Q5_K_M Q6_K in `use_more_bits` layers; Q4_K_S Q5_K in the first four; then a 70B llama's
+    /// Q3_K/Q4_K becomes Q5_K and an 8-expert model's attn_v is Q8_0.
+    fn attn_v_type(self, layer: u64, s: &QuantShape) -> GgufType {
+        use GgufFtype as F;
+        use GgufType as T;
+        let gqa4 = s.gqa >= 4;
+        let mut t = match self {
+            F::Q2_K if gqa4 => T::Q4_K,
+            F::Q2_K => T::Q3_K,
+            F::Q2_K_S | F::IQ3_XXS | F::IQ3_XS | F::IQ3_S if gqa4 => T::Q4_K,
+            F::IQ3_M => T::Q4_K,
+            F::Q3_K_M if layer < 2 => T::Q5_K,
+            F::Q3_K_M => T::Q4_K,
+            F::Q3_K_L => T::Q5_K,
+            F::IQ4_NL | F::IQ4_XS if gqa4 => T::Q5_K,
+            F::Q4_K_M | F::Q5_K_M if use_more_bits(layer, s.layers) => T::Q6_K,
+            F::Q4_K_S if layer < 4 => T::Q5_K,
+            _ => self.default_type(),
+        };
+        if s.llama_70b && matches!(t, T::Q3_K | T::Q4_K) {
+            t = T::Q5_K;
+        }
+        if s.experts == 8 {
+            t = T::Q8_0;
+        }
+        t
+    }
+
+    /// attn_output outside the IQ1/IQ2 branch: with 8 experts Q5_K for Q2_K, Q3_K_S, Q3_K_M,
+    /// Q4_K_S, Q4_K_M and IQ3_XXS, IQ3_XS, IQ3_S, IQ3_M, IQ4_NL, IQ4_XS; otherwise Q3_K for Q2_K,
+    /// IQ3_S for IQ3_XXS, Q4_K for Q3_K_M and IQ3_M, Q5_K for Q3_K_L.
+    fn attn_output_type(self, s: &QuantShape) -> GgufType {
+        use GgufFtype as F;
+        use GgufType as T;
+        match self {
+            F::Q2_K
+            | F::Q3_K_S
+            | F::Q3_K_M
+            | F::Q4_K_S
+            | F::Q4_K_M
+            | F::IQ3_XXS
+            | F::IQ3_XS
+            | F::IQ3_S
+            | F::IQ3_M
+            | F::IQ4_NL
+            | F::IQ4_XS
+                if s.experts == 8 =>
+            {
+                T::Q5_K
+            }
+            _ if s.experts == 8 => self.default_type(),
+            F::Q2_K => T::Q3_K,
+            F::IQ3_XXS => T::IQ3_S,
+            F::Q3_K_M | F::IQ3_M => T::Q4_K,
+            F::Q3_K_L => T::Q5_K,
+            _ => self.default_type(),
+        }
+    }
+
+    /// ffn_down outside the IQ1/IQ2 branch: Q2_K Q3_K; Q2_K_S Q4_K in the first eighth;
+    /// Q3_K_M Q5_K in the first sixteenth, then Q4_K; IQ3_M Q4_K in the first eighth (and, with
+    /// 8 experts, in `use_more_bits` layers); Q3_K_L Q5_K; Q4_K_M and Q5_K_M Q6_K in
+    /// `use_more_bits` layers; Q4_K_S Q5_K in the first eighth.
+    fn ffn_down_type(self, layer: u64, s: &QuantShape) -> GgufType {
+        use GgufFtype as F;
+        use GgufType as T;
+        let n = s.layers;
+        match self {
+            F::Q2_K => T::Q3_K,
+            F::Q2_K_S if layer < n / 8 => T::Q4_K,
+            F::Q3_K_M if layer < n / 16 => T::Q5_K,
+            F::Q3_K_M => T::Q4_K,
+            F::IQ3_M if layer < n / 8 || (s.experts == 8 && use_more_bits(layer, n)) => T::Q4_K,
+            F::Q3_K_L => T::Q5_K,
+            F::Q4_K_M | F::Q5_K_M if use_more_bits(layer, n) => T::Q6_K,
+            F::Q4_K_S if layer < n / 8 => T::Q5_K,
+            _ => self.default_type(),
+        }
+    }
+
     /// `output.weight` (and a tied embedding): Q8_0 when rows do not split into 256-blocks,
-    /// else Q6_K unless the file is Q8_0.
+    /// else Q5_K for the IQ1/IQ2 types and IQ3_XXS, Q6_K unless the file is Q8_0.
     fn output_type(self, hidden: u64) -> GgufType {
-        if hidden % 256 != 0 || self == GgufFtype::Q8_0 { GgufType::Q8_0 } else { GgufType::Q6_K }
+        if hidden % 256 != 0 || self == GgufFtype::Q8_0 {
+            GgufType::Q8_0
+        } else if self.is_low_iquant() || self == GgufFtype::IQ3_XXS {
+            GgufType::Q5_K
+        } else {
+            GgufType::Q6_K
+        }
     }
 }
 
@@ -671,5 +821,267 @@ mod tests {
         assert_eq!(GgufFtype::Q3_K_M.tensor_type(TensorRole::AttnQ, Part::Whole, 3, &odd), GgufType::Q4_0);
         let ragged = QuantShape { hidden: 2888, ..s };
         assert_eq!(q.tensor_type(TensorRole::AttnQ, Part::Whole, 3, &ragged), GgufType::F16);
+    }
+
+    /// Bits per weight of each i-quant block, from ggml-common.h's structs (the static_asserts):
+    /// a half scale `d` (2 bytes) plus the packed payload per 256 weights (IQ4_NL: per 32).
+    #[test]
+    fn i_quant_blocks_give_their_bits_per_weight() {
+        for (t, bytes, weights) in [
+            (GgufType::IQ1_S, 2 + 256 / 8 + 256 / 16, 256),         // d, qs, qh: 50
+            (GgufType::IQ1_M, 256 / 8 + 256 / 16 + 256 / 32, 256),  // qs, qh, scales (no d): 56
+            (GgufType::IQ2_XXS, 2 + 256 / 8 * 2, 256),              // d, qs as u16: 66
+            (GgufType::IQ2_XS, 2 + 256 / 8 * 2 + 256 / 32, 256),    // d, qs, scales: 74
+            (GgufType::IQ2_S, 2 + 256 / 4 + 256 / 16, 256),         // d, qs, qh + scales: 82
+            (GgufType::IQ3_XXS, 2 + 3 * (256 / 8), 256),            // d, qs: 98
+            (GgufType::IQ3_S, 2 + 13 * (256 / 32) + 256 / 64, 256), // d, qs + qh + signs, scales: 110
+            (GgufType::IQ4_XS, 2 + 2 + 256 / 64 + 256 / 2, 256),    // d, scales_h, scales_l, qs: 136
+            (GgufType::IQ4_NL, 2 + 32 / 2, 32),                     // d, qs: 18
+        ] {
+            assert_eq!(t.bits(), bytes as f64 * 8.0 / weights as f64, "{t:?}");
+            assert_eq!(t.block(), weights, "{t:?}");
+        }
+        assert_eq!(GgufType::IQ2_XXS.bits(), 2.0625);
+        assert_eq!(GgufType::IQ4_XS.bits(), 4.25);
+        // i-quants read through the k-quant family (IQ4_NL, a 32-block, the legacy one).
+        assert_eq!(GgufType::IQ3_S.kernel(), KernelFamily::KQuant);
+        assert_eq!(GgufType::IQ4_NL.kernel(), KernelFamily::Legacy);
+    }
+
+    /// Every file type's name parses back, and the i-quant defaults of
+    /// `llama_ftype_get_default_type`: the S/M/XS names are mixes of fewer block types.
+    #[test]
+    fn i_quant_file_types_name_their_default_type() {
+        for &(ft, name) in FTYPES {
+            assert_eq!(GgufFtype::parse(name), Some(ft));
+            assert_eq!(GgufFtype::parse(&name.to_lowercase()), Some(ft));
+        }
+        use GgufFtype as F;
+        use GgufType as T;
+        for (ft, t) in [
+            (F::IQ4_XS, T::IQ4_XS),
+            (F::IQ4_NL, T::IQ4_NL),
+            (F::IQ3_M, T::IQ3_S),
+            (F::IQ3_S, T::IQ3_S),
+            (F::IQ3_XS, T::IQ3_S),
+            (F::IQ3_XXS, T::IQ3_XXS),
+            (F::IQ2_M, T::IQ2_S),
+            (F::IQ2_S, T::IQ2_XS),
+            (F::IQ2_XS, T::IQ2_XS),
+            (F::IQ2_XXS, T::IQ2_XXS),
+            (F::IQ1_M, T::IQ1_M),
+            (F::IQ1_S, T::IQ1_S),
+        ] {
+            assert_eq!(ft.default_type(), t, "{ft:?}");
+        }
+    }
+
+    /// The type of one tensor: (file type, role, part, layer) -> type.
+    type Case = (GgufFtype, TensorRole, Part, u64, GgufType);
+
+    fn check(s: &QuantShape, cases: &[Case]) {
+        for &(ft, role, part, layer, want) in cases {
+            let down = if part == Part::Down { " down" } else { "" };
+            assert_eq!(ft.tensor_type(role, part, layer, s), want, "{ft:?} {role:?}{down} layer {layer}");
+        }
+    }
+
+    /// A dense 70B llama (80 layers, 64 query heads over 8 KV heads, hidden 8192, ffn 28672),
+    /// checked against `llama_tensor_get_type_impl` read by hand: the 70B bump lifts a Q4_K
+    /// attn_v to Q5_K outside the IQ1/IQ2 branch only.
+    #[test]
+    fn i_quant_rules_on_a_dense_70b_llama() {
+        use GgufFtype as F;
+        use GgufType as T;
+        use Part::{Down, Whole};
+        use TensorRole as R;
+        let s = QuantShape {
+            layers: 80,
+            experts: 0,
+            gqa: 8,
+            llama_70b: true,
+            tied: false,
+            hidden: 8192,
+            attn_out_in: 8192,
+            ffn: 28672,
+            expert_ffn: 28672,
+        };
+        check(
+            &s,
+            &[
+                // IQ4_XS: Q5_K attn_v (n_gqa >= 4), Q6_K output; imatrix: no ffn_down bump.
+                (F::IQ4_XS, R::AttnV, Whole, 0, T::Q5_K),
+                (F::IQ4_XS, R::AttnQ, Whole, 0, T::IQ4_XS),
+                (F::IQ4_XS, R::AttnOutput, Whole, 0, T::IQ4_XS),
+                (F::IQ4_XS, R::Mlp, Down, 0, T::IQ4_XS),
+                (F::IQ4_XS, R::LmHead, Whole, 0, T::Q6_K),
+                (F::IQ4_XS, R::Embedding, Whole, 0, T::IQ4_XS),
+                (F::IQ4_NL, R::AttnV, Whole, 3, T::Q5_K),
+                (F::IQ4_NL, R::Mlp, Whole, 3, T::IQ4_NL),
+                // IQ3_XXS: attn_v Q4_K (n_gqa >= 4) -> Q5_K (70B); q and k IQ2_S; output Q5_K.
+                (F::IQ3_XXS, R::AttnV, Whole, 40, T::Q5_K),
+                (F::IQ3_XXS, R::AttnQ, Whole, 40, T::IQ2_S),
+                (F::IQ3_XXS, R::AttnK, Whole, 40, T::IQ2_S),
+                (F::IQ3_XXS, R::AttnOutput, Whole, 40, T::IQ3_S),
+                (F::IQ3_XXS, R::Mlp, Down, 0, T::IQ3_XXS),
+                (F::IQ3_XXS, R::Mlp, Whole, 0, T::IQ3_XXS),
+                (F::IQ3_XXS, R::LmHead, Whole, 0, T::Q5_K),
+                (F::IQ3_XXS, R::Embedding, Whole, 0, T::IQ3_S),
+                // IQ3_XS: IQ3_S, with q, k and the middle gate/up (layers 10..70) at IQ3_XXS.
+                (F::IQ3_XS, R::AttnQ, Whole, 0, T::IQ3_XXS),
+                (F::IQ3_XS, R::AttnK, Whole, 0, T::IQ3_XXS),
+                (F::IQ3_XS, R::AttnV, Whole, 0, T::Q5_K),
+                (F::IQ3_XS, R::Mlp, Whole, 9, T::IQ3_S),
+                (F::IQ3_XS, R::Mlp, Whole, 10, T::IQ3_XXS),
+                (F::IQ3_XS, R::Mlp, Whole, 69, T::IQ3_XXS),
+                (F::IQ3_XS, R::Mlp, Whole, 70, T::IQ3_S),
+                (F::IQ3_XS, R::Mlp, Down, 40, T::IQ3_S),
+                (F::IQ3_XS, R::AttnOutput, Whole, 40, T::IQ3_S),
+                (F::IQ3_S, R::AttnV, Whole, 40, T::Q5_K),
+                (F::IQ3_S, R::AttnQ, Whole, 40, T::IQ3_S),
+                // IQ3_M: Q4_K attn_v (-> Q5_K, 70B), attn_output and the first 10 ffn_down.
+                (F::IQ3_M, R::AttnV, Whole, 40, T::Q5_K),
+                (F::IQ3_M, R::AttnOutput, Whole, 40, T::Q4_K),
+                (F::IQ3_M, R::Mlp, Down, 9, T::Q4_K),
+                (F::IQ3_M, R::Mlp, Down, 10, T::IQ3_S),
+                (F::IQ3_M, R::LmHead, Whole, 0, T::Q6_K),
+                // IQ1/IQ2 branch: attn_v Q4_K (n_gqa >= 4) with no 70B bump; first 10 ffn_down
+                // Q2_K (IQ3_S for IQ2_S/IQ2_M); Q5_K output; Q2_K or IQ3_S embedding.
+                (F::IQ2_XXS, R::AttnV, Whole, 40, T::Q4_K),
+                (F::IQ2_XXS, R::AttnK, Whole, 40, T::IQ2_XXS),
+                (F::IQ2_XXS, R::AttnOutput, Whole, 40, T::IQ2_XXS),
+                (F::IQ2_XXS, R::Mlp, Down, 9, T::Q2_K),
+                (F::IQ2_XXS, R::Mlp, Down, 10, T::IQ2_XXS),
+                (F::IQ2_XXS, R::Mlp, Whole, 0, T::IQ2_XXS),
+                (F::IQ2_XXS, R::LmHead, Whole, 0, T::Q5_K),
+                (F::IQ2_XXS, R::Embedding, Whole, 0, T::Q2_K),
+                (F::IQ2_XS, R::Mlp, Whole, 40, T::IQ2_XS),
+                (F::IQ2_S, R::Mlp, Whole, 40, T::IQ2_XS),
+                (F::IQ2_S, R::Mlp, Down, 0, T::IQ3_S),
+                (F::IQ2_S, R::AttnOutput, Whole, 40, T::IQ3_S),
+                (F::IQ2_M, R::Mlp, Whole, 40, T::IQ2_S),
+                (F::IQ2_M, R::Embedding, Whole, 0, T::IQ3_S),
+                (F::IQ1_S, R::AttnOutput, Whole, 40, T::IQ2_XXS),
+                (F::IQ1_S, R::Mlp, Whole, 40, T::IQ1_S),
+                (F::IQ1_M, R::AttnOutput, Whole, 40, T::IQ2_XXS),
+                (F::IQ1_M, R::LmHead, Whole, 0, T::Q5_K),
+                (F::IQ1_M, R::Router, Whole, 0, T::F32),
+            ],
+        );
+        // At n_gqa < 4 (and no experts) the IQ1/IQ2 attn_v is Q2_K or IQ3_S, IQ3_XXS's its own.
+        let mha = QuantShape { gqa: 1, llama_70b: false, ..s };
+        check(
+            &mha,
+            &[
+                (F::IQ2_XXS, R::AttnV, Whole, 0, T::Q2_K),
+                (F::IQ2_M, R::AttnV, Whole, 0, T::IQ3_S),
+                (F::IQ3_XXS, R::AttnV, Whole, 0, T::IQ3_XXS),
+                (F::IQ3_XS, R::AttnV, Whole, 0, T::IQ3_S),
+                (F::IQ4_XS, R::AttnV, Whole, 0, T::IQ4_XS),
+                (F::IQ3_M, R::AttnV, Whole, 0, T::Q4_K),
+            ],
+        );
+    }
+
+    /// An 8-expert MoE (Mixtral 8x7B's shape: 32 layers, 32 heads over 8 KV heads, hidden
+    /// 4096, ffn 14336): the `n_expert == 8` rules.
+    #[test]
+    fn i_quant_rules_on_an_8_expert_moe() {
+        use GgufFtype as F;
+        use GgufType as T;
+        use Part::{Down, Whole};
+        use TensorRole as R;
+        let s = QuantShape {
+            layers: 32,
+            experts: 8,
+            gqa: 4,
+            llama_70b: false,
+            tied: false,
+            hidden: 4096,
+            attn_out_in: 4096,
+            ffn: 14336,
+            expert_ffn: 14336,
+        };
+        check(
+            &s,
+            &[
+                (F::IQ4_XS, R::AttnV, Whole, 10, T::Q8_0),
+                (F::IQ4_XS, R::AttnK, Whole, 10, T::Q8_0),
+                (F::IQ4_XS, R::AttnQ, Whole, 10, T::IQ4_XS),
+                (F::IQ4_XS, R::AttnOutput, Whole, 10, T::Q5_K),
+                (F::IQ4_XS, R::RoutedExperts, Down, 0, T::IQ4_XS),
+                (F::IQ3_XXS, R::AttnK, Whole, 10, T::Q8_0),
+                (F::IQ3_XXS, R::AttnQ, Whole, 10, T::IQ2_S),
+                (F::IQ3_XXS, R::AttnOutput, Whole, 10, T::Q5_K),
+                // IQ3_M ffn_down: Q4_K in the first eighth (layers 0..4) and in
+                // use_more_bits layers (28..32 and (i - 4) % 3 == 2: 6, 9, ...).
+                (F::IQ3_M, R::RoutedExperts, Down, 3, T::Q4_K),
+                (F::IQ3_M, R::RoutedExperts, Down, 4, T::IQ3_S),
+                (F::IQ3_M, R::RoutedExperts, Down, 6, T::Q4_K),
+                (F::IQ3_M, R::RoutedExperts, Down, 7, T::IQ3_S),
+                (F::IQ3_M, R::RoutedExperts, Down, 28, T::Q4_K),
+                (F::IQ3_M, R::AttnOutput, Whole, 10, T::Q5_K),
+                // IQ1/IQ2 branch: attn_v and attn_k Q4_K, attn_output Q5_K (no Q8_0 here).
+                (F::IQ2_XXS, R::AttnV, Whole, 10, T::Q4_K),
+                (F::IQ2_XXS, R::AttnK, Whole, 10, T::Q4_K),
+                (F::IQ2_XXS, R::AttnOutput, Whole, 10, T::Q5_K),
+                (F::IQ2_XXS, R::RoutedExperts, Down, 3, T::Q2_K),
+                (F::IQ2_XXS, R::RoutedExperts, Down, 4, T::IQ2_XXS),
+                (F::IQ1_S, R::AttnOutput, Whole, 10, T::Q5_K),
+                (F::IQ2_M, R::RoutedExperts, Whole, 10, T::IQ2_S),
+            ],
+        );
+    }
+
+    /// A 128-expert MoE (Qwen3-235B-A22B's shape: 94 layers, 64 heads over 4 KV heads, hidden
+    /// 4096, attention output 8192 wide, experts' ffn 1536): no 8-expert rule; n_expert >= 4
+    /// keeps the IQ1/IQ2 attn_v at Q4_K; the first eighth is layers 0..11 (94 / 8 = 11).
+    #[test]
+    fn i_quant_rules_on_a_128_expert_moe() {
+        use GgufFtype as F;
+        use GgufType as T;
+        use Part::{Down, Whole};
+        use TensorRole as R;
+        let s = QuantShape {
+            layers: 94,
+            experts: 128,
+            gqa: 16,
+            llama_70b: false,
+            tied: false,
+            hidden: 4096,
+            attn_out_in: 8192,
+            ffn: 12288,
+            expert_ffn: 1536,
+        };
+        check(
+            &s,
+            &[
+                (F::IQ2_XXS, R::AttnV, Whole, 50, T::Q4_K),
+                (F::IQ2_XXS, R::AttnK, Whole, 50, T::IQ2_XXS),
+                (F::IQ2_XXS, R::AttnOutput, Whole, 50, T::IQ2_XXS),
+                (F::IQ2_XXS, R::RoutedExperts, Down, 10, T::Q2_K),
+                (F::IQ2_XXS, R::RoutedExperts, Down, 11, T::IQ2_XXS),
+                (F::IQ1_M, R::AttnOutput, Whole, 50, T::IQ2_XXS),
+                (F::IQ4_XS, R::AttnV, Whole, 50, T::Q5_K),
+                (F::IQ4_XS, R::AttnK, Whole, 50, T::IQ4_XS),
+                (F::IQ4_XS, R::AttnOutput, Whole, 50, T::IQ4_XS),
+                (F::IQ3_XS, R::AttnK, Whole, 50, T::IQ3_XXS),
+                (F::IQ3_XS, R::RoutedExperts, Whole, 50, T::IQ3_XXS),
+                (F::IQ3_M, R::AttnOutput, Whole, 50, T::Q4_K),
+                (F::IQ3_M, R::RoutedExperts, Down, 11, T::IQ3_S),
+            ],
+        );
+        // Rows that do not split into 256-blocks (gpt-oss's 2880) fall back to IQ4_NL, and the
+        // output to Q8_0 (`tensor_type_fallback`).
+        let odd = QuantShape { hidden: 2880, ..s };
+        check(
+            &odd,
+            &[
+                (F::IQ4_XS, R::AttnQ, Whole, 3, T::IQ4_NL),
+                (F::IQ2_XXS, R::AttnQ, Whole, 3, T::IQ4_NL),
+                (F::IQ2_XXS, R::LmHead, Whole, 0, T::Q8_0),
+                (F::IQ2_XXS, R::Embedding, Whole, 0, T::Q4_0),
+            ],
+        );
     }
 }

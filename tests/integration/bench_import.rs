@@ -51,7 +51,8 @@ fn markdown_table_becomes_rows_with_reasons_for_the_rest() {
     assert_eq!(rows[5].prompt_tokens, "4096", "a decode at depth keeps its context");
     assert!(rows[6].model.starts_with("deepseek"));
     assert!(stderr.contains("pp512+tg128: a combined prompt+generation test"), "{stderr}");
-    assert!(stderr.contains("IQ4_XS - 4.25 bpw") && stderr.contains("has no quantization preset"), "{stderr}");
+    // A file type the twin has no preset for (llama.cpp's ternary TQ1_0; the i-quants import).
+    assert!(stderr.contains("TQ1_0 - 1.69 bpw ternary") && stderr.contains("has no quantization preset"), "{stderr}");
     assert!(stderr.contains("import: 8 rows from 10 llama-bench tests"), "{stderr}");
 }
 

@@ -23,6 +23,7 @@ mod gantt;
 mod hostile;
 mod intervals;
 mod invariants;
+mod iquants;
 mod labels;
 mod layers;
 mod models_2026;

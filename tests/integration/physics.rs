@@ -122,7 +122,8 @@ fn is_cuda(node: &str) -> bool {
 
 /// Quantizations per runtime family, fewest bits first.
 const MLX_QUANTS: [&str; 3] = ["mlx-4bit", "mlx-8bit", "bf16"];
-const GGUF_QUANTS: [&str; 3] = ["q4_k_m", "q8_0", "bf16"];
+/// In increasing bits per weight (the i-quants: llama.cpp's IQ2_XXS and IQ4_XS mixes).
+const GGUF_QUANTS: [&str; 5] = ["iq2_xxs", "iq4_xs", "q4_k_m", "q8_0", "bf16"];
 const HF_QUANTS: [&str; 4] = ["gptq-int4", "nvfp4", "fp8", "bf16"];
 
 /// Fails listing every violation (and how many checks ran), if any.
