@@ -163,6 +163,52 @@ pub struct Schedule {
     generate: u64,
     /// Jitter coefficient of variation of the plan.
     jitter_cv: f64,
+    /// Whether successive prefill chunks overlap across pipeline stages ([`pipelined_prefill`]).
+    pipelined: bool,
+}
+
+/// Whether a plan's prefill chunks overlap across its pipeline stages: a pipeline split of a
+/// runtime whose stages run successive chunks at once
+/// ([`crate::engine::runtimes::EngineRuntime::pipelines_prefill_chunks`]).
+fn pipelined_prefill(plan: &Plan) -> bool {
+    plan.n() > 1
+        && plan.options.parallelism == crate::engine::Parallelism::Pipeline
+        && plan.options.kind.behaviour().pipelines_prefill_chunks()
+}
+
+/// The interval at which a pipeline accepts the next prefill chunk, ns: the busiest stage's
+/// time on the chunk (each node's GPU and CPU busy time, which run one after the other within a
+/// stage) or the busiest link's, whichever is longer. A stage cannot take the next chunk before
+/// it is done with this one, so the interval is never below it; and it is never above the
+/// chunk's makespan, so overlapping is never slower than taking turns.
+fn pipeline_interval(graph: &TaskGraph, busy: &[Time], makespan: Time) -> Time {
+    let mut by_node: Vec<Time> = Vec::new();
+    let mut link: Time = 0;
+    for (r, res) in graph.resources().iter().enumerate() {
+        match res.kind() {
+            ResourceKind::Gpu | ResourceKind::Cpu => {
+                let node = res.node() as usize;
+                if by_node.len() <= node {
+                    by_node.resize(node + 1, 0);
+                }
+                by_node[node] += busy[r];
+            }
+            ResourceKind::Link => link = link.max(busy[r]),
+            ResourceKind::Virtual => {}
+        }
+    }
+    by_node.into_iter().fold(link, Time::max).min(makespan)
+}
+
+/// The time `weight` chunks of one prefill piece add, ns: one after another (`makespan` each);
+/// or, pipelined, one `interval` each, plus the first piece's fill of the pipeline (a makespan
+/// less an interval): `M + (K - 1) x B` for K equal chunks.
+fn prefill_advance(makespan: Time, interval: Time, weight: u64, pipelined: bool, first: bool) -> Time {
+    if !pipelined {
+        return makespan.saturating_mul(weight);
+    }
+    let fill = if first { makespan - interval } else { 0 };
+    fill.saturating_add(interval.saturating_mul(weight))
 }
 
 impl Schedule {
@@ -201,7 +247,7 @@ impl Schedule {
                 step(&mut low, prompt + g + (weight - 1) / 2, weight, &mut graph)
             })
             .collect();
-        Schedule { graphs, prefill, decode, nodes: plan.n(), generate, jitter_cv: plan.jitter_cv }
+        Schedule { graphs, prefill, decode, nodes: plan.n(), generate, jitter_cv: plan.jitter_cv, pipelined: pipelined_prefill(plan) }
     }
 
     /// The run with seed `seed`: every step on the event core's lean kernel, one jitter stream.
@@ -212,11 +258,12 @@ impl Schedule {
         let mut events = 0;
         let mut pre = PhaseTotals::new(self.nodes);
         let mut now: Time = 0;
-        for s in &self.prefill {
+        for (i, s) in self.prefill.iter().enumerate() {
             let graph = &self.graphs[s.graph];
             let makespan = kernel.run(graph, s.durations(&mut durations), &mut jitter);
             pre.add_graph(graph, kernel.busy_by_resource(), &s.work, s.weight);
-            now = now.saturating_add(makespan.saturating_mul(s.weight));
+            let interval = if self.pipelined { pipeline_interval(graph, kernel.busy_by_resource(), makespan) } else { makespan };
+            now = now.saturating_add(prefill_advance(makespan, interval, s.weight, self.pipelined, i == 0));
             events += kernel.events();
         }
         let prefill_ns = now;
@@ -382,6 +429,8 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
     let samples = full.min(MAX_SIMULATED_PREFILL_CHUNKS);
     let (mut now, mut events): (Time, u64) = (0, 0);
     let mut cached: Option<Lowered> = None;
+    let pipelined = pipelined_prefill(plan);
+    let mut first = true;
     let mut run = |tokens: u64, done: u64, index: u64, weight: u64, now: &mut Time| {
         if trace.as_deref_mut().is_some_and(Trace::skip_if_full) {
             return 0;
@@ -397,7 +446,10 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
         }
         let work = low.work(plan, done);
         totals.add(low, tl.busy_by_resource(), work, weight);
-        *now = now.saturating_add((tl.makespan() - *now).saturating_mul(weight));
+        let makespan = tl.makespan() - *now;
+        let interval = if pipelined { pipeline_interval(&low.graph, tl.busy_by_resource(), makespan) } else { makespan };
+        *now = now.saturating_add(prefill_advance(makespan, interval, weight, pipelined, first));
+        first = false;
         tl.events()
     };
     for k in 0..samples {
@@ -415,8 +467,28 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
 
 #[cfg(test)]
 mod tests {
-    use super::changes;
+    use super::{changes, pipeline_interval, prefill_advance};
     use crate::sim::{ResourceKind, TaskGraph};
+
+    /// A two-stage pipeline by hand: stage 0 busy 3 ns (GPU 2 + CPU 1), stage 1 GPU 2 ns, the
+    /// link 1 ns; one chunk's makespan 6. The pipeline takes a chunk every 3 ns (the busiest
+    /// stage), so 4 chunks take 6 + 3 x 3 = 15 ns, not 24; the interval never exceeds the
+    /// makespan.
+    #[test]
+    fn a_pipeline_takes_a_chunk_per_busiest_stage_after_filling() {
+        let mut g = TaskGraph::new();
+        g.add_resource("node0.gpu", ResourceKind::Gpu, 0);
+        g.add_resource("node0.cpu", ResourceKind::Cpu, 0);
+        g.add_resource("link 0->1", ResourceKind::Link, 0);
+        g.add_resource("node1.gpu", ResourceKind::Gpu, 1);
+        let busy = [2, 1, 1, 2];
+        assert_eq!(pipeline_interval(&g, &busy, 6), 3);
+        assert_eq!(pipeline_interval(&g, &busy, 2), 2);
+        assert_eq!(prefill_advance(6, 3, 4, true, true), 15);
+        assert_eq!(prefill_advance(6, 3, 4, true, false), 12);
+        assert_eq!(prefill_advance(6, 3, 4, false, true), 24);
+        assert_eq!(prefill_advance(6, 3, 1, true, true), 6);
+    }
 
     /// A step keeps only the tasks whose duration moved since its graph's last step, and the
     /// running durations become the graph's.

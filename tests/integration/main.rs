@@ -29,6 +29,7 @@ mod layers;
 mod models_2026;
 mod names;
 mod physics;
+mod pipelined_prefill;
 mod planner;
 mod planner_fleets;
 mod ports;

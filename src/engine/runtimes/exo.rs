@@ -122,6 +122,16 @@ impl EngineRuntime for Exo {
         [2048, 4096]
     }
 
+    /// exo's pipeline ranks are MLX processes whose stage hand-off is an asynchronous
+    /// `send`/`recv` inside MLX's lazy graph: the first rank posts chunk k's activations and
+    /// evaluates chunk k+1 while the next rank computes chunk k. The published trace requires it
+    /// (FACTS.md, exo PR 1929: Qwen3.5-397B-A17B 4-bit on 2x M4 Max over TB5 RDMA, a 16,010-token
+    /// prefill at 467 tok/s): ~36 GFLOP per token (2 x 16.3B active + attention) is 17 TFLOP/s,
+    /// more than one M4 Max's 13 TFLOPS peak (catalog), so the two stages cannot have taken turns.
+    fn pipelines_prefill_chunks(&self) -> bool {
+        true
+    }
+
     /// Over JACCL the macOS version (26.2: 4 KiB RDMA frames, 26.3: 512 KiB) and (tensor) the
     /// all-reduce algorithm (Dec 2025 fully connected, or mlx PR 3901's rs-ag); over either
     /// backend `MLX_METAL_FAST_SYNCH` on or off.

@@ -306,6 +306,14 @@ pub trait EngineRuntime: Sync {
     fn planner_option_axes(&self, _parallelism: Parallelism, _jaccl: bool, _nodes: usize) -> Vec<(&'static str, Vec<toml::Value>)> {
         Vec::new()
     }
+    /// Whether, under pipeline parallelism, the stages work on successive prefill chunks at once
+    /// (stage 1 on chunk k while stage 0 runs chunk k+1): a chunk's forward on a stage needs only
+    /// that stage's own cache of the earlier chunks and the previous stage's activations, not the
+    /// last stage's output, so nothing but the runtime's own loop keeps the stages in lockstep.
+    /// Decode cannot overlap (each token needs the last stage's sample). Default: no overlap.
+    fn pipelines_prefill_chunks(&self) -> bool {
+        false
+    }
     /// Whether the planner enumerates it on any node count.
     fn planned(&self) -> bool {
         !self.planner_splits(1).is_empty() || !self.planner_splits(2).is_empty()
