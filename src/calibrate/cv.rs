@@ -110,6 +110,9 @@ pub struct Linearized<'a> {
     movers: Vec<Vec<usize>>,
     /// Twin predictions evaluated so far (all rows count one each).
     pub evaluations: std::sync::atomic::AtomicUsize,
+    /// Per row, the variance (log units) of the priors of the parameters it reads that no fold
+    /// fits ([`super::interval::prior_row_variance`]): part of every fold's interval of it.
+    prior_var: Vec<f64>,
 }
 
 /// A fold's result: free variables, residuals of every row at them, which parameters were held.
@@ -161,6 +164,7 @@ impl<'a> Linearized<'a> {
             jac: DMatrix::zeros(m, 0),
             movers: Vec::new(),
             evaluations: Default::default(),
+            prior_var: Vec::new(),
         };
         let all: Vec<usize> = (0..m).collect();
         let p0 = lin.predict_rows(&lin.x.clone(), &all)?;
@@ -182,6 +186,11 @@ impl<'a> Linearized<'a> {
             }
             lin.movers.push(rows);
         }
+        lin.prior_var = {
+            use rayon::prelude::*;
+            // Independent per row, collected in row order: the same at any thread count.
+            (0..m).into_par_iter().map(|i| super::interval::prior_row_variance(data, i, profile, &lin.paths)).collect()
+        };
         Ok(lin)
     }
 
@@ -360,7 +369,8 @@ impl<'a> Linearized<'a> {
     }
 
     /// The 90% interval half-width (in log units) of target `i`'s prediction under `u`: the
-    /// parameter covariance through the row's sensitivity plus the scatter of its kind.
+    /// parameter covariance through the row's sensitivity, the priors of the parameters no fold
+    /// fits, plus the scatter of its kind.
     pub fn sigma(&self, i: usize, fold: &FoldFit, u: &Uncertainty) -> f64 {
         let pred_over_meas = 1.0 + fold.r[i];
         let n = self.paths.len();
@@ -374,7 +384,8 @@ impl<'a> Linearized<'a> {
         }
         let kind = kind_of(self.data, i);
         let s = u.scatter.get(&kind).or_else(|| u.scatter.get("all")).copied().unwrap_or(0.0);
-        (var.max(0.0) + s * s).sqrt()
+        let prior = self.prior_var.get(i).copied().unwrap_or(0.0);
+        (var.max(0.0) + prior + s * s).sqrt()
     }
 }
 

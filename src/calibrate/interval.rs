@@ -268,8 +268,38 @@ fn kind_key(kind: PriorKind) -> &'static str {
 /// and kernel-family multipliers of the runtime each node runs, that engine's host costs. A
 /// parameter at 0 (a cost the runtime does not have) is left out: its prior is exact.
 fn prior_params(sc: &Scenario, profile: &Profile, u: &Uncertainty) -> Vec<(String, f64)> {
-    let Some(spread) = prior_spread(profile) else { return Vec::new() };
     let pinned = |path: &str| u.params.iter().position(|q| q == path).is_some_and(|k| u.covariance[k].iter().any(|c| *c != 0.0));
+    held_params(sc, profile, &pinned)
+}
+
+/// The variance (log units) the priors of the parameters a published row's prediction reads
+/// but no fit over `fitted` moves give that prediction ([`prior_params`], with the parameters
+/// of `fitted` taken as pinned): what a cross-validation fold adds to the interval of a row it
+/// predicts. 0 for a harness target or a profile that was never fitted.
+pub fn prior_row_variance(data: &crate::calibrate::Dataset, i: usize, profile: &Profile, fitted: &[String]) -> f64 {
+    let crate::calibrate::TargetSource::Row(p) = &data.sources[i] else { return 0.0 };
+    let priors = held_params(&p.scenario, profile, &|path: &str| fitted.iter().any(|f| f == path));
+    let Ok(y) = data.predict_one(i, profile) else { return 0.0 };
+    let reads = plan_reads(&p.scenario, profile);
+    let grads: Vec<f64> = priors
+        .iter()
+        .map(|(path, _)| {
+            let Some(q) = nudged_profile(profile, path) else { return 0.0 };
+            if reads_unchanged(&p.scenario, &reads, &q) {
+                return 0.0;
+            }
+            match data.predict_one(i, &q) {
+                Ok(y2) if y2.is_finite() && y2 > 0.0 && y > 0.0 => (y2 / y).ln() / STEP,
+                _ => 0.0,
+            }
+        })
+        .collect();
+    prior_variance(&priors, &grads)
+}
+
+/// [`prior_params`] with `pinned` saying which parameters a fit constrained.
+fn held_params(sc: &Scenario, profile: &Profile, pinned: &dyn Fn(&str) -> bool) -> Vec<(String, f64)> {
+    let Some(spread) = prior_spread(profile) else { return Vec::new() };
     let kind = sc.engine.kind;
     let runtime = kind.behaviour().kernels().id();
     let mut out = Vec::new();

@@ -80,3 +80,33 @@ fn a_prediction_on_unfitted_parameters_carries_their_prior_spread() {
     assert!(m4_pro > m3_ultra && m3_ultra >= 1.0, "M4 Pro x{m4_pro:.3}, M3 Ultra x{m3_ultra:.3}");
     assert!(width("mac-mini-m4-pro-20c-64gb", &profile) < 4.0_f64.ln());
 }
+
+/// A cross-validation fold's interval of a published row adds the priors of what it reads and
+/// no fold fits: for the GB10's gpt-oss llama.cpp decode (its MXFP4 kernel multiplier and
+/// attention efficiency held at their priors) a positive variance; none once every parameter
+/// it reads counts as fitted.
+#[test]
+fn a_fold_interval_carries_the_priors_no_fold_fits() {
+    use supernode::calibrate::interval::prior_row_variance;
+    let profile = Profile::default_profile();
+    let mut data = supernode::calibrate::Dataset::default();
+    data.add_csv(&crate::measurements_csv(), &profile).unwrap();
+    let i = data.targets.iter().position(|t| t.id == "n-gb10-gptoss120b-lcpp-tg32").unwrap();
+    let none_fitted = prior_row_variance(&data, i, &profile, &[]);
+    assert!(none_fitted > 0.0, "{none_fitted}");
+    let chip = [
+        "bw_eff_dense",
+        "bw_eff_expert",
+        "bw_eff_attention",
+        "compute_eff_dense",
+        "compute_eff_expert",
+        "compute_eff_attention",
+        "pj_per_byte",
+        "pj_per_flop",
+    ]
+    .map(|f| format!("chips.gb10.{f}"));
+    let runtime = ["kernel_launch_us", "graph_kernel_us", "bw_mult_half", "bw_mult_8bit", "bw_mult_mxfp4", "bw_mult_nvfp4"]
+        .map(|f| format!("chips.gb10.runtimes.llama-cpp.{f}"));
+    let all: Vec<String> = chip.into_iter().chain(runtime).collect();
+    assert_eq!(prior_row_variance(&data, i, &profile, &all), 0.0);
+}
