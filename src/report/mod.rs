@@ -414,15 +414,17 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
     }
     if want("models") {
         let _ = writeln!(s, "MODELS");
+        // The id column as wide as the longest id (user catalogs add their own).
+        let w = c.models.iter().map(|(p, _)| p.id.len()).max().unwrap_or(0).max(24);
         let _ = writeln!(
             s,
-            "  {:<24} {:>6} {:>7} {:>9} {:>9} {:>10} {:>11}  source",
+            "  {:<w$} {:>6} {:>7} {:>9} {:>9} {:>10} {:>11}  source",
             "id", "layers", "hidden", "total B", "active B", "KV KiB/tok", "default q"
         );
         for (p, m) in &c.models {
             let _ = writeln!(
                 s,
-                "  {:<24} {:>6} {:>7} {:>9.1} {:>9.1} {:>10.1} {:>11}  {}",
+                "  {:<w$} {:>6} {:>7} {:>9.1} {:>9.1} {:>10.1} {:>11}  {}",
                 p.id,
                 m.layers,
                 m.hidden,
