@@ -174,7 +174,7 @@ fn movable_params(u: &Uncertainty, sc: &Scenario, profile: &Profile) -> Vec<usiz
 
 /// The chip parameters a prediction reads whose value no fit pinned down: kernel
 /// efficiencies and energies.
-const CHIP_PRIOR_PARAMS: &[&str] = &[
+pub const CHIP_PRIOR_PARAMS: &[&str] = &[
     "bw_eff_dense",
     "bw_eff_expert",
     "bw_eff_attention",
@@ -186,7 +186,7 @@ const CHIP_PRIOR_PARAMS: &[&str] = &[
 ];
 
 /// The runtime parameters of the same kind: launches and the kernel families' bandwidth.
-const RUNTIME_PRIOR_PARAMS: &[&str] =
+pub const RUNTIME_PRIOR_PARAMS: &[&str] =
     &["kernel_launch_us", "graph_kernel_us", "bw_mult_half", "bw_mult_8bit", "bw_mult_mxfp4", "bw_mult_nvfp4"];
 
 /// What a parameter is, for how far its prior may miss: an efficiency (a fraction of a peak,

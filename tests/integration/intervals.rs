@@ -94,19 +94,9 @@ fn a_fold_interval_carries_the_priors_no_fold_fits() {
     let i = data.targets.iter().position(|t| t.id == "n-gb10-gptoss120b-lcpp-tg32").unwrap();
     let none_fitted = prior_row_variance(&data, i, &profile, &[]);
     assert!(none_fitted > 0.0, "{none_fitted}");
-    let chip = [
-        "bw_eff_dense",
-        "bw_eff_expert",
-        "bw_eff_attention",
-        "compute_eff_dense",
-        "compute_eff_expert",
-        "compute_eff_attention",
-        "pj_per_byte",
-        "pj_per_flop",
-    ]
-    .map(|f| format!("chips.gb10.{f}"));
-    let runtime = ["kernel_launch_us", "graph_kernel_us", "bw_mult_half", "bw_mult_8bit", "bw_mult_mxfp4", "bw_mult_nvfp4"]
-        .map(|f| format!("chips.gb10.runtimes.llama-cpp.{f}"));
+    use supernode::calibrate::interval::{CHIP_PRIOR_PARAMS, RUNTIME_PRIOR_PARAMS};
+    let chip = CHIP_PRIOR_PARAMS.iter().map(|f| format!("chips.gb10.{f}"));
+    let runtime = RUNTIME_PRIOR_PARAMS.iter().map(|f| format!("chips.gb10.runtimes.llama-cpp.{f}"));
     let all: Vec<String> = chip.into_iter().chain(runtime).collect();
     assert_eq!(prior_row_variance(&data, i, &profile, &all), 0.0);
 }
