@@ -36,6 +36,7 @@ mod power;
 mod proptests;
 mod quant;
 mod report_page;
+mod rpc_kv;
 mod serve;
 mod serve_speed;
 mod slo;
