@@ -323,6 +323,7 @@ pub fn host_fabric(h: &HarnessFile) -> Result<FabricSpec, SourceError> {
         cable_usd: 0.0,
         switch_usd: 0.0,
         degrade_to: None,
+        tcp_fabric: None,
         lost_to: None,
         planner: false,
         sources: Default::default(),

@@ -297,6 +297,20 @@ mod tests {
         assert_eq!(c.fabric("tb5-rdma").unwrap().degrade_to.as_deref(), Some("tb5-tcp"));
     }
 
+    /// Every built-in RDMA fabric names its TCP sibling (llama.cpp RPC runs it there), and each
+    /// names a TCP fabric: the load-time check of a user catalog, over the embedded one.
+    #[test]
+    fn rdma_fabrics_name_their_tcp_sibling() {
+        let c = catalog();
+        for f in &c.fabrics {
+            match &f.tcp_fabric {
+                Some(id) => user::tcp_sibling(f, c.fabric(id).expect("tcp_fabric exists")).unwrap(),
+                None => assert_ne!(f.transport, crate::hw::Transport::Rdma, "{} lacks tcp_fabric", f.id),
+            }
+        }
+        assert_eq!(c.fabric("cx7-roce-gx10").unwrap().tcp_fabric.as_deref(), Some("cx7-tcp"));
+    }
+
     #[test]
     fn suggestions() {
         let c = catalog();

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{Catalog, ModelPreset, RawQuant};
-use crate::hw::{FabricSpec, NodeSpec, PortKind};
+use crate::hw::{FabricSpec, NodeSpec, PortKind, Transport};
 use crate::llm::ModelSpec;
 use crate::util::did_you_mean;
 
@@ -443,6 +443,18 @@ fn check_node(file: &UserFile, span: &Range<usize>, n: &NodeSpec) -> Result<(), 
     Ok(())
 }
 
+/// Why `tcp` cannot be `f`'s `tcp_fabric`: only an RDMA fabric has a TCP sibling, and the
+/// sibling is a TCP fabric (what a TCP-only runtime such as llama.cpp RPC runs as on `f`).
+pub fn tcp_sibling(f: &FabricSpec, tcp: &FabricSpec) -> Result<(), String> {
+    if f.transport != Transport::Rdma {
+        return Err(format!("`tcp_fabric` on fabric `{}`: only an RDMA fabric has a TCP sibling (remove the key)", f.id));
+    }
+    if tcp.transport != Transport::Tcp {
+        return Err(format!("`tcp_fabric = \"{}\"`: that fabric is not TCP (name the TCP fabric of the same cables)", tcp.id));
+    }
+    Ok(())
+}
+
 fn check_fabric(file: &UserFile, span: &Range<usize>, f: &FabricSpec, base: &Catalog, user: &UserCatalog) -> Result<(), CatalogError> {
     out_of_range(file, span, "latency_us", f.latency_us, 0.0, 1e7, "us")?;
     out_of_range(file, span, "bandwidth_gbs", f.bandwidth_gbs, 1e-6, 100_000.0, "GB/s")?;
@@ -468,12 +480,16 @@ fn check_fabric(file: &UserFile, span: &Range<usize>, f: &FabricSpec, base: &Cat
     if f.topologies.is_empty() {
         return Err(file.error(file.key_span(span, "topologies"), "`topologies` is empty: name at least one", None));
     }
-    for (key, id) in [("degrade_to", &f.degrade_to), ("lost_to", &f.lost_to)] {
+    let known = |id: &str| base.fabric(id).or_else(|| user.fabrics.iter().find(|x| x.id == id));
+    for (key, id) in [("degrade_to", &f.degrade_to), ("lost_to", &f.lost_to), ("tcp_fabric", &f.tcp_fabric)] {
         if let Some(id) = id {
-            if base.fabric(id).is_none() && !user.fabrics.iter().any(|x| &x.id == id) {
+            if known(id).is_none() {
                 return Err(file.error(file.key_span(span, key), format!("`{key} = \"{id}\"`: no fabric has that id"), None));
             }
         }
+    }
+    if let Some(id) = &f.tcp_fabric {
+        tcp_sibling(f, known(id).expect("checked above")).map_err(|m| file.error(file.key_span(span, "tcp_fabric"), m, None))?;
     }
     Ok(())
 }

@@ -303,6 +303,7 @@ impl Plan {
             runtime: &self.runtimes[node],
             comm: &self.comm,
             shard: self.shares[node].shard,
+            kv_shard: kv_head_share(&self.model, self.shares[node].shard),
             hidden: self.model.hidden,
             mla: MlaOptions { per_head_cache: self.options.mla_per_head_cache, prefill_expanded: self.options.mla_prefill_expanded },
             fast_sync: self.fast_sync(),
@@ -466,13 +467,26 @@ fn node_weight_bytes(m: &ModelSpec, quant: &QuantSpec, share: &Share) -> f64 {
 /// and chunked layers cap at their window; linear-attention layers hold their fixed recurrent
 /// state instead, split by head like a GQA cache).
 fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64) -> f64 {
-    // A per-head MLA cache is split by head like a GQA cache; the latent one is replicated.
+    // A per-head MLA cache is split by head like a GQA cache (by query head); the latent one
+    // is replicated.
     let per_head = m.mla_per_head().filter(|_| options.mla_per_head_cache);
-    let kv_share = if m.kv_heads() > 1 || per_head.is_some() { share.shard } else { 1.0 };
+    let kv_share = if per_head.is_some() { share.shard } else { kv_head_share(m, share.shard) };
     let kv_per_token_layer = per_head.map_or(m.kv_bytes_per_token_layer(), |x| x.kv_bytes_per_ctx);
-    (share.first_layer..share.end_layer)
-        .map(|l| (kv_per_token_layer * m.layer_kv_tokens(l, context) + m.layer_state_bytes(l)) as f64)
-        .sum::<f64>()
-        * kv_share
-        * options.cuda.kv_byte_scale()
+    let range = share.first_layer..share.end_layer;
+    let cache = range.clone().map(|l| (kv_per_token_layer * m.layer_kv_tokens(l, context)) as f64).sum::<f64>();
+    // A linear-attention layer's recurrent state splits by its own heads, 1/N like its weights
+    // (as the kernel reads it: `NodeCost::recurrent_terms`).
+    let state = range.map(|l| m.layer_state_bytes(l) as f64).sum::<f64>();
+    (cache * kv_share + state * share.shard) * options.cuda.kv_byte_scale()
+}
+
+/// The fraction of a GQA cache's KV heads a rank holding `shard` of the query heads keeps:
+/// `max(1, kv_heads / tp) / kv_heads`, i.e. `max(shard, 1 / kv_heads)`. vLLM (and SGLang, which
+/// shares its layers) splits the KV heads while tp <= kv_heads and replicates them beyond:
+/// each rank holds `max(1, total_num_kv_heads // tp_size)` heads (vLLM `QKVParallelLinear`,
+/// the rule [`super::split::TensorSplitRule::Vllm`] cites), so TP 4 of a 2-KV-head model keeps
+/// one whole KV head per rank, half the cache, not a quarter. exo's split needs tp to divide
+/// the KV heads, where this is `shard`; one KV head (MQA, MLA's latent) is replicated.
+pub fn kv_head_share(m: &ModelSpec, shard: f64) -> f64 {
+    shard.max(1.0 / m.kv_heads().max(1) as f64)
 }

@@ -70,6 +70,20 @@ pub fn slower_port_notes(s: &Scenario) -> Vec<String> {
     out
 }
 
+/// The sentence for a TCP-only runtime on an RDMA fabric: it runs the fabric's TCP sibling over
+/// the same cables ([`Scenario::cabled_fabric`]), with the sibling's latency and bandwidth.
+pub fn tcp_only_note(s: &Scenario) -> Option<String> {
+    let named = s.cabled_fabric.as_deref()?;
+    let f = &s.fabric;
+    Some(format!(
+        "{} speaks TCP only: on {named}'s cables it runs as {} ({} us one way, {} GB/s, plus the per-message TCP cost), not RDMA",
+        s.engine.kind.behaviour().id(),
+        f.id,
+        f.latency_us,
+        f.bandwidth_gbs
+    ))
+}
+
 /// Whether two setups are the same but for their concurrency.
 pub fn same_setup(a: &CalibratedSetup, b: &CalibratedSetup) -> bool {
     (&a.chip, &a.engine, &a.parallelism, &a.fabric, &a.quant_family) == (&b.chip, &b.engine, &b.parallelism, &b.fabric, &b.quant_family)
@@ -90,7 +104,8 @@ fn applies(path: &str, chip: &str, runtime: &str, engine: Option<&str>) -> bool 
 /// The envelope status of a scenario under a profile: node counts, chips and context length the
 /// profile was calibrated on; chips whose parameters for this runtime are all priors; the setup
 /// (runtime, parallelism, fabric, quantization family) and concurrency its rows covered; and an
-/// engine's own host costs (vllm-mlx) where the chip has none.
+/// engine's own host costs (vllm-mlx) where the chip has none. Its notes say what the run put
+/// in place of what the scenario named ([`tcp_only_note`]): the run is calibrated as what it runs.
 pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
     let mut reasons = Vec::new();
     let mut push = |r: String| {
@@ -177,5 +192,6 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
         profile: profile.meta.name.clone(),
         status: if reasons.is_empty() { "inside".into() } else { "extrapolation".into() },
         reasons,
+        notes: tcp_only_note(s).into_iter().collect(),
     }
 }

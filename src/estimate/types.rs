@@ -96,6 +96,10 @@ pub struct Envelope {
     pub status: String,
     /// Why it is an extrapolation (empty when inside).
     pub reasons: Vec<String>,
+    /// What the run put in place of what the scenario named, inside the envelope or not (a
+    /// TCP-only runtime on an RDMA fabric runs its TCP sibling).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Memory of one node, for reports.

@@ -53,6 +53,11 @@ pub struct FabricSpec {
     /// The fabric a degraded link of this one falls back to on the same cable (RDMA -> TCP).
     #[serde(default)]
     pub degrade_to: Option<String>,
+    /// The fabric TCP sockets run as over these same cables (an RDMA fabric's TCP sibling:
+    /// `tb5-rdma` -> `tb5-tcp`): what a runtime that speaks only TCP (llama.cpp RPC) gets on
+    /// this fabric. Checked at load: it names a TCP fabric, and only an RDMA fabric has one.
+    #[serde(default)]
+    pub tcp_fabric: Option<String>,
     /// The fabric the cluster falls back to when a lost cable leaves no path (Wi-Fi).
     #[serde(default)]
     pub lost_to: Option<String>,

@@ -97,6 +97,9 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
         format!("EXTRAPOLATION ({}): {}", e.calibration.profile, e.calibration.reasons.join("; "))
     };
     row(&mut s, "calibration", cal);
+    for note in &e.calibration.notes {
+        row(&mut s, "note", note.clone());
+    }
     fault_rows(&mut s, e);
     s
 }

@@ -352,7 +352,7 @@ fn link_faults(
                 .error(
                     m.span(),
                     format!("fabric `{}` has nothing to degrade to", fabric.id),
-                    Some("link degradation is RDMA falling back to TCP: use tb5-rdma or cx7-roce".into()),
+                    Some("link degradation is RDMA falling back to TCP: use tb5-rdma or cx7-roce with an engine that speaks RDMA (llama.cpp RPC runs TCP on them already)".into()),
                 )
                 .with_kind(ErrorKind::BadValue));
         }

@@ -143,8 +143,12 @@ pub struct Scenario {
     pub seed: u64,
     /// The nodes, in order (node 0 is the llama.cpp RPC client).
     pub nodes: Vec<NodeSpec>,
-    /// Fabric.
+    /// Fabric the runtime runs over (a TCP-only runtime on an RDMA fabric: its TCP sibling).
     pub fabric: FabricSpec,
+    /// The RDMA fabric the file named when the runtime runs its TCP sibling over the same
+    /// cables instead (llama.cpp RPC on `tb5-rdma` runs `tb5-tcp`); `None` when it runs the
+    /// fabric named. The run's envelope says so.
+    pub cabled_fabric: Option<String>,
     /// Cabling.
     pub topology: Topology,
     /// Wired-memory fraction override.

@@ -121,6 +121,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         Some(c) => cost(src, &c.into_inner())?,
         None => CostConfig::default(),
     };
+    let (fabric, cabled_fabric) = tcp_only_fabric(src, cat, kind, fabric, &spans)?;
     let faults = raw.faults.map(|f| super::faults::faults(src, f, (n, topology.cables(n)), &fabric, &options)).transpose()?;
     let faults = faults.filter(super::faults::FaultConfig::is_active);
     let seed = match &raw.seed {
@@ -136,6 +137,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         seed,
         nodes,
         fabric,
+        cabled_fabric,
         topology,
         wired_limit_fraction,
         model,
@@ -260,6 +262,37 @@ fn fabric(
         ));
     }
     Ok(fabric)
+}
+
+/// The fabric a TCP-only runtime (llama.cpp RPC) runs over `fabric`'s cables, and the RDMA
+/// fabric named when that is its TCP sibling ([`FabricSpec::tcp_fabric`]): RPC's sockets get
+/// the sibling's latency, bandwidth and per-message TCP cost, never the RDMA hop. Cabling was
+/// checked against the fabric named (the same cables). An RDMA fabric with no sibling is refused.
+fn tcp_only_fabric(
+    src: &Source,
+    cat: &Catalog,
+    kind: EngineKind,
+    fabric: FabricSpec,
+    spans: &Spans,
+) -> Result<(FabricSpec, Option<String>), ScenarioError> {
+    if fabric.transport != Transport::Rdma || !kind.behaviour().speaks_tcp_only() {
+        return Ok((fabric, None));
+    }
+    let sibling = fabric.tcp_fabric.as_deref().and_then(|id| cat.fabric(id));
+    match sibling {
+        Some(tcp) => Ok((tcp.clone(), Some(fabric.id))),
+        None => Err(src
+            .error(
+                spans.fabric.clone(),
+                format!(
+                    "engine `{}` speaks TCP only, and RDMA fabric `{}` names no `tcp_fabric` to run it over",
+                    kind.behaviour().id(),
+                    fabric.id
+                ),
+                Some("add `tcp_fabric = \"<the TCP fabric of the same cables>\"` to the fabric, or pick a TCP fabric".into()),
+            )
+            .with_kind(ErrorKind::BadValue)),
+    }
 }
 
 /// The topology: as written (if the fabric can be cabled so), else the fabric's first.

@@ -37,6 +37,7 @@ mod power;
 mod proptests;
 mod quant;
 mod report_page;
+mod rpc_kv;
 mod serve;
 mod serve_speed;
 mod slo;

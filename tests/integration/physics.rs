@@ -553,3 +553,46 @@ fn expert_coverage_stays_between_one_token_and_uniform_routing_and_grows_with_th
     }
     verdict("expert coverage", checked, bad);
 }
+
+/// llama.cpp RPC is the same on an RDMA fabric as on its TCP sibling: `rpc-server` speaks TCP
+/// sockets only, so on RDMA cables it runs the TCP fabric of the same cables (`tcp_fabric`).
+/// Every output (rates, latencies, power, energy, cost, memory) is equal; only the note that
+/// says so differs. Over every catalog node that can be cabled with an RDMA fabric.
+#[test]
+fn llama_cpp_rpc_is_the_same_on_an_rdma_fabric_as_on_its_tcp_sibling() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    let rdma: Vec<_> = catalog().fabrics.iter().filter(|f| f.transport == supernode::hw::Transport::Rdma).collect();
+    for node in nodes() {
+        for f in &rdma {
+            let tcp = f.tcp_fabric.as_deref().expect("every built-in RDMA fabric names its TCP sibling");
+            for model in ["llama-3.3-70b", "qwen3-30b-a3b"] {
+                for (count, prompt) in [(2, 128), (3, 4096)] {
+                    let base = Case::one(node, model, "q4_k_m", "llama-cpp-rpc").prompt(prompt);
+                    let on_rdma = base.clone().split(count, f.id.as_str(), "llama-cpp-rpc", "pipeline");
+                    let Some(a) = on_rdma.run() else { continue };
+                    let Some(b) = base.split(count, tcp, "llama-cpp-rpc", "pipeline").run() else {
+                        bad.push(format!("{}: runs on RDMA but not on {tcp}", on_rdma.name()));
+                        continue;
+                    };
+                    checked += 1;
+                    if !a.calibration.notes.iter().any(|n| n.contains("speaks TCP only") && n.contains(tcp)) {
+                        bad.push(format!("{}: no note that it runs as {tcp}", on_rdma.name()));
+                    }
+                    let mut a_json = serde_json::to_value(&a).unwrap();
+                    let mut b_json = serde_json::to_value(&b).unwrap();
+                    a_json["calibration"]["notes"] = serde_json::Value::Null;
+                    b_json["calibration"]["notes"] = serde_json::Value::Null;
+                    // The scenario's name is the test's own (it names the fabric asked for).
+                    a_json["name"] = serde_json::Value::Null;
+                    b_json["name"] = serde_json::Value::Null;
+                    let (a_map, b_map) = (a_json.as_object().unwrap(), b_json.as_object().unwrap());
+                    let differ: Vec<&String> = a_map.keys().filter(|k| a_map.get(*k) != b_map.get(*k)).collect();
+                    if !differ.is_empty() {
+                        bad.push(format!("{}: {differ:?} differ from {tcp}'s", on_rdma.name()));
+                    }
+                }
+            }
+        }
+    }
+    verdict("llama.cpp RPC on RDMA == on its TCP sibling", checked, bad);
+}

@@ -60,8 +60,9 @@ fn cheapest_cluster_for_kimi_k2_at_30_tokens_per_second() {
     // 256 GB node 230.4 GB; Kimi K2 at 4 bits needs ~630-670 GB): any one node, and the mixes
     // whose split leaves a 256 GB node more than it can wire. Exo tensor splits over 3 nodes
     // (64 heads are not divisible by 3) are not enumerated: the planner lists only the splits
-    // the model can take.
-    assert_eq!(causes, vec![("does not fit in memory", 22)]);
+    // the model can take. llama.cpp RPC is not listed over tb5-rdma beside tb5-tcp (it runs TCP
+    // on either: the same prediction), which took 2 more unfit candidates (issue 20, rpckv).
+    assert_eq!(causes, vec![("does not fit in memory", 20)]);
 }
 
 #[test]

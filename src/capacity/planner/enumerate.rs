@@ -172,9 +172,19 @@ fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
         return configs;
     }
     let wanted = |f: &FabricSpec| if req.fabrics.is_empty() { f.planner } else { req.fabrics.contains(&f.id) };
+    // A TCP-only runtime (llama.cpp RPC) on an RDMA fabric runs its TCP sibling over the same
+    // cables (scenario resolution): where the sibling is enumerated with that topology too, the
+    // RDMA wiring would list the same prediction again as if it were another option.
+    let runs_sibling = |f: &FabricSpec, t: &crate::hw::Topology| {
+        f.transport == crate::hw::Transport::Rdma
+            && f.tcp_fabric.as_deref().and_then(|id| cat.fabric(id)).is_some_and(|tcp| wanted(tcp) && tcp.topologies.contains(t))
+    };
     for f in cat.fabrics.iter().filter(|f| f.id != "none" && wanted(f)) {
         for t in &f.topologies {
             for &(r, p) in &candidates {
+                if r.speaks_tcp_only() && runs_sibling(f, t) {
+                    continue;
+                }
                 push(Some((f.id.clone(), t.id().to_string())), f.backend == crate::hw::Backend::Jaccl, r, p);
             }
         }

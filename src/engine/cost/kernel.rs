@@ -55,6 +55,9 @@ pub struct NodeCost<'a> {
     pub comm: &'a CommParams,
     /// Fraction of sharded weights (and heads) this node holds.
     pub shard: f64,
+    /// Fraction of a GQA cache's KV heads this node holds: `shard`, or more where tensor
+    /// parallelism outnumbers the KV heads and replicates them (`engine::plan::kv_head_share`).
+    pub kv_shard: f64,
     /// Model hidden size (elementwise traffic per token).
     pub hidden: u64,
     /// How MLA attention runs.
@@ -375,7 +378,13 @@ impl NodeCost<'_> {
     fn attention_terms(&self, op: &Op, tokens: u64, context: u64, shard: f64, mla: MlaForm, base: OpTerms) -> OpTerms {
         let chip = self.chip;
         let t = tokens as f64;
-        let kv_share = if op.kv_sharded || mla.per_head.is_some() { shard } else { 1.0 };
+        // The cache splits by KV head (replicated past tp = kv_heads); a per-head MLA cache by
+        // query head. The FLOPs follow the query heads, which always split (`shard`).
+        let kv_share = match (mla.per_head.is_some(), op.kv_sharded) {
+            (true, _) => shard,
+            (false, true) => self.kv_shard,
+            (false, false) => 1.0,
+        };
         let kv_tokens = op.effective_context(context + tokens) as f64;
         // llama.cpp's GPU backends (CUDA, Vulkan, Metal) decode with flash attention: one pass
         // over the KV cache per token per layer, near memory bandwidth (FACTS.md, Runtimes and
@@ -526,6 +535,7 @@ mod tests {
             runtime,
             comm,
             shard: 1.0,
+            kv_shard: 1.0,
             hidden: 64,
             mla: MlaOptions::default(),
             fast_sync: false,
@@ -657,6 +667,20 @@ mod tests {
         // A 128-token sliding window reads 128 tokens whatever the depth: 0.256 us.
         let windowed = Op::attention("swa", 1000, true, 1000, Some(128));
         assert!(close(flash.op_ns(&windowed, 1, 32_767), 256.0 + 10_000.0));
+    }
+
+    #[test]
+    fn tensor_parallel_past_the_kv_heads_reads_the_replicated_cache_but_splits_the_query_flops() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let flash = NodeCost { flash_attention: true, ..node(&c, &r, &m) };
+        // TP 4 of a 2-KV-head model: a quarter of the query heads, half the KV heads.
+        let tp4 = NodeCost { shard: 0.25, kv_shard: 0.5, ..flash };
+        let op = Op::attention("sdpa", 1000, true, 1000, None);
+        // Decode after 32,767 tokens: half of the 32.768 MB cache at the dense 0.5 of 1 TB/s.
+        assert!(close(tp4.op_ns(&op, 1, 32_767), 32_768.0 + 10_000.0));
+        // A 1000-token prefill: a quarter of 1000 FLOPs x 1000 queries x 500 mean context over
+        // 1e14 x 0.4 = 3.125 us, over the 1 us read of half the 1 MB cache.
+        assert!(close(tp4.op_ns(&op, 1000, 0), 3_125.0 + 10_000.0));
     }
 
     #[test]

@@ -62,6 +62,13 @@ impl EngineRuntime for LlamaCppRpc {
         true
     }
 
+    /// `rpc-server` and the client talk over TCP sockets only: GET_TENSOR, SET_TENSOR and
+    /// GRAPH_COMPUTE are blocking TCP round trips (FACTS.md "llama.cpp RPC"; `--rpc
+    /// host:port`); the backend has no RDMA transport.
+    fn speaks_tcp_only(&self) -> bool {
+        true
+    }
+
     fn lower(&self, plan: &Plan, tokens: u64) -> Lowered {
         match plan.options.parallelism {
             Parallelism::Pipeline => lower_rpc(plan, tokens),

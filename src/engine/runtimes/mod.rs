@@ -279,6 +279,11 @@ pub trait EngineRuntime: Sync {
     fn runs_on(&self, node: &NodeSpec) -> bool {
         self.kernels().runs_on_chip(&node.chip)
     }
+    /// Whether it speaks TCP sockets only (llama.cpp RPC): on an RDMA fabric it runs that
+    /// fabric's TCP sibling over the same cables ([`crate::hw::FabricSpec::tcp_fabric`]).
+    fn speaks_tcp_only(&self) -> bool {
+        false
+    }
     /// Lowers one forward step of `tokens` tokens onto the plan's cluster.
     fn lower(&self, plan: &Plan, tokens: u64) -> Lowered;
     /// Its serving loop, with the scenario's `max_batch` override, under the engine options

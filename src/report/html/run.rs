@@ -60,5 +60,8 @@ pub(super) fn page(e: &Estimate) -> String {
     } else {
         format!("Every number of this run is an extrapolation of profile {}: {}.", e.calibration.profile, e.calibration.reasons.join("; "))
     });
+    for note in &e.calibration.notes {
+        page.p(&format!("Note: {note}."));
+    }
     page.finish(&question)
 }
