@@ -26,8 +26,7 @@ pub use super::fit::{MATERIAL_ELASTICITY, moves_materially};
 use super::params::{from_free, get_param, is_fraction, set_params, to_free};
 use crate::profile::{Profile, Uncertainty};
 
-/// z of the 95th percentile of a normal distribution: a 90% interval is +-Z90 sigma.
-pub const Z90: f64 = 1.644_853_626_951_472_2;
+pub use crate::util::Z90;
 
 /// Gauss-Newton steps a fold takes from the full fit at most.
 pub const FOLD_STEPS: usize = 3;

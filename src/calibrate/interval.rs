@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::cv::Z90;
 use super::params::{dvalue, from_free, get_param, is_fraction, set_params, to_free};
 use crate::estimate::{Estimate, ServeBase, estimate, estimate_nudged, estimate_serve_base};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams, Uncertainty};
 use crate::scenario::Scenario;
+use crate::util::Z90;
 
 /// Step in the free variables for an output's sensitivity: 1%, well above the simulation's
 /// integer-nanosecond rounding.

@@ -158,6 +158,9 @@ pub fn round_to(x: f64, digits: i32) -> f64 {
     (x * f).round() / f
 }
 
+/// z of the 95th percentile of a normal distribution: a 90% interval is +-Z90 sigma.
+pub const Z90: f64 = 1.644_853_626_951_472_2;
+
 /// Rounds to 6 significant digits (stable profile files).
 pub fn sig(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {
