@@ -246,6 +246,22 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
     Ok(list)
 }
 
+/// Words of a quant label that name a file format, not a quantization (`MLX 4-bit`). `gguf`
+/// is not one of them: `gguf 4-bit` is a GGUF row that does not say its type, which
+/// [`resolve_quant`] reads from the row's siblings.
+const FORMAT_WORDS: &[&str] = &["mlx", "hf", "safetensors"];
+
+/// The quant label of a row, lower case: its first word (`Q4_K_M (unsloth)` -> `q4_k_m`), or,
+/// when that word alone is a file format's name (`MLX 4-bit`, `mlx 8bit`), the next word.
+fn quant_label(raw: &str, family: QuantFamily) -> String {
+    let head = raw.split('(').next().unwrap_or("");
+    let first = first_word(head).to_lowercase();
+    if crate::catalog::catalog().find_quant(&first, family).is_ok() || !FORMAT_WORDS.contains(&first.as_str()) {
+        return first;
+    }
+    head.split_whitespace().map(str::to_lowercase).find(|w| !FORMAT_WORDS.contains(&w.as_str())).unwrap_or(first)
+}
+
 /// llama.cpp backends people name beside the engine (`llama.cpp (Vulkan)`, `llama-cpp-rocm`).
 const BACKENDS: &[&str] = &["vulkan", "rocm", "hip", "cuda", "metal", "cpu"];
 
@@ -742,8 +758,8 @@ fn resolve_quant(
     engine: &dyn EngineRuntime,
     assumptions: &mut Vec<String>,
 ) -> Result<String, String> {
-    let q = first_word(&row.quant).to_lowercase();
     let family = engine.kernels().format();
+    let q = quant_label(&row.quant, family);
     // The labels people write, through the catalog's one reader (`Catalog::find_quant`): a
     // preset or a label of one, else a bit width read in the engine's format family.
     match crate::catalog::catalog().find_quant(&q, family) {
@@ -1210,6 +1226,9 @@ mod tests {
             ("gptq", "vllm", "gptq-int4", 0),
             ("fp8", "sglang", "fp8", 0),
             ("4bit-DWQ", "mlx-lm", "mlx-4bit", 0),
+            ("MLX 4-bit", "mlx-lm", "mlx-4bit", 0),
+            ("mlx 8bit", "exo", "mlx-8bit", 0),
+            ("FP8-Dynamic", "vllm", "fp8", 0),
             ("unknown (gguf)", "llama-cpp", "q4_k_m", 1),
         ] {
             assert_eq!(quant(label, engine), Ok((want.to_string(), assumed)), "{label} on {engine}");

@@ -118,6 +118,10 @@ const QUANT_LABELS: &[(&str, &str)] = &[
     // in groups of 128, what the catalog's presets of those names store.
     ("awq", "awq-int4"),
     ("gptq", "gptq-int4"),
+    // FP8 weights with dynamic per-token activation scales (llm-compressor's FP8_DYNAMIC scheme,
+    // `-FP8-Dynamic` checkpoints): the same stored 8-bit weights as the fp8 preset.
+    ("fp8-dynamic", "fp8"),
+    ("fp8_dynamic", "fp8"),
     // MLX's DWQ (distilled) conversions keep the ordinary 4-bit MLX format.
     ("4bit-dwq", "mlx-4bit"),
     ("mxfp4-q8", "mxfp4"),
