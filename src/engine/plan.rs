@@ -2,7 +2,7 @@
 //! shares, per-chip parameters), and the views of it the cost model ([`super::cost`]) times with.
 
 use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
-use crate::llm::{ModelSpec, Op, OpClass, Placement, QuantSpec};
+use crate::llm::{ModelSpec, Op, OpClass, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 
 use super::cost::{MlaOptions, NetCost, NodeCost};
@@ -448,9 +448,10 @@ fn mib(bytes: f64) -> u64 {
 /// Bytes of weights `share` holds on a node (a tied LM head holds no bytes of its own).
 fn node_weight_bytes(m: &ModelSpec, quant: &QuantSpec, share: &Share) -> f64 {
     let mut w = 0.0;
+    let kv_shard = kv_head_share(m, share.shard);
     for l in share.first_layer..share.end_layer {
         for op in m.quantized_layer_ops(l, quant) {
-            let frac = if op.placement == Placement::Sharded { share.shard } else { 1.0 };
+            let frac = op.weight_share(share.shard, kv_shard);
             w += op.weight_bytes(op.total_params() as f64) * frac;
         }
     }

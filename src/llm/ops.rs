@@ -92,6 +92,18 @@ pub struct MlaExpanded {
 }
 
 impl Op {
+    /// The fraction of this operation's weights a rank holding `shard` of the query heads keeps,
+    /// where the runtime keeps `kv_shard` of the KV heads (`engine::plan::kv_head_share`):
+    /// the K and V projections follow the KV heads (vLLM replicates them past the KV-head
+    /// count, `QKVParallelLinear`); every other sharded weight `shard`; a replicated one all.
+    pub fn weight_share(&self, shard: f64, kv_shard: f64) -> f64 {
+        match (self.placement, self.role) {
+            (Placement::Sharded, Some(TensorRole::AttnK | TensorRole::AttnV)) => kv_shard,
+            (Placement::Sharded, _) => shard,
+            _ => 1.0,
+        }
+    }
+
     /// An op with no weights, KV cache or experts: the fields every constructor starts from.
     fn base(name: &'static str, class: OpClass, kernels: u32, placement: Placement) -> Self {
         Op {

@@ -160,3 +160,19 @@ fn a_memory_error_names_the_replicated_kv_cache() {
     assert!(e.contains(&kv) && e.contains(&format!("needs {:.1} GB", m.total_gb)), "{kv}: {e}");
     assert!(m.kv_cache_gb > 3.2, "262,144 tokens x 12 KiB per rank = 3.22 GB of cache: {}", m.kv_cache_gb);
 }
+
+/// The K and V projections follow the KV heads too (vLLM `QKVParallelLinear` replicates them
+/// past the KV-head count): at TP 4 of a 2-KV-head model a rank holds half of k_proj and
+/// v_proj, a quarter of q_proj; a replicated weight whole.
+#[test]
+fn tp_beyond_the_kv_heads_replicates_the_kv_projections() {
+    use supernode::llm::{Op, Placement, TensorRole};
+    let (shard, kv_shard) = (0.25, 0.5);
+    let k = Op::dense("k_proj", TensorRole::AttnK, 3072 * 512, Placement::Sharded);
+    let v = Op::dense("v_proj", TensorRole::AttnV, 3072 * 512, Placement::Sharded);
+    let q = Op::dense("q_proj", TensorRole::AttnQ, 3072 * 8192, Placement::Sharded);
+    let norm = Op::dense("router", TensorRole::Router, 3072 * 256, Placement::Replicated);
+    assert_eq!([k.weight_share(shard, kv_shard), v.weight_share(shard, kv_shard)], [0.5, 0.5]);
+    assert_eq!(q.weight_share(shard, kv_shard), 0.25);
+    assert_eq!(norm.weight_share(shard, kv_shard), 1.0);
+}

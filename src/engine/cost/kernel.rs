@@ -256,7 +256,8 @@ impl NodeCost<'_> {
         let mla = self.mla_form(op, tokens);
         let base = OpTerms { kernels: op.kernels + mla.extra_kernels(op), ..OpTerms::default() };
         match op.class {
-            OpClass::Dense => self.dense_terms(op, tokens, context, shard, mla, base),
+            // The K and V projections follow the KV heads (replicated past them under vLLM).
+            OpClass::Dense => self.dense_terms(op, tokens, context, op.weight_share(self.shard, self.kv_shard), mla, base),
             OpClass::Expert => self.expert_terms(op, tokens, routed.min(tokens), shard, base),
             OpClass::Attention => self.attention_terms(op, tokens, context, shard, mla, base),
             OpClass::Recurrent => self.recurrent_terms(op, tokens, shard, base),
