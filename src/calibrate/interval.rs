@@ -192,7 +192,7 @@ pub const RUNTIME_PRIOR_PARAMS: &[&str] =
 /// What a parameter is, for how far its prior may miss: an efficiency (a fraction of a peak,
 /// in logit), a dimensionless scale or energy (kernel-family bandwidth multipliers, pJ per byte
 /// or FLOP: log), or a time cost (launches, host and stage work in microseconds: log).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PriorKind {
     /// A fraction of a peak.
     Efficiency,
@@ -229,9 +229,9 @@ impl PriorKind {
 /// parameters borrows the efficiencies' spread (their logit is close to a log for the small
 /// values most efficiencies have). `None` for a profile that was never fitted (no evidence: no
 /// prior term).
-pub fn prior_spread(profile: &Profile) -> Option<BTreeMap<&'static str, f64>> {
+pub fn prior_spread(profile: &Profile) -> Option<BTreeMap<PriorKind, f64>> {
     let fit = profile.fit.as_ref()?;
-    let mut acc: BTreeMap<&'static str, (f64, usize)> = BTreeMap::new();
+    let mut acc: BTreeMap<PriorKind, (f64, usize)> = BTreeMap::new();
     for p in &fit.params {
         let Some(kind) = PriorKind::of(&p.name) else { continue };
         let f = is_fraction(profile, &p.name);
@@ -239,27 +239,13 @@ pub fn prior_spread(profile: &Profile) -> Option<BTreeMap<&'static str, f64>> {
             continue;
         }
         let d = to_free(f, p.value) - to_free(f, p.initial);
-        let e = acc.entry(kind_key(kind)).or_default();
+        let e = acc.entry(kind).or_default();
         e.0 += d * d;
         e.1 += 1;
     }
-    let rms = |k: &str| acc.get(k).filter(|(_, n)| *n >= 2).map(|(sum, n)| (sum / *n as f64).sqrt());
-    let efficiency = rms("efficiency").unwrap_or(0.0);
-    Some(
-        [PriorKind::Efficiency, PriorKind::Scale, PriorKind::Cost]
-            .into_iter()
-            .map(|k| (kind_key(k), rms(kind_key(k)).unwrap_or(efficiency)))
-            .collect(),
-    )
-}
-
-/// The key of a [`PriorKind`] in [`prior_spread`].
-fn kind_key(kind: PriorKind) -> &'static str {
-    match kind {
-        PriorKind::Efficiency => "efficiency",
-        PriorKind::Scale => "scale",
-        PriorKind::Cost => "cost",
-    }
+    let rms = |k: PriorKind| acc.get(&k).filter(|(_, n)| *n >= 2).map(|(sum, n)| (sum / *n as f64).sqrt());
+    let efficiency = rms(PriorKind::Efficiency).unwrap_or(0.0);
+    Some([PriorKind::Efficiency, PriorKind::Scale, PriorKind::Cost].into_iter().map(|k| (k, rms(k).unwrap_or(efficiency))).collect())
 }
 
 /// The parameters a prediction for `sc` reads that the fit left without an uncertainty (held
@@ -279,22 +265,34 @@ fn prior_params(sc: &Scenario, profile: &Profile, u: &Uncertainty) -> Vec<(Strin
 pub fn prior_row_variance(data: &crate::calibrate::Dataset, i: usize, profile: &Profile, fitted: &[String]) -> f64 {
     let crate::calibrate::TargetSource::Row(p) = &data.sources[i] else { return 0.0 };
     let priors = held_params(&p.scenario, profile, &|path: &str| fitted.iter().any(|f| f == path));
-    let Ok(y) = data.predict_one(i, profile) else { return 0.0 };
+    let y = match data.predict_one(i, profile) {
+        Ok(y) if y.is_finite() && y > 0.0 => y,
+        _ => return 0.0,
+    };
     let reads = plan_reads(&p.scenario, profile);
-    let grads: Vec<f64> = priors
-        .iter()
-        .map(|(path, _)| {
-            let Some(q) = nudged_profile(profile, path) else { return 0.0 };
-            if reads_unchanged(&p.scenario, &reads, &q) {
-                return 0.0;
-            }
-            match data.predict_one(i, &q) {
-                Ok(y2) if y2.is_finite() && y2 > 0.0 && y > 0.0 => (y2 / y).ln() / STEP,
-                _ => 0.0,
-            }
-        })
-        .collect();
+    let grads: Vec<f64> = priors.iter().map(|(path, _)| row_log_gradient(data, i, &p.scenario, profile, &reads, path, y)).collect();
     prior_variance(&priors, &grads)
+}
+
+/// d ln(prediction of target `i`) / d(free variable of `path`) around its prediction `y` under
+/// `profile`; 0 where the nudge fails or the plan does not read the parameter (`reads`).
+fn row_log_gradient(
+    data: &crate::calibrate::Dataset,
+    i: usize,
+    sc: &Scenario,
+    profile: &Profile,
+    reads: &Option<PlanReads>,
+    path: &str,
+    y: f64,
+) -> f64 {
+    let Some(q) = nudged_profile(profile, path) else { return 0.0 };
+    if reads_unchanged(sc, reads, &q) {
+        return 0.0;
+    }
+    match data.predict_one(i, &q) {
+        Ok(y2) if y2.is_finite() && y2 > 0.0 => (y2 / y).ln() / STEP,
+        _ => 0.0,
+    }
 }
 
 /// [`prior_params`] with `pinned` saying which parameters a fit constrained.
@@ -318,7 +316,7 @@ fn held_params(sc: &Scenario, profile: &Profile, pinned: &dyn Fn(&str) -> bool) 
                 continue;
             }
             let Some(kind) = PriorKind::of(&path) else { continue };
-            let sd = spread[kind_key(kind)];
+            let sd = spread[&kind];
             out.push((path, sd * sd));
         }
     }
@@ -446,19 +444,7 @@ pub fn target_interval(data: &crate::calibrate::Dataset, i: usize, profile: &Pro
     // d ln(prediction) / d(free variable) per movable parameter, then per prior-held one; 0
     // where a nudge fails or the plan does not read the parameter.
     let paths: Vec<&str> = movable.iter().map(|&k| u.params[k].as_str()).chain(priors.iter().map(|(p, _)| p.as_str())).collect();
-    let grads: Vec<f64> = paths
-        .par_iter()
-        .map(|path| {
-            let Some(q) = nudged_profile(profile, path) else { return 0.0 };
-            if reads_unchanged(&p.scenario, &reads, &q) {
-                return 0.0;
-            }
-            match data.predict_one(i, &q) {
-                Ok(y2) if y2.is_finite() && y2 > 0.0 => (y2 / predicted).ln() / STEP,
-                _ => 0.0,
-            }
-        })
-        .collect();
+    let grads: Vec<f64> = paths.par_iter().map(|path| row_log_gradient(data, i, &p.scenario, profile, &reads, path, predicted)).collect();
     let (fitted, held) = grads.split_at(movable.len());
     let own = parameter_variance(&u, &movable, fitted) + prior_variance(&priors, held);
     Some(interval_around(predicted, own + metric_scatter(&u, &p.row.metric).powi(2)))

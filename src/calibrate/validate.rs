@@ -253,10 +253,10 @@ const FORMAT_WORDS: &[&str] = &["mlx", "hf", "safetensors"];
 
 /// The quant label of a row, lower case: its first word (`Q4_K_M (unsloth)` -> `q4_k_m`), or,
 /// when that word alone is a file format's name (`MLX 4-bit`, `mlx 8bit`), the next word.
-fn quant_label(raw: &str, family: QuantFamily) -> String {
+fn quant_label(raw: &str) -> String {
     let head = raw.split('(').next().unwrap_or("");
     let first = first_word(head).to_lowercase();
-    if crate::catalog::catalog().find_quant(&first, family).is_ok() || !FORMAT_WORDS.contains(&first.as_str()) {
+    if !FORMAT_WORDS.contains(&first.as_str()) {
         return first;
     }
     head.split_whitespace().map(str::to_lowercase).find(|w| !FORMAT_WORDS.contains(&w.as_str())).unwrap_or(first)
@@ -292,7 +292,7 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
     }
     if matches!(name.as_str(), "lm" | "lmstudio" | "lm-studio") && (name != "lm" || head.contains("studio")) {
         let mlx = crate::catalog::catalog()
-            .find_quant(first_word(quant), QuantFamily::Mlx)
+            .find_quant(&quant_label(quant), QuantFamily::Mlx)
             .ok()
             .and_then(|q| crate::catalog::catalog().quant(&q.id).map(|spec| spec.family == QuantFamily::Mlx))
             .unwrap_or(false);
@@ -759,7 +759,7 @@ fn resolve_quant(
     assumptions: &mut Vec<String>,
 ) -> Result<String, String> {
     let family = engine.kernels().format();
-    let q = quant_label(&row.quant, family);
+    let q = quant_label(&row.quant);
     // The labels people write, through the catalog's one reader (`Catalog::find_quant`): a
     // preset or a label of one, else a bit width read in the engine's format family.
     match crate::catalog::catalog().find_quant(&q, family) {

@@ -211,6 +211,13 @@ fn prefill_advance(makespan: Time, interval: Time, weight: u64, pipelined: bool,
     fill.saturating_add(interval.saturating_mul(weight))
 }
 
+/// [`prefill_advance`] of a piece whose chunk ran as `graph` (busy time per resource `busy`,
+/// makespan `makespan`), its pipeline interval taken from the run where `pipelined`.
+fn prefill_piece_time(graph: &TaskGraph, busy: &[Time], makespan: Time, weight: u64, pipelined: bool, first: bool) -> Time {
+    let interval = if pipelined { pipeline_interval(graph, busy, makespan) } else { makespan };
+    prefill_advance(makespan, interval, weight, pipelined, first)
+}
+
 impl Schedule {
     /// Lowers and times every simulated step of a `prompt` + `generate` run of `plan` (the same
     /// chunks, samples and contexts as [`simulate_generate_traced`]).
@@ -262,8 +269,7 @@ impl Schedule {
             let graph = &self.graphs[s.graph];
             let makespan = kernel.run(graph, s.durations(&mut durations), &mut jitter);
             pre.add_graph(graph, kernel.busy_by_resource(), &s.work, s.weight);
-            let interval = if self.pipelined { pipeline_interval(graph, kernel.busy_by_resource(), makespan) } else { makespan };
-            now = now.saturating_add(prefill_advance(makespan, interval, s.weight, self.pipelined, i == 0));
+            now = now.saturating_add(prefill_piece_time(graph, kernel.busy_by_resource(), makespan, s.weight, self.pipelined, i == 0));
             events += kernel.events();
         }
         let prefill_ns = now;
@@ -447,8 +453,7 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
         let work = low.work(plan, done);
         totals.add(low, tl.busy_by_resource(), work, weight);
         let makespan = tl.makespan() - *now;
-        let interval = if pipelined { pipeline_interval(&low.graph, tl.busy_by_resource(), makespan) } else { makespan };
-        *now = now.saturating_add(prefill_advance(makespan, interval, weight, pipelined, first));
+        *now = now.saturating_add(prefill_piece_time(&low.graph, tl.busy_by_resource(), makespan, weight, pipelined, first));
         first = false;
         tl.events()
     };

@@ -52,13 +52,13 @@ fn an_exo_run_skips_llama_cpp_parameters_and_keeps_its_own() {
 /// fitted); without a fit report (no evidence of how far priors miss) there is no prior term.
 #[test]
 fn a_prediction_on_unfitted_parameters_carries_their_prior_spread() {
-    use supernode::calibrate::interval::{intervals, prior_spread};
+    use supernode::calibrate::interval::{PriorKind, intervals, prior_spread};
     let profile = Profile::default_profile();
     let spread = prior_spread(&profile).expect("the default profile was fitted");
     // Efficiencies (logit), multipliers and energies (log), microsecond costs (log).
-    assert!(spread["efficiency"] > 0.2 && spread["efficiency"] < 1.5, "{spread:?}");
-    assert!(spread["scale"] > 0.05 && spread["scale"] < spread["efficiency"], "{spread:?}");
-    assert!(spread["cost"] > spread["scale"], "{spread:?}");
+    assert!(spread[&PriorKind::Efficiency] > 0.2 && spread[&PriorKind::Efficiency] < 1.5, "{spread:?}");
+    assert!(spread[&PriorKind::Scale] > 0.05 && spread[&PriorKind::Scale] < spread[&PriorKind::Efficiency], "{spread:?}");
+    assert!(spread[&PriorKind::Cost] > spread[&PriorKind::Scale], "{spread:?}");
     let without = Profile { fit: None, ..profile.clone() };
     assert!(prior_spread(&without).is_none());
     let dir = tempfile::tempdir().unwrap();

@@ -53,15 +53,7 @@ fn validate_reads_chip_names_engine_spellings_and_lists_a_row_that_does_not_fit(
     assert_eq!(predicted("lmstudio-mlx"), predicted("mlx"));
     assert_eq!(predicted("lmstudio-gguf"), predicted("gguf"));
     assert!(said("lmstudio-mlx", "LM Studio running an MLX file"), "{}", get("lmstudio-mlx"));
-    let why = |id: &str| {
-        v["skipped"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["id"] == id)
-            .map(|s| s["reason"].as_str().unwrap().to_string())
-            .unwrap_or_default()
-    };
+    let why = |id: &str| crate::skip_reason(&v, id);
     assert!(why("cpu").contains("CPU backend is not modelled"), "{v}");
     assert!(
         why("no-fit").starts_with("the twin refuses the row's scenario: kimi-k2-thinking (mlx-4bit) does not fit"),

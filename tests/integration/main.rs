@@ -75,6 +75,11 @@ pub fn bin() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("supernode").expect("binary built")
 }
 
+/// The reason `validate --json` output `v` gives for skipping row `id` ("" when it was not).
+pub fn skip_reason(v: &serde_json::Value, id: &str) -> String {
+    v["skipped"].as_array().unwrap().iter().find(|s| s["id"] == id).map(|s| s["reason"].as_str().unwrap().to_string()).unwrap_or_default()
+}
+
 /// Writes `text` to `dir/name` and returns the path.
 pub fn write_text(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);

@@ -14,15 +14,7 @@ fn validate_resolves_the_names_people_write_and_says_why_it_refuses_the_rest() {
     let mut scored: Vec<&str> = v["rows"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
     scored.sort_unstable();
     assert_eq!(scored, ["config-note", "hf-name", "ollama-tag", "prefix-memory", "prefix-only", "ttft"], "{v}");
-    let why = |id: &str| {
-        v["skipped"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["id"] == id)
-            .map(|s| s["reason"].as_str().unwrap().to_string())
-            .unwrap_or_default()
-    };
+    let why = |id: &str| crate::skip_reason(&v, id);
     for (id, reason) in [
         (
             "unknown-model",
