@@ -614,12 +614,11 @@ pub fn to_rows(
             continue;
         }
         let (metric, prompt) = match (r.n_prompt, r.n_gen, r.n_depth) {
-            (p, 0, 0) if p > 0 => ("prefill_tokens_per_s", p),
+            // After a filled context (`ppN @ dD`) the prompt column holds depth and prompt, as the
+            // published rows write it; `validate` reads the depth back from the test name in the
+            // row's source and times the N tokens after it.
+            (p, 0, d) if p > 0 => ("prefill_tokens_per_s", d + p),
             (0, g, d) if g > 0 => ("decode_tokens_per_s", d),
-            (_, 0, _) => {
-                skipped.push(skip("prefill after a filled context (`@ d`) is not a measurement row the twin predicts".into()));
-                continue;
-            }
             _ => {
                 skipped.push(skip("a combined prompt+generation test mixes two rates; use the separate pp and tg tests".into()));
                 continue;

@@ -518,6 +518,12 @@ pub fn row_scenario_in(
         b.fabric(fabric_word).topology(if meshable { "full-mesh" } else { "switch" });
     }
     b.tokens(kind_prompt, generate);
+    if let Some(depth) = prefill_depth(row)? {
+        // llama-bench `ppN @ dD`: D tokens filled first (not timed), then the N-token prefill
+        // the rate is of (llama-bench.cpp: the depth run precedes the timed test).
+        assumptions.push(format!("prefill of the prompt after {depth} tokens already in context (llama-bench `@ d{depth}`): the rate of those tokens alone"));
+        b.set("workload.context_tokens", &toml::Value::Integer(i64::try_from(depth).unwrap_or(i64::MAX))).map_err(|e| e.message)?;
+    }
     // What the row's command line says (vLLM/SGLang flags in the notes).
     for (k, v) in engine.measurement_options(&row.notes) {
         assumptions.push(format!("{k} = {v}, as the row's notes say"));
@@ -558,6 +564,37 @@ pub fn row_scenario_in(
     Ok((b, assumptions))
 }
 
+/// A llama-bench prefill test after a filled context named in a row's notes or source
+/// (`pp2048 @ d32768`): (prompt tokens timed, depth). llama-bench reports such a test's rate
+/// over the N new tokens only, the depth's own prefill untimed.
+fn depth_test(row: &MeasurementRow) -> Option<(u64, u64)> {
+    [row.notes.as_str(), row.source.as_str()].into_iter().find_map(|text| {
+        let words: Vec<&str> = text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"')).filter(|w| !w.is_empty()).collect();
+        words.windows(3).find_map(|w| match (w[0].strip_prefix("pp"), w[1], w[2].strip_prefix('d')) {
+            (Some(n), "@", Some(d)) => Some((n.parse().ok()?, d.parse().ok()?)),
+            _ => None,
+        })
+    })
+}
+
+/// The depth of a prefill row measured after a filled context ([`depth_test`]), checked against
+/// its prompt column: that column holds the N timed tokens or the whole D + N.
+fn prefill_depth(row: &MeasurementRow) -> Result<Option<u64>, String> {
+    if row.metric != "prefill_tokens_per_s" {
+        return Ok(None);
+    }
+    let Some((n, d)) = depth_test(row) else { return Ok(None) };
+    match row.prompt_tokens.trim().parse::<u64>() {
+        Ok(p) if p == n || p == n + d => Ok(Some(d)),
+        Err(_) if row.prompt_tokens.trim().is_empty() => Ok(Some(d)),
+        _ => Err(format!(
+            "prefill row `pp{n} @ d{d}` with prompt_tokens `{}`: write {n} (the tokens timed) or {} (depth and prompt)",
+            row.prompt_tokens.trim(),
+            n + d
+        )),
+    }
+}
+
 /// Prompt and generated tokens of a row's scenario by its metric (what the benchmark ran),
 /// with the assumptions made where the row is silent; or why the metric is not predicted.
 fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Vec<String>) -> Result<(u64, u64), String> {
@@ -578,11 +615,18 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
                 }
             }
         }
-        "prefill_tokens_per_s" => {
-            let p: u64 =
-                row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
-            (p, 1)
-        }
+        "prefill_tokens_per_s" => match depth_test(row) {
+            // `ppN @ dD`: the timed prompt is the N tokens after the depth.
+            Some((n, _)) => (n, 1),
+            None => {
+                let p: u64 = row
+                    .prompt_tokens
+                    .trim()
+                    .parse()
+                    .map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
+                (p, 1)
+            }
+        },
         // Time to first token of one request: its prompt's prefill, whose last step yields the
         // first token (`Estimate::ttft_s`, as `run` reports it).
         "ttft_s" => {

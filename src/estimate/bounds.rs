@@ -19,7 +19,7 @@ use crate::sim::{Jitter, ResourceKind, execute};
 
 use super::faults::{decode_link_utilisation, load_fault_availability};
 use super::power::{PhaseLoad, phase_power_w};
-use super::{Estimate, EstimateError, GenerateRun, generate_plan, simulate_generate};
+use super::{Estimate, EstimateError, GenerateRun, generate_plan, simulate_generate_at};
 
 /// Relative margin on the nominal bounds: the decode rate is at most (1 + margin) times the
 /// rate of a jitter-free step at the smallest context, cluster power at least (1 - margin)
@@ -44,7 +44,8 @@ pub struct Bounds {
 /// the last context of the generation (attention grows with the context, so the first step is
 /// the fastest).
 pub fn nominal_bounds(s: &Scenario, plan: &Plan, profile: &Profile) -> Bounds {
-    let (prompt, generate) = (s.workload.prompt_tokens, s.workload.generate_tokens.max(1));
+    // A filled cache (`context_tokens`) comes before the prompt: the first step's context.
+    let (prompt, generate) = (s.workload.context_tokens + s.workload.prompt_tokens, s.workload.generate_tokens.max(1));
     let mut low = lower_step(plan, 1);
     let mut step = |context: u64| {
         low.retime(plan, context);
@@ -92,21 +93,21 @@ impl RunMemo {
     }
 
     /// The run of `plan` (simulated once per distinct key).
-    pub fn run(&self, plan: &Plan, prompt: u64, generate: u64, seed: u64) -> Arc<GenerateRun> {
-        let key = digest(plan, prompt, generate, seed);
+    pub fn run(&self, plan: &Plan, depth: u64, prompt: u64, generate: u64, seed: u64) -> Arc<GenerateRun> {
+        let key = digest(plan, depth, prompt, generate, seed);
         if let Some(r) = self.runs.lock().expect("memo lock").get(&key) {
             self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return r.clone();
         }
-        let run = Arc::new(simulate_generate(plan, prompt, generate, seed));
+        let run = Arc::new(simulate_generate_at(plan, depth, prompt, generate, seed));
         self.runs.lock().expect("memo lock").entry(key).or_insert(run).clone()
     }
 }
 
 /// The memo key: two SipHash digests of the plan's text with identity fields blanked.
-pub(super) fn digest(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> (u64, u64) {
+pub(super) fn digest(plan: &Plan, depth: u64, prompt: u64, generate: u64, seed: u64) -> (u64, u64) {
     let p = without_identity(plan);
-    let text = format!("{p:?}|{prompt}|{generate}|{seed}");
+    let text = format!("{p:?}|{depth}|{prompt}|{generate}|{seed}");
     let h = |salt: u8| {
         let mut h = DefaultHasher::new();
         salt.hash(&mut h);
@@ -144,7 +145,8 @@ pub fn estimate_memo(s: &Scenario, profile: &Profile, memo: &RunMemo) -> Result<
         return super::estimate(s, profile).map(|e| (e, 1.0));
     }
     let plan = generate_plan(s, profile)?;
-    let run = memo.run(&plan, s.workload.prompt_tokens, s.workload.generate_tokens, s.seed);
+    let w = &s.workload;
+    let run = memo.run(&plan, w.context_tokens, w.prompt_tokens, w.generate_tokens, s.seed);
     let util = decode_link_utilisation(&plan, run.decode_ns as f64, run.decode_bytes_sent as f64);
     let cables_needed = lower_step(&plan, 1).cables_crossed.len();
     let availability = load_fault_availability(s, &plan, util, cables_needed, &profile.faults);

@@ -184,7 +184,7 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
             }
         }
     }
-    let ctx = s.workload.prompt_tokens + s.workload.generate_tokens;
+    let ctx = s.workload.context_tokens + s.workload.prompt_tokens + s.workload.generate_tokens;
     if meta.calibrated_max_context > 0 && ctx > meta.calibrated_max_context {
         push(format!("context {ctx} beyond the {} calibrated", meta.calibrated_max_context));
     }

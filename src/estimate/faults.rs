@@ -327,7 +327,7 @@ impl<'a> FaultSim<'a> {
         };
         let reload_s = reload_seconds(&ms, self.cfg.disk_read_gbs, Some(&plan)).into_iter().fold(0.0, f64::max);
         let w = &ms.workload;
-        let run = super::sample_generate(&plan, w.prompt_tokens, w.generate_tokens, DECODE_SAMPLES, ms.seed);
+        let run = super::sample_generate(&plan, w.context_tokens, w.prompt_tokens, w.generate_tokens, DECODE_SAMPLES, ms.seed);
         let link_util = decode_link_utilisation(&plan, run.decode_ns as f64, run.decode_bytes_sent as f64);
         Rate { placement, reload_s, request_s: (run.prefill_ns + run.decode_ns) as f64 / 1e9, link_util, transport, tb_tcp, cause }
     }

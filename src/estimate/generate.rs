@@ -122,7 +122,14 @@ pub fn prefill_piece(plan: &Plan, prompt: u64, done: u64) -> u64 {
 
 /// Simulates prefill (in chunks) and `generate` decode steps; one ChaCha stream per run.
 pub fn simulate_generate(plan: &Plan, prompt: u64, generate: u64, seed: u64) -> GenerateRun {
-    Schedule::new(plan, prompt, generate).run(seed)
+    simulate_generate_at(plan, 0, prompt, generate, seed)
+}
+
+/// [`simulate_generate`] after `depth` tokens already in the KV cache (llama-bench's `-d`, a
+/// conversation's earlier turns): the prompt's chunks attend to them and decode reads them;
+/// their own prefill is not part of the run.
+pub fn simulate_generate_at(plan: &Plan, depth: u64, prompt: u64, generate: u64, seed: u64) -> GenerateRun {
+    Schedule::new(plan, depth, prompt, generate).run(seed)
 }
 
 /// One simulated step of a [`Schedule`]: which graph, its nominal task durations, the work and
@@ -219,9 +226,10 @@ fn prefill_piece_time(graph: &TaskGraph, busy: &[Time], makespan: Time, weight: 
 }
 
 impl Schedule {
-    /// Lowers and times every simulated step of a `prompt` + `generate` run of `plan` (the same
-    /// chunks, samples and contexts as [`simulate_generate_traced`]).
-    pub fn new(plan: &Plan, prompt: u64, generate: u64) -> Self {
+    /// Lowers and times every simulated step of a `prompt` + `generate` run of `plan` after
+    /// `depth` cached tokens (the same chunks, samples and contexts as
+    /// [`simulate_generate_traced`]).
+    pub fn new(plan: &Plan, depth: u64, prompt: u64, generate: u64) -> Self {
         let mut graphs: Vec<TaskGraph> = Vec::new();
         // Per graph, the durations of its last scheduled step (what the next one's changes are
         // taken against; [`Schedule::run`] keeps the same state).
@@ -238,7 +246,7 @@ impl Schedule {
         };
         let mut prefill = Vec::new();
         let mut cached: Option<(Lowered, Option<usize>)> = None;
-        for (tokens, done, weight) in prefill_pieces(plan, prompt) {
+        for (tokens, done, weight) in prefill_pieces(plan, depth, prompt) {
             if cached.as_ref().is_none_or(|c| c.0.tokens != tokens) {
                 cached = Some((lower_step(plan, tokens), None));
             }
@@ -251,7 +259,7 @@ impl Schedule {
         let decode = (0..samples)
             .map(|k| {
                 let (g, weight) = sample(k, samples, generate);
-                step(&mut low, prompt + g + (weight - 1) / 2, weight, &mut graph)
+                step(&mut low, depth + prompt + g + (weight - 1) / 2, weight, &mut graph)
             })
             .collect();
         Schedule { graphs, prefill, decode, nodes: plan.n(), generate, jitter_cv: plan.jitter_cv, pipelined: pipelined_prefill(plan) }
@@ -318,11 +326,11 @@ fn changes(last: &mut [Time], graph: &TaskGraph) -> Vec<(u32, Time)> {
     out
 }
 
-/// The prefill forwards of a `prompt`-token prompt, in order: (tokens, tokens done before it,
-/// chunks it stands for). Full-size chunks (sampled past [`MAX_SIMULATED_PREFILL_CHUNKS`], each
+/// The prefill forwards of a `prompt`-token prompt after `depth` cached tokens, in order:
+/// (tokens, tokens in the cache before it, chunks it stands for). Full-size chunks (sampled past [`MAX_SIMULATED_PREFILL_CHUNKS`], each
 /// timed at the middle of the chunks it stands for), then the rest of the chunked part, then
 /// mlx-lm's lone last token.
-fn prefill_pieces(plan: &Plan, prompt: u64) -> Vec<(u64, u64, u64)> {
+fn prefill_pieces(plan: &Plan, depth: u64, prompt: u64) -> Vec<(u64, u64, u64)> {
     let chunk = plan.options.prefill_chunk.max(1);
     let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
     let full = chunked / chunk;
@@ -330,10 +338,10 @@ fn prefill_pieces(plan: &Plan, prompt: u64) -> Vec<(u64, u64, u64)> {
     let mut out: Vec<(u64, u64, u64)> = (0..samples)
         .map(|k| {
             let (c, weight) = sample(k, samples, full);
-            (chunk, (c + (weight - 1) / 2) * chunk, weight)
+            (chunk, depth + (c + (weight - 1) / 2) * chunk, weight)
         })
         .collect();
-    let mut done = full * chunk;
+    let mut done = depth + full * chunk;
     for t in [chunked % chunk, prompt - chunked].into_iter().filter(|&t| t > 0) {
         out.push((t, done, 1));
         done += t;
@@ -341,12 +349,12 @@ fn prefill_pieces(plan: &Plan, prompt: u64) -> Vec<(u64, u64, u64)> {
     out
 }
 
-/// A request's timing from a sample of its decode steps: the whole prefill, then one decode
+/// A request's timing (after `depth` cached tokens) from a sample of its decode steps: the whole prefill, then one decode
 /// step at each of `samples` contexts spread evenly over the generation (the middle of each
 /// equal share), each standing for its share. For fault simulations, which need the rate of
 /// many cluster states: cheaper than every step, and exact when steps do not vary.
-pub fn sample_generate(plan: &Plan, prompt: u64, generate: u64, samples: u64, seed: u64) -> GenerateRun {
-    let mut run = simulate_generate(plan, prompt, 0, seed);
+pub fn sample_generate(plan: &Plan, depth: u64, prompt: u64, generate: u64, samples: u64, seed: u64) -> GenerateRun {
+    let mut run = simulate_generate_at(plan, depth, prompt, 0, seed);
     let k = samples.clamp(1, generate.max(1));
     let mut jitter = Jitter::new(seed ^ 0x5eed, plan.jitter_cv);
     let mut low = lower_step(plan, 1);
@@ -354,7 +362,7 @@ pub fn sample_generate(plan: &Plan, prompt: u64, generate: u64, samples: u64, se
     let (mut decode, mut bytes) = (0.0, 0.0);
     let share = generate as f64 / k as f64;
     for j in 0..k {
-        let context = prompt + (2 * j + 1) * generate / (2 * k);
+        let context = depth + prompt + (2 * j + 1) * generate / (2 * k);
         low.retime(plan, context);
         let tl = execute(&low.graph, now, &mut jitter);
         for (t, w) in run.decode_work.iter_mut().zip(low.work(plan, context)) {
@@ -386,12 +394,19 @@ pub(super) fn sample(k: u64, samples: u64, total: u64) -> (u64, u64) {
 /// [`simulate_generate`], recording the executed tasks into `trace` when given. Once the
 /// trace's cap is reached, the remaining chunks and steps are counted, not simulated (the
 /// returned run then covers only the traced part: a traced run is for its trace).
-pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u64, mut trace: Option<&mut Trace<'_>>) -> GenerateRun {
+pub fn simulate_generate_traced(
+    plan: &Plan,
+    depth: u64,
+    prompt: u64,
+    generate: u64,
+    seed: u64,
+    mut trace: Option<&mut Trace<'_>>,
+) -> GenerateRun {
     let mut jitter = Jitter::new(seed, plan.jitter_cv);
     let mut events = 0;
     let n = plan.n();
     let mut pre = PhaseTotals::new(n);
-    let (prefill_ns, prefill_events) = prefill(plan, prompt, &mut jitter, trace.as_deref_mut(), &mut pre);
+    let (prefill_ns, prefill_events) = prefill(plan, depth, prompt, &mut jitter, trace.as_deref_mut(), &mut pre);
     events += prefill_events;
     let mut now = prefill_ns;
     let mut low = lower_step(plan, 1);
@@ -405,7 +420,7 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
         }
         let (g, weight) = sample(k, samples, generate);
         // The sample stands for steps g..g+weight: time it at their middle context.
-        let context = prompt + g + (weight - 1) / 2;
+        let context = depth + prompt + g + (weight - 1) / 2;
         low.retime(plan, context);
         let tl = execute(&low.graph, now, &mut jitter);
         if let Some(tr) = trace.as_deref_mut() {
@@ -425,7 +440,14 @@ pub fn simulate_generate_traced(plan: &Plan, prompt: u64, generate: u64, seed: u
 /// Prefill in chunks (mlx-lm chunks all but the last prompt token, then runs that token alone);
 /// more than [`MAX_SIMULATED_PREFILL_CHUNKS`] full-size chunks are sampled. Returns the prefill
 /// time and the events processed; adds busy time and work to `totals`.
-fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut Trace<'_>>, totals: &mut PhaseTotals) -> (Time, u64) {
+fn prefill(
+    plan: &Plan,
+    depth: u64,
+    prompt: u64,
+    jitter: &mut Jitter,
+    mut trace: Option<&mut Trace<'_>>,
+    totals: &mut PhaseTotals,
+) -> (Time, u64) {
     let chunk = plan.options.prefill_chunk.max(1);
     let chunked = if plan.options.prefill_last_token_alone { prompt.saturating_sub(1) } else { prompt };
     // The full-size chunks, then the rest of the chunked part, then the lone last token.
@@ -460,9 +482,9 @@ fn prefill(plan: &Plan, prompt: u64, jitter: &mut Jitter, mut trace: Option<&mut
     for k in 0..samples {
         let (c, weight) = sample(k, samples, full);
         // The sample stands for chunks c..c+weight: time it at their middle.
-        events += run(chunk, (c + (weight - 1) / 2) * chunk, c, weight, &mut now);
+        events += run(chunk, depth + (c + (weight - 1) / 2) * chunk, c, weight, &mut now);
     }
-    let mut done = full * chunk;
+    let mut done = depth + full * chunk;
     for (i, t) in tail.into_iter().enumerate() {
         events += run(t, done, full + i as u64, 1, &mut now);
         done += t;

@@ -32,7 +32,7 @@ pub use envelope::{envelope, same_setup, scenario_setups};
 pub use gantt::{Gantt, GanttError, GanttRow, GanttSpan, GanttTask, TaskKind, gantt};
 pub use generate::{
     GenerateRun, MAX_SIMULATED_DECODE_STEPS, MAX_SIMULATED_PREFILL_CHUNKS, Schedule, sample_generate, simulate_generate,
-    simulate_generate_traced,
+    simulate_generate_at, simulate_generate_traced,
 };
 pub use power::hardware_cost;
 pub use replay::{ServeBase, estimate_nudged, estimate_serve_base};
@@ -87,12 +87,14 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
         let run = simulate_batched_bench(&plan, w.batch, w.prompt_tokens, w.generate_tokens, w.same_tokens, s.seed);
         return Ok(generate_estimate(s, &plan, &run, profile));
     }
-    let run = simulate_generate(&plan, s.workload.prompt_tokens, s.workload.generate_tokens, s.seed);
+    let w = &s.workload;
+    let run = simulate_generate_at(&plan, w.context_tokens, w.prompt_tokens, w.generate_tokens, s.seed);
     Ok(generate_estimate(s, &plan, &run, profile))
 }
 
-/// What a generate schedule depends on: the plan (identity blanked), prompt and generation.
-type ScheduleKey = (Plan, u64, u64);
+/// What a generate schedule depends on: the plan (identity blanked), the cached context, the
+/// prompt and the generation.
+type ScheduleKey = (Plan, u64, u64, u64);
 
 /// The last generate [`Schedule`] a worker built, with the key of what it depends on: the plan
 /// (prices and names aside) and the prompt and generation lengths, not the seed.
@@ -118,15 +120,15 @@ impl ScheduleCache {
 
     /// The schedule of `plan` for `prompt` + `generate` tokens: the cached one when it has the
     /// same key, else a new one (which replaces it).
-    fn schedule(&mut self, plan: &Plan, prompt: u64, generate: u64) -> Arc<Schedule> {
-        let key = (bounds::without_identity(plan), prompt, generate);
+    fn schedule(&mut self, plan: &Plan, depth: u64, prompt: u64, generate: u64) -> Arc<Schedule> {
+        let key = (bounds::without_identity(plan), depth, prompt, generate);
         match &self.last {
             Some((k, sch)) if **k == key => {
                 self.hits += 1;
                 sch.clone()
             }
             _ => {
-                let sch = Arc::new(Schedule::new(plan, prompt, generate));
+                let sch = Arc::new(Schedule::new(plan, depth, prompt, generate));
                 self.last = Some((Box::new(key), sch.clone()));
                 sch
             }
@@ -143,7 +145,8 @@ pub fn estimate_reusing(s: &Scenario, profile: &Profile, cache: &mut ScheduleCac
         return estimate(s, profile);
     }
     let plan = generate_plan(s, profile)?;
-    let run = cache.schedule(&plan, s.workload.prompt_tokens, s.workload.generate_tokens).run(s.seed);
+    let w = &s.workload;
+    let run = cache.schedule(&plan, w.context_tokens, w.prompt_tokens, w.generate_tokens).run(s.seed);
     Ok(generate_estimate(s, &plan, &run, profile))
 }
 
@@ -304,5 +307,6 @@ pub(crate) fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile)
 /// The plan of a scenario whose KV cache holds the whole prompt and generation (of every
 /// sequence of a batched-bench run).
 pub(crate) fn generate_plan(s: &Scenario, profile: &Profile) -> Result<Plan, PlanError> {
-    s.plan(s.workload.batch.max(1) * (s.workload.prompt_tokens + s.workload.generate_tokens), profile)
+    let w = &s.workload;
+    s.plan(w.batch.max(1) * (w.context_tokens + w.prompt_tokens + w.generate_tokens), profile)
 }

@@ -31,7 +31,7 @@ pub fn trace_plan(s: &Scenario, profile: &Profile) -> Result<Plan, EstimateError
 /// stops simulating: the steps left are counted in `tr.skipped`.
 pub fn trace_run(s: &Scenario, plan: &Plan, tr: &mut Trace<'_>) {
     let steps = s.workload.generate_tokens.min(tr.max_decode_steps);
-    simulate_generate_traced(plan, s.workload.prompt_tokens, steps, s.seed, Some(tr));
+    simulate_generate_traced(plan, s.workload.context_tokens, s.workload.prompt_tokens, steps, s.seed, Some(tr));
 }
 
 /// Runs the scenario's serving workload as [`super::estimate`] simulates it (same plan, seed and

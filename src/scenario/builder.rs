@@ -52,6 +52,7 @@ pub const KEYS: &[&str] = &[
     "workload.kind",
     "workload.prompt_tokens",
     "workload.generate_tokens",
+    "workload.context_tokens",
     "workload.hpl_n",
     "workload.arrival",
     "workload.concurrency",
@@ -338,6 +339,7 @@ impl ScenarioBuilder {
             "workload.kind" => self.workload_mut().kind = Some(sp(v.string()?)),
             "workload.prompt_tokens" => self.workload_mut().prompt_tokens = Some(sp(RawLength::Fixed(v.int()?))),
             "workload.generate_tokens" => self.workload_mut().generate_tokens = Some(sp(RawLength::Fixed(v.int()?))),
+            "workload.context_tokens" => self.workload_mut().context_tokens = Some(sp(v.int()?)),
             "workload.arrival" => self.workload_mut().arrival = Some(sp(v.string()?)),
             "workload.concurrency" => self.workload_mut().concurrency = Some(sp(v.int()?)),
             "workload.trace" => self.workload_mut().trace = Some(sp(v.string()?)),
@@ -432,6 +434,7 @@ impl ScenarioBuilder {
             key(&mut t, "kind", s(&w.kind));
             key(&mut t, "prompt_tokens", w.prompt_tokens.as_ref().map(|l| length_value(l.get_ref())));
             key(&mut t, "generate_tokens", w.generate_tokens.as_ref().map(|l| length_value(l.get_ref())));
+            key(&mut t, "context_tokens", i(&w.context_tokens));
             key(&mut t, "hpl_n", i(&w.hpl_n));
             key(&mut t, "hpl_nb", i(&w.hpl_nb));
             key(&mut t, "hpl_p", i(&w.hpl_p));

@@ -58,6 +58,10 @@ pub struct Workload {
     pub prompt_tokens: u64,
     /// Tokens to generate (a serving run's mean).
     pub generate_tokens: u64,
+    /// Tokens already in the KV cache when a `generate` run's prompt arrives (llama-bench's
+    /// `-d` / `@ dN` tests, a conversation's earlier turns): the prompt's prefill attends to them
+    /// and decode reads them, their own prefill is not timed. 0 for other kinds.
+    pub context_tokens: u64,
     /// HPL problem size N (0: sized to memory by the top500-benchmark convention).
     pub hpl_n: u64,
     /// Sequences of a `batched-bench` workload (`-npl`); 1 otherwise.
@@ -97,6 +101,7 @@ impl Default for Workload {
             kind: WorkloadKind::Generate,
             prompt_tokens: 128,
             generate_tokens: 128,
+            context_tokens: 0,
             hpl_n: 0,
             batch: 1,
             same_tokens: true,

@@ -59,6 +59,7 @@ const KEYS: &[(&str, KeyType)] = &[
     ("workload.kind", KeyType::Str),
     ("workload.prompt_tokens", KeyType::Int),
     ("workload.generate_tokens", KeyType::Int),
+    ("workload.context_tokens", KeyType::Int),
     ("workload.hpl_n", KeyType::Int),
     ("workload.arrival", KeyType::Str),
     ("workload.concurrency", KeyType::Int),

@@ -790,6 +790,10 @@ fn macos_frame_bytes(src: &Source, m: &Spanned<String>, fabric: &FabricSpec) -> 
 /// small (not a llama.cpp limit; the published runs go to 32).
 const MAX_BATCHED_BENCH_SEQUENCES: i64 = 1024;
 
+/// Most tokens a `generate` run may find in its cache before the prompt: an input bound (no
+/// model in the catalog has a window past 10M tokens; the model's own window is checked too).
+const MAX_CONTEXT_TOKENS: i64 = 10_000_000;
+
 /// The `[workload]` table; `whole` is its span.
 fn workload(src: &Source, w: &RawWorkload, whole: Range<usize>) -> Result<Workload, ScenarioError> {
     let mut workload = Workload::default();
@@ -825,6 +829,19 @@ fn workload(src: &Source, w: &RawWorkload, whole: Range<usize>) -> Result<Worklo
     }
     if let Some(g) = &w.generate_tokens {
         workload.generate_tokens = serve::length(src, g, "workload.generate_tokens", serving)?.mean();
+    }
+    if let Some(d) = &w.context_tokens {
+        if workload.kind != WorkloadKind::Generate {
+            return Err(src
+                .error(
+                    d.span(),
+                    "`workload.context_tokens` applies to kind = \"generate\" only",
+                    Some("set kind = \"generate\" (one request after a filled context, as llama-bench -d), or remove the key".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        // 0 is the default (an empty cache); negative is an error.
+        workload.context_tokens = if *d.get_ref() == 0 { 0 } else { positive(src, d, "workload.context_tokens", MAX_CONTEXT_TOKENS)? };
     }
     if let Some(h) = &w.hpl_n {
         workload.hpl_n = positive(src, h, "workload.hpl_n", 10_000_000)?;
@@ -914,17 +931,26 @@ fn check_workload_limits(
         _ => None,
     };
     if let (Some((prompt, generate)), Some(max)) = (lengths, model.max_context) {
-        let context = prompt + generate;
+        let depth = workload.context_tokens;
+        let context = depth + prompt + generate;
         if context > max {
-            // At the larger of the two (the one to shorten), else whichever the file sets.
-            let (p, g) = (w.prompt_tokens.as_ref(), w.generate_tokens.as_ref());
-            let first = if generate > prompt { g.or(p) } else { p.or(g) };
-            let span = first.map_or(0..0, Spanned::span);
+            // At the largest of the three (the one to shorten), else whichever the file sets.
+            let (p, g) = (w.prompt_tokens.as_ref().map(Spanned::span), w.generate_tokens.as_ref().map(Spanned::span));
+            let d = w.context_tokens.as_ref().map(Spanned::span);
+            let first = if depth > prompt.max(generate) {
+                d.or(p)
+            } else if generate > prompt {
+                g.or(p)
+            } else {
+                p.or(g)
+            };
+            let span = first.unwrap_or(0..0);
+            let already = if depth > 0 { format!("context_tokens {depth} + ") } else { String::new() };
             return Err(src
                 .error(
                     span,
                     format!(
-                        "prompt_tokens {prompt} + generate_tokens {generate} = {context} tokens is past {}'s context window of {max} tokens",
+                        "{already}prompt_tokens {prompt} + generate_tokens {generate} = {context} tokens is past {}'s context window of {max} tokens",
                         model.name
                     ),
                     Some(format!(

@@ -138,3 +138,136 @@ fn mlx_gated_deltanet_prefill_grows_linearly_at_the_sequential_kernel_rate() {
         }
     }
 }
+
+/// A `generate` run on one GB10 with llama.cpp's 2048-token micro-batch: `depth` tokens in the
+/// cache, then `prompt` tokens prefilled and `generate` decoded.
+fn gb10_run(depth: u64, prompt: u64, generate: u64) -> Scenario {
+    let depth_key = if depth > 0 { format!("context_tokens = {depth}\n") } else { String::new() };
+    let text = format!(
+        "name = \"d\"\nseed = 1\n[cluster]\nnode = \"dgx-spark\"\ncount = 1\n[model]\nname = \"gpt-oss-120b\"\nquant = \"mxfp4\"\n[engine]\nname = \"llama-cpp\"\nprefill_chunk = 2048\n[workload]\nprompt_tokens = {prompt}\ngenerate_tokens = {generate}\n{depth_key}"
+    );
+    parse(Source { path: "d.toml".into(), dir: PathBuf::new(), text }).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// llama-bench's `pp2048 @ d32768` times the 2048 tokens after a 32768-token context: with
+/// `context_tokens`, the prefill is exactly the last chunk of a 34816-token prompt (the chunks
+/// line up: 32768 is 16 micro-batches), i.e. the difference of the two full prefills, and
+/// decode after it reads the same context as decode after the whole prompt.
+#[test]
+fn a_prefill_after_a_filled_context_is_the_chunks_after_it() {
+    let p = profile();
+    let ttft = |s: &Scenario| estimate(s, &p).unwrap().ttft_s;
+    let after = estimate(&gb10_run(32768, 2048, 4), &p).unwrap();
+    let marginal = ttft(&gb10_run(0, 34816, 1)) - ttft(&gb10_run(0, 32768, 1));
+    assert!((after.ttft_s - marginal).abs() < 1e-5, "{} vs {marginal}", after.ttft_s);
+    assert!((after.prefill_tokens_per_s - 2048.0 / marginal).abs() / after.prefill_tokens_per_s < 1e-5);
+    let whole = estimate(&gb10_run(0, 34816, 4), &p).unwrap();
+    assert!((after.decode_tokens_per_s / whole.decode_tokens_per_s - 1.0).abs() < 1e-9);
+    // Attention over a longer cache: slower than the same 2048 tokens on an empty context.
+    let fresh = estimate(&gb10_run(0, 2048, 4), &p).unwrap();
+    assert!(after.prefill_tokens_per_s < 0.9 * fresh.prefill_tokens_per_s, "{} vs {}", after.prefill_tokens_per_s, fresh.prefill_tokens_per_s);
+    assert!(after.decode_tokens_per_s < fresh.decode_tokens_per_s);
+}
+
+/// The prefill rate never rises with the context already in the cache (each token attends to
+/// at least as much), on every runtime of the GB10 and the M3 Ultra that runs the model.
+#[test]
+fn prefill_after_more_context_is_never_faster() {
+    let p = profile();
+    for (node, engine, quant) in [("dgx-spark", "llama-cpp", "mxfp4"), ("dgx-spark", "vllm", "mxfp4"), ("m3-ultra-80c-512gb", "mlx-lm", "mxfp4")] {
+        let mut last = f64::INFINITY;
+        for depth in [0u64, 4096, 16384, 65536] {
+            let text = format!(
+                "name = \"d\"\nseed = 1\n[cluster]\nnode = \"{node}\"\ncount = 1\n[model]\nname = \"gpt-oss-120b\"\nquant = \"{quant}\"\n[engine]\nname = \"{engine}\"\n[workload]\nprompt_tokens = 1024\ngenerate_tokens = 2\ncontext_tokens = {depth}\n"
+            );
+            let s = parse(Source { path: "d.toml".into(), dir: PathBuf::new(), text }).unwrap_or_else(|e| panic!("{e}"));
+            let rate = estimate(&s, &p).unwrap().prefill_tokens_per_s;
+            assert!(rate <= last * (1.0 + 1e-9), "{node} {engine}: {rate} tok/s after {depth} > {last}");
+            last = rate;
+        }
+    }
+}
+
+/// `context_tokens` is a generate run's key, counts against the model's window, and is read
+/// from `--set`.
+#[test]
+fn context_tokens_errors_name_the_key() {
+    let bad = |workload: &str| {
+        let text = format!(
+            "name = \"d\"\n[cluster]\nnode = \"dgx-spark\"\ncount = 1\n[model]\nname = \"gpt-oss-120b\"\n[engine]\nname = \"llama-cpp\"\n[workload]\n{workload}"
+        );
+        parse(Source { path: "d.toml".into(), dir: PathBuf::new(), text }).unwrap_err().to_string()
+    };
+    let e = bad("kind = \"serve\"\nconcurrency = 2\ncontext_tokens = 100\n");
+    assert!(e.contains("`workload.context_tokens` applies to kind = \"generate\" only"), "{e}");
+    let e = bad("prompt_tokens = 1000\ngenerate_tokens = 100\ncontext_tokens = 131000\n");
+    assert!(e.contains("context_tokens 131000 + prompt_tokens 1000 + generate_tokens 100 = 132100 tokens is past"), "{e}");
+    let e = bad("context_tokens = -5\n");
+    assert!(e.contains("`workload.context_tokens` = -5 is out of range"), "{e}");
+    let out = crate::bin()
+        .args(["run", "--json", "--set", "workload.context_tokens=8192", "--set", "workload.generate_tokens=2"])
+        .arg(crate::root().join("scenarios/spark-vllm-gptoss120b.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let at: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = crate::bin().args(["run", "--json", "--set", "workload.generate_tokens=2"]).arg(crate::root().join("scenarios/spark-vllm-gptoss120b.toml")).output().unwrap();
+    let fresh: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rate = |v: &Value| v["prefill_tokens_per_s"].as_f64().unwrap();
+    assert!(rate(&at) < rate(&fresh), "{} vs {}", rate(&at), rate(&fresh));
+}
+
+/// `validate` reads a llama-bench prefill test after a filled context (`pp512 @ d4096` in the
+/// notes, the prompt column holding depth + prompt or the prompt alone) as the rate of the timed
+/// tokens, says so, and refuses a prompt column that is neither.
+#[test]
+fn validate_reads_prefill_at_depth_as_the_tokens_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n";
+    let row = |id: &str, prompt: &str, notes: &str| {
+        format!("{id},dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,{prompt},1,prefill_tokens_per_s,1000,tok/s,me,\"{notes}\"\n")
+    };
+    let csv = crate::write_text(
+        dir.path(),
+        "d.csv",
+        &format!(
+            "{head}{}{}{}{}",
+            row("whole", "4608", "llama-bench pp512 @ d4096: -ub 2048"),
+            row("timed", "512", "llama-bench pp512 @ d4096: -ub 2048"),
+            row("plain", "512", "llama-bench pp512: -ub 2048"),
+            row("bad", "1000", "llama-bench pp512 @ d4096")
+        ),
+    );
+    let out = crate::bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let pred = |id: &str| v["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).map(|r| r["predicted"].as_f64().unwrap());
+    let (whole, timed, plain) = (pred("whole").unwrap(), pred("timed").unwrap(), pred("plain").unwrap());
+    assert_eq!(whole, timed);
+    assert!(whole < plain, "{whole} vs {plain}");
+    let r = v["rows"].as_array().unwrap().iter().find(|r| r["id"] == "whole").unwrap();
+    assert!(r["assumptions"].to_string().contains("after 4096 tokens already in context"), "{}", r["assumptions"]);
+    assert!(crate::skip_reason(&v, "bad").contains("write 512 (the tokens timed) or 4608 (depth and prompt)"), "{}", crate::skip_reason(&v, "bad"));
+}
+
+/// `import` turns a llama-bench `ppN @ dD` test into a prefill row whose prompt column holds
+/// D + N and whose source names the test, which `validate` reads back as N tokens after D.
+#[test]
+fn import_keeps_prefill_after_a_filled_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let md = crate::write_text(
+        dir.path(),
+        "d.md",
+        "| model | params | backend | ngl | test | t/s |\n| --- | --: | --: | --: | --: | --: |\n| llama 3B Q4_K - Medium | 3.21 B | Metal | 99 | pp512 | 3000.0 ± 1.0 |\n| llama 3B Q4_K - Medium | 3.21 B | Metal | 99 | pp512 @ d4096 | 2500.0 ± 1.0 |\n",
+    );
+    let out = crate::bin().args(["import", "--node", "m3-ultra-80c-512gb"]).arg(&md).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let rows = supernode::calibrate::validate::parse_csv(&csv, "stdout").unwrap();
+    let deep = rows.iter().find(|r| r.id.ends_with("pp512-d4096")).unwrap_or_else(|| panic!("{csv}"));
+    assert_eq!((deep.metric.as_str(), deep.prompt_tokens.as_str()), ("prefill_tokens_per_s", "4608"));
+    let imported = crate::write_text(dir.path(), "i.csv", &csv);
+    let out = crate::bin().args(["-q", "validate", "--json", "--against"]).arg(&imported).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let pred = |suffix: &str| v["rows"].as_array().unwrap().iter().find(|r| r["id"].as_str().unwrap().ends_with(suffix)).unwrap()["predicted"].as_f64().unwrap();
+    assert!(pred("pp512-d4096") < pred("-pp512"), "{v}");
+}
