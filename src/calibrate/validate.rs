@@ -711,10 +711,15 @@ fn batched_bench_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumption
     Ok((prompt, generate))
 }
 
-/// "N generated tokens" in a row's notes.
+/// "N generated tokens" in a row's notes, or the benchmark's test name `tgN`.
 fn notes_generated(row: &MeasurementRow) -> Option<u64> {
     let words: Vec<&str> = row.notes.split_whitespace().collect();
-    words.windows(3).find(|w| w[1] == "generated" && w[2].starts_with("tokens")).and_then(|w| w[0].parse::<u64>().ok())
+    let spelled = words.windows(3).find(|w| w[1] == "generated" && w[2].starts_with("tokens")).and_then(|w| w[0].parse::<u64>().ok());
+    // A benchmark's own test name: llama-benchy and llama-bench write `tg128` for 128 tokens.
+    let test = || {
+        words.iter().find_map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()).strip_prefix("tg").and_then(|n| n.parse::<u64>().ok()))
+    };
+    spelled.or_else(test).filter(|&g| g > 0)
 }
 
 /// Whether two rows come from one benchmark run: same system, memory mix, model, quant, engine
