@@ -89,8 +89,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
         check_fleet(&engine_name, kind, &nodes).map_err(|e| split_error(src, &spans, e))?;
     }
-    no_sixteen_bit_mxfp4_gguf(src, cat, &rm, &model, kind, &engine_name)?;
-    let quant = quant(src, cat, &rm, (&default_quant, declared_quant), kind, &engine_name, &mut spans)?;
+    let quant = quant(src, cat, &rm, (&model, &default_quant, declared_quant), kind, &engine_name, &mut spans)?;
     let size_gb = match &rm.size_gb {
         Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
             return Err(src.error(v.span(), "`model.size_gb` must be a positive number of GB", None).with_kind(ErrorKind::BadValue));
@@ -586,17 +585,19 @@ fn no_sixteen_bit_mxfp4_gguf(
         .with_kind(ErrorKind::QuantFormat))
 }
 
-/// `model.quant`, or the model's default in a format the engine loads; checked against the engine.
+/// `model.quant`, or the model's default in a format the engine loads; checked against the engine
+/// (and, for a model that ships MXFP4 experts, against the files its converter writes).
 fn quant(
     src: &Source,
     cat: &Catalog,
     rm: &RawModel,
-    (default_quant, declared): (&str, Option<QuantSpec>),
+    (model, default_quant, declared): (&ModelSpec, &str, Option<QuantSpec>),
     kind: EngineKind,
     engine_name: &str,
     spans: &mut Spans,
 ) -> Result<QuantSpec, ScenarioError> {
     let format = kind.runtime().format();
+    no_sixteen_bit_mxfp4_gguf(src, cat, rm, model, kind, engine_name)?;
     let quant = match (&rm.gguf_tensor_types, &rm.quant) {
         (Some(t), Some(_)) => {
             return Err(src.error(
