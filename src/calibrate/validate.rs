@@ -1309,6 +1309,22 @@ mod tests {
     }
 
     #[test]
+    fn a_config_that_declares_mxfp4_ships_mxfp4_experts() {
+        // openai/gpt-oss-120b's config.json: `quantization_config.quant_method = "mxfp4"`.
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            RowModel::Config(p)
+        };
+        assert!(ships_mxfp4_experts(&write("oss.json", r#"{"quantization_config": {"quant_method": "mxfp4"}}"#)));
+        assert!(!ships_mxfp4_experts(&write("fp8.json", r#"{"quantization_config": {"quant_method": "fp8"}}"#)));
+        assert!(!ships_mxfp4_experts(&write("bad.json", "not json")));
+        assert!(ships_mxfp4_experts(&RowModel::Preset("gpt-oss-20b".into())));
+        assert!(!ships_mxfp4_experts(&RowModel::Preset("llama-3.1-8b".into())));
+    }
+
+    #[test]
     fn a_config_note_is_read_to_its_path() {
         assert_eq!(
             config_note("engine: via LM Studio; config: ../shared/configs/minimax-m2.1.json"),
