@@ -493,7 +493,7 @@ pub fn row_scenario_in(
         return Err("no model: name a model preset (supernode catalog models)".into());
     }
     let model = row_model(row, csv_dir)?;
-    let quant = resolve_quant(row, all, engine, &mut assumptions)?;
+    let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
     let parallelism = if n == 1 { "none" } else { first_word(&row.parallelism) };
     let fabric_word = first_word(&row.fabric);
     if n > 1 && row.fabric.contains("not stated") {
@@ -801,13 +801,48 @@ fn hpl_scenario(
     Ok((b, assumptions))
 }
 
+/// Whether a row's model ships its routed experts in MXFP4: a preset whose checkpoint does
+/// (gpt-oss), or a `config: PATH` whose `quantization_config.quant_method` is `mxfp4`.
+fn ships_mxfp4_experts(model: &RowModel) -> bool {
+    match model {
+        RowModel::Preset(id) => crate::catalog::catalog().ships_mxfp4_experts(id),
+        RowModel::Config(path) => crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .is_some_and(|v| crate::llm::hf_quant::declares_mxfp4(&v)),
+    }
+}
+
+/// Whether a row's quant label names a 16-bit file: `F16`, `bf16` (every spelling
+/// [`crate::catalog::Catalog::is_sixteen_bit`] knows), or `mxfp4` with a 16-bit word in its
+/// brackets (`mxfp4 (f16 label in llama-bench)`: the file llama-bench types F16).
+fn sixteen_bit_label(raw: &str) -> bool {
+    let cat = crate::catalog::catalog();
+    let label = quant_label(raw);
+    if cat.is_sixteen_bit(&label) {
+        return true;
+    }
+    let bracket = raw.split_once('(').map_or("", |(_, b)| b);
+    label == "mxfp4" && bracket.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| !w.is_empty() && cat.is_sixteen_bit(w))
+}
+
+/// The quantization preset a row's label means on its engine, with what was assumed to read it.
+/// A 16-bit label of a model that ships MXFP4 experts (gpt-oss) on a GGUF runtime is the
+/// `mxfp4-f16` file (llama.cpp's converter keeps the experts MXFP4); other labels go through
+/// the catalog's reader, and a GGUF row that does not say its type gets a guessed one.
 fn resolve_quant(
     row: &MeasurementRow,
     all: &[MeasurementRow],
     engine: &dyn EngineRuntime,
+    model: &RowModel,
     assumptions: &mut Vec<String>,
 ) -> Result<String, String> {
+    use crate::catalog::names::{MXFP4_F16, MXFP4_F16_WHY};
     let family = engine.kernels().format();
+    if family == QuantFamily::Gguf && sixteen_bit_label(&row.quant) && ships_mxfp4_experts(model) {
+        assumptions.push(format!("quant `{}` read as {MXFP4_F16}: {MXFP4_F16_WHY}", row.quant.trim()));
+        return Ok(MXFP4_F16.into());
+    }
     let q = quant_label(&row.quant);
     // The labels people write, through the catalog's one reader (`Catalog::find_quant`): a
     // preset or a label of one, else a bit width read in the engine's format family.
@@ -1247,13 +1282,15 @@ mod tests {
     /// it is refused.
     #[test]
     fn quant_labels_people_write() {
-        let quant = |label: &str, engine: &str| {
-            let body = format!("r,dgx-spark,1,128gb,llama-3.1-8b,{label},{engine},none,none,,,decode_tokens_per_s,1,tok/s,me,\n");
+        let quant_of = |model: &str, label: &str, engine: &str| {
+            let body = format!("r,dgx-spark,1,128gb,{model},{label},{engine},none,none,,,decode_tokens_per_s,1,tok/s,me,\n");
             let rs = rows(&body);
             let rt = runtimes::by_measurement_name(engine).unwrap();
             let mut assumed = Vec::new();
-            resolve_quant(&rs[0], &rs, rt, &mut assumed).map(|q| (q, assumed.len()))
+            let model = row_model(&rs[0], None).unwrap();
+            resolve_quant(&rs[0], &rs, rt, &model, &mut assumed).map(|q| (q, assumed))
         };
+        let quant = |label: &str, engine: &str| quant_of("llama-3.1-8b", label, engine).map(|(q, a)| (q, a.len()));
         for (label, engine, want, assumed) in [
             ("Q8_0", "llama-cpp", "q8_0", 0),
             ("UD-Q4_K_XL", "llama-cpp", "ud-q4_k_xl", 0),
@@ -1291,6 +1328,49 @@ mod tests {
             let e = quant(label, engine).unwrap_err();
             assert!(e.contains(why), "{label} on {engine}: {e}");
         }
+        // gpt-oss ships MXFP4 experts, and llama.cpp's converter keeps them MXFP4 whatever the
+        // outtype: a 16-bit label on a GGUF runtime is the F16/BF16 file (`mxfp4-f16`), said in
+        // one assumption; on MLX or vLLM, and for any other model, 16 bits stay bf16.
+        for (model, label, engine, want) in [
+            ("gpt-oss-120b", "F16", "llama-cpp", "mxfp4-f16"),
+            ("gpt-oss-120b", "f16", "llama-cpp", "mxfp4-f16"),
+            ("gpt-oss-120b", "BF16", "llama-cpp", "mxfp4-f16"),
+            ("gpt-oss-20b", "bf16", "ollama", "mxfp4-f16"),
+            ("gpt-oss-120b", "mxfp4 (f16 label in llama-bench)", "llama-cpp", "mxfp4-f16"),
+            ("gpt-oss-120b", "MXFP4 (BF16 file)", "llama-cpp-rpc", "mxfp4-f16"),
+            ("openai/gpt-oss-120b", "F16", "llama-cpp", "mxfp4-f16"),
+        ] {
+            let (q, assumed) = quant_of(model, label, engine).unwrap();
+            assert_eq!(q, want, "{model} {label} on {engine}");
+            assert!(assumed.len() == 1 && assumed[0].contains("keeps the routed experts in MXFP4"), "{model} {label}: {assumed:?}");
+        }
+        for (model, label, engine, want) in [
+            ("gpt-oss-120b", "MXFP4", "llama-cpp", "mxfp4"),
+            ("gpt-oss-120b", "mxfp4", "llama-cpp", "mxfp4"),
+            ("gpt-oss-120b", "mxfp4 (ggml-org GGUF 59.02 GiB)", "llama-cpp", "mxfp4"),
+            ("gpt-oss-120b", "bf16", "mlx-lm", "bf16"),
+            ("gpt-oss-120b", "bf16", "vllm", "bf16"),
+            ("llama-3.1-8b", "F16", "llama-cpp", "bf16"),
+            ("llama-3.1-8b", "mxfp4 (f16 label in llama-bench)", "llama-cpp", "mxfp4"),
+        ] {
+            assert_eq!(quant_of(model, label, engine).map(|(q, a)| (q, a.len())), Ok((want.to_string(), 0)), "{model} {label} on {engine}");
+        }
+    }
+
+    #[test]
+    fn a_config_that_declares_mxfp4_ships_mxfp4_experts() {
+        // openai/gpt-oss-120b's config.json: `quantization_config.quant_method = "mxfp4"`.
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            RowModel::Config(p)
+        };
+        assert!(ships_mxfp4_experts(&write("oss.json", r#"{"quantization_config": {"quant_method": "mxfp4"}}"#)));
+        assert!(!ships_mxfp4_experts(&write("fp8.json", r#"{"quantization_config": {"quant_method": "fp8"}}"#)));
+        assert!(!ships_mxfp4_experts(&write("bad.json", "not json")));
+        assert!(ships_mxfp4_experts(&RowModel::Preset("gpt-oss-20b".into())));
+        assert!(!ships_mxfp4_experts(&RowModel::Preset("llama-3.1-8b".into())));
     }
 
     #[test]

@@ -188,6 +188,17 @@ pub enum QuantNameError {
     },
 }
 
+/// The preset of a gpt-oss GGUF file labelled F16 or BF16 (Unsloth's `gpt-oss-120b-F16.gguf`):
+/// MXFP4 routed experts, every other weight at 16 bits.
+pub const MXFP4_F16: &str = "mxfp4-f16";
+
+/// Why a 16-bit GGUF label of a model that ships MXFP4 routed experts means [`MXFP4_F16`]:
+/// llama.cpp's converter (`convert_hf_to_gguf.py`, class `GptOssModel`, `repack_mxfp4`) writes
+/// the experts' `*_blocks`/`*_scales` as `GGMLQuantizationType.MXFP4` whatever `--outtype` is.
+pub const MXFP4_F16_WHY: &str = "llama.cpp's converter keeps the routed experts in MXFP4 whatever --outtype \
+     (convert_hf_to_gguf.py GptOssModel.repack_mxfp4): an F16/BF16 GGUF holds MXFP4 experts and 16-bit attention, \
+     router, embedding and LM head";
+
 /// The preset a quantization label names, and how.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuantName {
@@ -229,6 +240,18 @@ impl Catalog {
             _ => return Err(QuantNameError::NoSingleFormat { bits }),
         };
         Ok(QuantName { id: id.to_string(), by_width: true, assumed })
+    }
+
+    /// Whether `label` names a 16-bit file (`f16`, `F16`, `bf16`, `fp16`, `bfloat16`: every label
+    /// [`Catalog::find_quant`] reads as `bf16`).
+    pub fn is_sixteen_bit(&self, label: &str) -> bool {
+        self.find_quant(label, QuantFamily::Any).is_ok_and(|q| q.id == "bf16")
+    }
+
+    /// Whether a model preset's checkpoint ships its routed experts in MXFP4: the presets whose
+    /// default quantization is `mxfp4` (gpt-oss, released with MXFP4 experts).
+    pub fn ships_mxfp4_experts(&self, model_id: &str) -> bool {
+        self.model(model_id).is_some_and(|(p, _)| p.default_quant == "mxfp4")
     }
 }
 

@@ -140,6 +140,12 @@ fn compressed_tensors(id: &str, q: &Value) -> Result<QuantSpec, LlmError> {
     })
 }
 
+/// Whether a `config.json` declares MXFP4 routed experts (`quantization_config.quant_method =
+/// "mxfp4"`, as openai/gpt-oss-120b and -20b ship).
+pub fn declares_mxfp4(v: &Value) -> bool {
+    v.get("quantization_config").and_then(|q| q.get("quant_method")).and_then(Value::as_str) == Some("mxfp4")
+}
+
 /// The quantization a `config.json` declares, if any: MLX's `quantization` block, or a
 /// `compressed-tensors` `quantization_config`. Other methods (fp8, gptq, ...) are not modelled
 /// and give `None` (the checkpoint is then treated as bf16 unless the scenario names a quant).

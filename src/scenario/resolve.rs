@@ -89,7 +89,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
         check_fleet(&engine_name, kind, &nodes).map_err(|e| split_error(src, &spans, e))?;
     }
-    let quant = quant(src, cat, &rm, (&default_quant, declared_quant), kind, &engine_name, &mut spans)?;
+    let quant = quant(src, cat, &rm, (&model, &default_quant, declared_quant), kind, &engine_name, &mut spans)?;
     let size_gb = match &rm.size_gb {
         Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
             return Err(src.error(v.span(), "`model.size_gb` must be a positive number of GB", None).with_kind(ErrorKind::BadValue));
@@ -557,17 +557,47 @@ fn split_error(src: &Source, spans: &Spans, e: SplitError) -> ScenarioError {
     src.error(span, e.to_string(), Some(e.fix())).with_kind(ErrorKind::from(&e))
 }
 
-/// `model.quant`, or the model's default in a format the engine loads; checked against the engine.
+/// Refuses a 16-bit `model.quant` (`bf16`, `f16`) of a model that ships MXFP4 routed experts
+/// (gpt-oss) on a GGUF runtime: llama.cpp's converter keeps the experts MXFP4 whatever its
+/// `--outtype`, so no GGUF stores them at 16 bits (234 GB for gpt-oss-120b); the file people
+/// call F16/BF16 is `mxfp4-f16`, which the error names.
+fn no_sixteen_bit_mxfp4_gguf(
+    src: &Source,
+    cat: &Catalog,
+    rm: &RawModel,
+    model: &ModelSpec,
+    kind: EngineKind,
+    engine_name: &str,
+) -> Result<(), ScenarioError> {
+    use crate::catalog::names::{MXFP4_F16, MXFP4_F16_WHY};
+    let Some(q) = &rm.quant else { return Ok(()) };
+    if kind.runtime().format() != QuantFamily::Gguf || !cat.is_sixteen_bit(q.get_ref()) || !cat.ships_mxfp4_experts(&model.id) {
+        return Ok(());
+    }
+    Err(src
+        .error(
+            q.span(),
+            format!("quantization `{}`: no GGUF of {} holds 16-bit experts; {MXFP4_F16_WHY}", q.get_ref(), model.id),
+            Some(format!(
+                "for the file llama-bench types F16/BF16 on engine `{engine_name}` use quant = \"{MXFP4_F16}\" (MXFP4 experts, 16-bit rest); ggml-org's MXFP4 GGUF is \"mxfp4\""
+            )),
+        )
+        .with_kind(ErrorKind::QuantFormat))
+}
+
+/// `model.quant`, or the model's default in a format the engine loads; checked against the engine
+/// (and, for a model that ships MXFP4 experts, against the files its converter writes).
 fn quant(
     src: &Source,
     cat: &Catalog,
     rm: &RawModel,
-    (default_quant, declared): (&str, Option<QuantSpec>),
+    (model, default_quant, declared): (&ModelSpec, &str, Option<QuantSpec>),
     kind: EngineKind,
     engine_name: &str,
     spans: &mut Spans,
 ) -> Result<QuantSpec, ScenarioError> {
     let format = kind.runtime().format();
+    no_sixteen_bit_mxfp4_gguf(src, cat, rm, model, kind, engine_name)?;
     let quant = match (&rm.gguf_tensor_types, &rm.quant) {
         (Some(t), Some(_)) => {
             return Err(src.error(
@@ -612,7 +642,9 @@ fn quant(
     };
     if !quant.family.loads_on(format) {
         let fix = match format {
-            QuantFamily::Gguf => "llama.cpp loads GGUF: use q4_k_m, q8_0, q2_k, ud-q4_k_xl, mxfp4 or bf16",
+            QuantFamily::Gguf => {
+                "llama.cpp loads GGUF: use q4_k_m, q8_0, q2_k, ud-q4_k_xl, mxfp4, mxfp4-f16 (gpt-oss F16/BF16 files) or bf16"
+            }
             QuantFamily::Hf => {
                 "vLLM and SGLang load Hugging Face checkpoints: use fp8, nvfp4, gptq-int4, awq-int4, mxfp4-hf, mxfp4 or bf16"
             }

@@ -20,6 +20,7 @@ mod faults;
 mod fidelity;
 mod fuzz;
 mod gantt;
+mod gguf_f16;
 mod hostile;
 mod intervals;
 mod invariants;

@@ -125,6 +125,9 @@ const MLX_QUANTS: [&str; 3] = ["mlx-4bit", "mlx-8bit", "bf16"];
 /// In increasing bits per weight (the i-quants: llama.cpp's IQ2_XXS and IQ4_XS mixes).
 const GGUF_QUANTS: [&str; 5] = ["iq2_xxs", "iq4_xs", "q4_k_m", "q8_0", "bf16"];
 const HF_QUANTS: [&str; 4] = ["gptq-int4", "nvfp4", "fp8", "bf16"];
+/// gpt-oss's MXFP4 experts with the rest at 8.5 bits (ggml-org's file), at 16 bits (the file
+/// llama-bench types F16), and all 16-bit: no class loses bits along the chain.
+const MXFP4_QUANTS: [&str; 3] = ["mxfp4", "mxfp4-f16", "bf16"];
 
 /// Fails listing every violation (and how many checks ran), if any.
 fn verdict(what: &str, checked: usize, bad: Vec<String>) {
@@ -297,7 +300,7 @@ fn decode_never_speeds_up_with_context_or_with_more_bits_per_weight() {
     let (mut checked, mut bad) = (0, Vec::new());
     for node in nodes() {
         for model in models() {
-            let mut families = vec![("llama-cpp", GGUF_QUANTS.as_slice())];
+            let mut families = vec![("llama-cpp", GGUF_QUANTS.as_slice()), ("llama-cpp", MXFP4_QUANTS.as_slice())];
             if is_mac(node) {
                 families.push(("mlx-lm", MLX_QUANTS.as_slice()));
             }
