@@ -191,7 +191,8 @@ impl Dataset {
                     }
                     counts.insert(p.scenario.nodes.len() as u32);
                     chips.extend(p.scenario.nodes.iter().map(|n| n.chip.clone()));
-                    ctx = ctx.max(p.scenario.workload.prompt_tokens + p.scenario.workload.generate_tokens);
+                    let w = &p.scenario.workload;
+                    ctx = ctx.max(w.context_tokens + w.prompt_tokens + w.generate_tokens);
                 }
                 TargetSource::Harness(h, _) => {
                     counts.insert(h.world_size);

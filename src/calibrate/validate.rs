@@ -521,7 +521,9 @@ pub fn row_scenario_in(
     if let Some(depth) = prefill_depth(row)? {
         // llama-bench `ppN @ dD`: D tokens filled first (not timed), then the N-token prefill
         // the rate is of (llama-bench.cpp: the depth run precedes the timed test).
-        assumptions.push(format!("prefill of the prompt after {depth} tokens already in context (llama-bench `@ d{depth}`): the rate of those tokens alone"));
+        assumptions.push(format!(
+            "prefill of the prompt after {depth} tokens already in context (llama-bench `@ d{depth}`): the rate of those tokens alone"
+        ));
         b.set("workload.context_tokens", &toml::Value::Integer(i64::try_from(depth).unwrap_or(i64::MAX))).map_err(|e| e.message)?;
     }
     // What the row's command line says (vLLM/SGLang flags in the notes).
@@ -569,7 +571,8 @@ pub fn row_scenario_in(
 /// over the N new tokens only, the depth's own prefill untimed.
 fn depth_test(row: &MeasurementRow) -> Option<(u64, u64)> {
     [row.notes.as_str(), row.source.as_str()].into_iter().find_map(|text| {
-        let words: Vec<&str> = text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"')).filter(|w| !w.is_empty()).collect();
+        let words: Vec<&str> =
+            text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"')).filter(|w| !w.is_empty()).collect();
         words.windows(3).find_map(|w| match (w[0].strip_prefix("pp"), w[1], w[2].strip_prefix('d')) {
             (Some(n), "@", Some(d)) => Some((n.parse().ok()?, d.parse().ok()?)),
             _ => None,
@@ -619,11 +622,8 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
             // `ppN @ dD`: the timed prompt is the N tokens after the depth.
             Some((n, _)) => (n, 1),
             None => {
-                let p: u64 = row
-                    .prompt_tokens
-                    .trim()
-                    .parse()
-                    .map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
+                let p: u64 =
+                    row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
                 (p, 1)
             }
         },
@@ -717,7 +717,9 @@ fn notes_generated(row: &MeasurementRow) -> Option<u64> {
     let spelled = words.windows(3).find(|w| w[1] == "generated" && w[2].starts_with("tokens")).and_then(|w| w[0].parse::<u64>().ok());
     // A benchmark's own test name: llama-benchy and llama-bench write `tg128` for 128 tokens.
     let test = || {
-        words.iter().find_map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()).strip_prefix("tg").and_then(|n| n.parse::<u64>().ok()))
+        words
+            .iter()
+            .find_map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()).strip_prefix("tg").and_then(|n| n.parse::<u64>().ok()))
     };
     spelled.or_else(test).filter(|&g| g > 0)
 }

@@ -162,7 +162,8 @@ fn a_gguf_file_name_decides_the_model_and_its_rows_validate_like_the_published_o
     let csv = dir.path().join("rows.csv");
     let out = bin().args(["import", "--node", "dgx-spark", "-o"]).arg(&csv).arg(fixture("dgx-spark-gpt-oss.jsonl")).assert().success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-    assert!(stderr.contains("import: 3 rows from 4 llama-bench tests"), "{stderr}");
+    // All four tests, the prefill after a 32k context too (its prompt column holds 32768 + 2048).
+    assert!(stderr.contains("import: 4 rows from 4 llama-bench tests"), "{stderr}");
     let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap(), "rows").unwrap();
     for r in &rows {
         assert_eq!((r.model.as_str(), r.quant.as_str()), ("gpt-oss-120b", "mxfp4"), "{}", r.id);
@@ -190,6 +191,7 @@ fn a_gguf_file_name_decides_the_model_and_its_rows_validate_like_the_published_o
     for (mine, published) in [
         ("dgx-spark-gpt-oss-1-pp2048", "n-gb10-gptoss120b-lcpp-pp2048"),
         ("dgx-spark-gpt-oss-2-tg32", "n-gb10-gptoss120b-lcpp-tg32"),
+        ("dgx-spark-gpt-oss-3-pp2048-d32768", "n-gb10-gptoss120b-lcpp-pp2048-d32k"),
         ("dgx-spark-gpt-oss-4-tg32-d32768", "n-gb10-gptoss120b-lcpp-tg32-d32k"),
     ] {
         let (a, b) = (predicted(&ours, mine), predicted(&theirs, published));

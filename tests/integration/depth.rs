@@ -165,7 +165,12 @@ fn a_prefill_after_a_filled_context_is_the_chunks_after_it() {
     assert!((after.decode_tokens_per_s / whole.decode_tokens_per_s - 1.0).abs() < 1e-9);
     // Attention over a longer cache: slower than the same 2048 tokens on an empty context.
     let fresh = estimate(&gb10_run(0, 2048, 4), &p).unwrap();
-    assert!(after.prefill_tokens_per_s < 0.9 * fresh.prefill_tokens_per_s, "{} vs {}", after.prefill_tokens_per_s, fresh.prefill_tokens_per_s);
+    assert!(
+        after.prefill_tokens_per_s < 0.9 * fresh.prefill_tokens_per_s,
+        "{} vs {}",
+        after.prefill_tokens_per_s,
+        fresh.prefill_tokens_per_s
+    );
     assert!(after.decode_tokens_per_s < fresh.decode_tokens_per_s);
 }
 
@@ -174,7 +179,9 @@ fn a_prefill_after_a_filled_context_is_the_chunks_after_it() {
 #[test]
 fn prefill_after_more_context_is_never_faster() {
     let p = profile();
-    for (node, engine, quant) in [("dgx-spark", "llama-cpp", "mxfp4"), ("dgx-spark", "vllm", "mxfp4"), ("m3-ultra-80c-512gb", "mlx-lm", "mxfp4")] {
+    for (node, engine, quant) in
+        [("dgx-spark", "llama-cpp", "mxfp4"), ("dgx-spark", "vllm", "mxfp4"), ("m3-ultra-80c-512gb", "mlx-lm", "mxfp4")]
+    {
         let mut last = f64::INFINITY;
         for depth in [0u64, 4096, 16384, 65536] {
             let text = format!(
@@ -211,7 +218,11 @@ fn context_tokens_errors_name_the_key() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let at: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let out = crate::bin().args(["run", "--json", "--set", "workload.generate_tokens=2"]).arg(crate::root().join("scenarios/spark-vllm-gptoss120b.toml")).output().unwrap();
+    let out = crate::bin()
+        .args(["run", "--json", "--set", "workload.generate_tokens=2"])
+        .arg(crate::root().join("scenarios/spark-vllm-gptoss120b.toml"))
+        .output()
+        .unwrap();
     let fresh: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rate = |v: &Value| v["prefill_tokens_per_s"].as_f64().unwrap();
     assert!(rate(&at) < rate(&fresh), "{} vs {}", rate(&at), rate(&fresh));
@@ -246,7 +257,11 @@ fn validate_reads_prefill_at_depth_as_the_tokens_after_it() {
     assert!(whole < plain, "{whole} vs {plain}");
     let r = v["rows"].as_array().unwrap().iter().find(|r| r["id"] == "whole").unwrap();
     assert!(r["assumptions"].to_string().contains("after 4096 tokens already in context"), "{}", r["assumptions"]);
-    assert!(crate::skip_reason(&v, "bad").contains("write 512 (the tokens timed) or 4608 (depth and prompt)"), "{}", crate::skip_reason(&v, "bad"));
+    assert!(
+        crate::skip_reason(&v, "bad").contains("write 512 (the tokens timed) or 4608 (depth and prompt)"),
+        "{}",
+        crate::skip_reason(&v, "bad")
+    );
 }
 
 /// `import` turns a llama-bench `ppN @ dD` test into a prefill row whose prompt column holds
@@ -268,6 +283,8 @@ fn import_keeps_prefill_after_a_filled_context() {
     let imported = crate::write_text(dir.path(), "i.csv", &csv);
     let out = crate::bin().args(["-q", "validate", "--json", "--against"]).arg(&imported).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    let pred = |suffix: &str| v["rows"].as_array().unwrap().iter().find(|r| r["id"].as_str().unwrap().ends_with(suffix)).unwrap()["predicted"].as_f64().unwrap();
+    let pred = |suffix: &str| {
+        v["rows"].as_array().unwrap().iter().find(|r| r["id"].as_str().unwrap().ends_with(suffix)).unwrap()["predicted"].as_f64().unwrap()
+    };
     assert!(pred("pp512-d4096") < pred("-pp512"), "{v}");
 }

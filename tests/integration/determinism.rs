@@ -88,7 +88,11 @@ fn a_replayed_schedule_is_the_step_by_step_run() {
             let s = b.seed(seed).build().expect("scenario builds");
             let plan = s.plan(1340, &profile).expect("plan");
             let replayed = simulate_generate(&plan, 1300, 40, seed);
-            assert_eq!(replayed, simulate_generate_traced(&plan, 0, 1300, 40, seed, None), "{engine} {par} {topology} x{count} seed {seed}");
+            assert_eq!(
+                replayed,
+                simulate_generate_traced(&plan, 0, 1300, 40, seed, None),
+                "{engine} {par} {topology} x{count} seed {seed}"
+            );
             let fresh = serde_json::to_string(&estimate(&s, &profile).expect("estimate")).unwrap();
             let reused = serde_json::to_string(&estimate_reusing(&s, &profile, &mut cache).expect("estimate")).unwrap();
             assert_eq!(fresh, reused, "{engine} {par} {topology} x{count} seed {seed}");
