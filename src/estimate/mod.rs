@@ -275,6 +275,7 @@ pub(crate) fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile)
             WorkloadKind::BatchedBench => "batched-bench".into(),
         },
         prompt_tokens: s.workload.prompt_tokens,
+        context_tokens: s.workload.context_tokens,
         generate_tokens: s.workload.generate_tokens,
         seed: s.seed,
         decode_tokens_per_s: 0.0,

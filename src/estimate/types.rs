@@ -220,6 +220,10 @@ pub struct Estimate {
     pub workload: String,
     /// Prompt tokens.
     pub prompt_tokens: u64,
+    /// Tokens already in the KV cache before the prompt (`workload.context_tokens`; omitted when
+    /// 0): `prefill_tokens_per_s` is then the rate of the prompt after them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub context_tokens: u64,
     /// Generated tokens.
     pub generate_tokens: u64,
     /// Seed.
@@ -310,4 +314,9 @@ impl Estimate {
     pub fn max_memory_per_node_gb(&self) -> f64 {
         self.memory_per_node_gb.iter().copied().fold(0.0, f64::max)
     }
+}
+
+/// Whether a count is 0 (a JSON key left out when it says nothing).
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }

@@ -49,7 +49,13 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
         row(
             &mut s,
             "prefill",
-            format!("{:.1} tok/s ({} prompt tokens){}", e.prefill_tokens_per_s, e.prompt_tokens, range(iv, "prefill_tokens_per_s", 1)),
+            format!(
+                "{:.1} tok/s ({} prompt tokens{}){}",
+                e.prefill_tokens_per_s,
+                e.prompt_tokens,
+                if e.context_tokens > 0 { format!(" after {} in context", e.context_tokens) } else { String::new() },
+                range(iv, "prefill_tokens_per_s", 1)
+            ),
         );
         row(&mut s, "time to first token", format!("{:.3} s{}", e.ttft_s, range(iv, "ttft_s", 3)));
         row(&mut s, "TPOT p50 / p99", format!("{:.2} / {:.2} ms", e.tpot_ms.p50, e.tpot_ms.p99));

@@ -226,6 +226,14 @@ fn context_tokens_errors_name_the_key() {
     let fresh: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rate = |v: &Value| v["prefill_tokens_per_s"].as_f64().unwrap();
     assert!(rate(&at) < rate(&fresh), "{} vs {}", rate(&at), rate(&fresh));
+    assert_eq!((at["context_tokens"].as_u64(), fresh.get("context_tokens")), (Some(8192), None));
+    let out = crate::bin()
+        .args(["run", "--no-intervals", "--set", "workload.context_tokens=8192", "--set", "workload.generate_tokens=2"])
+        .arg(crate::root().join("scenarios/spark-vllm-gptoss120b.toml"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("(1024 prompt tokens after 8192 in context)"), "{table}");
 }
 
 /// `validate` reads a llama-bench prefill test after a filled context (`pp512 @ d4096` in the
