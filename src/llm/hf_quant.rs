@@ -146,13 +146,38 @@ pub fn declares_mxfp4(v: &Value) -> bool {
     v.get("quantization_config").and_then(|q| q.get("quant_method")).and_then(Value::as_str) == Some("mxfp4")
 }
 
+/// A checkpoint as OpenAI ships gpt-oss (`quant_method = "mxfp4"`): OCP MXFP4 routed experts
+/// (4-bit elements and an 8-bit scale per 32: 4.25 bits), every other weight bf16 (the config's
+/// `modules_to_not_convert`): the catalog's `mxfp4-hf`, as vLLM and SGLang load it.
+fn mxfp4_checkpoint(id: &str) -> QuantSpec {
+    let experts = TensorFormat { bits: 4.25, kernel: KernelFamily::Mxfp4 };
+    QuantSpec {
+        id: id.into(),
+        family: QuantFamily::Hf,
+        scheme: QuantScheme::PerClass {
+            default: TensorFormat::BF16,
+            overrides: vec![ClassFormat { class: TensorClass::RoutedExpert, layer: None, format: experts }],
+        },
+        source: format!("{id}: config.json `quantization_config` (mxfp4: MXFP4 routed experts, the rest bf16)"),
+    }
+}
+
+/// Whether a quantization stores its routed experts in MXFP4 (gpt-oss as it ships or converted).
+pub fn mxfp4_experts(q: &QuantSpec) -> bool {
+    matches!(&q.scheme, QuantScheme::PerClass { overrides, .. }
+        if overrides.iter().any(|o| o.class == TensorClass::RoutedExpert && o.format.kernel == KernelFamily::Mxfp4))
+}
+
 /// The quantization a `config.json` declares, if any: MLX's `quantization` block, or a
-/// `compressed-tensors` `quantization_config`. Other methods (fp8, gptq, ...) are not modelled
+/// `compressed-tensors` `quantization_config`, or gpt-oss's MXFP4 experts. Other methods (fp8, gptq, ...) are not modelled
 /// and give `None` (the checkpoint is then treated as bf16 unless the scenario names a quant).
 pub fn quant_from_hf_config(id: &str, v: &Value) -> Result<Option<QuantSpec>, LlmError> {
     let v = v.get("text_config").filter(|t| t.get("quantization").is_some()).unwrap_or(v);
     if let Some(q) = v.get("quantization").filter(|q| q.is_object()) {
         return mlx_quant(id, q).map(Some);
+    }
+    if declares_mxfp4(v) {
+        return Ok(Some(mxfp4_checkpoint(id)));
     }
     match v.get("quantization_config") {
         Some(q) if q.get("quant_method").and_then(Value::as_str) == Some("compressed-tensors") => compressed_tensors(id, q).map(Some),

@@ -623,7 +623,14 @@ fn quant(
         }
         (None, None) if declared.is_some() => {
             spans.quant = spans.model.clone();
-            declared.expect("checked")
+            let d = declared.expect("checked");
+            // A checkpoint of MXFP4 experts (gpt-oss) runs on MLX and llama.cpp as the
+            // conversions people use (ggml-org's GGUF, mlx-community's MXFP4-Q8: `mxfp4`).
+            if !d.family.loads_on(format) && crate::llm::hf_quant::mxfp4_experts(&d) {
+                cat.quant("mxfp4").expect("quant exists").clone()
+            } else {
+                d
+            }
         }
         (None, None) => {
             spans.quant = spans.model.clone();

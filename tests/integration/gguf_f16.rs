@@ -125,3 +125,38 @@ fn a_16_bit_gpt_oss_scenario_on_a_gguf_runtime_is_refused_with_the_preset_named(
     assert!(decode(dir.path(), &scenario("m3-ultra-80c-512gb", "gpt-oss-120b", "bf16", "mlx-lm")) > 0.0);
     assert!(decode(dir.path(), &scenario(fw, "llama-3.1-8b", "bf16", "llama-cpp")) > 0.0);
 }
+
+/// A gpt-oss `config.json` as OpenAI ships it (`quantization_config.quant_method = "mxfp4"`)
+/// imported with no `model.quant` is the checkpoint it declares: MXFP4 experts and bf16 rest
+/// (`mxfp4-hf`, ~65.2 GB) on vLLM, and on llama.cpp and mlx-lm the conversions people run there
+/// (`mxfp4`: ggml-org's GGUF, mlx-community's MXFP4-Q8), never 234 GB of bf16 experts.
+#[test]
+fn an_imported_gpt_oss_config_is_its_mxfp4_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = r#"{"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "num_hidden_layers": 36, "hidden_size": 2880,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 128, "num_experts_per_tok": 4,
+        "intermediate_size": 2880, "sliding_window": 128, "vocab_size": 201088, "tie_word_embeddings": false,
+        "max_position_embeddings": 131072,
+        "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}}"#;
+    write_text(dir.path(), "config.json", config);
+    let weights = |engine: &str, node: &str| {
+        let sc = write_text(
+            dir.path(),
+            &format!("{engine}.toml"),
+            &format!(
+                "name = \"x\"\n[cluster]\nnode = \"{node}\"\ncount = 1\n[model]\nhf_config = \"config.json\"\n[engine]\nname = \"{engine}\"\n[workload]\nprompt_tokens = 64\ngenerate_tokens = 2\n"
+            ),
+        );
+        let out = bin().args(["run", "--json", "--no-intervals"]).arg(&sc).output().unwrap();
+        assert!(out.status.success(), "{engine}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["memory"][0]["weights_gb"].as_f64().unwrap()
+    };
+    let preset = |q: &str| gpt_oss_120b_bytes(q).0 / 1e9;
+    let vllm = weights("vllm", "dgx-spark");
+    assert!((vllm / preset("mxfp4-hf") - 1.0).abs() < 0.01, "{vllm} GB vs mxfp4-hf {}", preset("mxfp4-hf"));
+    for (engine, node) in [("llama-cpp", "dgx-spark"), ("mlx-lm", "m3-ultra-80c-512gb")] {
+        let w = weights(engine, node);
+        assert!((w / preset("mxfp4") - 1.0).abs() < 0.01, "{engine}: {w} GB vs mxfp4 {}", preset("mxfp4"));
+    }
+}
