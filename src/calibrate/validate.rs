@@ -219,14 +219,23 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
     }
     let ids = |c: &[&crate::hw::NodeSpec]| c.iter().map(|x| x.id.as_str()).collect::<Vec<_>>().join(", ");
     let Some(sizes) = mix_sizes(row, n, assumptions)? else {
+        // The memory a system label names (`Mac Studio M3 Ultra 512GB`), else the node mix's.
+        if let Some(gb) = label_memory_gb(&system) {
+            candidates.retain(|x| x.memory_gb == gb);
+            if candidates.is_empty() {
+                return Err(format!("system `{system}`: no node preset of {gb} GB"));
+            }
+        }
         return match candidates.as_slice() {
             [one] => {
-                assumptions.push(format!("node mix `{}` unknown: `{system}` is only {}", row.node_mix.trim(), one.id));
+                let mix = row.node_mix.trim();
+                let why = if mix.is_empty() { String::new() } else { format!("node mix `{mix}` unknown: ") };
+                assumptions.push(format!("{why}`{system}` is only {}", one.id));
                 Ok(vec![one.id.clone(); n])
             }
             many => match same_chip_and_memory(&system, many, assumptions) {
                 Some(one) => Ok(vec![one; n]),
-                None => Err(format!("system `{system}` is ambiguous ({}) and the node mix names no memory size", ids(many))),
+                None => Ok(vec![full_box(&system, many, assumptions); n]),
             },
         };
     };
@@ -374,6 +383,33 @@ fn nodes_by_words(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
     chip.map_or_else(Vec::new, |chip| cat.nodes.iter().filter(|n| n.chip == chip).collect())
 }
 
+/// The memory size a system label names, GB (`... 512GB`, `(256 GB)`, `128gb`).
+fn label_memory_gb(system: &str) -> Option<f64> {
+    let words: Vec<&str> = system.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).filter(|w| !w.is_empty()).collect();
+    words.iter().enumerate().find_map(|(i, w)| {
+        let number = w.strip_suffix("gb").or_else(|| (words.get(i + 1) == Some(&"gb")).then_some(*w))?;
+        number.parse::<f64>().ok().filter(|gb| *gb > 0.0)
+    })
+}
+
+/// The box a label names when it names the chip but not the memory (`Mac Studio M3 Ultra`):
+/// the chip's fullest box (most GPU cores, then most memory), said in the row's assumptions. A
+/// row measured a run that fit the box it ran on, and memory decides only what fits; a binned
+/// chip (the 60-core M3 Ultra) would prefill slower, which the assumption names.
+fn full_box(system: &str, many: &[&crate::hw::NodeSpec], assumptions: &mut Vec<String>) -> String {
+    let best = many
+        .iter()
+        .max_by(|a, b| (a.gpu_cores, a.memory_gb).partial_cmp(&(b.gpu_cores, b.memory_gb)).unwrap_or(std::cmp::Ordering::Equal))
+        .expect("candidates are not empty");
+    let others: Vec<&str> = many.iter().filter(|n| n.id != best.id).map(|n| n.id.as_str()).collect();
+    assumptions.push(format!(
+        "system `{system}` names no memory size: assumed {} (the chip's fullest box; also {})",
+        best.id,
+        others.join(", ")
+    ));
+    best.id.clone()
+}
+
 /// Presets that differ only in what a throughput prediction does not read from a single box
 /// (maker, price, idle power, ports): the same chip and memory. The first is taken, and the
 /// row says so; `None` when they differ in chip or memory.
@@ -495,9 +531,13 @@ pub fn row_scenario_in(
     let model = row_model(row, csv_dir)?;
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
     let parallelism = if n == 1 { "none" } else { first_word(&row.parallelism) };
-    let fabric_word = first_word(&row.fabric);
+    let (fabric, fabric_note) = fabric_label(&row.fabric, engine.id());
+    let fabric_word = fabric.as_str();
     if n > 1 && row.fabric.contains("not stated") {
         assumptions.push(format!("fabric not stated: assumed {fabric_word}"));
+    }
+    if n > 1 {
+        assumptions.extend(fabric_note);
     }
     let (kind_prompt, generate) = row_tokens(row, all, &mut assumptions)?;
     let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
@@ -596,6 +636,58 @@ fn prefill_depth(row: &MeasurementRow) -> Result<Option<u64>, String> {
             n + d
         )),
     }
+}
+
+/// A fabric as rows write it, read as a catalog fabric id, with what was assumed to read it: a
+/// catalog id as the first word (`tb5-tcp (or 2.5GbE; not stated)`); else the words people use:
+/// Thunderbolt 5 with RDMA/JACCL or TCP (neither said: RDMA under exo, which runs JACCL on
+/// Thunderbolt 5 RDMA where the cables allow, TCP otherwise), Thunderbolt 4, USB4, ConnectX-7 /
+/// QSFP / RoCE / 200G (TCP when said), Ethernet by speed (`10GbE`, `2.5 GbE`, `25G`), Wi-Fi.
+/// Anything else is returned as written, for the scenario to refuse.
+fn fabric_label(raw: &str, engine: &str) -> (String, Option<String>) {
+    let first = first_word(raw);
+    let cat = crate::catalog::catalog();
+    if raw.trim().is_empty() || cat.fabric(first).is_some() {
+        return (first.to_string(), None);
+    }
+    let t = raw.to_lowercase();
+    let has = |ws: &[&str]| ws.iter().any(|w| t.contains(w));
+    let tcp = has(&["tcp", "bridge", "ip over"]);
+    let rdma = has(&["rdma", "jaccl", "roce"]);
+    let id = if has(&["tb5", "tb 5", "thunderbolt 5", "thunderbolt5"]) {
+        if rdma || (!tcp && engine == "exo") { "tb5-rdma" } else { "tb5-tcp" }
+    } else if has(&["tb4", "tb 4", "thunderbolt 4", "thunderbolt4"]) {
+        "tb4-tcp"
+    } else if has(&["usb4", "usb 4"]) {
+        "usb4-tcp"
+    } else if has(&["qsfp", "connectx", "cx7", "cx-7", "roce", "200g", "200 g"]) {
+        if tcp { "cx7-tcp" } else { "cx7-roce" }
+    } else if has(&["wifi", "wi-fi", "wlan"]) {
+        "wifi"
+    } else {
+        match ethernet_gbps(&t) {
+            Some(g) if g == 2.5 => "eth-2.5g",
+            Some(g) if g == 5.0 => "eth-5g",
+            Some(g) if g == 10.0 => "eth-10g",
+            Some(g) if g == 25.0 => "eth-25g",
+            Some(g) if g == 50.0 => "eth-50g",
+            Some(g) if g == 100.0 => "eth-100g",
+            _ => return (first.to_string(), None),
+        }
+    };
+    (id.to_string(), Some(format!("fabric `{}` read as {id}", raw.trim())))
+}
+
+/// The Ethernet speed a fabric label names, Gbit/s (`10GbE`, `2.5 GbE`, `25G`, `10 Gbit`).
+fn ethernet_gbps(t: &str) -> Option<f64> {
+    let words: Vec<&str> = t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).filter(|w| !w.is_empty()).collect();
+    words.iter().enumerate().find_map(|(i, w)| {
+        let unit = ["gbe", "gbit", "gbps", "gb", "g"];
+        let number = unit.iter().find_map(|u| w.strip_suffix(u)).filter(|n| !n.is_empty()).or_else(|| {
+            words.get(i + 1).filter(|next| unit.contains(next) || next.starts_with("gbe") || **next == "ethernet").map(|_| *w)
+        })?;
+        number.parse::<f64>().ok()
+    })
 }
 
 /// Prompt and generated tokens of a row's scenario by its metric (what the benchmark ran),

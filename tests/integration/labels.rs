@@ -62,3 +62,47 @@ fn validate_reads_chip_names_engine_spellings_and_lists_a_row_that_does_not_fit(
     );
     assert_eq!(rows.len(), 9, "{v}");
 }
+
+/// Memory in the system label (`Mac Studio M3 Ultra 512GB`, `(M3 Ultra, 256GB)`) picks the box;
+/// a label with none takes the chip's fullest box and says so; fabrics are read from the words
+/// people write (ConnectX-7 / QSFP, Thunderbolt 5 with or without RDMA, Ethernet by speed,
+/// Wi-Fi), each reading said, and a catalog id as the first word stays as it is.
+#[test]
+fn validate_reads_memory_in_the_system_and_fabric_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |id: &str, system: &str, nodes: u32, mix: &str, model: &str, quant: &str, engine: &str, par: &str, fabric: &str| {
+        format!("{id},\"{system}\",{nodes},{mix},{model},{quant},{engine},{par},\"{fabric}\",,1,decode_tokens_per_s,10,tok/s,test,\n")
+    };
+    let mut csv = String::from(HEADER);
+    for l in [
+        line("m512", "Mac Studio M3 Ultra 512GB", 1, "", "qwen3-235b-a22b", "4bit", "mlx-lm", "none", "none"),
+        line("m256", "Mac Studio (M3 Ultra, 256 GB)", 1, "", "llama-3.2-3b", "4bit", "mlx-lm", "none", "none"),
+        line("bare", "Mac Studio M3 Ultra", 1, "", "llama-3.2-3b", "4bit", "mlx-lm", "none", "none"),
+        line("nosuch", "Mac Studio M3 Ultra 1024GB", 1, "", "llama-3.2-3b", "4bit", "mlx-lm", "none", "none"),
+        line("cx7", "dgx-spark", 2, "2x128gb", "gpt-oss-120b", "mxfp4", "vllm", "tensor", "QSFP 200G"),
+        line("tb5", "mac-studio-m3-ultra", 2, "2x512gb", "deepseek-v3.1", "mlx-4bit", "exo", "tensor", "Thunderbolt 5"),
+        line("tb5tcp", "mac-studio-m3-ultra", 2, "2x512gb", "deepseek-v3.1", "mlx-4bit", "exo", "tensor", "TB5 (TCP bridge)"),
+        line("eth", "framework-desktop-ai-max-395", 2, "2x128gb", "llama-3.3-70b", "q4_k_m", "llama-cpp-rpc", "pipeline", "2.5 GbE"),
+        line("ten", "framework-desktop-ai-max-395", 2, "2x128gb", "llama-3.3-70b", "q4_k_m", "llama-cpp-rpc", "pipeline", "10GbE"),
+        line("id", "mac-studio-m3-ultra", 2, "2x512gb", "deepseek-v3.1", "mlx-4bit", "exo", "pipeline", "tb5-tcp (or 2.5GbE; not stated)"),
+    ] {
+        csv.push_str(&l);
+    }
+    let path = write_text(dir.path(), "rows.csv", &csv);
+    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&path).assert().success().get_output().clone();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let said = |id: &str| {
+        let r = v["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id}: {v}"));
+        r["assumptions"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect::<Vec<_>>().join(" | ")
+    };
+    assert!(said("m512").contains("is only m3-ultra-80c-512gb"), "{}", said("m512"));
+    assert!(said("m256").contains("is only m3-ultra-80c-256gb"), "{}", said("m256"));
+    assert!(said("bare").contains("names no memory size: assumed m3-ultra-80c-512gb (the chip's fullest box"), "{}", said("bare"));
+    assert!(crate::skip_reason(&v, "nosuch").contains("no node preset of 1024 GB"), "{}", crate::skip_reason(&v, "nosuch"));
+    for (id, fabric) in [("cx7", "cx7-roce"), ("tb5", "tb5-rdma"), ("tb5tcp", "tb5-tcp"), ("eth", "eth-2.5g"), ("ten", "eth-10g")] {
+        assert!(said(id).contains(&format!("read as {fabric}")), "{id}: {}", said(id));
+    }
+    assert!(!said("id").contains("read as"), "a catalog id stays as written: {}", said("id"));
+    let rate = |id: &str| v["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap()["predicted"].as_f64().unwrap();
+    assert!(rate("tb5") > rate("tb5tcp"), "RDMA beats TCP on the same cables: {} vs {}", rate("tb5"), rate("tb5tcp"));
+}
