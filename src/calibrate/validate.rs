@@ -665,14 +665,11 @@ fn fabric_label(raw: &str, engine: &str) -> (String, Option<String>) {
     } else if has(&["wifi", "wi-fi", "wlan"]) {
         "wifi"
     } else {
-        match ethernet_gbps(&t) {
-            Some(g) if g == 2.5 => "eth-2.5g",
-            Some(g) if g == 5.0 => "eth-5g",
-            Some(g) if g == 10.0 => "eth-10g",
-            Some(g) if g == 25.0 => "eth-25g",
-            Some(g) if g == 50.0 => "eth-50g",
-            Some(g) if g == 100.0 => "eth-100g",
-            _ => return (first.to_string(), None),
+        const ETHERNET: &[(f64, &str)] =
+            &[(2.5, "eth-2.5g"), (5.0, "eth-5g"), (10.0, "eth-10g"), (25.0, "eth-25g"), (50.0, "eth-50g"), (100.0, "eth-100g")];
+        match ethernet_gbps(&t).and_then(|g| ETHERNET.iter().find(|(speed, _)| *speed == g)) {
+            Some((_, id)) => id,
+            None => return (first.to_string(), None),
         }
     };
     (id.to_string(), Some(format!("fabric `{}` read as {id}", raw.trim())))
