@@ -235,7 +235,8 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
             }
             many => match same_chip_and_memory(&system, many, assumptions) {
                 Some(one) => Ok(vec![one; n]),
-                None => Ok(vec![full_box(&system, many, assumptions); n]),
+                None if many.iter().all(|x| x.chip == many[0].chip) => Ok(vec![full_box(&system, many, assumptions); n]),
+                None => Err(format!("system `{system}` is ambiguous ({}) and the node mix names no memory size", ids(many))),
             },
         };
     };
@@ -392,7 +393,7 @@ fn label_memory_gb(system: &str) -> Option<f64> {
     })
 }
 
-/// The box a label names when it names the chip but not the memory (`Mac Studio M3 Ultra`):
+/// The box a label names when it names one chip but not the memory (`Mac Studio M3 Ultra`):
 /// the chip's fullest box (most GPU cores, then most memory), said in the row's assumptions. A
 /// row measured a run that fit the box it ran on, and memory decides only what fits; a binned
 /// chip (the 60-core M3 Ultra) would prefill slower, which the assumption names.
@@ -1330,12 +1331,14 @@ mod tests {
             ("m5-max", 1, "128gb", vec!["macbook-pro-m5-max-40c-128gb"], 0),
             ("Apple M3 Ultra", 1, "256gb", vec!["m3-ultra-80c-256gb"], 0),
             ("HP Z2 Mini G1a", 1, "128gb", vec!["hp-z2-mini-g1a-128gb"], 0),
+            // One chip, no memory anywhere: its fullest box, said.
+            ("m3-ultra", 1, "unknown", vec!["m3-ultra-80c-512gb"], 1),
+            // Memory in the system label.
+            ("Mac Studio M3 Ultra 256GB", 1, "", vec!["m3-ultra-80c-256gb"], 1),
         ] {
             assert_eq!(nodes(system, n, mix), Ok((want.iter().map(|s| s.to_string()).collect(), notes)), "{system} {mix}");
         }
-        for (system, mix, why) in
-            [("rtx-5090", "32gb", "has no node preset"), ("m3-ultra", "unknown", "is ambiguous"), ("max", "128gb", "is ambiguous")]
-        {
+        for (system, mix, why) in [("rtx-5090", "32gb", "has no node preset"), ("max", "128gb", "is ambiguous")] {
             let e = nodes(system, 1, mix).unwrap_err();
             assert!(e.contains(why), "{system}: {e}");
         }
