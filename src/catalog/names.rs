@@ -308,6 +308,9 @@ mod tests {
             ("Qwen3-235B-A22B-Instruct-2507-MLX-8bit", "qwen3-235b-a22b"),
             ("unsloth/DeepSeek-R1-0528-GGUF", "deepseek-r1"),
             ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3.1"),
+            ("DeepSeek-V3-0324", "deepseek-v3.1"),
+            ("unsloth/DeepSeek-V3-0324-GGUF", "deepseek-v3.1"),
+            ("deepseek-ai/DeepSeek-V3.1-Terminus", "deepseek-v3.1"),
             ("moonshotai/Kimi-K2-Thinking", "kimi-k2-thinking"),
             ("MiniMaxAI/MiniMax-M2", "minimax-m2.1"),
             ("mlx-community/MiniMax-M2.1-4bit", "minimax-m2.1"),
@@ -337,6 +340,8 @@ mod tests {
         }
         for name in [
             "llama3.2",
+            // DeepSeek V3.2's sparse attention is another architecture than V3/V3.1's.
+            "deepseek-ai/DeepSeek-V3.2-Exp",
             "qwen3:32b",
             "Qwen/Qwen3.5-27B",
             "llama4",
