@@ -188,8 +188,9 @@ fn parse_csv(text: &str) -> Result<Vec<BenchRecord>, String> {
     Ok(out)
 }
 
-/// Parses `pp512`, `tg128`, `pp512+tg128`, with an optional ` @ d4096`.
-fn parse_test(s: &str) -> Option<(u64, u64, u64)> {
+/// Parses `pp512`, `tg128`, `pp512+tg128`, with an optional ` @ d4096`: (prompt, generated,
+/// depth) tokens.
+pub(crate) fn parse_test(s: &str) -> Option<(u64, u64, u64)> {
     let (main, depth) = match s.split_once('@') {
         Some((m, d)) => (m.trim(), d.trim().strip_prefix('d')?.parse().ok()?),
         None => (s.trim(), 0),

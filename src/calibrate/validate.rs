@@ -384,13 +384,20 @@ fn nodes_by_words(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
     chip.map_or_else(Vec::new, |chip| cat.nodes.iter().filter(|n| n.chip == chip).collect())
 }
 
+/// The first quantity a lower-case label writes in one of `units`, joined or spaced (`512gb`,
+/// `256 gb`, `2.5 gbe`): its number.
+fn label_quantity(label: &str, units: &[&str]) -> Option<f64> {
+    let words: Vec<&str> = label.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).filter(|w| !w.is_empty()).collect();
+    words.iter().enumerate().find_map(|(i, w)| {
+        let joined = units.iter().find_map(|u| w.strip_suffix(u)).filter(|n| !n.is_empty());
+        let number = joined.or_else(|| words.get(i + 1).filter(|next| units.contains(next)).map(|_| *w))?;
+        number.parse::<f64>().ok().filter(|x| *x > 0.0)
+    })
+}
+
 /// The memory size a system label names, GB (`... 512GB`, `(256 GB)`, `128gb`).
 fn label_memory_gb(system: &str) -> Option<f64> {
-    let words: Vec<&str> = system.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).filter(|w| !w.is_empty()).collect();
-    words.iter().enumerate().find_map(|(i, w)| {
-        let number = w.strip_suffix("gb").or_else(|| (words.get(i + 1) == Some(&"gb")).then_some(*w))?;
-        number.parse::<f64>().ok().filter(|gb| *gb > 0.0)
-    })
+    label_quantity(system, &["gb"])
 }
 
 /// The box a label names when it names one chip but not the memory (`Mac Studio M3 Ultra`):
@@ -614,8 +621,8 @@ fn depth_test(row: &MeasurementRow) -> Option<(u64, u64)> {
     [row.notes.as_str(), row.source.as_str()].into_iter().find_map(|text| {
         let words: Vec<&str> =
             text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"')).filter(|w| !w.is_empty()).collect();
-        words.windows(3).find_map(|w| match (w[0].strip_prefix("pp"), w[1], w[2].strip_prefix('d')) {
-            (Some(n), "@", Some(d)) => Some((n.parse().ok()?, d.parse().ok()?)),
+        words.windows(3).filter(|w| w[1] == "@").find_map(|w| match super::llama_bench::parse_test(&w.join(" "))? {
+            (n, 0, d) if n > 0 && d > 0 => Some((n, d)),
             _ => None,
         })
     })
@@ -678,14 +685,7 @@ fn fabric_label(raw: &str, engine: &str) -> (String, Option<String>) {
 
 /// The Ethernet speed a fabric label names, Gbit/s (`10GbE`, `2.5 GbE`, `25G`, `10 Gbit`).
 fn ethernet_gbps(t: &str) -> Option<f64> {
-    let words: Vec<&str> = t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')).filter(|w| !w.is_empty()).collect();
-    words.iter().enumerate().find_map(|(i, w)| {
-        let unit = ["gbe", "gbit", "gbps", "gb", "g"];
-        let number = unit.iter().find_map(|u| w.strip_suffix(u)).filter(|n| !n.is_empty()).or_else(|| {
-            words.get(i + 1).filter(|next| unit.contains(next) || next.starts_with("gbe") || **next == "ethernet").map(|_| *w)
-        })?;
-        number.parse::<f64>().ok()
-    })
+    label_quantity(t, &["gbe", "gbit", "gbps", "gb", "g"])
 }
 
 /// Prompt and generated tokens of a row's scenario by its metric (what the benchmark ran),
