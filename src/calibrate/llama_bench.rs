@@ -20,7 +20,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::calibrate::validate::MeasurementRow;
+use crate::calibrate::validate::{MeasurementRow, parse_test};
 use crate::catalog::names::{ModelNameError, model_key};
 use crate::catalog::{Catalog, ModelPreset, catalog};
 use crate::llm::ModelSpec;
@@ -186,27 +186,6 @@ fn parse_csv(text: &str) -> Result<Vec<BenchRecord>, String> {
         out.push(from_json(&Value::Object(obj)).map_err(|e| format!("CSV line {}: {e}", i + 2))?);
     }
     Ok(out)
-}
-
-/// Parses `pp512`, `tg128`, `pp512+tg128`, with an optional ` @ d4096`: (prompt, generated,
-/// depth) tokens.
-pub(crate) fn parse_test(s: &str) -> Option<(u64, u64, u64)> {
-    let (main, depth) = match s.split_once('@') {
-        Some((m, d)) => (m.trim(), d.trim().strip_prefix('d')?.parse().ok()?),
-        None => (s.trim(), 0),
-    };
-    let (mut p, mut g) = (0, 0);
-    for part in main.split('+') {
-        let part = part.trim();
-        if let Some(n) = part.strip_prefix("pp") {
-            p = n.parse().ok()?;
-        } else if let Some(n) = part.strip_prefix("tg") {
-            g = n.parse().ok()?;
-        } else {
-            return None;
-        }
-    }
-    Some((p, g, depth))
 }
 
 /// `70.55 B`, `3.21 B`, `999.89 M` -> parameter count.

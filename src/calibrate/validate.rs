@@ -614,6 +614,27 @@ pub fn row_scenario_in(
     Ok((b, assumptions))
 }
 
+/// A llama-bench test name, `pp512`, `tg128`, `pp512+tg128`, with an optional ` @ d4096`, parsed:
+/// (prompt, generated, depth) tokens (llama-bench's own names, which rows and `import` carry).
+pub(crate) fn parse_test(s: &str) -> Option<(u64, u64, u64)> {
+    let (main, depth) = match s.split_once('@') {
+        Some((m, d)) => (m.trim(), d.trim().strip_prefix('d')?.parse().ok()?),
+        None => (s.trim(), 0),
+    };
+    let (mut p, mut g) = (0, 0);
+    for part in main.split('+') {
+        let part = part.trim();
+        if let Some(n) = part.strip_prefix("pp") {
+            p = n.parse().ok()?;
+        } else if let Some(n) = part.strip_prefix("tg") {
+            g = n.parse().ok()?;
+        } else {
+            return None;
+        }
+    }
+    Some((p, g, depth))
+}
+
 /// A llama-bench prefill test after a filled context named in a row's notes or source
 /// (`pp2048 @ d32768`): (prompt tokens timed, depth). llama-bench reports such a test's rate
 /// over the N new tokens only, the depth's own prefill untimed.
@@ -621,7 +642,7 @@ fn depth_test(row: &MeasurementRow) -> Option<(u64, u64)> {
     [row.notes.as_str(), row.source.as_str()].into_iter().find_map(|text| {
         let words: Vec<&str> =
             text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"')).filter(|w| !w.is_empty()).collect();
-        words.windows(3).filter(|w| w[1] == "@").find_map(|w| match super::llama_bench::parse_test(&w.join(" "))? {
+        words.windows(3).filter(|w| w[1] == "@").find_map(|w| match parse_test(&w.join(" "))? {
             (n, 0, d) if n > 0 && d > 0 => Some((n, d)),
             _ => None,
         })
