@@ -426,6 +426,9 @@ fn check_node(file: &UserFile, span: &Range<usize>, n: &NodeSpec) -> Result<(), 
     if let Some(t) = n.mlx_gemm_tflops {
         out_of_range(file, span, "mlx_gemm_tflops", t, 0.001, 100_000.0, "TFLOPS")?;
     }
+    if let Some(t) = n.fp8_gemm_tflops {
+        out_of_range(file, span, "fp8_gemm_tflops", t, 0.001, 100_000.0, "TFLOPS")?;
+    }
     for &w in &n.power_modes_w {
         out_of_range(file, span, "power_modes_w", w, 1.0, 100_000.0, "W")?;
     }

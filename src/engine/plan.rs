@@ -297,6 +297,11 @@ impl Plan {
             // caps what the chip's energy per FLOP allows (hw::NodeSpec::issued_flops).
             peak_flops: spec.issued_flops(self.options.kind.runtime() == Runtime::Mlx, self.chips[node].pj_per_flop),
             alu_flops: spec.issued_flops(false, self.chips[node].pj_per_flop),
+            // FP8 W8A8 checkpoints run on the FP8 tensor cores under the CUDA engines only.
+            fp8_flops: match self.options.kind.runtime() {
+                Runtime::Cuda => spec.fp8_issued_flops(self.chips[node].pj_per_flop).unwrap_or(0.0),
+                _ => 0.0,
+            },
             sequential_recurrence: self.options.kind.runtime() == Runtime::Mlx,
             os: spec.os,
             chip: &self.chips[node],

@@ -80,6 +80,11 @@ pub struct NodeSpec {
     /// (attention has NAX kernels for head dims 64 and 128 only; the rest is not modelled).
     #[serde(default)]
     pub mlx_gemm_tflops: Option<f64>,
+    /// Dense FP8 tensor-core peak, TFLOPS, where the GPU has an FP8 tensor path (GB10): the
+    /// CUDA engines (vLLM, SGLang) run an FP8 W8A8 checkpoint's GEMMs there (CUTLASS scaled_mm)
+    /// at the chip's GEMM efficiencies; every other format and runtime reads `fp16_tflops`.
+    #[serde(default)]
+    pub fp8_gemm_tflops: Option<f64>,
     /// The SoC power limits, W, the box's firmware offers (AI Max+ 395 boards: 55/85/120 W,
     /// FACTS-2026 A3); empty when the box has no user-set mode.
     #[serde(default)]
@@ -157,6 +162,16 @@ impl NodeSpec {
             Some(w) if pj_per_flop > 0.0 => peak.min(w / (pj_per_flop * 1e-12)),
             _ => peak,
         }
+    }
+
+    /// The FP8 tensor-core FLOP/s an FP8 W8A8 GEMM can issue on this node (`fp8_gemm_tflops`,
+    /// under a power mode's cap as [`Self::issued_flops`]), or `None` without an FP8 path.
+    pub fn fp8_issued_flops(&self, pj_per_flop: f64) -> Option<f64> {
+        let peak = self.fp8_gemm_tflops? * 1e12;
+        Some(match self.power_mode_w {
+            Some(w) if pj_per_flop > 0.0 => peak.min(w / (pj_per_flop * 1e-12)),
+            _ => peak,
+        })
     }
 
     /// Checks that a chosen power mode is one the box offers.

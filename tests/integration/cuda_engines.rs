@@ -190,3 +190,48 @@ fn the_shipped_vllm_scenarios_run_generate_serve_sweep_and_plan() {
     let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     assert!(text.contains("vLLM"), "{text}");
 }
+
+/// An FP8 checkpoint's GEMMs run on the GB10's FP8 tensor cores (the node's `fp8_gemm_tflops`,
+/// derived from its FP4 spec, not from a row): prefill of Llama 3.1 8B FP8 on SGLang lands near
+/// the one published GB10 FP8 prefill (FACTS.md: LMSYS, 7,991 tok/s at batch 1; prompt length
+/// unpublished, so 512 and 2,048 tokens bracket it), while bf16 weights keep the 16-bit peak
+/// and decode is untouched (memory-bound: the same bytes at either peak).
+#[test]
+fn fp8_checkpoints_prefill_on_the_fp8_tensor_cores_of_a_gb10() {
+    let run = |quant: &str, engine: &str, prompt: u64| {
+        let text = format!(
+            "[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"llama-3.1-8b\"\nquant = \"{quant}\"\n[engine]\nname = \"{engine}\"\n[workload]\nprompt_tokens = {prompt}\ngenerate_tokens = 16\n"
+        );
+        estimate(&sc(&text), &quiet()).unwrap()
+    };
+    for prompt in [512, 2048] {
+        let fp8 = run("fp8", "sglang", prompt);
+        let err = fp8.prefill_tokens_per_s / 7991.0 - 1.0;
+        assert!(
+            err.abs() < 0.15,
+            "SGLang FP8 prefill at {prompt} tokens: {:.0} tok/s, {:+.1}% off 7,991",
+            fp8.prefill_tokens_per_s,
+            err * 100.0
+        );
+        let bf16 = run("bf16", "sglang", prompt);
+        // Twice the bytes, at the 16-bit peak: at least twice as slow in prefill.
+        assert!(
+            bf16.prefill_tokens_per_s * 2.0 < fp8.prefill_tokens_per_s,
+            "{prompt}: bf16 {} vs fp8 {}",
+            bf16.prefill_tokens_per_s,
+            fp8.prefill_tokens_per_s
+        );
+        // vLLM runs the same FP8 kernels (CUTLASS scaled_mm) on the same tensor cores.
+        let vllm = run("fp8", "vllm", prompt);
+        assert!(
+            (vllm.prefill_tokens_per_s / fp8.prefill_tokens_per_s - 1.0).abs() < 0.1,
+            "{prompt}: vLLM {} vs SGLang {}",
+            vllm.prefill_tokens_per_s,
+            fp8.prefill_tokens_per_s
+        );
+    }
+    // The FP8 path is the CUDA engines': llama.cpp's kernels on the same box read no FP8 peak.
+    let spec = supernode::catalog::catalog().node("dgx-spark").unwrap();
+    assert_eq!(spec.fp8_gemm_tflops, Some(250.0));
+    assert!(supernode::catalog::catalog().node("m3-ultra-80c-512gb").unwrap().fp8_gemm_tflops.is_none());
+}

@@ -283,7 +283,12 @@ fn decode_and_prefill_stay_under_their_rooflines() {
                 let chunk = s.engine.prefill_chunk.min(c.prompt).max(1);
                 let Some(prefill) = work_per_node(&s, chunk, 0) else { continue };
                 let flops_per_token = prefill.iter().map(|(_, f)| f).sum::<f64>() / chunk as f64;
-                let peak = spec.issued_flops(matches!(c.engine, "mlx-lm" | "exo"), pj);
+                // An FP8 checkpoint under a CUDA engine issues its GEMMs on the FP8 tensor cores.
+                let fp8 = c.quant == "fp8" && matches!(c.engine, "vllm" | "sglang");
+                let peak = match spec.fp8_issued_flops(pj) {
+                    Some(f) if fp8 => f,
+                    _ => spec.issued_flops(matches!(c.engine, "mlx-lm" | "exo"), pj),
+                };
                 let ceiling = c.count as f64 * peak / flops_per_token;
                 checked += 1;
                 if e.prefill_tokens_per_s > ceiling * TOL {

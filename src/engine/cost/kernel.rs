@@ -41,6 +41,9 @@ pub struct NodeCost<'a> {
     /// The GPU's plain ALU peak, FLOP/s: `peak_flops` without neural accelerators (an M5's
     /// `mlx_gemm_tflops` is for matrix kernels only), under the same power cap.
     pub alu_flops: f64,
+    /// The FP8 tensor-core peak an FP8 W8A8 GEMM issues at, FLOP/s (0: no FP8 path on this
+    /// node and runtime, so FP8 weights run at `peak_flops` like any other format).
+    pub fp8_flops: f64,
     /// Whether a linear-attention recurrence runs as MLX's `gated_delta` kernel (one
     /// sequential loop over the step's tokens, scalar ALU work: [`recurrence_alu_fraction`])
     /// rather than as llama.cpp's chunked delta-net of matrix multiplications.
@@ -280,7 +283,7 @@ impl NodeCost<'_> {
             bw_eff: streaming_eff(chip.bw_eff_dense, rt.kernel_bw_mult(op.format.kernel)),
             flops: 2.0 * weights * rows as f64,
             dequant_flops: self.dequant_flops(op, weights, rows as f64, 1.0),
-            compute_eff: chip.compute_eff_dense,
+            compute_eff: chip.compute_eff_dense * self.precision_gain(op),
             ..base
         }
     }
@@ -302,6 +305,18 @@ impl NodeCost<'_> {
         2.0 * ops * weights * matrices * tiles
     }
 
+    /// How much faster than `peak_flops` the op's GEMM issues: the FP8 tensor-core peak over
+    /// the 16-bit one for FP8 W8A8 weights where the node and runtime have an FP8 path, else 1.
+    /// The chip's GEMM efficiencies apply to both peaks alike (assumption: no row measures a
+    /// CUDA engine's FP8 efficiency apart from its 16-bit one).
+    fn precision_gain(&self, op: &Op) -> f64 {
+        if op.format.kernel == crate::llm::KernelFamily::Fp8 && self.fp8_flops > self.peak_flops && self.peak_flops > 0.0 {
+            self.fp8_flops / self.peak_flops
+        } else {
+            1.0
+        }
+    }
+
     /// Routed experts (gather GEMV/GEMM): the experts the step's `routed` distinct tokens touch
     /// (each expert's weights stream once per step, whatever rows it serves), 2 FLOPs per
     /// active weight per token.
@@ -319,7 +334,7 @@ impl NodeCost<'_> {
             bw_eff: streaming_eff(chip.bw_eff_expert, rt.kernel_bw_mult(op.format.kernel)),
             flops: 2.0 * op.active_params() as f64 * shard * tokens as f64,
             dequant_flops: self.dequant_flops(op, op.params as f64 * shard, rows_per_expert, touched),
-            compute_eff: chip.compute_eff_expert,
+            compute_eff: chip.compute_eff_expert * self.precision_gain(op),
             ..base
         }
     }
@@ -339,7 +354,7 @@ impl NodeCost<'_> {
             bw_eff: streaming_eff(chip.bw_eff_expert, rt.kernel_bw_mult(op.format.kernel)),
             flops: 2.0 * op.params as f64 * rows_per_expert * busiest,
             dequant_flops: self.dequant_flops(op, op.params as f64, rows_per_expert, busiest),
-            compute_eff: chip.compute_eff_expert,
+            compute_eff: chip.compute_eff_expert * self.precision_gain(op),
             ..base
         }
     }
@@ -530,6 +545,7 @@ mod tests {
             mem_bw: 1e12,
             peak_flops: 1e14,
             alu_flops: 1e14,
+            fp8_flops: 0.0,
             sequential_recurrence: false,
             os: Os::Macos,
             chip,
@@ -578,6 +594,23 @@ mod tests {
         // The runtime's compute scale doubles the peak.
         let fast = RuntimeParams { compute_scale: 2.0, ..runtime() };
         assert!(close(node(&c, &fast, &m).op_ns(&dense(Placement::Replicated), 1000, 0), 20_000_000.0 + 10_000.0));
+    }
+
+    #[test]
+    fn an_fp8_gemm_issues_at_the_fp8_tensor_peak_where_the_node_has_one() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let mut op = dense(Placement::Replicated);
+        op.format = crate::llm::TensorFormat { bits: 8.0, kernel: crate::llm::KernelFamily::Fp8 };
+        // No FP8 path: 2e12 FLOPs / (1e14 x 0.5) = 40 ms, as a 16-bit GEMM.
+        assert!(close(node(&c, &r, &m).op_ns(&op, 1000, 0), 40_000_000.0 + 10_000.0));
+        // An FP8 peak of 2.5e14: 2e12 / (2.5e14 x 0.5) = 16 ms; the bytes (1 GB at 0.5 TB/s =
+        // 2 ms) and a one-row GEMV are unchanged; a bf16 GEMM keeps the 16-bit peak.
+        let fp8 = NodeCost { fp8_flops: 2.5e14, ..node(&c, &r, &m) };
+        assert!(close(fp8.op_ns(&op, 1000, 0), 16_000_000.0 + 10_000.0));
+        assert!(close(fp8.op_ns(&op, 1, 0), 2_000_000.0 + 10_000.0));
+        assert!(close(fp8.op_ns(&dense(Placement::Replicated), 1000, 0), 40_000_000.0 + 10_000.0));
+        // The power model charges the issued work at the faster rate: 2e12 / (0.5 x 2.5).
+        assert!(close(fp8.op_work(&op, 1000, 0).issued_flops, 2e12 / 1.25));
     }
 
     #[test]
