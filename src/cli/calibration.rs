@@ -195,15 +195,19 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
     }
     if d.targets.is_empty() {
         let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-        let why = if d.skipped.is_empty() {
-            "no rows at all (an empty file?)".to_string()
-        } else {
-            format!("{} rows, none predictable", d.skipped.len())
-        };
-        return Err(format!(
-            "no measurements in {}: {why}; give a measurement CSV (the format of shared/data/measurements.csv, a header and one row per measurement) or a harness JSON",
-            names.join(", ")
-        ));
+        if d.skipped.is_empty() {
+            return Err(format!(
+                "no measurements in {}: no rows at all (an empty file?); give a measurement CSV (the format of shared/data/measurements.csv, a header and one row per measurement) or a harness JSON",
+                names.join(", ")
+            ));
+        }
+        // Why each row was set aside: the user's next step (a label, an engine, a column).
+        const SHOWN: usize = 10;
+        let mut why: Vec<String> = d.skipped.iter().take(SHOWN).map(|(id, reason)| format!("\n  {id}: {reason}")).collect();
+        if d.skipped.len() > SHOWN {
+            why.push(format!("\n  ... and {} more", d.skipped.len() - SHOWN));
+        }
+        return Err(format!("no measurements in {}: {} rows, none predictable:{}", names.join(", "), d.skipped.len(), why.concat()));
     }
     Ok(d)
 }

@@ -175,3 +175,21 @@ fn empty_or_nonpositive_measurements_and_user_words() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("a [cluster] table") && !err.contains("RawCluster"), "{err}");
 }
+
+/// A measurement file whose every row is set aside says why, row by row: the label, engine or
+/// column to change, not only that nothing was predictable.
+#[test]
+fn a_file_with_no_predictable_row_names_each_row_and_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rocm.csv");
+    let header = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes";
+    let row = |id: &str, engine: &str| {
+        format!("{id},framework-desktop-ai-max-395,1,128gb,gpt-oss-120b,mxfp4,{engine},none,none,,1,decode_tokens_per_s,40,tok/s,probe,")
+    };
+    std::fs::write(&csv, format!("{header}\n{}\n{}\n", row("rocm-vllm", "vllm"), row("trt", "trtllm"))).unwrap();
+    let out = bin().args(["validate", "--against"]).arg(&csv).assert().code(2).get_output().clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("2 rows, none predictable"), "{err}");
+    assert!(err.contains("rocm-vllm: engine `vllm` needs an NVIDIA GPU"), "{err}");
+    assert!(err.contains("trt: engine `trtllm` is not modelled"), "{err}");
+}
