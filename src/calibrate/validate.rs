@@ -1281,7 +1281,7 @@ mod tests {
     fn every_skipped_row_says_what_to_change() {
         let rs = rows(
             "s,mac-pro-m9,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
-             e,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,tensorrt-llm,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
+             e,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,lmdeploy,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
              m,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,watts_per_token,1,W,me,\n\
              q,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,prefill_tokens_per_s,1,tok/s,me,\n\
              x,mac-studio-m3-ultra,2,3x512gb,llama-3.3-70b,q4_k_m,llama-cpp-rpc,pipeline,tb5-tcp,,,decode_tokens_per_s,1,tok/s,me,\n\

@@ -25,6 +25,9 @@ pub enum EngineKind {
     /// SGLang on CUDA nodes (GB10): the same kernel library as vLLM, SGLang's own scheduler
     /// (separate prefill and decode batches, RadixAttention).
     Sglang,
+    /// TensorRT-LLM on CUDA nodes (GB10), as NVIDIA's Spark playbook runs it: the CUDA
+    /// engines' kernels, in-flight batching under a token budget, MPI ranks (no Ray).
+    TrtLlm,
 }
 
 /// The kernel library an engine runs: the key of a chip's runtime parameters in a profile.

@@ -235,3 +235,40 @@ fn fp8_checkpoints_prefill_on_the_fp8_tensor_cores_of_a_gb10() {
     assert_eq!(spec.fp8_gemm_tflops, Some(250.0));
     assert!(supernode::catalog::catalog().node("m3-ultra-80c-512gb").unwrap().fp8_gemm_tflops.is_none());
 }
+
+/// TensorRT-LLM as NVIDIA's Spark playbook runs it: the CUDA engines' kernels (one user's
+/// `generate` equals vLLM's on one node, where neither has Ray), in-flight batching that holds
+/// at most 64 requests (`--max_batch_size 64`), tensor parallel over two Sparks, no pipeline,
+/// never on a Mac, and every run labelled an extrapolation (no TensorRT-LLM row in the data).
+#[test]
+fn tensorrt_llm_runs_the_cuda_kernels_with_its_playbook_limits() {
+    let generate = |engine: &str| {
+        estimate(&sc(&format!("{}[workload]\nprompt_tokens = 512\ngenerate_tokens = 32\n", spark(engine, ""))), &quiet()).unwrap()
+    };
+    let (trt, vllm) = (generate("trtllm"), generate("vllm"));
+    assert_eq!(trt.decode_tokens_per_s, vllm.decode_tokens_per_s);
+    assert_eq!(trt.ttft_s, vllm.ttft_s);
+    assert_eq!(trt.calibration.status, "extrapolation", "{:?}", trt.calibration);
+    assert!(trt.calibration.reasons.iter().any(|r| r.contains("trtllm")), "{:?}", trt.calibration);
+    // 80 users at once: at most 64 in flight, the rest wait (vLLM's 1024 takes them all).
+    let text = format!(
+        "{}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 80\nrequests = 80\nprompt_tokens = 64\ngenerate_tokens = 16\n",
+        spark("tensorrt-llm", "")
+    );
+    let sv = estimate(&sc(&text), &quiet()).unwrap().serve.unwrap();
+    assert!(sv.scheduler.contains("max_num_seqs: 64") && sv.mean_batch <= 64.0 && sv.requests_completed == 80, "{sv:?}");
+    let vllm_text = text.replace("tensorrt-llm", "vllm");
+    let v = estimate(&sc(&vllm_text), &quiet()).unwrap().serve.unwrap();
+    assert!(v.mean_batch > sv.mean_batch, "vLLM holds all 80 at once: {} vs {}", v.mean_batch, sv.mean_batch);
+    // Two Sparks: tensor parallel by default; pipeline refused, naming the engine.
+    let two = |parallelism: &str| {
+        format!(
+            "[cluster]\nnode = \"dgx-spark\"\ncount = 2\nfabric = \"cx7-roce\"\n[model]\nname = \"llama-3.3-70b\"\nquant = \"fp8\"\n[engine]\nname = \"trtllm\"\nparallelism = \"{parallelism}\"\n"
+        )
+    };
+    assert!(estimate(&sc(&two("tensor")), &quiet()).unwrap().decode_tokens_per_s > 0.0);
+    let err = parse(Source { path: "t.toml".into(), dir: PathBuf::new(), text: two("pipeline") }).unwrap_err().to_string();
+    assert!(err.contains("trtllm"), "{err}");
+    let mac = "[cluster]\nnode = \"m3-ultra-80c-512gb\"\n[model]\nname = \"llama-3.2-3b\"\nquant = \"fp8\"\n[engine]\nname = \"trtllm\"\n";
+    assert!(parse(Source { path: "m.toml".into(), dir: PathBuf::new(), text: mac.into() }).is_err());
+}

@@ -186,10 +186,10 @@ fn a_file_with_no_predictable_row_names_each_row_and_its_reason() {
     let row = |id: &str, engine: &str| {
         format!("{id},framework-desktop-ai-max-395,1,128gb,gpt-oss-120b,mxfp4,{engine},none,none,,1,decode_tokens_per_s,40,tok/s,probe,")
     };
-    std::fs::write(&csv, format!("{header}\n{}\n{}\n", row("rocm-vllm", "vllm"), row("trt", "trtllm"))).unwrap();
+    std::fs::write(&csv, format!("{header}\n{}\n{}\n", row("rocm-vllm", "vllm"), row("lmd", "lmdeploy"))).unwrap();
     let out = bin().args(["validate", "--against"]).arg(&csv).assert().code(2).get_output().clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("2 rows, none predictable"), "{err}");
     assert!(err.contains("rocm-vllm: engine `vllm` needs an NVIDIA GPU"), "{err}");
-    assert!(err.contains("trt: engine `trtllm` is not modelled"), "{err}");
+    assert!(err.contains("lmd: engine `lmdeploy` is not modelled"), "{err}");
 }

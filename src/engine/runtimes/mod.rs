@@ -13,6 +13,7 @@ pub mod llama_cpp_rpc;
 pub mod mlx_lm;
 pub mod ollama;
 pub mod sglang;
+pub mod trtllm;
 pub mod vllm;
 pub mod vllm_mlx;
 
@@ -24,7 +25,7 @@ use super::plan::Plan;
 use super::split::{SplitError, TensorSplitRule};
 
 /// Every runtime module, in the order scenario names are listed (aliases included).
-pub const RUNTIMES: [&dyn EngineRuntime; 8] = [
+pub const RUNTIMES: [&dyn EngineRuntime; 9] = [
     &exo::Exo,
     &mlx_lm::MlxLm,
     &llama_cpp::LlamaCpp,
@@ -33,6 +34,7 @@ pub const RUNTIMES: [&dyn EngineRuntime; 8] = [
     &vllm_mlx::VllmMlx,
     &vllm::Vllm,
     &sglang::Sglang,
+    &trtllm::TrtLlm,
 ];
 
 impl EngineKind {
@@ -46,6 +48,7 @@ impl EngineKind {
             Self::VllmMlx => &vllm_mlx::VllmMlx,
             Self::Vllm => &vllm::Vllm,
             Self::Sglang => &sglang::Sglang,
+            Self::TrtLlm => &trtllm::TrtLlm,
         }
     }
 
@@ -520,11 +523,15 @@ mod tests {
             EngineKind::VllmMlx,
             EngineKind::Vllm,
             EngineKind::Sglang,
+            EngineKind::TrtLlm,
         ] {
             assert!(RUNTIMES.iter().any(|r| r.kind() == k && r.id() == k.id()), "{k:?} registered");
             assert_eq!(k.behaviour().kind(), k);
         }
-        assert_eq!(EngineKind::names(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama", "vllm-mlx", "vllm", "sglang"]);
+        assert_eq!(
+            EngineKind::names(),
+            ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama", "vllm-mlx", "vllm", "sglang", "trtllm", "trt-llm", "tensorrt-llm"]
+        );
     }
 
     #[test]
@@ -532,7 +539,7 @@ mod tests {
         let cat = crate::catalog::catalog();
         let spark = cat.node("dgx-spark").expect("catalog node");
         let mac = cat.node("m3-ultra-80c-512gb").expect("catalog node");
-        for k in [EngineKind::Vllm, EngineKind::Sglang] {
+        for k in [EngineKind::Vllm, EngineKind::Sglang, EngineKind::TrtLlm] {
             assert_eq!(k.runtime(), Runtime::Cuda);
             assert!(k.behaviour().runs_on(spark) && !k.behaviour().runs_on(mac), "{k:?}");
         }
