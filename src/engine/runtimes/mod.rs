@@ -24,6 +24,28 @@ use super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism, Runtim
 use super::plan::Plan;
 use super::split::{SplitError, TensorSplitRule};
 
+/// The split rule of a CUDA engine that runs one node or tensor parallel only (SGLang
+/// `--tp N`, TensorRT-LLM `--tp_size N`): pipeline and expert parallel refused, naming `engine`.
+pub(crate) fn tensor_or_one_node(engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
+    let engine = engine.to_string();
+    match parallelism {
+        Parallelism::Pipeline => Err(SplitError::NoPipeline { engine }),
+        Parallelism::Expert => Err(SplitError::NoExpertParallel { engine }),
+        Parallelism::Tensor | Parallelism::None => Ok(()),
+    }
+}
+
+/// vLLM V1's budgeted loop under the engine's CUDA options (vLLM; TensorRT-LLM's in-flight
+/// batching); the scenario's `max_batch` caps the running sequences.
+pub(crate) fn vllm_v1_loop(max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
+    let c = options.cuda;
+    ServingLoop::VllmV1 {
+        max_num_seqs: max_batch.unwrap_or(c.max_num_seqs),
+        max_num_batched_tokens: c.max_num_batched_tokens,
+        block_tokens: c.kv_block_tokens,
+    }
+}
+
 /// Every runtime module, in the order scenario names are listed (aliases included).
 pub const RUNTIMES: [&dyn EngineRuntime; 9] = [
     &exo::Exo,

@@ -60,12 +60,7 @@ impl CudaEngine for Sglang {
     /// (`--pp-size`, `--ep-size`); neither is modelled (FACTS is silent on how SGLang lowers
     /// them).
     fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
-        let engine = engine.to_string();
-        match parallelism {
-            Parallelism::Pipeline => Err(SplitError::NoPipeline { engine }),
-            Parallelism::Expert => Err(SplitError::NoExpertParallel { engine }),
-            Parallelism::Tensor | Parallelism::None => Ok(()),
-        }
+        super::tensor_or_one_node(engine, parallelism)
     }
 
     /// SGLang's attention shards heads as vLLM's layers do (its `QKVParallelLinear` is vLLM's,

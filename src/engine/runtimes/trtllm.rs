@@ -62,12 +62,7 @@ impl CudaEngine for TrtLlm {
     /// One node or tensor parallel (`--tp_size N`, the playbook's two-Spark recipe). Its
     /// pipeline and expert parallelism are not modelled (FACTS is silent on how it lowers them).
     fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
-        let engine = engine.to_string();
-        match parallelism {
-            Parallelism::Pipeline => Err(SplitError::NoPipeline { engine }),
-            Parallelism::Expert => Err(SplitError::NoExpertParallel { engine }),
-            Parallelism::Tensor | Parallelism::None => Ok(()),
-        }
+        super::tensor_or_one_node(engine, parallelism)
     }
 
     /// Attention heads and MLP columns shard as in vLLM's layers (an assumption).
@@ -83,12 +78,7 @@ impl CudaEngine for TrtLlm {
 
     /// In-flight batching under the token budget: vLLM V1's loop; `max_batch` caps the requests.
     fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
-        let c = options.cuda;
-        ServingLoop::VllmV1 {
-            max_num_seqs: max_batch.unwrap_or(c.max_num_seqs),
-            max_num_batched_tokens: c.max_num_batched_tokens,
-            block_tokens: c.kv_block_tokens,
-        }
+        super::vllm_v1_loop(max_batch, options)
     }
 
     /// Not in `plan`'s search: nothing calibrates it apart from the other CUDA engines, so it

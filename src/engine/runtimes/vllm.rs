@@ -104,12 +104,7 @@ impl CudaEngine for Vllm {
 
     /// V1's scheduler with the engine's budgets; the scenario's `max_batch` caps `max_num_seqs`.
     fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
-        let c = options.cuda;
-        ServingLoop::VllmV1 {
-            max_num_seqs: max_batch.unwrap_or(c.max_num_seqs),
-            max_num_batched_tokens: c.max_num_batched_tokens,
-            block_tokens: c.kv_block_tokens,
-        }
+        super::vllm_v1_loop(max_batch, options)
     }
 
     /// On a cluster every split (the planner drops the splits a model cannot take: a tensor
