@@ -158,20 +158,21 @@ impl NodeSpec {
             Some(t) if mlx => t * 1e12,
             _ => self.flops(),
         };
-        match self.power_mode_w {
-            Some(w) if pj_per_flop > 0.0 => peak.min(w / (pj_per_flop * 1e-12)),
-            _ => peak,
-        }
+        self.power_capped(peak, pj_per_flop)
     }
 
     /// The FP8 tensor-core FLOP/s an FP8 W8A8 GEMM can issue on this node (`fp8_gemm_tflops`,
     /// under a power mode's cap as [`Self::issued_flops`]), or `None` without an FP8 path.
     pub fn fp8_issued_flops(&self, pj_per_flop: f64) -> Option<f64> {
-        let peak = self.fp8_gemm_tflops? * 1e12;
-        Some(match self.power_mode_w {
+        Some(self.power_capped(self.fp8_gemm_tflops? * 1e12, pj_per_flop))
+    }
+
+    /// `peak` FLOP/s under the chosen power mode: at most the mode's watts over `pj_per_flop`.
+    fn power_capped(&self, peak: f64, pj_per_flop: f64) -> f64 {
+        match self.power_mode_w {
             Some(w) if pj_per_flop > 0.0 => peak.min(w / (pj_per_flop * 1e-12)),
             _ => peak,
-        })
+        }
     }
 
     /// Checks that a chosen power mode is one the box offers.
