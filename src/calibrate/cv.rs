@@ -543,6 +543,26 @@ pub enum FoldMethod {
     Exact,
 }
 
+/// What the exact refits of `--cv-exact` did.
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
+pub struct ExactCheck {
+    /// Folds refitted exactly.
+    pub refitted: usize,
+    /// Largest |exact - fast| held-out difference over the refitted folds, percent of measured.
+    pub max_diff_percent: f64,
+    /// Folds whose exact refit failed: they keep the fast prediction.
+    pub fallbacks: Vec<ExactFallback>,
+}
+
+/// A fold whose exact refit failed, and why.
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
+pub struct ExactFallback {
+    /// The fold's group.
+    pub group: String,
+    /// The refit's error.
+    pub reason: String,
+}
+
 /// Per-group error of a cross-validation.
 #[derive(Clone, Debug, serde::Serialize, PartialEq)]
 pub struct GroupError {
@@ -580,9 +600,10 @@ pub struct CvReport {
     pub fitted: Vec<ParamRows>,
     /// Parameters held at their prior on all rows (fewer than two rows move them materially).
     pub held: Vec<ParamRows>,
-    /// With an exact refit per fold: the largest |exact - fast| difference, percent of measured.
+    /// With an exact refit per fold: how many folds it refitted, the largest |exact - fast|
+    /// difference, and the folds that kept their fast prediction.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub exact_vs_fast_max_percent: Option<f64>,
+    pub exact: Option<ExactCheck>,
     /// Parameters fitted on all rows and the rows they are fitted on (degrees of freedom).
     pub budget: ParamBudget,
     /// Held-out rows left out of the scores: a prior that decides their held-out prediction
@@ -752,24 +773,33 @@ pub fn run(data: &Dataset, input: &CvInput<'_>, tick: &(dyn Fn() + Sync)) -> Res
         full = full_fit(&lin, FOLD_STEPS)?;
     }
     let mut folds = cross_validate(&lin, &full, input.grouping, input.selected, fast_steps(input.method), tick);
-    let mut exact_diff = None;
+    let mut exact = None;
     if input.method == FoldMethod::Exact {
         let mut worst: f64 = 0.0;
+        let mut refitted = 0;
+        let mut fallbacks = Vec::new();
         for f in folds.iter_mut() {
             let train: Vec<bool> = (0..lin.rows()).map(|i| input.grouping.key(data, i) != f.group).collect();
-            let exact = exact_fold(&lin, &full, &train, &f.indices, input.prior_weight);
-            if let (Ok(rows), Ok(ex)) = (f.rows.as_mut(), exact) {
-                for (h, e) in rows.iter_mut().zip(ex) {
-                    worst = worst.max(((e - h.predicted) / data.targets[h.index].measured).abs() * 100.0);
-                    let scale = e / h.predicted;
-                    *h = HeldOut { index: h.index, predicted: e, p5: h.p5 * scale, p95: h.p95 * scale };
+            let Ok(rows) = f.rows.as_mut() else { continue };
+            match exact_fold(&lin, &full, &train, &f.indices, input.prior_weight) {
+                Ok(ex) => {
+                    refitted += 1;
+                    for (h, e) in rows.iter_mut().zip(ex) {
+                        worst = worst.max(((e - h.predicted) / data.targets[h.index].measured).abs() * 100.0);
+                        let scale = e / h.predicted;
+                        *h = HeldOut { index: h.index, predicted: e, p5: h.p5 * scale, p95: h.p95 * scale };
+                    }
                 }
+                // Said in the report: a fold whose exact refit failed keeps its fast prediction,
+                // never counted as an exact one.
+                Err(e) => fallbacks.push(ExactFallback { group: f.group.clone(), reason: e.to_string() }),
             }
+            tick();
         }
-        exact_diff = Some(crate::util::round3(worst));
+        exact = Some(ExactCheck { refitted, max_diff_percent: crate::util::round3(worst), fallbacks });
     }
     let priors = row_priors(&lin, input.profile)?;
-    Ok(report(data, &lin, input.grouping, &folds, exact_diff, &priors))
+    Ok(report(data, &lin, input.grouping, &folds, exact, &priors))
 }
 
 fn fast_steps(m: FoldMethod) -> usize {
@@ -780,28 +810,39 @@ fn fast_steps(m: FoldMethod) -> usize {
 }
 
 /// A full Levenberg-Marquardt refit on the training rows (warm start at the full fit, held
-/// parameters at the prior's centre, the same prior), predicting the rows `idx`.
+/// parameters at the prior's centre, the same prior), predicting the rows `idx`. A parameter
+/// the refit finds unconstrained at its start (a small fitted value whose finite-difference
+/// step moves no prediction by a nanosecond) stays where the full fit put it, as the fast
+/// folds keep it, and the refit runs on the others.
 fn exact_fold(lin: &Linearized<'_>, full: &FoldFit, train: &[bool], idx: &[usize], prior_weight: f64) -> Result<Vec<f64>, CalibrateError> {
-    let held = lin.budget(train);
+    let mut held = lin.budget(train);
     let center = lin.values(&lin.center);
     let mut x = full.x.clone();
     for k in (0..x.len()).filter(|&k| held[k]) {
         x[k] = lin.center[k];
     }
     let start = lin.profile_at(&x)?;
-    let free: Vec<String> = (0..held.len()).filter(|&k| !held[k]).map(|k| lin.paths[k].clone()).collect();
-    let free_center: Vec<f64> = (0..held.len()).filter(|&k| !held[k]).map(|k| center[k]).collect();
     let rest = lin.data.subset(train);
-    let fitted = if free.is_empty() {
-        start
-    } else {
-        super::fit::fit_toward(&start, &free, &rest.targets, &|p: &Profile| rest.predict(p), ROBUST_ROUNDS, prior_weight, &free_center)?.0
-    };
-    idx.iter().map(|&i| lin.data.predict_one(i, &fitted).map_err(pred_err)).collect()
+    loop {
+        let free: Vec<String> = (0..held.len()).filter(|&k| !held[k]).map(|k| lin.paths[k].clone()).collect();
+        let free_center: Vec<f64> = (0..held.len()).filter(|&k| !held[k]).map(|k| center[k]).collect();
+        if free.is_empty() {
+            return idx.iter().map(|&i| lin.data.predict_one(i, &start).map_err(pred_err)).collect();
+        }
+        match super::fit::fit_toward(&start, &free, &rest.targets, &|p: &Profile| rest.predict(p), ROBUST_ROUNDS, prior_weight, &free_center)
+        {
+            Ok((fitted, _)) => return idx.iter().map(|&i| lin.data.predict_one(i, &fitted).map_err(pred_err)).collect(),
+            Err(CalibrateError::Unconstrained(p)) => match lin.paths.iter().position(|q| *q == p) {
+                Some(k) if !held[k] => held[k] = true,
+                _ => return Err(CalibrateError::Unconstrained(p)),
+            },
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The report of finished folds.
-fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fold], exact: Option<f64>, priors: &[RowPrior]) -> CvReport {
+fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fold], exact: Option<ExactCheck>, priors: &[RowPrior]) -> CvReport {
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     let mut groups = Vec::new();
@@ -858,7 +899,7 @@ fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fol
         coverage_percent,
         fitted: (0..held.len()).filter(|&k| !held[k]).map(named).collect(),
         held: (0..held.len()).filter(|&k| held[k]).map(named).collect(),
-        exact_vs_fast_max_percent: exact,
+        exact,
         budget: ParamBudget::new(held.iter().filter(|h| !**h).count(), lin.rows()),
         excluded,
     }
@@ -897,8 +938,18 @@ pub fn table(r: &CvReport) -> String {
     let _ =
         writeln!(s, "\nheld-out MAPE over {n} rows: {:.1}%   (decode rows: {:.1}%)", r.report.mape_percent, r.report.decode_mape_percent);
     let _ = writeln!(s, "90% interval coverage: {}/{n} rows inside their own interval ({:.0}%)", r.inside_interval, r.coverage_percent);
-    if let Some(d) = r.exact_vs_fast_max_percent {
-        let _ = writeln!(s, "exact refits: held-out predictions differ from the fast folds' by at most {d:.2}% of measured");
+    if let Some(x) = &r.exact {
+        let _ = writeln!(
+            s,
+            "exact refits: {} folds refitted; their held-out predictions differ from the fast folds' by at most {:.2}% of measured",
+            x.refitted, x.max_diff_percent
+        );
+        if !x.fallbacks.is_empty() {
+            let _ = writeln!(s, "exact refits that failed ({} folds keep the fast prediction):", x.fallbacks.len());
+            for f in &x.fallbacks {
+                let _ = writeln!(s, "  {:<24} {}", f.group, f.reason);
+            }
+        }
     }
     if !r.excluded.is_empty() {
         let _ =

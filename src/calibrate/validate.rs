@@ -583,6 +583,20 @@ pub fn row_scenario_in(
         assumptions.push(format!("{k} = {v}, as another row of its benchmark run ({sibling}) says"));
         b.set(k, &v).map_err(|e| e.message)?;
     }
+    if is_one_batch_server(row) && ONE_BATCH_METRICS.contains(&row.metric.as_str()) {
+        // SGLang's bench_one_batch_server as it defines itself: B random prompts in one
+        // request, prefilled, then decoded together (`kind = "batched-bench"` with independent
+        // routing; estimate::batched); the metric read as the tool computes it (metric_value).
+        let c: i64 = match row.concurrency.trim() {
+            "" => 1,
+            t => t.parse().map_err(|_| format!("concurrency `{t}` is not a number: write the batch size"))?,
+        };
+        assumptions.push(one_batch_reading(c));
+        b.workload_kind("batched-bench");
+        b.set("workload.batch", &c.into()).map_err(|e| e.message)?;
+        b.set("workload.same_tokens", &false.into()).map_err(|e| e.message)?;
+        return Ok((b, assumptions));
+    }
     if row.metric == "aggregate_decode_tokens_per_s" && is_batched_bench(row) {
         // llama-batched-bench as it defines itself: B sequences of token id 0 in one batch
         // (`kind = "batched-bench"`, `same_tokens`; estimate::batched), its S_TG the decode rate.
@@ -713,6 +727,14 @@ fn ethernet_gbps(t: &str) -> Option<f64> {
 /// with the assumptions made where the row is silent; or why the metric is not predicted.
 fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Vec<String>) -> Result<(u64, u64), String> {
     Ok(match row.metric.as_str() {
+        m if is_one_batch_server(row) && ONE_BATCH_METRICS.contains(&m) => {
+            let (prompt, output) = one_batch_lengths(row, Some(assumptions));
+            if output < 2 && m != "prefill_tokens_per_s" {
+                return Err(format!("bench_one_batch_server decode rate with output_len {output}: the tool prints none below 2"));
+            }
+            // The first output token comes from the prefill; the rest are decode steps.
+            (prompt, output.saturating_sub(1).max(1))
+        }
         m if is_power(m) && row.prompt_tokens.trim().is_empty() && sibling_prompt(row, all).is_some() => {
             let p = sibling_prompt(row, all).expect("checked");
             assumptions.push(format!("power row: prompt {p} tokens, the longest of its benchmark's rows"));
@@ -795,6 +817,46 @@ const BATCHED_CUDA_MOE_GAP: &str = "llama-batched-bench at B > 1 on CUDA: the tw
 /// Whether a row was measured by `llama-batched-bench` (named in its notes).
 fn is_batched_bench(row: &MeasurementRow) -> bool {
     row.notes.contains("llama-batched-bench")
+}
+
+/// The rate metrics SGLang's `bench_one_batch_server` prints.
+const ONE_BATCH_METRICS: [&str; 3] = ["decode_tokens_per_s", "aggregate_decode_tokens_per_s", "prefill_tokens_per_s"];
+
+/// `bench_one_batch_server`'s defaults (sglang 0.5.3 `bench_one_batch_server.py` `BenchArgs`:
+/// `input_len` 1024, `output_len` 16), for rows that do not publish their lengths.
+const ONE_BATCH_DEFAULT_LENGTHS: (u64, u64) = (1024, 16);
+
+/// How a `bench_one_batch_server` row of batch `b` is read (the assumption every such row carries).
+fn one_batch_reading(b: i64) -> String {
+    format!(
+        "SGLang's bench_one_batch_server at batch {b} (sglang 0.5.3 `run_one_case`): the {b} prompts sent as one batch, prefilled, then decoded together; prefill rate = {b} x input_len / TTFT of the batch's last request, decode rate = {b} x output_len / (latency - that TTFT), prefill excluded"
+    )
+}
+
+/// Whether a row reports SGLang's `bench_one_batch_server` rates: its notes name the tool, or
+/// it is an SGLang row of an LMSYS review, whose "X tps prefill / Y tps decode at batch B"
+/// pairs are that tool's input and output throughput (the tool of the SGLang team, printing
+/// exactly that pair; inferred where the review does not name it, said in the assumptions).
+fn is_one_batch_server(row: &MeasurementRow) -> bool {
+    let sglang = row.engine.trim().to_ascii_lowercase().starts_with("sglang");
+    row.notes.contains("bench_one_batch") || (sglang && (row.source.contains("lm-sys") || row.source.contains("LMSYS")))
+}
+
+/// Input and output lengths of a `bench_one_batch_server` row: the prompt column and the
+/// notes' generated tokens, else the tool's defaults (said in `assumptions` when given).
+fn one_batch_lengths(row: &MeasurementRow, assumptions: Option<&mut Vec<String>>) -> (u64, u64) {
+    let (default_in, default_out) = ONE_BATCH_DEFAULT_LENGTHS;
+    let prompt = row.prompt_tokens.trim().parse::<u64>().ok().filter(|&p| p > 0);
+    let output = notes_generated(row);
+    if let Some(a) = assumptions {
+        if prompt.is_none() {
+            a.push(format!("input length not published: bench_one_batch_server's default {default_in}"));
+        }
+        if output.is_none() {
+            a.push(format!("output length not published: bench_one_batch_server's default {default_out}"));
+        }
+    }
+    (prompt.unwrap_or(default_in), output.unwrap_or(default_out))
 }
 
 /// Prompt (`-npp`, the prompt column) and decode (`-ntg N` or `TG=N` in the notes, or a row of
@@ -1085,6 +1147,12 @@ pub fn predict(p: &Prepared, profile: &Profile) -> Result<f64, RowError> {
 /// A row's metric read from the estimate of its scenario.
 fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result<f64, RowError> {
     Ok(match row.metric.as_str() {
+        "decode_tokens_per_s" | "aggregate_decode_tokens_per_s" if is_one_batch_server(row) => {
+            // output throughput = B x output_len / (latency - TTFT of the last request): the
+            // batch's output_len tokens each over its output_len - 1 decode steps.
+            let (_, output) = one_batch_lengths(row, None);
+            est.decode_tokens_per_s * output as f64 / output.saturating_sub(1).max(1) as f64
+        }
         "decode_tokens_per_s" => est.decode_tokens_per_s,
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
         "hpl_gflops" => est.hpl_gflops.ok_or_else(|| RowError::Metric(row.metric.clone()))?,

@@ -240,7 +240,8 @@ fn cv_section(
     let groups = cv::groups(data, grouping, selected).len();
     super::note!("validate --cv {}: refitting without each of {groups} groups...", grouping.name());
     let t0 = std::time::Instant::now();
-    let pb = super::progress_bar(groups as u64, "folds");
+    // With --cv-exact each fold ticks twice: its fast fold, then its exact refit.
+    let pb = super::progress_bar(groups as u64 * if args.cv_exact { 2 } else { 1 }, "folds");
     let input = cv::CvInput {
         profile,
         paths: crate::calibrate::default_params(data),

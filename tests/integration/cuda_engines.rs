@@ -272,3 +272,53 @@ fn tensorrt_llm_runs_the_cuda_kernels_with_its_playbook_limits() {
     let mac = "[cluster]\nnode = \"m3-ultra-80c-512gb\"\n[model]\nname = \"llama-3.2-3b\"\nquant = \"fp8\"\n[engine]\nname = \"trtllm\"\n";
     assert!(parse(Source { path: "m.toml".into(), dir: PathBuf::new(), text: mac.into() }).is_err());
 }
+
+/// SGLang rows of an LMSYS review, and any row naming the tool, read as SGLang's
+/// `bench_one_batch_server` defines its rates (sglang 0.5.3 `run_one_case`): the batch sent at
+/// once and prefilled, then decoded together; decode = B x output_len / (latency - TTFT of the
+/// last request), so output_len tokens over output_len - 1 decode steps, prefill excluded;
+/// prefill = B x input_len / that TTFT. Lengths the row does not publish are the tool's
+/// defaults (1024 in, 16 out), said in the assumptions.
+#[test]
+fn lmsys_sglang_rows_are_read_as_bench_one_batch_server_reports_them() {
+    use supernode::calibrate::Dataset;
+    use supernode::calibrate::validate::{read_csv, row_scenario};
+    let lmsys = "lm-sys/lm-sys.github.io blog (LMSYS review)";
+    let text = format!(
+        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+         b1,dgx-spark,1,128gb,llama-3.1-8b,fp8,sglang,none,none,,1,decode_tokens_per_s,20,tok/s,{lmsys},batch 1\n\
+         b32,dgx-spark,1,128gb,llama-3.1-8b,fp8,sglang,none,none,,32,aggregate_decode_tokens_per_s,300,tok/s,{lmsys},batch 32\n\
+         p32,dgx-spark,1,128gb,llama-3.1-8b,fp8,sglang,none,none,,32,prefill_tokens_per_s,7000,tok/s,{lmsys},batch 32\n\
+         own,dgx-spark,1,128gb,llama-3.1-8b,fp8,sglang,none,none,2048,8,aggregate_decode_tokens_per_s,100,tok/s,a lab,bench_one_batch_server; 64 generated tokens\n\
+         serve,dgx-spark,1,128gb,llama-3.1-8b,fp8,sglang,none,none,2048,8,aggregate_decode_tokens_per_s,100,tok/s,a lab,a serving run; 64 generated tokens\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::write_text(dir.path(), "lmsys.csv", &text);
+    let rows = read_csv(&path).unwrap();
+    for (id, batch, defaults) in [("b1", 1, true), ("b32", 32, true), ("p32", 32, true), ("own", 8, false)] {
+        let row = rows.iter().find(|r| r.id == id).unwrap();
+        let (_, assumptions) = row_scenario(row, &rows).unwrap();
+        let reading = format!("SGLang's bench_one_batch_server at batch {batch} ");
+        assert!(assumptions.iter().any(|a| a.starts_with(&reading)), "{id}: {assumptions:?}");
+        assert_eq!(assumptions.iter().any(|a| a.contains("default 1024")), defaults, "{id}: {assumptions:?}");
+        assert_eq!(assumptions.iter().any(|a| a.contains("default 16")), defaults, "{id}: {assumptions:?}");
+    }
+    let serve = rows.iter().find(|r| r.id == "serve").unwrap();
+    assert!(!row_scenario(serve, &rows).unwrap().1.iter().any(|a| a.contains("bench_one_batch")), "a serving row stays one");
+    let mut data = Dataset::default();
+    data.add_csv(&path, &quiet()).unwrap();
+    let predicted = data.predict(&quiet()).unwrap();
+    let bench = |batch: u64, prompt: u64, steps: u64| {
+        let base = "[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"llama-3.1-8b\"\nquant = \"fp8\"\n[engine]\nname = \"sglang\"\n";
+        let w = format!(
+            "[workload]\nkind = \"batched-bench\"\nsame_tokens = false\nbatch = {batch}\nprompt_tokens = {prompt}\ngenerate_tokens = {steps}\n"
+        );
+        estimate(&sc(&format!("{base}{w}")), &quiet()).unwrap()
+    };
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-3 * b.abs().max(1.0);
+    let (one, many, own) = (bench(1, 1024, 15), bench(32, 1024, 15), bench(8, 2048, 63));
+    assert!(close(predicted[0], one.decode_tokens_per_s * 16.0 / 15.0), "{} vs {}", predicted[0], one.decode_tokens_per_s);
+    assert!(close(predicted[1], many.decode_tokens_per_s * 16.0 / 15.0), "{} vs {}", predicted[1], many.decode_tokens_per_s);
+    assert!(close(predicted[2], many.prefill_tokens_per_s), "{} vs {}", predicted[2], many.prefill_tokens_per_s);
+    assert!(close(predicted[3], own.decode_tokens_per_s * 64.0 / 63.0), "{} vs {}", predicted[3], own.decode_tokens_per_s);
+}
