@@ -829,8 +829,15 @@ fn exact_fold(lin: &Linearized<'_>, full: &FoldFit, train: &[bool], idx: &[usize
         if free.is_empty() {
             return idx.iter().map(|&i| lin.data.predict_one(i, &start).map_err(pred_err)).collect();
         }
-        match super::fit::fit_toward(&start, &free, &rest.targets, &|p: &Profile| rest.predict(p), ROBUST_ROUNDS, prior_weight, &free_center)
-        {
+        match super::fit::fit_toward(
+            &start,
+            &free,
+            &rest.targets,
+            &|p: &Profile| rest.predict(p),
+            ROBUST_ROUNDS,
+            prior_weight,
+            &free_center,
+        ) {
             Ok((fitted, _)) => return idx.iter().map(|&i| lin.data.predict_one(i, &fitted).map_err(pred_err)).collect(),
             Err(CalibrateError::Unconstrained(p)) => match lin.paths.iter().position(|q| *q == p) {
                 Some(k) if !held[k] => held[k] = true,
@@ -842,7 +849,14 @@ fn exact_fold(lin: &Linearized<'_>, full: &FoldFit, train: &[bool], idx: &[usize
 }
 
 /// The report of finished folds.
-fn report(data: &Dataset, lin: &Linearized<'_>, grouping: Grouping, folds: &[Fold], exact: Option<ExactCheck>, priors: &[RowPrior]) -> CvReport {
+fn report(
+    data: &Dataset,
+    lin: &Linearized<'_>,
+    grouping: Grouping,
+    folds: &[Fold],
+    exact: Option<ExactCheck>,
+    priors: &[RowPrior],
+) -> CvReport {
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     let mut groups = Vec::new();

@@ -324,3 +324,31 @@ fn plain_validate_counts_rows_the_profile_never_saw_apart() {
     assert!(text.contains("rows the profile never saw: "), "{text}");
     assert!(text.contains(" p5 ") && text.contains(" p95"), "{text}");
 }
+
+/// `--cv-exact`: every fold refitted by Levenberg-Marquardt is counted, and on noise-free data
+/// (truth = the start, Framework rows only) the exact refits agree with the fast folds; a fold
+/// whose refit failed would be listed as a fallback, never counted as exact.
+#[test]
+fn exact_folds_are_counted_and_agree_with_the_fast_ones_on_noise_free_data() {
+    let s = start();
+    let all = synthetic(&s, |_| 1.0);
+    let keep: Vec<bool> = all
+        .sources
+        .iter()
+        .map(|src| matches!(src, calibrate::TargetSource::Row(p) if p.row.system.starts_with("framework") && p.row.engine != "hpl"))
+        .collect();
+    let data = all.subset(&keep);
+    assert!(data.targets.len() >= 4, "{}", data.targets.len());
+    let selected: Vec<usize> = (0..data.targets.len()).collect();
+    let paths = vec!["chips.ryzen-ai-max-395.bw_eff_dense".to_string()];
+    let mut inp = input(&s, &data, Grouping::Row, &selected, calibrate::PRIOR_WEIGHT);
+    inp.paths = paths;
+    inp.method = FoldMethod::Exact;
+    let r = cv::run(&data, &inp, &|| {}).unwrap();
+    let x = r.exact.as_ref().expect("an exact check");
+    assert_eq!(x.refitted + x.fallbacks.len(), r.groups.len(), "{x:?}");
+    assert!(x.fallbacks.is_empty() && x.refitted > 0, "{x:?}");
+    assert!(x.max_diff_percent < 0.5, "{x:?}");
+    let text = cv::table(&r);
+    assert!(text.contains(&format!("exact refits: {} folds refitted", x.refitted)), "{text}");
+}
