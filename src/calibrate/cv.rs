@@ -34,6 +34,9 @@ pub const FOLD_STEPS: usize = 3;
 /// A fold stops early when no free variable moved by more than this (0.05% of a value).
 const STEP_TOL: f64 = 5e-4;
 
+/// Halvings of a fold's step before it stops (the step must lower the fold's objective).
+const LINE_SEARCH_HALVINGS: usize = 3;
+
 /// Rows a parameter must move to be fitted; with fewer it is held at its prior.
 pub const MIN_ROWS_PER_PARAM: usize = 2;
 
@@ -243,6 +246,33 @@ impl<'a> Linearized<'a> {
     /// One robust, prior-regularised Gauss-Newton step from `x` with residuals `r` on the rows
     /// `train` marks; held parameters go to the prior's centre. Iteratively reweighted as the
     /// full fit is (weights `1 / max(|residual|, 1%)`, [`ROBUST_ROUNDS`] rounds).
+    /// The parameters `x_new` with the residuals `r` re-predicted where they move: rows no moved
+    /// parameter touches keep their prediction; the rest are re-predicted (whether a parameter
+    /// moved is judged against the linearisation point, not the previous step, so the set stays
+    /// right).
+    fn moved(&self, x_new: &DVector<f64>, r: &DVector<f64>) -> Result<(DVector<f64>, DVector<f64>), CalibrateError> {
+        let changed: Vec<usize> = (0..x_new.len()).filter(|&k| x_new[k] != self.x[k]).collect();
+        let mut rows: Vec<usize> = changed.iter().flat_map(|&k| self.movers[k].iter().copied()).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        let p = self.predict_rows(x_new, &rows)?;
+        let mut r_new = r.clone();
+        for &i in &rows {
+            r_new[i] = self.rel(i, p[i]);
+        }
+        Ok((x_new.clone(), r_new))
+    }
+
+    /// The objective a fold's steps lower: the training rows' absolute relative residuals (the
+    /// robust loss [`Self::step`]'s reweighting minimises) plus the prior on the fitted
+    /// parameters.
+    fn objective(&self, x: &DVector<f64>, r: &DVector<f64>, train: &[bool], held: &[bool]) -> f64 {
+        let fit: f64 = (0..r.len()).filter(|&i| train[i]).map(|i| r[i].abs()).sum();
+        let pw2 = self.prior_weight * self.prior_weight;
+        let prior: f64 = (0..x.len()).filter(|&k| !held[k]).map(|k| (x[k] - self.center[k]).powi(2)).sum();
+        fit + pw2 * prior
+    }
+
     fn step(&self, x: &DVector<f64>, r: &DVector<f64>, train: &[bool], held: &[bool]) -> DVector<f64> {
         let n = self.paths.len();
         let free: Vec<usize> = (0..n).filter(|&k| !held[k]).collect();
@@ -298,21 +328,35 @@ impl<'a> Linearized<'a> {
         let held = self.budget(train);
         let (mut x, mut r) = start.map_or_else(|| (self.x.clone(), self.r.clone()), |s| (s.x.clone(), s.r.clone()));
         let mut taken = 0;
-        for _ in 0..steps {
-            let d = self.step(&x, &r, train, &held);
-            taken += 1;
-            let x_new = &x + &d;
-            // Rows no moved parameter touches keep their prediction; the rest are re-predicted
-            // relative to the linearisation point (not the previous step) so the set stays right.
-            let changed: Vec<usize> = (0..d.len()).filter(|&k| x_new[k] != self.x[k]).collect();
-            let mut rows: Vec<usize> = changed.iter().flat_map(|&k| self.movers[k].iter().copied()).collect();
-            rows.sort_unstable();
-            rows.dedup();
-            let p = self.predict_rows(&x_new, &rows)?;
-            for &i in &rows {
-                r[i] = self.rel(i, p[i]);
+        // Held parameters go to their prior's centre first, whatever that costs the fit; the
+        // steps then move the free ones.
+        let to_center: Vec<usize> = (0..x.len()).filter(|&k| held[k] && x[k] != self.center[k]).collect();
+        if !to_center.is_empty() {
+            let mut x_new = x.clone();
+            for &k in &to_center {
+                x_new[k] = self.center[k];
             }
-            x = x_new;
+            (x, r) = self.moved(&x_new, &r)?;
+        }
+        let mut cost = self.objective(&x, &r, train, &held);
+        'steps: for _ in 0..steps {
+            let mut d = self.step(&x, &r, train, &held);
+            taken += 1;
+            // The Jacobian is the full fit's: far from it a step can overshoot. A step that
+            // does not lower the fold's objective (as re-predicted) is halved, at most
+            // LINE_SEARCH_HALVINGS times; then the fold stops where it is.
+            for halving in 0..=LINE_SEARCH_HALVINGS {
+                let (x_new, r_new) = self.moved(&(&x + &d), &r)?;
+                let c = self.objective(&x_new, &r_new, train, &held);
+                if c <= cost {
+                    (x, r, cost) = (x_new, r_new, c);
+                    break;
+                }
+                if halving == LINE_SEARCH_HALVINGS {
+                    break 'steps;
+                }
+                d *= 0.5;
+            }
             if d.amax() < STEP_TOL {
                 break;
             }
