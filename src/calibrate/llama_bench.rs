@@ -712,7 +712,8 @@ mod tests {
         assert!(model_for("deepseek2 671B Q4_K - Medium", Some(671.0e9), cat).unwrap().starts_with("deepseek"));
         assert_eq!(model_for("qwen3moe 235B.A22B Q8_0", Some(235.09e9), cat).unwrap(), "qwen3-235b-a22b");
         assert_eq!(model_for("llama 8B Q4_K - Medium", Some(8.03e9), cat).unwrap(), "llama-3.1-8b");
-        assert!(model_for("llama 13B Q4_K - Medium", Some(13.0e9), cat).unwrap_err().contains("no model preset"));
+        assert_eq!(model_for("llama 13B Q4_K - Medium", Some(13.02e9), cat).unwrap(), "llama-2-13b");
+        assert!(model_for("llama 34B Q4_K - Medium", Some(33.74e9), cat).unwrap_err().contains("no model preset"));
         assert!(model_for("mamba 2B Q8_0", Some(2e9), cat).unwrap_err().contains("architecture `mamba`"));
         assert_eq!(quant_for("llama 70B Q4_K - Medium").unwrap(), "q4_k_m");
         // llama.cpp's i-quant file-type names (llama_model_ftype_name) import as their presets.

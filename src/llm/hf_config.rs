@@ -33,7 +33,7 @@ pub enum LlmError {
 
 /// The `model_type`s the importer reads (a multimodal wrapper's `text_config` names its own,
 /// `_text` suffix dropped).
-pub const SUPPORTED: &str = "llama, mistral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5_moe, deepseek_v3, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4";
+pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4";
 
 /// Sanity bounds on each dimension of an imported config: the largest published models by a
 /// wide margin (Llama 3.1 405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; DeepSeek V3:
@@ -307,7 +307,16 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
                 ..routed(req(v, "num_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
             });
         }
-        "qwen3_next" | "qwen3_5_moe" => read_gated_deltanet(spec, v)?,
+        "qwen3_next" | "qwen3_5_moe" | "qwen3_5" => read_gated_deltanet(spec, v)?,
+        "mixtral" => {
+            // Mixtral: Mistral's attention with `num_local_experts` routed SwiGLU experts of
+            // `intermediate_size` (softmax top-k, no shared expert) on every layer; a sliding
+            // window only when the config sets one (8x7B and 8x22B v0.1: null).
+            spec.moe = Some(routed(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, req(v, "intermediate_size")?));
+            if let Some(w) = get_u(v, "sliding_window")? {
+                spec.mixers = mixers(v, layers, Some(w), None, |_| LayerMixer::Sliding(w))?;
+            }
+        }
         "gpt_oss" => {
             spec.moe = Some(routed(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, req(v, "intermediate_size")?));
             if let Some(w) = get_u(v, "sliding_window")? {
@@ -345,14 +354,19 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
 fn read_gated_deltanet(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
     let layers = spec.layers;
     no_mlp_only_layers(v)?;
-    let (shared, shared_ffn) = shared_expert(v, "shared_expert_intermediate_size")?;
-    spec.moe = Some(Moe {
-        shared,
-        shared_ffn,
-        dense_ffn: get_u(v, "intermediate_size")?.unwrap_or(0),
-        sparse_step: get_u(v, "decoder_sparse_step")?.unwrap_or(1),
-        ..routed(req(v, "num_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
-    });
+    if spec.arch == "qwen3_5" {
+        // The dense Qwen3.5 models (Qwen3.5-27B): the same mixers, one SwiGLU FFN a layer.
+        spec.ffn = req(v, "intermediate_size")?;
+    } else {
+        let (shared, shared_ffn) = shared_expert(v, "shared_expert_intermediate_size")?;
+        spec.moe = Some(Moe {
+            shared,
+            shared_ffn,
+            dense_ffn: get_u(v, "intermediate_size")?.unwrap_or(0),
+            sparse_step: get_u(v, "decoder_sparse_step")?.unwrap_or(1),
+            ..routed(req(v, "num_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
+        });
+    }
     spec.linear = Some(LinearAttention {
         key_heads: req(v, "linear_num_key_heads")?,
         key_head_dim: req(v, "linear_key_head_dim")?,
@@ -418,9 +432,9 @@ fn read_llama4(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
 impl ModelSpec {
     /// Imports a model from a Hugging Face `config.json` value (a multimodal wrapper's
     /// `text_config` is the language model: vision towers are not modelled). Supports dense
-    /// (llama, mistral, qwen2/3, gemma3), MoE (qwen3_moe, gpt_oss, glm4_moe, minimax_m2,
+    /// (llama, mistral, qwen2/3, gemma3), MoE (qwen3_moe, mixtral, gpt_oss, glm4_moe, minimax_m2,
     /// llama4), MLA (deepseek_v3, kimi_k2), sliding-window and chunked attention, and the
-    /// Gated DeltaNet hybrids (qwen3_next, qwen3_5_moe).
+    /// Gated DeltaNet hybrids (qwen3_next, qwen3_5, qwen3_5_moe).
     pub fn from_hf_config(id: &str, name: &str, top: &Value) -> Result<Self, LlmError> {
         // Some configs (kimi_k2, multimodal wrappers) nest the language model config; keys a
         // wrapper keeps at its top (tie_word_embeddings in Qwen3.5's and Gemma 3's) still count.

@@ -185,3 +185,49 @@ fn runs_fit_and_decode_under_the_bandwidth_roofline() {
         assert!(decode > 1.0 && decode < roofline, "{what}: decode {decode:.1} tok/s vs roofline {roofline:.1}");
     }
 }
+
+/// Presets read from NVIDIA aiconfigurator's verbatim config.json files (models.toml): each
+/// imports, its parameter count is its model card's (Qwen3-8B 8.2B, Qwen3-32B 32.8B,
+/// Qwen2.5-72B 72.7B; Mixtral 8x7B 46.7B total / 12.9B active and 8x22B 141B / 39B in Mistral's
+/// announcements; Llama 2 6.7B / 13.0B / 69.0B in Meta's paper), the two new families import as
+/// their configs say (Mixtral: 8 softmax-routed experts, top 2; Qwen3.5 27B: the Gated DeltaNet
+/// hybrid with a dense FFN), and the names people write reach them.
+#[test]
+fn aiconfigurator_presets_import_with_their_published_sizes_and_names() {
+    for (id, total, active) in [
+        ("qwen3-8b", 8.2, None),
+        ("qwen3-32b", 32.8, None),
+        ("qwen2.5-72b", 72.7, None),
+        ("llama-2-7b", 6.74, None),
+        ("llama-2-13b", 13.0, None),
+        ("llama-2-70b", 69.0, None),
+        ("mixtral-8x7b", 46.7, Some(12.9)),
+        ("mixtral-8x22b", 141.0, Some(39.0)),
+    ] {
+        let m = preset(id);
+        near(&format!("{id} total B"), billions(m.total_params()), total, 0.02);
+        if let Some(a) = active {
+            near(&format!("{id} active B"), billions(m.active_params()), a, 0.02);
+        }
+    }
+    let mixtral = preset("mixtral-8x7b").moe.as_ref().expect("MoE");
+    assert_eq!((mixtral.experts, mixtral.active, mixtral.shared, mixtral.sigmoid_routing), (8, 2, 0, false));
+    let q = preset("qwen3.5-27b");
+    assert!(q.moe.is_none() && q.ffn == 17_408 && q.attn_output_gate, "{q:?}");
+    let full = (0..q.layers).filter(|&i| q.mixer(i) == LayerMixer::Full).count();
+    assert_eq!((q.layers, full), (64, 16));
+    assert!((0..q.layers).all(|i| q.mixer(i) == LayerMixer::Full || q.mixer(i) == LayerMixer::Linear));
+    for (name, id) in [
+        ("qwen3:32b", "qwen3-32b"),
+        ("Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b"),
+        ("llama2:7b", "llama-2-7b"),
+        ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"),
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"),
+        ("MiniMaxAI/MiniMax-M2.5", "minimax-m2.5"),
+        ("moonshotai/Kimi-K2.5", "kimi-k2.5"),
+        ("qwen3.5:27b", "qwen3.5-27b"),
+        ("Qwen/Qwen3-VL-8B-Instruct", "qwen3-vl-8b"),
+    ] {
+        assert_eq!(catalog().find_model(name).map(|m| m.0.id.as_str()).ok(), Some(id), "{name}");
+    }
+}
