@@ -115,6 +115,9 @@ pub struct Linearized<'a> {
     /// Per row, the variance (log units) of the priors of the parameters it reads that no fold
     /// fits ([`super::interval::prior_row_variance`]): part of every fold's interval of it.
     prior_var: Vec<f64>,
+    /// Per parameter, the spread of its kind's priors (free units, [`super::interval::prior_spread`]):
+    /// the uncertainty a fold that holds it at its prior adds to the rows it moves.
+    spread: Vec<f64>,
 }
 
 /// A fold's result: free variables, residuals of every row at them, which parameters were held.
@@ -138,7 +141,7 @@ fn pred_err(e: impl std::fmt::Display) -> CalibrateError {
 impl<'a> Linearized<'a> {
     /// Linearises the twin at `profile` over `paths`, with a prior of `prior_weight` toward
     /// `center` (the sourced starting values, one per path). Costs one prediction of every row
-    /// per parameter, plus one.
+    /// per parameter, plus one, plus one per parameter away from its prior's centre.
     pub fn new(
         data: &'a Dataset,
         profile: &Profile,
@@ -167,6 +170,7 @@ impl<'a> Linearized<'a> {
             movers: Vec::new(),
             evaluations: Default::default(),
             prior_var: Vec::new(),
+            spread: Vec::new(),
         };
         let all: Vec<usize> = (0..m).collect();
         let p0 = lin.predict_rows(&lin.x.clone(), &all)?;
@@ -177,17 +181,32 @@ impl<'a> Linearized<'a> {
             let mut xp = lin.x.clone();
             xp[k] += FD_STEP;
             let pk = lin.predict_rows(&xp, &all)?;
+            // A row moves the parameter materially where it is (the local elasticity) or over
+            // the way back to its prior's centre: a fitted value where the rows' response has
+            // flattened (an expert-popularity skew past which coverage saturates) is still
+            // what those rows say, not a parameter no row moves.
+            let back = (lin.x[k] - lin.center[k]).abs();
+            let pc = if back > FD_STEP {
+                let mut xc = lin.x.clone();
+                xc[k] = lin.center[k];
+                Some(lin.predict_rows(&xc, &all)?)
+            } else {
+                None
+            };
             let mut rows = Vec::new();
             for i in 0..m {
                 if (pk[i] / p0[i] - 1.0).abs() > 1e-9 {
                     lin.jac[(i, k)] = (pk[i] - p0[i]) / (FD_STEP * lin.data.targets[i].measured);
                 }
-                if moves_materially(p0[i], pk[i], FD_STEP) {
+                if moves_materially(p0[i], pk[i], FD_STEP) || pc.as_ref().is_some_and(|pc| moves_materially(p0[i], pc[i], back)) {
                     rows.push(i);
                 }
             }
             lin.movers.push(rows);
         }
+        let spreads = super::interval::prior_spread(profile).unwrap_or_default();
+        lin.spread =
+            lin.paths.iter().map(|p| super::interval::PriorKind::of(p).and_then(|k| spreads.get(&k).copied()).unwrap_or(0.0)).collect();
         lin.prior_var = {
             use rayon::prelude::*;
             // Independent per row, collected in row order: the same at any thread count.
@@ -243,9 +262,6 @@ impl<'a> Linearized<'a> {
         self.movers.iter().map(|rows| rows.iter().filter(|&&i| train[i]).count() < MIN_ROWS_PER_PARAM).collect()
     }
 
-    /// One robust, prior-regularised Gauss-Newton step from `x` with residuals `r` on the rows
-    /// `train` marks; held parameters go to the prior's centre. Iteratively reweighted as the
-    /// full fit is (weights `1 / max(|residual|, 1%)`, [`ROBUST_ROUNDS`] rounds).
     /// The parameters `x_new` with the residuals `r` re-predicted where they move: rows no moved
     /// parameter touches keep their prediction; the rest are re-predicted (whether a parameter
     /// moved is judged against the linearisation point, not the previous step, so the set stays
@@ -273,6 +289,9 @@ impl<'a> Linearized<'a> {
         fit + pw2 * prior
     }
 
+    /// One robust, prior-regularised Gauss-Newton step from `x` with residuals `r` on the rows
+    /// `train` marks; held parameters go to the prior's centre. Iteratively reweighted as the
+    /// full fit is (weights `1 / max(|residual|, 1%)`, [`ROBUST_ROUNDS`] rounds).
     fn step(&self, x: &DVector<f64>, r: &DVector<f64>, train: &[bool], held: &[bool]) -> DVector<f64> {
         let n = self.paths.len();
         let free: Vec<usize> = (0..n).filter(|&k| !held[k]).collect();
@@ -428,7 +447,11 @@ impl<'a> Linearized<'a> {
         let kind = kind_of(self.data, i);
         let s = u.scatter.get(&kind).or_else(|| u.scatter.get("all")).copied().unwrap_or(0.0);
         let prior = self.prior_var.get(i).copied().unwrap_or(0.0);
-        (var.max(0.0) + prior + s * s).sqrt()
+        // The parameters this fold holds at their prior (too few training rows move them): the
+        // row reads each with the spread of its kind's priors, as `run` does for a parameter no
+        // fit moves.
+        let held: f64 = (0..n).filter(|&k| fold.held[k]).map(|k| (g[k] * self.spread.get(k).copied().unwrap_or(0.0)).powi(2)).sum();
+        (var.max(0.0) + prior + held + s * s).sqrt()
     }
 }
 
