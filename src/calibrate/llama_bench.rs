@@ -385,27 +385,6 @@ fn generic_file_type(ftype: &str) -> bool {
     ftype.is_empty() || ftype.contains("(guessed)") || ftype.starts_with("unknown") || matches!(head, "F16" | "BF16" | "F32" | "all F32")
 }
 
-/// A llama.cpp file-type name as the label a GGUF file carries: `Q4_K - Medium` is Q4_K_M, `Q2_K -
-/// Medium` plain Q2_K (llama.cpp's name for LLAMA_FTYPE_MOSTLY_Q2_K), `MXFP4 MoE` MXFP4,
-/// `IQ4_XS - 4.25 bpw` IQ4_XS, `IQ3_S mix - 3.66 bpw` IQ3_M (src/llama-model-loader.cpp
-/// `llama_model_ftype_name`).
-fn file_type_label(ftype: &str) -> String {
-    let (head, size) = ftype.split_once(" - ").unwrap_or((ftype, ""));
-    let words: Vec<&str> = head.split_whitespace().collect();
-    let head = match words.as_slice() {
-        ["IQ3_S", "mix", ..] => "IQ3_M",
-        [first, ..] => first,
-        [] => "",
-    };
-    match (head, size.trim()) {
-        ("Q2_K", "Medium") => "Q2_K".into(),
-        (h, "Small") => format!("{h}_S"),
-        (h, "Medium") => format!("{h}_M"),
-        (h, "Large") => format!("{h}_L"),
-        (h, _) => h.into(),
-    }
-}
-
 /// The catalog quantization of a GGUF file type as llama.cpp names it, read by the catalog's
 /// label reader ([`Catalog::find_quant`]).
 pub fn quant_for(model_type: &str) -> Result<String, String> {
@@ -413,7 +392,8 @@ pub fn quant_for(model_type: &str) -> Result<String, String> {
 }
 
 fn quant_of_file_type(ftype: &str, cat: &Catalog) -> Result<String, String> {
-    match cat.find_quant(&file_type_label(ftype), QuantFamily::Gguf) {
+    // The catalog's reader knows llama.cpp's file-type names (`Q4_K - Medium`, `MXFP4 MoE`).
+    match cat.find_quant(ftype, QuantFamily::Gguf) {
         Ok(q) if !q.by_width => Ok(q.id),
         _ => Err(format!(
             "file type `{ftype}` has no quantization preset (Q4_K - Medium, Q8_0, Q6_K, MXFP4 MoE, BF16, ...: `supernode catalog quants` lists them)"

@@ -265,6 +265,13 @@ const FORMAT_WORDS: &[&str] = &["mlx", "hf", "safetensors"];
 /// when that word alone is a file format's name (`MLX 4-bit`, `mlx 8bit`), the next word.
 fn quant_label(raw: &str) -> String {
     let head = raw.split('(').next().unwrap_or("");
+    // llama.cpp's file-type names keep their size word (`Q4_K - Small`): the catalog reads them.
+    if let Some((_, size)) = head.split_once(" - ") {
+        let size = size.trim().to_lowercase();
+        if matches!(size.as_str(), "small" | "medium" | "large") || size.ends_with("bpw") {
+            return head.trim().to_lowercase();
+        }
+    }
     let first = first_word(head).to_lowercase();
     if !FORMAT_WORDS.contains(&first.as_str()) {
         return first;
@@ -601,13 +608,11 @@ pub fn row_scenario_in(
         // llama-batched-bench as it defines itself: B sequences of token id 0 in one batch
         // (`kind = "batched-bench"`, `same_tokens`; estimate::batched), its S_TG the decode rate.
         let c: i64 = row.concurrency.trim().parse().map_err(|_| "batched-bench rows need the `concurrency` column (-npl)".to_string())?;
-        let cuda = |id: &String| crate::catalog::catalog().node(id).is_some_and(|n| crate::engine::Runtime::Cuda.runs_on_chip(&n.chip));
-        if c > 1 && engine.id() == "llama-cpp" && nodes.iter().any(cuda) {
-            return Err(BATCHED_CUDA_MOE_GAP.to_string());
-        }
-        assumptions.push("llama-batched-bench: B identical sequences of token 0 (batched-bench.cpp), S_TG = B x TG / T_TG".into());
+        let tokens = batched_bench_tokens_drawn(row);
+        assumptions.push(tokens.reading().into());
         b.workload_kind("batched-bench");
         b.set("workload.batch", &c.into()).map_err(|e| e.message)?;
+        b.set("workload.same_tokens", &(tokens == BatchedBenchTokens::AllZero).into()).map_err(|e| e.message)?;
         return Ok((b, assumptions));
     }
     if row.metric == "aggregate_decode_tokens_per_s" && counts_from_first_token(row) {
@@ -801,18 +806,63 @@ fn serve_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut 
     (prompt, generate)
 }
 
-/// Why `llama-batched-bench` rows at B > 1 on a CUDA node are not predicted. The benchmark's
-/// definition is settled (ggml-org/llama.cpp `tools/batched-bench/batched-bench.cpp`, as vendored
-/// in llama-cpp-python 0.3.16: every prompt and decode token is id 0 at the same positions,
-/// `common_batch_add(batch, 0, pp + i, { j }, true)`, so the B sequences are identical and
-/// route to the same experts), and under it the twin reads the same weights as at B = 1 and
-/// predicts the gpt-oss-120b rows 2.8x (B = 8) and 4.5x (B = 32) too fast. What it lacks is
-/// llama.cpp's CUDA path at batch > 1 (`ggml-cuda.cu`): a `MUL_MAT_ID` with more than one token
-/// disables CUDA graphs, copies the expert ids to the host and synchronises the stream on
-/// every call, and runs the tile kernel MMQ instead of the matrix-vector MMVQ (dense matmuls
-/// too above `MMVQ_MAX_BATCH_SIZE` = 8 columns); the published steps (17.5 / 54.5 / 102 ms
-/// at B = 1 / 8 / 32) say that path streams the same bytes at a fraction of MMVQ's rate.
-const BATCHED_CUDA_MOE_GAP: &str = "llama-batched-bench at B > 1 on CUDA: the twin routes the B identical sequences (token 0) to the same experts as the benchmark does, but does not model llama.cpp's CUDA batch > 1 path (graphs off, expert ids synchronised to the host per MUL_MAT_ID, MMQ tile kernels instead of MMVQ): not predicted";
+/// The token ids `llama-batched-bench` feeds, by the tool's version. Up to mid-September 2025
+/// every prompt and decoded token was id 0 (`common_batch_add(batch, 0, pp + i, { j }, true)`
+/// in `tools/batched-bench/batched-bench.cpp` as vendored in llama-cpp-python 0.3.16,
+/// 2025-08-15, and xllamacpp 0.2.1, 2025-09-13; FACTS.md), so the B sequences were identical
+/// and routed to the same experts. From late September 2025 each one is a random id,
+/// `get_token_rand()` = `std::rand() % n_vocab` (the same file as vendored in xllamacpp 0.2.2,
+/// 2025-09-29, 0.2.3, 2025-10-14, and llama-cpp-python 0.3.17, 2026-03-23): the sequences
+/// differ and route as independent requests do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchedBenchTokens {
+    /// Token id 0 everywhere: a row dated before 2025-09-13.
+    AllZero,
+    /// Random ids: a row dated from 2025-09-13 on.
+    Random,
+    /// No date in the row: the tool as it is now (random ids).
+    RandomAssumed,
+}
+
+impl BatchedBenchTokens {
+    /// The assumption a row read this way carries.
+    fn reading(self) -> &'static str {
+        match self {
+            Self::AllZero => {
+                "llama-batched-bench before 2025-09-13: every token id 0, so the B sequences are identical and route to the same experts (batched-bench.cpp as vendored in llama-cpp-python 0.3.16); S_TG = B x TG / T_TG"
+            }
+            Self::Random => {
+                "llama-batched-bench from late September 2025: every token a random id (`get_token_rand`, batched-bench.cpp as vendored in xllamacpp 0.2.2+), so the B sequences route as independent requests; S_TG = B x TG / T_TG"
+            }
+            Self::RandomAssumed => {
+                "llama-batched-bench of unstated date: read as the tool is now, every token a random id (`get_token_rand` since late September 2025), so the B sequences route as independent requests; S_TG = B x TG / T_TG"
+            }
+        }
+    }
+}
+
+/// The first date llama-batched-bench is known to draw random tokens on or after (xllamacpp
+/// 0.2.1 of 2025-09-13 still feeds id 0; 0.2.2 of 2025-09-29 draws them): a row dated earlier
+/// is read with id 0, one dated in the fortnight between as the newer tool.
+const BATCHED_BENCH_RANDOM_FROM: &str = "2025-09-13";
+
+/// How a `llama-batched-bench` row's tokens were drawn: by the latest `YYYY-MM-DD` date its
+/// source or notes carry (a test date, a build's system info), else as the tool is now.
+fn batched_bench_tokens_drawn(row: &MeasurementRow) -> BatchedBenchTokens {
+    let text = format!("{} {}", row.source, row.notes);
+    let bytes = text.as_bytes();
+    let is_date = |w: &[u8]| {
+        w.len() == 10
+            && w.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
+            && (b"19".as_slice() == &w[..2] || b"20".as_slice() == &w[..2])
+    };
+    let latest = (0..bytes.len().saturating_sub(9)).filter(|&i| is_date(&bytes[i..i + 10])).map(|i| &text[i..i + 10]).max();
+    match latest {
+        None => BatchedBenchTokens::RandomAssumed,
+        Some(d) if d < BATCHED_BENCH_RANDOM_FROM => BatchedBenchTokens::AllZero,
+        Some(_) => BatchedBenchTokens::Random,
+    }
+}
 
 /// Whether a row was measured by `llama-batched-bench` (named in its notes).
 fn is_batched_bench(row: &MeasurementRow) -> bool {

@@ -128,14 +128,30 @@ const QUANT_LABELS: &[(&str, &str)] = &[
     // llama.cpp's name for the IQ3_M file type (`IQ3_S mix - 3.66 bpw`,
     // src/llama-model-loader.cpp `llama_model_ftype_name`): an IQ3_S mix.
     ("iq3_s mix", "iq3_m"),
+    // llama-quantize's aliases: a bare K-quant block name is the `_M` mix (tools/quantize/
+    // quantize.cpp: `Q3_K` "alias for Q3_K_M", `Q4_K` for Q4_K_M, `Q5_K` for Q5_K_M).
+    ("q3_k", "q3_k_m"),
+    ("q4_k", "q4_k_m"),
+    ("q5_k", "q5_k_m"),
+    // llama.cpp's name for the MXFP4_MOE file type (`llama_model_ftype_name`).
+    ("mxfp4 moe", "mxfp4"),
 ];
 
-/// A label as [`Catalog::find_quant`] compares it: trimmed, lower case, without the size
-/// llama.cpp prints after an i-quant's file-type name (`IQ4_XS - 4.25 bpw` -> `iq4_xs`).
+/// A label as [`Catalog::find_quant`] compares it: trimmed, lower case, and llama.cpp's
+/// file-type names (src/llama-model-loader.cpp `llama_model_ftype_name`, what llama-bench
+/// prints) as the file labels they mean: `Q4_K - Medium` -> `q4_k_m`, `Q3_K - Small` ->
+/// `q3_k_s`, `Q2_K - Medium` -> `q2_k` (llama.cpp's name for its plain Q2_K), and the size
+/// after an i-quant's name dropped (`IQ4_XS - 4.25 bpw` -> `iq4_xs`).
 fn quant_key(label: &str) -> String {
     let q = label.trim().to_lowercase();
-    match q.split_once(" - ") {
-        Some((head, size)) if size.trim_end().ends_with("bpw") => head.trim().to_string(),
+    let Some((head, size)) = q.split_once(" - ") else { return q };
+    let head = head.trim();
+    match size.trim() {
+        s if s.ends_with("bpw") => head.to_string(),
+        "medium" if head == "q2_k" => head.to_string(),
+        "small" => format!("{head}_s"),
+        "medium" => format!("{head}_m"),
+        "large" => format!("{head}_l"),
         _ => q,
     }
 }
@@ -416,6 +432,14 @@ mod tests {
             ("IQ3_S mix - 3.66 bpw", QuantFamily::Gguf, "iq3_m", false, false),
             ("IQ2_XXS", QuantFamily::Gguf, "iq2_xxs", false, false),
             ("Q3_K_S", QuantFamily::Gguf, "q3_k_s", false, false),
+            // llama.cpp's file-type names (what llama-bench prints) and llama-quantize's aliases.
+            ("Q4_K - Medium", QuantFamily::Gguf, "q4_k_m", false, false),
+            ("Q4_K - Small", QuantFamily::Gguf, "q4_k_s", false, false),
+            ("Q3_K - Large", QuantFamily::Gguf, "q3_k_l", false, false),
+            ("Q2_K - Medium", QuantFamily::Gguf, "q2_k", false, false),
+            ("MXFP4 MoE", QuantFamily::Gguf, "mxfp4", false, false),
+            ("Q4_K", QuantFamily::Gguf, "q4_k_m", false, false),
+            ("q5_k", QuantFamily::Gguf, "q5_k_m", false, false),
             // Unsloth's dynamic labels: the two presets of their own, else the nearest standard
             // file type with the assumption said.
             ("Q8_K_XL", QuantFamily::Gguf, "ud-q8_k_xl", false, false),

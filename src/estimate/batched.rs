@@ -3,10 +3,11 @@
 //! benchmarks measure"). `-npl B` sequences, each with its own `-npp P`-token prompt
 //! (`is_pp_shared = 0`), are prefilled as one batch cut into micro-batches of `-ub` (the
 //! engine's `prefill_chunk`), then `-ntg T` decode steps run one token of every sequence in one
-//! forward. Every prompt and decoded token is id 0, so the B sequences are identical: at every
-//! step they route to the same experts ([`crate::engine::Lowered::set_routed_tokens`]), while
-//! each still attends over its own KV cache. No server, slots or sampling loop: the tool calls
-//! `llama_decode` on the batch directly.
+//! forward. The tool draws random token ids since late September 2025 (`get_token_rand`), so
+//! the sequences route as independent requests; the older tool fed id 0 everywhere
+//! (`same_tokens`): the B sequences are identical, at every step they route to the same experts
+//! ([`crate::engine::Lowered::set_routed_tokens`]), while each still attends over its own KV
+//! cache. No server, slots or sampling loop: the tool calls `llama_decode` on the batch directly.
 
 use std::collections::HashMap;
 
@@ -19,7 +20,7 @@ use super::serve::sched::micro_batches;
 /// A micro-batch's span and busy time per resource, ns: reused for a later one of its shape.
 type SpanAndBusy = (Time, Vec<Time>);
 
-/// Simulates `batch` identical sequences: the prefill of their `prompt`-token prompts, then
+/// Simulates `batch` sequences (identical with `same_tokens`): the prefill of their `prompt`-token prompts, then
 /// `generate` decode steps of the whole batch. The run's `prefill_ns` is the benchmark's T_PP
 /// and `decode_ns` its T_TG (S_PP = batch x prompt / T_PP, S_TG = batch x generate / T_TG);
 /// `decode_steps` counts the batch's steps. A micro-batch of a shape already run reuses that

@@ -41,11 +41,12 @@ pub enum WorkloadKind {
     /// FACTS.md "How published benchmarks measure"): `batch` sequences, each with its own
     /// `prompt_tokens`-token prompt (`is_pp_shared = 0`), prefilled together in micro-batches
     /// of the engine's `prefill_chunk` (`-ub`), then `generate_tokens` decode steps of one token
-    /// per sequence, all in one batch (no slot cap, no scheduler). Every prompt and decoded
-    /// token is id 0, so the sequences are identical and route alike through MoE layers: a
-    /// decode step reads the experts of one token, while attention reads each sequence's own
-    /// KV and the FLOPs run over every row. Its rates are the benchmark's: S_PP =
-    /// batch x prompt / prefill time, S_TG = batch x generate / decode time.
+    /// per sequence, all in one batch (no slot cap, no scheduler). The tool draws random token
+    /// ids (since late September 2025), so the sequences route through MoE layers as
+    /// independent requests; with [`Workload::same_tokens`] every token is id 0 (the older
+    /// tool): the sequences are identical, a decode step reads the experts of one token, while
+    /// attention reads each sequence's own KV and the FLOPs run over every row. Its rates are
+    /// the benchmark's: S_PP = batch x prompt / prefill time, S_TG = batch x generate / decode time.
     BatchedBench,
 }
 
@@ -67,8 +68,9 @@ pub struct Workload {
     /// Sequences of a `batched-bench` workload (`-npl`); 1 otherwise.
     pub batch: u64,
     /// Whether a `batched-bench` workload's sequences are identical (every token id 0, as
-    /// FACTS.md reads `batched-bench.cpp`), so they route alike through MoE layers; false: each
-    /// sequence routes on its own, like independent requests. Default true.
+    /// `batched-bench.cpp` fed them until September 2025, FACTS.md), so they route alike through
+    /// MoE layers; false (the default, the tool since it draws random token ids): each sequence
+    /// routes on its own, like independent requests.
     pub same_tokens: bool,
     /// Arrivals, lengths and scheduler knobs of a `serve` workload.
     pub serve: Option<Serve>,
@@ -104,7 +106,7 @@ impl Default for Workload {
             context_tokens: 0,
             hpl_n: 0,
             batch: 1,
-            same_tokens: true,
+            same_tokens: false,
             hpl_nb: 0,
             hpl_p: 0,
             hpl_q: 0,

@@ -1,5 +1,6 @@
-//! The `batched-bench` workload: `llama-batched-bench` as it defines itself (B identical
-//! sequences in one batch; FACTS.md "How published benchmarks measure").
+//! The `batched-bench` workload: `llama-batched-bench` as it defines itself (B sequences in one
+//! batch: random token ids since late September 2025, identical sequences of token id 0 before;
+//! FACTS.md "How published benchmarks measure").
 
 use assert_cmd::Command;
 use supernode::catalog::catalog;
@@ -137,4 +138,47 @@ fn the_cli_runs_a_batched_bench_scenario_and_refuses_batch_elsewhere() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("`workload.batch` applies to kind = \"batched-bench\" only"), "{err}");
+}
+
+/// `validate` reads a `llama-batched-bench` row by the tool's version: random token ids from
+/// late September 2025 (`get_token_rand`; xllamacpp 0.2.2 of 2025-09-29 vendors it, 0.2.1 of
+/// 2025-09-13 does not), so a row dated after reads independent sequences and is predicted on
+/// CUDA too (the GB10 rows of build 6918, 2025-11-02); a row dated before reads identical
+/// sequences of id 0; an undated row is read as the tool is now, and says so.
+#[test]
+fn batched_bench_rows_are_read_by_the_date_of_the_tool_that_measured_them() {
+    use supernode::calibrate::Dataset;
+    use supernode::calibrate::validate::{read_csv, row_scenario};
+    let text = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+         new,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,512,8,aggregate_decode_tokens_per_s,146,tok/s,a bench file (system info dated 2025-11-02),llama-batched-bench -ub 2048 -npp 512 -ntg 32 -npl 8\n\
+         old,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,512,8,aggregate_decode_tokens_per_s,146,tok/s,a bench file (2025-08-01),llama-batched-bench -ub 2048 -npp 512 -ntg 32 -npl 8\n\
+         undated,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,512,8,aggregate_decode_tokens_per_s,146,tok/s,a bench file,llama-batched-bench -ub 2048 -npp 512 -ntg 32 -npl 8\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::write_text(dir.path(), "bb.csv", text);
+    let rows = read_csv(&path).unwrap();
+    for (id, reading) in [("new", "from late September 2025"), ("old", "before 2025-09-13"), ("undated", "of unstated date")] {
+        let row = rows.iter().find(|r| r.id == id).unwrap();
+        let (_, assumptions) = row_scenario(row, &rows).unwrap();
+        assert!(assumptions.iter().any(|a| a.starts_with(&format!("llama-batched-bench {reading}"))), "{id}: {assumptions:?}");
+    }
+    let p = quiet_profile();
+    let mut data = Dataset::default();
+    data.add_csv(&path, &p).unwrap();
+    let predicted = data.predict(&p).unwrap();
+    let run = |same: bool| {
+        let mut b = bench("gpt-oss-120b", "mxfp4", 8, same);
+        b.set("engine.prefill_chunk", &2048i64.into()).unwrap();
+        estimate(&b.build().unwrap(), &p).unwrap().decode_tokens_per_s
+    };
+    let (independent, identical) = (run(false), run(true));
+    assert_eq!(predicted, vec![independent, identical, independent]);
+    assert!(identical > 1.5 * independent, "{identical} vs {independent}");
+    // A scenario that does not say is the tool as it is now: independent sequences.
+    let mut b = bench("gpt-oss-120b", "mxfp4", 8, false);
+    b.set("engine.prefill_chunk", &2048i64.into()).unwrap();
+    let text = b.to_toml().replace("same_tokens = false\n", "");
+    assert!(!text.contains("same_tokens"), "{text}");
+    let source = supernode::scenario::Source { path: "bb.toml".into(), dir: std::path::PathBuf::new(), text };
+    let sc = supernode::scenario::parse(source).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(estimate(&sc, &p).unwrap().decode_tokens_per_s, independent);
 }
