@@ -363,7 +363,7 @@ mod tests {
             "llama4",
             "Llama-4-Behemoth-288B-16E",
             "MiniMax-M3",
-            "gemma3:12b",
+            "gemma2:9b",
             "llama-3.1-7b",
             "",
             "-it",

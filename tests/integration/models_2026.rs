@@ -231,3 +231,32 @@ fn aiconfigurator_presets_import_with_their_published_sizes_and_names() {
         assert_eq!(catalog().find_model(name).map(|m| m.0.id.as_str()).ok(), Some(id), "{name}");
     }
 }
+
+/// Gemma 3 1B, 4B and 12B from Google DeepMind's `gemma` library (PyPI 3.3.0, `Gemma3_1B/4B/12B`):
+/// text sizes of the model cards less the 0.4B vision tower (4B: 4.3B in all, 12B: 12.2B), five
+/// sliding-window layers to one global, and the names people write; Qwen2.5-Coder under its
+/// base's preset.
+#[test]
+fn gemma_3_presets_from_the_gemma_library_have_their_sizes_and_windows() {
+    for (id, total, layers, window) in [("gemma-3-1b", 1.0, 26, 512), ("gemma-3-4b", 3.9, 34, 1024), ("gemma-3-12b", 11.8, 48, 1024)] {
+        let m = preset(id);
+        near(&format!("{id} total B"), billions(m.total_params()), total, 0.03);
+        assert_eq!(m.layers, layers, "{id}");
+        let global = (0..m.layers).filter(|&i| m.mixer(i) == LayerMixer::Full).count() as u64;
+        let sliding = (0..m.layers).filter(|&i| m.mixer(i) == LayerMixer::Sliding(window)).count() as u64;
+        assert_eq!((global, sliding), (layers / 6, layers - layers / 6), "{id}");
+    }
+    for (name, id) in [
+        ("google/gemma-3-4b-it", "gemma-3-4b"),
+        ("gemma3:4b", "gemma-3-4b"),
+        ("ggml-org/gemma-3-4b-it-qat-GGUF", "gemma-3-4b"),
+        ("gemma3:12b", "gemma-3-12b"),
+        ("unsloth/gemma-3-12b-it-GGUF", "gemma-3-12b"),
+        ("gemma3:1b", "gemma-3-1b"),
+        ("Qwen/Qwen2.5-Coder-7B-Instruct", "qwen2.5-7b"),
+        ("ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF", "qwen2.5-7b"),
+        ("qwen2.5-coder:32b", "qwen2.5-32b"),
+    ] {
+        assert_eq!(catalog().find_model(name).map(|m| m.0.id.as_str()).ok(), Some(id), "{name}");
+    }
+}
