@@ -260,3 +260,45 @@ fn gemma_3_presets_from_the_gemma_library_have_their_sizes_and_windows() {
         assert_eq!(catalog().find_model(name).map(|m| m.0.id.as_str()).ok(), Some(id), "{name}");
     }
 }
+
+/// Older Apple chips people still publish runs of (M1 Max, M3 Max, M1 Ultra) are answered, on the
+/// parameters of a profiled chip, and labelled extrapolations; the names llama-bench and the
+/// Llama 3 releases use reach their presets.
+#[test]
+fn older_apple_chips_and_llama_bench_names_are_answered_as_extrapolations() {
+    use supernode::calibrate::validate::read_csv;
+    for (name, id) in [("llama 7B", "llama-2-7b"), ("llama3:8b", "llama-3.1-8b"), ("meta-llama/Meta-Llama-3-70B-Instruct", "llama-3.3-70b")]
+    {
+        assert_eq!(catalog().find_model(name).map(|m| m.0.id.as_str()).ok(), Some(id), "{name}");
+    }
+    let text = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+         m3max,macbook-pro-m3-max,1,64gb,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,60,tok/s,a thread,llama-bench tg128\n\
+         m1max,macbook-pro-m1-max,1,64gb,llama-3-8b,q4_k_m,llama-cpp,none,none,512,1,prefill_tokens_per_s,400,tok/s,a table,llama-bench pp512\n\
+         m1u,mac-studio-m1-ultra,1,128gb,llama-3-8b,f16,llama-cpp,none,none,,1,decode_tokens_per_s,40,tok/s,a table,llama-bench tg128\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::write_text(dir.path(), "apple.csv", text);
+    assert_eq!(read_csv(&path).unwrap().len(), 3);
+    let out = crate::bin().args(["-q", "validate", "--json", "--against"]).arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["skipped"].as_array().unwrap().is_empty(), "{}", v["skipped"]);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        assert!(r["predicted"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // Within one generation the bandwidth orders them: the M1 Ultra (800 GB/s) decodes the same
+    // model and quant faster than the M1 Max (400 GB/s).
+    let one = |node: &str| {
+        let text = format!(
+            "[cluster]\nnode = \"{node}\"\n[model]\nname = \"llama-3.1-8b\"\nquant = \"q4_k_m\"\n[engine]\nname = \"llama-cpp\"\n[workload]\nkind = \"generate\"\nprompt_tokens = 128\ngenerate_tokens = 128\n"
+        );
+        let sc = supernode::scenario::parse(supernode::scenario::Source { path: "a.toml".into(), dir: std::path::PathBuf::new(), text })
+            .unwrap_or_else(|e| panic!("{e}"));
+        supernode::estimate::estimate(&sc, &supernode::profile::Profile::default_profile()).unwrap()
+    };
+    let (max, ultra) = (one("macbook-pro-m1-max-32c-64gb"), one("mac-studio-m1-ultra-64c-128gb"));
+    assert!(ultra.decode_tokens_per_s > max.decode_tokens_per_s, "{} vs {}", ultra.decode_tokens_per_s, max.decode_tokens_per_s);
+    assert_ne!(max.calibration.status, "inside", "{:?}", max.calibration.reasons);
+    assert!(max.calibration.reasons.iter().any(|r| r.contains("m2-ultra")), "{:?}", max.calibration.reasons);
+}
