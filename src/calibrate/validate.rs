@@ -266,11 +266,8 @@ const FORMAT_WORDS: &[&str] = &["mlx", "hf", "safetensors"];
 fn quant_label(raw: &str) -> String {
     let head = raw.split('(').next().unwrap_or("");
     // llama.cpp's file-type names keep their size word (`Q4_K - Small`): the catalog reads them.
-    if let Some((_, size)) = head.split_once(" - ") {
-        let size = size.trim().to_lowercase();
-        if matches!(size.as_str(), "small" | "medium" | "large") || size.ends_with("bpw") {
-            return head.trim().to_lowercase();
-        }
+    if crate::catalog::names::llama_cpp_file_type(head).is_some() {
+        return head.trim().to_lowercase();
     }
     let first = first_word(head).to_lowercase();
     if !FORMAT_WORDS.contains(&first.as_str()) {
@@ -605,8 +602,9 @@ pub fn row_scenario_in(
         return Ok((b, assumptions));
     }
     if row.metric == "aggregate_decode_tokens_per_s" && is_batched_bench(row) {
-        // llama-batched-bench as it defines itself: B sequences of token id 0 in one batch
-        // (`kind = "batched-bench"`, `same_tokens`; estimate::batched), its S_TG the decode rate.
+        // llama-batched-bench as it defines itself: B sequences in one batch, of token id 0 or
+        // random ids by the tool's date (`kind = "batched-bench"`, `same_tokens`;
+        // estimate::batched), its S_TG the decode rate.
         let c: i64 = row.concurrency.trim().parse().map_err(|_| "batched-bench rows need the `concurrency` column (-npl)".to_string())?;
         let tokens = batched_bench_tokens_drawn(row);
         assumptions.push(tokens.reading().into());

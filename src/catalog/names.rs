@@ -143,17 +143,23 @@ const QUANT_LABELS: &[(&str, &str)] = &[
 /// `q3_k_s`, `Q2_K - Medium` -> `q2_k` (llama.cpp's name for its plain Q2_K), and the size
 /// after an i-quant's name dropped (`IQ4_XS - 4.25 bpw` -> `iq4_xs`).
 fn quant_key(label: &str) -> String {
+    llama_cpp_file_type(label).unwrap_or_else(|| label.trim().to_lowercase())
+}
+
+/// A llama.cpp file-type name (`Q4_K - Medium`, `IQ4_XS - 4.25 bpw`) as the file label it
+/// means, lower case (see [`quant_key`]); `None` for a label without such a size word.
+pub(crate) fn llama_cpp_file_type(label: &str) -> Option<String> {
     let q = label.trim().to_lowercase();
-    let Some((head, size)) = q.split_once(" - ") else { return q };
+    let (head, size) = q.split_once(" - ")?;
     let head = head.trim();
-    match size.trim() {
+    Some(match size.trim() {
         s if s.ends_with("bpw") => head.to_string(),
         "medium" if head == "q2_k" => head.to_string(),
         "small" => format!("{head}_s"),
         "medium" => format!("{head}_m"),
         "large" => format!("{head}_l"),
-        _ => q,
-    }
+        _ => return None,
+    })
 }
 
 /// The standard GGUF preset an Unsloth dynamic label is read as, and the assumption said:

@@ -87,11 +87,11 @@ impl Lowered {
     /// Says how many of the step's tokens route through MoE layers on their own: `Some(n)` when
     /// the step's sequences are identical (`llama-batched-bench` before late September 2025 fed
     /// token 0 to every sequence, FACTS.md "How published benchmarks measure"), so every
-    /// sequence selects the same experts
-    /// as the first and a MoE layer reads the experts of `n` tokens (1 in a decode step) while
-    /// its FLOPs still run over every row; `None` (the default): independent requests, whose
-    /// tokens cover the experts as [`crate::llm::Op::experts_touched`] of all of them. Later
-    /// re-timings use it until it is set again.
+    /// sequence selects the same experts as the first and a MoE layer reads the experts of `n`
+    /// tokens (1 in a decode step) while its FLOPs still run over every row; `None` (the
+    /// default): independent requests, whose tokens cover the experts as
+    /// [`crate::llm::Op::experts_touched`] of all of them. Later re-timings use it until it is
+    /// set again.
     pub fn set_routed_tokens(&mut self, routed: Option<u64>) {
         if self.routed_tokens != routed {
             self.routed_tokens = routed;

@@ -20,8 +20,8 @@ use super::serve::sched::micro_batches;
 /// A micro-batch's span and busy time per resource, ns: reused for a later one of its shape.
 type SpanAndBusy = (Time, Vec<Time>);
 
-/// Simulates `batch` sequences (identical with `same_tokens`): the prefill of their `prompt`-token prompts, then
-/// `generate` decode steps of the whole batch. The run's `prefill_ns` is the benchmark's T_PP
+/// Simulates `batch` sequences (identical with `same_tokens`): the prefill of their
+/// `prompt`-token prompts, then `generate` decode steps of the whole batch. The run's `prefill_ns` is the benchmark's T_PP
 /// and `decode_ns` its T_TG (S_PP = batch x prompt / T_PP, S_TG = batch x generate / T_TG);
 /// `decode_steps` counts the batch's steps. A micro-batch of a shape already run reuses that
 /// run's timing (exact without jitter; with jitter the shape's first draw repeats, as in a

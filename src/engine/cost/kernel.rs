@@ -175,9 +175,8 @@ impl NodeCost<'_> {
 
     /// [`Self::op_ns`] when only `routed` of the `tokens` rows route on their own: the rows of
     /// identical sequences (`llama-batched-bench` before late September 2025 decoded token 0 in
-    /// every sequence, FACTS.md)
-    /// select the same experts, so a MoE layer reads the experts of `routed` tokens while its
-    /// FLOPs still run over every row. Other ops ignore `routed`.
+    /// every sequence, FACTS.md) select the same experts, so a MoE layer reads the experts of
+    /// `routed` tokens while its FLOPs still run over every row. Other ops ignore `routed`.
     pub fn op_ns_routed(&self, op: &Op, tokens: u64, context: u64, routed: u64) -> f64 {
         let bw = self.mem_bw * self.runtime.bw_scale;
         let peak = self.peak_flops * self.runtime.compute_scale;
