@@ -357,13 +357,14 @@ mod tests {
             ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-maverick-17b-128e"),
             ("llama4:scout", "llama-4-maverick-17b-128e"),
             ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama-4-scout-17b-16e"),
+            // DeepSeek V3.2's sparse attention is another architecture than V3/V3.1's.
+            ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3.1"),
+            ("glm-5", "glm-4.6"),
         ] {
             assert_ne!(c.find_model(name).map(|(p, _)| p.id.as_str()), Ok(not), "{name}");
         }
         for name in [
             "llama3.2",
-            // DeepSeek V3.2's sparse attention is another architecture than V3/V3.1's.
-            "deepseek-ai/DeepSeek-V3.2-Exp",
             "qwen3:14b",
             "Qwen/Qwen3.5-9B",
             "llama4",

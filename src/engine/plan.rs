@@ -479,11 +479,14 @@ fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64)
     let kv_share = if per_head.is_some() { share.shard } else { kv_head_share(m, share.shard) };
     let kv_per_token_layer = per_head.map_or(m.kv_bytes_per_token_layer(), |x| x.kv_bytes_per_ctx);
     let range = share.first_layer..share.end_layer;
-    let cache = range.clone().map(|l| (kv_per_token_layer * m.layer_kv_tokens(l, context)) as f64).sum::<f64>();
+    let tokens = range.clone().map(|l| m.layer_kv_tokens(l, context) as f64).sum::<f64>();
+    let cache = kv_per_token_layer as f64 * tokens;
+    // A sparse-attention indexer's keys: whole on every rank (the indexer is replicated).
+    let index = m.index_bytes_per_token_layer() as f64 * tokens;
     // A linear-attention layer's recurrent state splits by its own heads, 1/N like its weights
     // (as the kernel reads it: `NodeCost::recurrent_terms`).
     let state = range.map(|l| m.layer_state_bytes(l) as f64).sum::<f64>();
-    (cache * kv_share + state * share.shard) * options.cuda.kv_byte_scale()
+    (cache * kv_share + index + state * share.shard) * options.cuda.kv_byte_scale()
 }
 
 /// The fraction of a GQA cache's KV heads a rank holding `shard` of the query heads keeps:

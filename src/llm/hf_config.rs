@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::model::{Attention, LayerMixer, LinearAttention, ModelSpec, Moe};
+use super::model::{Attention, LayerMixer, LinearAttention, ModelSpec, Moe, SparseAttention};
 
 /// Errors while importing a model configuration.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +33,7 @@ pub enum LlmError {
 
 /// The `model_type`s the importer reads (a multimodal wrapper's `text_config` names its own,
 /// `_text` suffix dropped).
-pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4";
+pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4";
 
 /// Sanity bounds on each dimension of an imported config: the largest published models by a
 /// wide margin (Llama 3.1 405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; DeepSeek V3:
@@ -324,7 +324,7 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
                 spec.mixers = mixers(v, layers, Some(w), None, |i| if i % 2 == 0 { LayerMixer::Sliding(w) } else { LayerMixer::Full })?;
             }
         }
-        "deepseek_v3" | "deepseek_v2" | "kimi_k2" => {
+        "deepseek_v3" | "deepseek_v2" | "kimi_k2" | "deepseek_v32" | "glm_moe_dsa" => {
             spec.attention = Attention::Mla {
                 heads,
                 q_lora_rank: get_u(v, "q_lora_rank")?.unwrap_or(0),
@@ -334,6 +334,15 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
                 v_head_dim: req(v, "v_head_dim")?,
             };
             spec.moe = Some(first_k_dense_sigmoid_moe(v)?);
+            if matches!(spec.arch.as_str(), "deepseek_v32" | "glm_moe_dsa") {
+                // DeepSeek Sparse Attention: DeepSeek-V3.2's MLA and MoE with a lightning
+                // indexer; GLM-5 (`glm_moe_dsa`) the same blocks at its own sizes.
+                spec.sparse_attention = Some(SparseAttention {
+                    top_k: req(v, "index_topk")?,
+                    index_heads: req(v, "index_n_heads")?,
+                    index_head_dim: req(v, "index_head_dim")?,
+                });
+            }
         }
         "glm4_moe" => {
             // GLM-4.5/4.6/4.7: the first `first_k_dense_replace` layers dense, then routed
@@ -433,7 +442,8 @@ impl ModelSpec {
     /// Imports a model from a Hugging Face `config.json` value (a multimodal wrapper's
     /// `text_config` is the language model: vision towers are not modelled). Supports dense
     /// (llama, mistral, qwen2/3, gemma3), MoE (qwen3_moe, mixtral, gpt_oss, glm4_moe, minimax_m2,
-    /// llama4), MLA (deepseek_v3, kimi_k2), sliding-window and chunked attention, and the
+    /// llama4), MLA (deepseek_v3, kimi_k2; with DeepSeek Sparse Attention deepseek_v32 and
+    /// glm_moe_dsa), sliding-window and chunked attention, and the
     /// Gated DeltaNet hybrids (qwen3_next, qwen3_5, qwen3_5_moe).
     pub fn from_hf_config(id: &str, name: &str, top: &Value) -> Result<Self, LlmError> {
         // Some configs (kimi_k2, multimodal wrappers) nest the language model config; keys a
@@ -474,6 +484,7 @@ impl ModelSpec {
             moe: None,
             mixers: all_full(),
             linear: None,
+            sparse_attention: None,
             attn_output_gate: false,
             qkv_bias: false,
             qk_norm: arch.starts_with("qwen3") || flag(v, "use_qk_norm", false),

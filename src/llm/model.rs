@@ -83,6 +83,39 @@ pub enum LayerMixer {
     Linear,
 }
 
+/// DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5: `index_*` keys of config.json): a
+/// lightning indexer scores every cached token with `index_heads` small heads of
+/// `index_head_dim` over its own per-token key cache, and the MLA attention then runs over the
+/// `top_k` best-scored tokens only (DeepSeek-V3.2-Exp report; DeepSeek's reference
+/// `inference/model.py`). Decode attention therefore reads at most `top_k` latent entries per
+/// layer, while the indexer reads its keys of the whole context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SparseAttention {
+    /// Tokens each query attends to (`index_topk`).
+    pub top_k: u64,
+    /// Indexer heads (`index_n_heads`).
+    pub index_heads: u64,
+    /// Indexer head dimension (`index_head_dim`): one key of this size is cached per token per
+    /// layer, shared by the indexer heads.
+    pub index_head_dim: u64,
+}
+
+impl SparseAttention {
+    /// Indexer key bytes cached per token per layer, bf16 like the rest of the twin's cache
+    /// (a runtime's KV dtype scales it with the latent cache). DeepSeek's reference and vLLM
+    /// keep it in FP8 with a scale per key (132 bytes at dimension 128) whatever the main
+    /// cache: `engine.kv_cache_dtype = "fp8"` gives that.
+    pub fn key_bytes(&self) -> u64 {
+        self.index_head_dim * 2
+    }
+
+    /// Indexer FLOPs per query token per cached token: a dot product per head
+    /// (`2 x index_heads x index_head_dim`), the ReLU and head weighting being elementwise.
+    pub fn flops_per_ctx(&self) -> u64 {
+        2 * self.index_heads * self.index_head_dim
+    }
+}
+
 /// Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): `linear_*` keys of config.json.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinearAttention {
@@ -144,6 +177,8 @@ pub struct ModelSpec {
     pub mixers: Vec<LayerMixer>,
     /// The linear attention of [`LayerMixer::Linear`] layers, if any.
     pub linear: Option<LinearAttention>,
+    /// DeepSeek Sparse Attention on every attention layer (DeepSeek-V3.2, GLM-5), if any.
+    pub sparse_attention: Option<SparseAttention>,
     /// Full-attention layers gate their output by a sigmoid of a second query-sized projection
     /// (Qwen3-Next, Qwen3.5: `q_proj` doubled).
     pub attn_output_gate: bool,
@@ -219,10 +254,18 @@ impl ModelSpec {
         }
     }
 
-    /// KV-cache bytes for the whole model at `context` tokens (recurrent state excluded: see
-    /// [`Self::state_bytes`]).
+    /// Cache bytes per token of an attention layer besides its KV: the sparse-attention
+    /// indexer's key (0 without one). Never split under tensor parallelism: every rank runs
+    /// the whole indexer (vLLM builds its projections as replicated layers).
+    pub fn index_bytes_per_token_layer(&self) -> u64 {
+        self.sparse_attention.map_or(0, |s| s.key_bytes())
+    }
+
+    /// KV-cache bytes for the whole model at `context` tokens, the sparse-attention indexer's
+    /// keys included (recurrent state excluded: see [`Self::state_bytes`]).
     pub fn kv_bytes(&self, context: u64) -> u64 {
-        (0..self.layers).map(|i| self.kv_bytes_per_token_layer() * self.layer_kv_tokens(i, context)).sum()
+        let per_token = self.kv_bytes_per_token_layer() + self.index_bytes_per_token_layer();
+        (0..self.layers).map(|i| per_token * self.layer_kv_tokens(i, context)).sum()
     }
 
     /// Recurrent state of one sequence over all layers, bytes: fixed, whatever the context.
@@ -320,6 +363,9 @@ impl ModelSpec {
                 } else {
                     ops.push(Op::dense("q_proj", TensorRole::AttnQ, h * heads * qk, Placement::Sharded));
                 }
+                if let Some(dsa) = self.sparse_attention {
+                    self.push_indexer(ops, dsa, q_lora_rank);
+                }
                 ops.push(Op::dense(
                     "kv_a_proj_with_mqa",
                     TensorRole::AttnLatent,
@@ -336,7 +382,11 @@ impl ModelSpec {
                 kv_b.expands_latent = true;
                 ops.push(kv_b);
                 let flops = 2 * heads * (2 * kv_lora_rank + qk_rope_head_dim);
-                let mut sdpa = Op::attention("sdpa (latent)", self.kv_bytes_per_token_layer(), false, flops, None);
+                // Under sparse attention each query attends to the indexer's top-k tokens: the
+                // attention reads and multiplies at most that many cached entries, like a
+                // window (the cache itself keeps every token: `layer_kv_tokens`).
+                let top_k = self.sparse_attention.map(|d| d.top_k);
+                let mut sdpa = Op::attention("sdpa (latent)", self.kv_bytes_per_token_layer(), false, flops, top_k);
                 sdpa.mla_expanded = Some(MlaExpanded {
                     attn_flops_per_ctx: 2 * heads * (qk_nope_head_dim + v_head_dim + qk_rope_head_dim),
                     score_bytes_per_ctx: 4 * 2 * heads,
@@ -346,6 +396,29 @@ impl ModelSpec {
                 ops.push(Op::dense("o_proj", TensorRole::AttnOutput, heads * v_head_dim * h, Placement::Sharded));
             }
         }
+    }
+
+    /// The lightning indexer of DeepSeek Sparse Attention (DeepSeek's reference `Indexer`): a
+    /// query projection from the query latent (`wq_b`, or from the hidden state without one),
+    /// one key and per-head weights from the hidden state (`wk`, `weights_proj`), the key's
+    /// norm and rope, the scores of every cached token (`index_heads` dot products each, ReLU,
+    /// weighted sum over heads) and the top-k selection. Replicated under tensor parallelism:
+    /// every rank scores every head (vLLM's `Indexer` uses replicated linear layers).
+    fn push_indexer(&self, ops: &mut Vec<Op>, dsa: SparseAttention, q_lora_rank: u64) {
+        let h = self.hidden;
+        let q_in = if q_lora_rank > 0 { q_lora_rank } else { h };
+        ops.push(Op::dense("indexer wq_b", TensorRole::AttnLatent, q_in * dsa.index_heads * dsa.index_head_dim, Placement::Replicated));
+        ops.push(Op::dense(
+            "indexer wk+weights_proj",
+            TensorRole::AttnLatent,
+            h * (dsa.index_head_dim + dsa.index_heads),
+            Placement::Replicated,
+        ));
+        ops.push(Op::elementwise("indexer k_norm+rope", 3));
+        let mut scores = Op::attention("indexer scores", dsa.key_bytes(), false, dsa.flops_per_ctx(), None);
+        scores.placement = Placement::Replicated;
+        ops.push(scores);
+        ops.push(Op::elementwise("indexer relu+weights+top-k", 3));
     }
 
     /// A Gated DeltaNet layer (Hugging Face / mlx-lm `Qwen3NextGatedDeltaNet`): q, k, v and the

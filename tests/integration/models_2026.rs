@@ -302,3 +302,51 @@ fn older_apple_chips_and_llama_bench_names_are_answered_as_extrapolations() {
     assert_ne!(max.calibration.status, "inside", "{:?}", max.calibration.reasons);
     assert!(max.calibration.reasons.iter().any(|r| r.contains("m2-ultra")), "{:?}", max.calibration.reasons);
 }
+
+/// One M3 Ultra running `model` under mlx-lm after `context` tokens.
+fn m3_ultra_mlx(model: &str, context: u64) -> supernode::estimate::Estimate {
+    let text = format!(
+        "[cluster]\nnodes = [\"m3-ultra-80c-512gb\"]\n[model]\nname = \"{model}\"\nquant = \"mlx-4bit\"\n[engine]\nname = \"mlx-lm\"\n[workload]\nkind = \"generate\"\nprompt_tokens = 1024\ncontext_tokens = {context}\ngenerate_tokens = 64\n"
+    );
+    let sc = supernode::scenario::parse(supernode::scenario::Source { path: "a.toml".into(), dir: std::path::PathBuf::new(), text })
+        .unwrap_or_else(|e| panic!("{e}"));
+    supernode::estimate::estimate(&sc, &supernode::profile::Profile::default_profile()).unwrap()
+}
+
+#[test]
+fn sparse_attention_models_cache_the_indexer_keys_and_decode_long_contexts_faster() {
+    // DeepSeek-V3.2 and GLM-5 from their config files (aiconfigurator 0.10.0): GLM-5 is the
+    // 744B / 40B-active model its card announces; V3.2 is V3.1's shapes plus the indexer.
+    let (v32, v31, glm5) = (preset("deepseek-v3.2"), preset("deepseek-v3.1"), preset("glm-5"));
+    near("GLM-5 total", billions(glm5.total_params()), 743.9, 0.1);
+    near("GLM-5 active", billions(glm5.active_params()), 40.8, 0.1);
+    let indexer = billions(v32.total_params()) - billions(v31.total_params());
+    // 61 layers x (1536 x 64 x 128 + 7168 x (128 + 64)) = 0.85B.
+    near("V3.2 indexer weights", indexer, 0.852, 0.005);
+    assert_eq!(catalog().find_model("deepseek-ai/DeepSeek-V3.2-Exp").map(|m| m.0.id.as_str()).ok(), Some("deepseek-v3.2"));
+    assert_eq!(catalog().find_model("zai-org/GLM-5-FP8").map(|m| m.0.id.as_str()).ok(), Some("glm-5"));
+    // The cache holds the latent (576 bf16 values) and the indexer key (128) of every token.
+    assert_eq!(v32.kv_bytes(1), 61 * (576 + 128) * 2);
+    assert_eq!(v32.kv_bytes(100_000), 100_000 * v32.kv_bytes(1), "every token stays cached");
+    // The attention reads at most 2,048 of them per query: at 64k tokens of context V3.2
+    // decodes well ahead of V3.1 (which reads all 64k latents per layer), and at short
+    // context it pays only the indexer's small extra work.
+    let (short31, short32) = (m3_ultra_mlx("deepseek-v3.1", 0), m3_ultra_mlx("deepseek-v3.2", 0));
+    let (long31, long32) = (m3_ultra_mlx("deepseek-v3.1", 65_536), m3_ultra_mlx("deepseek-v3.2", 65_536));
+    assert!(short32.decode_tokens_per_s < short31.decode_tokens_per_s, "the indexer is not free");
+    assert!(
+        short32.decode_tokens_per_s > 0.85 * short31.decode_tokens_per_s,
+        "{} vs {}",
+        short32.decode_tokens_per_s,
+        short31.decode_tokens_per_s
+    );
+    assert!(
+        long32.decode_tokens_per_s > 1.5 * long31.decode_tokens_per_s,
+        "{} vs {}",
+        long32.decode_tokens_per_s,
+        long31.decode_tokens_per_s
+    );
+    // Still non-increasing with context: the indexer reads every cached key.
+    let longer32 = m3_ultra_mlx("deepseek-v3.2", 131_072);
+    assert!(longer32.decode_tokens_per_s < long32.decode_tokens_per_s);
+}
