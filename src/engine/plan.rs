@@ -5,7 +5,7 @@ use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
 use crate::llm::{ModelSpec, Op, OpClass, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 
-use super::cost::{MlaOptions, NetCost, NodeCost};
+use super::cost::{MlaOptions, NetCost, NodeCost, SparseGather};
 use super::options::{CollectiveLowering, EngineOptions, Parallelism, Runtime};
 
 /// Errors when a scenario cannot be lowered onto its cluster.
@@ -301,6 +301,11 @@ impl Plan {
             fp8_flops: match self.options.kind.runtime() {
                 Runtime::Cuda => spec.fp8_issued_flops(self.chips[node].pj_per_flop).unwrap_or(0.0),
                 _ => 0.0,
+            },
+            sparse_gather: match self.options.kind.runtime() {
+                Runtime::Mlx => SparseGather::Decode,
+                Runtime::LlamaCpp => SparseGather::LongCache,
+                Runtime::Cuda => SparseGather::Always,
             },
             sequential_recurrence: self.options.kind.runtime() == Runtime::Mlx,
             os: spec.os,

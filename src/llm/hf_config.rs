@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::model::{Attention, LayerMixer, LinearAttention, ModelSpec, Moe, SparseAttention};
+use super::model::{Attention, LayerFfn, LayerMixer, LinearAttention, Mamba2, ModelSpec, Moe, SparseAttention};
 
 /// Errors while importing a model configuration.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +33,7 @@ pub enum LlmError {
 
 /// The `model_type`s the importer reads (a multimodal wrapper's `text_config` names its own,
 /// `_text` suffix dropped).
-pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4";
+pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4, nemotron_h";
 
 /// Sanity bounds on each dimension of an imported config: the largest published models by a
 /// wide margin (Llama 3.1 405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; DeepSeek V3:
@@ -353,6 +353,7 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
         }
         "minimax_m2" => read_minimax_m2(spec, v)?,
         "llama4" => read_llama4(spec, v)?,
+        "nemotron_h" => read_nemotron_h(spec, v)?,
         other => return Err(LlmError::UnsupportedArch(other.to_string())),
     }
     Ok(())
@@ -410,6 +411,95 @@ fn read_minimax_m2(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
         sigmoid_routing: scoring == "sigmoid",
         ..routed(req(v, "num_local_experts")?, req(v, "num_experts_per_tok")?, req(v, "intermediate_size")?)
     });
+    Ok(())
+}
+
+/// Nemotron-H (Nemotron-H 8B/47B/56B, Nemotron 3 Nano): each layer is ONE block, a norm, one
+/// mixer or feed-forward and the residual (Hugging Face `NemotronHBlock`), its kind from
+/// `hybrid_override_pattern` (`M` Mamba-2, `*` attention, `-` MLP, `E` MoE) or the
+/// `layers_block_type` list (`mamba`, `attention`, `mlp`, `moe`). MLPs and experts are
+/// squared-ReLU up and down projections (`mlp_hidden_act` relu2); the MoE routes by sigmoid
+/// with a correction bias, plus shared experts of `moe_shared_expert_intermediate_size`.
+fn read_nemotron_h(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    let kinds: Vec<char> = match (v.get("hybrid_override_pattern").and_then(Value::as_str), v.get("layers_block_type")) {
+        (Some(p), _) => p.chars().collect(),
+        (None, Some(Value::Array(list))) => list
+            .iter()
+            .map(|k| match k.as_str() {
+                Some("mamba") => Ok('M'),
+                Some("attention") => Ok('*'),
+                Some("mlp") => Ok('-'),
+                Some("moe") => Ok('E'),
+                _ => Err(LlmError::Invalid { key: "layers_block_type", why: format!("{k} is not mamba, attention, mlp or moe") }),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(LlmError::Missing("hybrid_override_pattern")),
+    };
+    if kinds.len() as u64 != layers {
+        return Err(LlmError::Invalid {
+            key: "hybrid_override_pattern",
+            why: format!("lists {} layers, num_hidden_layers is {layers}", kinds.len()),
+        });
+    }
+    if let Some(bad) = kinds.iter().find(|c| !"M*-E".contains(**c)) {
+        return Err(LlmError::Invalid { key: "hybrid_override_pattern", why: format!("unknown block `{bad}` (known: M, *, -, E)") });
+    }
+    if get_u(v, "moe_latent_size")?.is_some() {
+        // Nemotron 3 Super and Ultra run their experts in a smaller latent space.
+        return Err(LlmError::Invalid { key: "moe_latent_size", why: "latent MoE (Nemotron 3 Super/Ultra) is not modelled".into() });
+    }
+    spec.mixers = kinds
+        .iter()
+        .map(|c| match c {
+            'M' => LayerMixer::Mamba,
+            '*' => LayerMixer::Full,
+            _ => LayerMixer::NoMixer,
+        })
+        .collect();
+    spec.layer_ffns = Some(
+        kinds
+            .iter()
+            .map(|c| match c {
+                '-' => LayerFfn::Dense,
+                'E' => LayerFfn::Moe,
+                _ => LayerFfn::None,
+            })
+            .collect(),
+    );
+    let ssm_elem = match v.get("mamba_ssm_cache_dtype").and_then(Value::as_str) {
+        Some("bfloat16" | "float16") => 2,
+        _ => 4,
+    };
+    spec.mamba = Some(Mamba2 {
+        heads: req(v, "mamba_num_heads")?,
+        head_dim: req(v, "mamba_head_dim")?,
+        state_size: req(v, "ssm_state_size")?,
+        groups: get_u(v, "n_groups")?.unwrap_or(1),
+        conv_kernel: req(v, "conv_kernel")?,
+        state_elem_bytes: ssm_elem,
+    });
+    if let (Attention::Gqa { heads, kv_heads, .. }, Some(d)) = (spec.attention.clone(), get_u(v, "attention_head_dim")?) {
+        spec.attention = Attention::Gqa { heads, kv_heads, head_dim: d };
+    }
+    spec.ffn_matrices = match v.get("mlp_hidden_act").and_then(Value::as_str) {
+        Some("relu2") | None => 2,
+        Some(_) => 3,
+    };
+    spec.ffn = if kinds.contains(&'-') { req(v, "intermediate_size")? } else { get_u(v, "intermediate_size")?.unwrap_or(0) };
+    if kinds.contains(&'E') {
+        let (shared, shared_ffn) = match get_u(v, "n_shared_experts")? {
+            Some(n) if n > 0 => (n, req(v, "moe_shared_expert_intermediate_size")?),
+            _ => (0, 0),
+        };
+        spec.moe = Some(Moe {
+            shared,
+            shared_ffn,
+            dense_ffn: spec.ffn,
+            sigmoid_routing: true,
+            ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
+        });
+    }
     Ok(())
 }
 
@@ -485,6 +575,9 @@ impl ModelSpec {
             mixers: all_full(),
             linear: None,
             sparse_attention: None,
+            mamba: None,
+            layer_ffns: None,
+            ffn_matrices: 3,
             attn_output_gate: false,
             qkv_bias: false,
             qk_norm: arch.starts_with("qwen3") || flag(v, "use_qk_norm", false),

@@ -11,7 +11,7 @@ pub mod ops;
 pub mod quant;
 
 pub use hf_config::LlmError;
-pub use model::{Attention, LayerMixer, LinearAttention, ModelSpec, Moe, SparseAttention};
+pub use model::{Attention, LayerFfn, LayerMixer, LinearAttention, Mamba2, ModelSpec, Moe, SparseAttention};
 pub use ops::{MlaExpanded, MlaPerHead, Op, OpClass, Placement, expert_coverage};
 pub use quant::{
     ClassFormat, GgufFtype, GgufType, KernelFamily, QuantFamily, QuantScheme, QuantShape, QuantSpec, TensorClass, TensorFormat, TensorRole,

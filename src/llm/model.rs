@@ -1,7 +1,7 @@
 //! Model shapes: attention flavour, MoE, the per-layer operations a forward step runs, KV
 //! cache and parameter counts.
 
-use super::ops::{MlaExpanded, MlaPerHead, Op, OpClass, Placement};
+use super::ops::{MlaExpanded, MlaPerHead, Op, Placement};
 use super::quant::{QuantShape, QuantSpec, TensorFormat, TensorRole};
 
 /// Attention flavour of a model.
@@ -81,7 +81,80 @@ pub enum LayerMixer {
     /// Gated DeltaNet linear attention ([`LinearAttention`]): a fixed recurrent state per
     /// sequence, no KV cache.
     Linear,
+    /// A Mamba-2 selective state-space mixer ([`Mamba2`], Nemotron-H): a fixed recurrent state
+    /// per sequence, no KV cache.
+    Mamba,
+    /// No token mixer: the layer is a feed-forward block alone (Nemotron-H's `-` and `E`
+    /// layers).
+    NoMixer,
 }
+
+/// The feed-forward block of one layer where a model lists them per layer (Nemotron-H's
+/// `hybrid_override_pattern`); other models derive it from [`Moe::is_moe_layer`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerFfn {
+    /// No feed-forward block (a mixer-only layer).
+    None,
+    /// The dense MLP (`intermediate_size`).
+    Dense,
+    /// The routed experts (and shared ones) of [`Moe`].
+    Moe,
+}
+
+/// A Mamba-2 mixer (Nemotron-H's `mamba_*`, `ssm_state_size`, `n_groups`, `conv_kernel` keys):
+/// `heads` x `head_dim` channels, each with an `state_size` state, B and C shared by `groups`
+/// groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mamba2 {
+    /// SSM heads (`mamba_num_heads`).
+    pub heads: u64,
+    /// Channels per head (`mamba_head_dim`).
+    pub head_dim: u64,
+    /// State size per channel (`ssm_state_size`).
+    pub state_size: u64,
+    /// Groups sharing B and C (`n_groups`).
+    pub groups: u64,
+    /// Width of the causal depthwise convolution (`conv_kernel`).
+    pub conv_kernel: u64,
+    /// Bytes per SSM state element: 4 for fp32 (`mamba_ssm_cache_dtype` float32, and when the
+    /// config is silent), 2 for a 16-bit cache.
+    pub state_elem_bytes: u64,
+}
+
+impl Mamba2 {
+    /// Inner width: heads x head dimension.
+    pub fn inner(&self) -> u64 {
+        self.heads * self.head_dim
+    }
+
+    /// Channels the convolution runs over: x, B and C.
+    pub fn conv_dim(&self) -> u64 {
+        self.inner() + 2 * self.groups * self.state_size
+    }
+
+    /// Width of the input projection: z, x, B, C and one dt per head.
+    pub fn in_proj_width(&self) -> u64 {
+        2 * self.inner() + 2 * self.groups * self.state_size + self.heads
+    }
+
+    /// Recurrent state of one layer for one sequence, bytes: the SSM state [heads, head_dim,
+    /// state_size] at [`Self::state_elem_bytes`] plus the convolution's last `conv_kernel - 1`
+    /// inputs in bf16.
+    pub fn state_bytes(&self) -> u64 {
+        self.inner() * self.state_size * self.state_elem_bytes + self.conv_dim() * (self.conv_kernel - 1) * 2
+    }
+
+    /// Recurrence FLOPs per token: about 6 per state entry (mlx-lm 0.32.2 `ssm_update_kernel`:
+    /// `x dt B` 2, `dA s + ...` 2, `C . s` and its sum 2; llama.cpp's `ggml_ssm_scan` runs the
+    /// same recurrence token by token, prefill included), plus the convolution's 2 per weight.
+    /// MLX's multi-token form (chunked SSD, 256-token chunks) does about 1.5 times this as
+    /// matrix multiplications; not modelled, it is small beside the layer's projections.
+    pub fn flops_per_token(&self) -> u64 {
+        6 * self.inner() * self.state_size + 2 * self.conv_dim() * self.conv_kernel
+    }
+}
+
+/// Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): `linear_*` keys of config.json.
 
 /// DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5: `index_*` keys of config.json): a
 /// lightning indexer scores every cached token with `index_heads` small heads of
@@ -179,6 +252,14 @@ pub struct ModelSpec {
     pub linear: Option<LinearAttention>,
     /// DeepSeek Sparse Attention on every attention layer (DeepSeek-V3.2, GLM-5), if any.
     pub sparse_attention: Option<SparseAttention>,
+    /// The Mamba-2 mixer of [`LayerMixer::Mamba`] layers, if any.
+    pub mamba: Option<Mamba2>,
+    /// The feed-forward block of each layer where the config lists them (Nemotron-H); `None`:
+    /// every layer has one, MoE where [`Moe::is_moe_layer`] says, dense elsewhere.
+    pub layer_ffns: Option<Vec<LayerFfn>>,
+    /// Weight matrices of an MLP or expert: 3 for a gated one (SwiGLU/GeGLU gate, up, down), 2
+    /// for an ungated one (Nemotron-H's squared-ReLU up and down).
+    pub ffn_matrices: u64,
     /// Full-attention layers gate their output by a sigmoid of a second query-sized projection
     /// (Qwen3-Next, Qwen3.5: `q_proj` doubled).
     pub attn_output_gate: bool,
@@ -242,14 +323,15 @@ impl ModelSpec {
         match self.mixer(i) {
             LayerMixer::Full => context,
             LayerMixer::Sliding(w) | LayerMixer::Chunked(w) => w.min(context),
-            LayerMixer::Linear => 0,
+            LayerMixer::Linear | LayerMixer::Mamba | LayerMixer::NoMixer => 0,
         }
     }
 
     /// Recurrent state layer `i` holds per sequence, bytes (0 on attention layers).
     pub fn layer_state_bytes(&self, i: u64) -> u64 {
-        match (self.mixer(i), self.linear) {
-            (LayerMixer::Linear, Some(lin)) => lin.state_bytes(),
+        match (self.mixer(i), self.linear, self.mamba) {
+            (LayerMixer::Linear, Some(lin), _) => lin.state_bytes(),
+            (LayerMixer::Mamba, _, Some(m)) => m.state_bytes(),
             _ => 0,
         }
     }
@@ -278,41 +360,49 @@ impl ModelSpec {
     pub fn layer_ops(&self, layer: u64) -> Vec<Op> {
         let h = self.hidden;
         let mut ops = Vec::with_capacity(16);
-        ops.push(Op::elementwise("attn_norm", 1));
-        match (self.mixer(layer), self.linear) {
-            (LayerMixer::Linear, Some(lin)) => Self::push_gated_deltanet(&mut ops, h, lin),
-            (mixer, _) => self.push_attention(&mut ops, mixer),
+        let mixer = self.mixer(layer);
+        if mixer != LayerMixer::NoMixer {
+            ops.push(Op::elementwise("attn_norm", 1));
+            match (mixer, self.linear, self.mamba) {
+                (LayerMixer::Linear, Some(lin), _) => Self::push_gated_deltanet(&mut ops, h, lin),
+                (LayerMixer::Mamba, _, Some(m)) => Self::push_mamba2(&mut ops, h, m),
+                (mixer, _, _) => self.push_attention(&mut ops, mixer),
+            }
+            if self.post_norms {
+                ops.push(Op::elementwise("post_attn_norm", 1));
+            }
+            ops.push(Op::all_sum());
         }
-        if self.post_norms {
-            ops.push(Op::elementwise("post_attn_norm", 1));
+        let ffn = self.layer_ffn(layer);
+        if ffn == LayerFfn::None {
+            ops.push(Op::elementwise("residual", 1));
+            return ops;
         }
-        ops.push(Op::all_sum());
-        ops.push(Op::elementwise("residual+ffn_norm", 2));
-        match &self.moe {
-            Some(m) if m.is_moe_layer(layer) => {
+        ops.push(Op::elementwise(
+            if mixer == LayerMixer::NoMixer { "ffn_norm" } else { "residual+ffn_norm" },
+            if mixer == LayerMixer::NoMixer { 1 } else { 2 },
+        ));
+        let mats = self.ffn_matrices;
+        match (&self.moe, ffn) {
+            (Some(m), LayerFfn::Moe) => {
                 ops.push(Op::dense("router", TensorRole::Router, h * m.experts, Placement::Replicated));
                 let routing_kernels = if m.sigmoid_routing { 6 } else { 3 };
                 ops.push(Op::elementwise("routing", routing_kernels));
-                ops.push(Op::experts("experts (gather_qmm x3)", 3 * h * m.expert_ffn, 3, m.experts, m.active));
+                let name = if mats == 2 { "experts (gather_qmm x2)" } else { "experts (gather_qmm x3)" };
+                ops.push(Op::experts(name, mats * h * m.expert_ffn, mats as u32, m.experts, m.active));
                 ops.push(Op::elementwise("act+combine", 3));
                 if m.shared > 0 {
-                    ops.push(Op::dense("shared_expert", TensorRole::SharedExpert, 3 * h * m.shared_ffn * m.shared, Placement::Sharded));
+                    ops.push(Op::dense("shared_expert", TensorRole::SharedExpert, mats * h * m.shared_ffn * m.shared, Placement::Sharded));
                     ops.push(Op::elementwise("shared act", 2));
                 }
             }
-            Some(m) => {
-                ops.push(Op::dense("mlp gate+up+down", TensorRole::Mlp, 3 * h * m.dense_ffn, Placement::Sharded));
-                ops.push(Op::elementwise("act", 1));
-                // gate, up and down are three matmul kernels.
-                if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
-                    op.kernels = 3;
-                }
-            }
-            None => {
-                ops.push(Op::dense("mlp gate+up+down", TensorRole::Mlp, 3 * h * self.ffn, Placement::Sharded));
-                if let Some(op) = ops.iter_mut().rev().find(|o| o.class == OpClass::Dense) {
-                    op.kernels = 3;
-                }
+            (moe, _) => {
+                let ffn = moe.as_ref().map_or(self.ffn, |m| m.dense_ffn);
+                // Each weight matrix (gate, up, down; up and down ungated) is one matmul kernel.
+                let name = if mats == 2 { "mlp up+down" } else { "mlp gate+up+down" };
+                let mut mlp = Op::dense(name, TensorRole::Mlp, mats * h * ffn, Placement::Sharded);
+                mlp.kernels = mats as u32;
+                ops.push(mlp);
                 ops.push(Op::elementwise("act", 1));
             }
         }
@@ -322,6 +412,33 @@ impl ModelSpec {
         ops.push(Op::all_sum());
         ops.push(Op::elementwise("residual", 1));
         ops
+    }
+
+    /// The feed-forward block of layer `layer`: as listed, else MoE where [`Moe::is_moe_layer`]
+    /// says and dense elsewhere.
+    pub fn layer_ffn(&self, layer: u64) -> LayerFfn {
+        if let Some(list) = &self.layer_ffns {
+            return list.get(layer as usize).copied().unwrap_or(LayerFfn::None);
+        }
+        match &self.moe {
+            Some(m) if m.is_moe_layer(layer) => LayerFfn::Moe,
+            _ => LayerFfn::Dense,
+        }
+    }
+
+    /// A Mamba-2 layer (Hugging Face `NemotronHMamba2Mixer`): one input projection to z, x, B,
+    /// C and dt, the causal depthwise convolution over x, B and C, the selective scan over the
+    /// fixed state, a gated RMS norm and the output projection. Its weights take the
+    /// attention's role, as the Gated DeltaNet's do.
+    fn push_mamba2(ops: &mut Vec<Op>, h: u64, m: Mamba2) {
+        ops.push(Op::dense("in_proj (z x B C dt)", TensorRole::AttnQ, h * m.in_proj_width(), Placement::Sharded));
+        // Its own weights: the convolution's with its bias, and A_log, D and dt_bias per head.
+        let params = m.conv_dim() * (m.conv_kernel + 1) + 3 * m.heads;
+        // Kernels: the convolution with its activation, dt's softplus, the scan, the gated
+        // norm's gate and norm.
+        ops.push(Op::recurrent("mamba2 (conv+scan)", params, m.state_bytes(), m.flops_per_token(), m.state_size, 5));
+        ops.push(Op::elementwise("gated norm", 2));
+        ops.push(Op::dense("out_proj", TensorRole::AttnQ, m.inner() * h, Placement::Sharded));
     }
 
     /// The attention of a layer that mixes by `mixer` (full, sliding or chunked).
@@ -382,11 +499,10 @@ impl ModelSpec {
                 kv_b.expands_latent = true;
                 ops.push(kv_b);
                 let flops = 2 * heads * (2 * kv_lora_rank + qk_rope_head_dim);
-                // Under sparse attention each query attends to the indexer's top-k tokens: the
-                // attention reads and multiplies at most that many cached entries, like a
-                // window (the cache itself keeps every token: `layer_kv_tokens`).
-                let top_k = self.sparse_attention.map(|d| d.top_k);
-                let mut sdpa = Op::attention("sdpa (latent)", self.kv_bytes_per_token_layer(), false, flops, top_k);
+                let mut sdpa = Op::attention("sdpa (latent)", self.kv_bytes_per_token_layer(), false, flops, None);
+                // Under sparse attention each query attends to the indexer's top-k tokens (the
+                // cache itself keeps every token: `layer_kv_tokens`).
+                sdpa.sparse_top_k = self.sparse_attention.map(|d| d.top_k);
                 sdpa.mla_expanded = Some(MlaExpanded {
                     attn_flops_per_ctx: 2 * heads * (qk_nope_head_dim + v_head_dim + qk_rope_head_dim),
                     score_bytes_per_ctx: 4 * 2 * heads,
@@ -484,6 +600,7 @@ impl ModelSpec {
             attn_out_in: out_in,
             ffn: self.moe.as_ref().map_or(self.ffn, |m| m.dense_ffn),
             expert_ffn: self.moe.as_ref().map_or(self.ffn, |m| m.expert_ffn),
+            ffn_matrices: self.ffn_matrices,
         }
     }
 

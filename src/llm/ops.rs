@@ -37,6 +37,10 @@ pub struct Op {
     /// Chunked attention (Llama 4's RoPE layers): a token attends only to the earlier tokens of
     /// its own `chunk`-token block.
     pub chunk: Option<u64>,
+    /// Sparse attention (DeepSeek Sparse Attention): each query attends to its indexer's top
+    /// `k` tokens, which a runtime's kernel may gather (reading at most `k` cached entries) or
+    /// run as dense attention under a mask (`engine::cost::SparseGather`).
+    pub sparse_top_k: Option<u64>,
     /// Recurrent state one sequence holds for this op, bytes (a [`OpClass::Recurrent`] op reads
     /// and writes it once per step).
     pub state_bytes: u64,
@@ -117,6 +121,7 @@ impl Op {
             attn_flops_per_ctx: 0,
             window: None,
             chunk: None,
+            sparse_top_k: None,
             state_bytes: 0,
             recurrence_flops_per_token: 0,
             recurrence_key_dim: 0,

@@ -417,6 +417,9 @@ pub struct QuantShape {
     pub ffn: u64,
     /// Row length of the down projection of an expert.
     pub expert_ffn: u64,
+    /// Weight matrices of an MLP or expert (3 gated: gate, up, down; 2 ungated: up, down),
+    /// which weigh the down projection's type in an FFN op's mean bits.
+    pub ffn_matrices: u64,
 }
 
 /// `use_more_bits` of llama.cpp: the first and last eighth of the layers and every third in
@@ -721,7 +724,8 @@ impl QuantSpec {
     }
 
     /// The stored format of one weight op (for gate+up+down ops, the mean over the three
-    /// tensors' bits and the kernel of the gate/up pair, which carry two thirds of the bytes).
+    /// tensors' bits and the kernel of the gate/up pair, which carry two thirds of the bytes;
+    /// for an ungated up+down op, the mean over the two).
     pub fn format(&self, role: TensorRole, layer: u64, shape: &QuantShape) -> TensorFormat {
         match &self.scheme {
             QuantScheme::PerClass { default, overrides } => overrides
@@ -735,7 +739,8 @@ impl QuantSpec {
                     return whole;
                 }
                 let down = ft.tensor_type(role, Part::Down, layer, shape).format();
-                TensorFormat { bits: (2.0 * whole.bits + down.bits) / 3.0, kernel: whole.kernel }
+                let m = shape.ffn_matrices.max(2) as f64;
+                TensorFormat { bits: ((m - 1.0) * whole.bits + down.bits) / m, kernel: whole.kernel }
             }
         }
     }
@@ -804,6 +809,7 @@ mod tests {
             attn_out_in: 16384,
             ffn: 18432,
             expert_ffn: 2048,
+            ffn_matrices: 3,
         };
         let q = GgufFtype::Q4_K_M;
         assert_eq!(q.tensor_type(TensorRole::RoutedExperts, Part::Down, 0, &s), GgufType::Q6_K);
@@ -905,6 +911,7 @@ mod tests {
             attn_out_in: 8192,
             ffn: 28672,
             expert_ffn: 28672,
+            ffn_matrices: 3,
         };
         check(
             &s,
@@ -1001,6 +1008,7 @@ mod tests {
             attn_out_in: 4096,
             ffn: 14336,
             expert_ffn: 14336,
+            ffn_matrices: 3,
         };
         check(
             &s,
@@ -1052,6 +1060,7 @@ mod tests {
             attn_out_in: 8192,
             ffn: 12288,
             expert_ffn: 1536,
+            ffn_matrices: 3,
         };
         check(
             &s,

@@ -350,3 +350,51 @@ fn sparse_attention_models_cache_the_indexer_keys_and_decode_long_contexts_faste
     let longer32 = m3_ultra_mlx("deepseek-v3.2", 131_072);
     assert!(longer32.decode_tokens_per_s < long32.decode_tokens_per_s);
 }
+
+#[test]
+fn nemotron_h_layers_are_single_blocks_with_a_fixed_mamba_state() {
+    use supernode::llm::{LayerFfn, OpClass};
+    let nano = preset("nemotron-3-nano-30b-a3b");
+    // 52 blocks: 23 Mamba-2, 6 attention, 23 MoE (the config's hybrid_override_pattern).
+    let count = |m: LayerMixer| nano.mixers.iter().filter(|x| **x == m).count();
+    assert_eq!((count(LayerMixer::Mamba), count(LayerMixer::Full), count(LayerMixer::NoMixer)), (23, 6, 23));
+    assert_eq!((0..52).filter(|&l| nano.layer_ffn(l) == LayerFfn::Moe).count(), 23);
+    near("total", billions(nano.total_params()), 31.6, 0.05);
+    near("active", billions(nano.active_params()), 3.2, 0.05);
+    // A Mamba block runs its scan and no FFN; an MoE block no mixer; experts are up + down.
+    let classes = |l: u64| nano.layer_ops(l).iter().map(|o| o.class).collect::<Vec<_>>();
+    assert!(classes(0).contains(&OpClass::Recurrent) && !classes(0).contains(&OpClass::Expert));
+    assert!(classes(1).contains(&OpClass::Expert) && !classes(1).contains(&OpClass::Attention));
+    assert!(classes(5).contains(&OpClass::Attention));
+    let experts = nano.layer_ops(1).into_iter().find(|o| o.class == OpClass::Expert).unwrap();
+    assert_eq!(experts.params, 2 * 2688 * 1856);
+    // Cache: 6 attention layers x 2 KV heads x 128 x K and V in bf16 per token; the Mamba
+    // state (fp32 64 x 64 x 128 plus 3 x 6144 bf16 convolution inputs per layer) is fixed.
+    assert_eq!(nano.kv_bytes(1), 6 * 2 * 2 * 128 * 2);
+    assert_eq!(nano.state_bytes(), 23 * (64 * 64 * 128 * 4 + 3 * 6144 * 2));
+    // Decode slows little with context (6 of 52 layers attend) and never speeds up.
+    let (short, long) = (m3_ultra_mlx("nemotron-3-nano", 0), m3_ultra_mlx("nemotron-3-nano", 131_072));
+    assert!(long.decode_tokens_per_s < short.decode_tokens_per_s);
+    assert!(long.decode_tokens_per_s > 0.5 * short.decode_tokens_per_s, "{} vs {}", long.decode_tokens_per_s, short.decode_tokens_per_s);
+}
+
+#[test]
+fn nemotron_h_configs_with_what_is_not_modelled_are_refused_with_the_key() {
+    let base = serde_json::json!({
+        "model_type": "nemotron_h", "num_hidden_layers": 4, "hybrid_override_pattern": "M*-E",
+        "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+        "mamba_num_heads": 8, "mamba_head_dim": 32, "ssm_state_size": 16, "n_groups": 1, "conv_kernel": 4,
+        "intermediate_size": 512, "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 128,
+        "vocab_size": 1000
+    });
+    let m = ModelSpec::from_hf_config("t", "t", &base).unwrap();
+    assert_eq!(m.mixers, vec![LayerMixer::Mamba, LayerMixer::Full, LayerMixer::NoMixer, LayerMixer::NoMixer]);
+    let err = |patch: Value| {
+        let mut v = base.clone();
+        v.as_object_mut().unwrap().extend(patch.as_object().unwrap().clone());
+        ModelSpec::from_hf_config("t", "t", &v).unwrap_err().to_string()
+    };
+    assert!(err(serde_json::json!({"hybrid_override_pattern": "M*-"})).contains("lists 3 layers"));
+    assert!(err(serde_json::json!({"hybrid_override_pattern": "M*-X"})).contains("unknown block `X`"));
+    assert!(err(serde_json::json!({"moe_latent_size": 64})).contains("latent MoE"));
+}

@@ -44,6 +44,9 @@ pub struct NodeCost<'a> {
     /// The FP8 tensor-core peak an FP8 W8A8 GEMM issues at, FLOP/s (0: no FP8 path on this
     /// node and runtime, so FP8 weights run at `peak_flops` like any other format).
     pub fp8_flops: f64,
+    /// Whether and when this runtime's attention gathers a sparse attention's top-k tokens
+    /// rather than masking a dense pass.
+    pub sparse_gather: SparseGather,
     /// Whether a linear-attention recurrence runs as MLX's `gated_delta` kernel (one
     /// sequential loop over the step's tokens, scalar ALU work: [`recurrence_alu_fraction`])
     /// rather than as llama.cpp's chunked delta-net of matrix multiplications.
@@ -394,6 +397,15 @@ impl NodeCost<'_> {
     fn attention_terms(&self, op: &Op, tokens: u64, context: u64, shard: f64, mla: MlaForm, base: OpTerms) -> OpTerms {
         let chip = self.chip;
         let t = tokens as f64;
+        // The cached tokens a query at `ctx` reads: its window or chunk, and of a sparse
+        // attention the top k where the runtime's kernel gathers them.
+        let attended = |ctx: u64| {
+            let ctx = op.effective_context(ctx);
+            match op.sparse_top_k {
+                Some(k) if self.sparse_gather.gathers(tokens, context + tokens, k) => ctx.min(k),
+                _ => ctx,
+            }
+        };
         // The cache splits by KV head (replicated past tp = kv_heads); a per-head MLA cache by
         // query head. The FLOPs follow the query heads, which always split (`shard`).
         let kv_share = match (mla.per_head.is_some(), op.kv_sharded) {
@@ -401,7 +413,7 @@ impl NodeCost<'_> {
             (false, true) => self.kv_shard,
             (false, false) => 1.0,
         };
-        let kv_tokens = op.effective_context(context + tokens) as f64;
+        let kv_tokens = attended(context + tokens) as f64;
         // llama.cpp's GPU backends (CUDA, Vulkan, Metal) decode with flash attention: one pass
         // over the KV cache per token per layer, near memory bandwidth (FACTS.md, Runtimes and
         // kernels), i.e. a plain stream like a weight GEMV's: the chip's dense efficiency. MLX's
@@ -417,7 +429,7 @@ impl NodeCost<'_> {
         // bandwidth to 0.63 (dense 70B decode -18 to -20%) and `--cv row` decode error rose
         // from 12.0% to 12.9%. The true MLX rate lies between; no source measures it.
         let kv_bw_eff = if self.flash_attention { chip.bw_eff_dense } else { chip.bw_eff_attention };
-        let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
+        let mean_ctx = attended(context + tokens.div_ceil(2)) as f64;
         let (flops_per_ctx, score_bytes_per_ctx, kv_per_ctx) = match (mla.per_head, op.mla_expanded) {
             (Some(p), _) => (p.attn_flops_per_ctx, 0, p.kv_bytes_per_ctx),
             (None, Some(x)) if mla.expanded => (x.attn_flops_per_ctx, x.score_bytes_per_ctx, op.kv_bytes_per_ctx),
@@ -433,6 +445,35 @@ impl NodeCost<'_> {
             side_bytes: score_bytes_per_ctx as f64 * shard * t * mean_ctx,
             side_bw_eff: chip.bw_eff_dense,
             ..base
+        }
+    }
+}
+
+/// When a runtime's attention kernel gathers a sparse attention's top-k tokens (reading and
+/// multiplying only those) instead of running dense attention under a top-k mask (same
+/// result, the dense cost).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SparseGather {
+    /// In one-token (decode) steps only: mlx-lm 0.32.2 `deepseek_v32.py` gathers the selected
+    /// latent rows when `L == 1` and masks a dense attention for a multi-token chunk.
+    Decode,
+    /// Once the cache holds at least `max(4096, 2 k)` tokens: llama.cpp's sparse flash-attention
+    /// path (`ggml_cuda_flash_attn_ext_mma_f16_shall_use_sparse`, `fattn.cu`, as vendored in
+    /// xllamacpp 2026.10.11549), prefill and decode; below, dense under the mask. Assumption:
+    /// its Metal and Vulkan sparse kernels (present, not read) switch alike.
+    LongCache,
+    /// Always (assumption: vLLM's and SGLang's DSA backends run sparse kernels; not read).
+    Always,
+}
+
+impl SparseGather {
+    /// Whether a step of `tokens` query tokens per sequence, ending at `context` cached tokens,
+    /// gathers a top-`k` selection.
+    pub fn gathers(self, tokens: u64, context: u64, k: u64) -> bool {
+        match self {
+            SparseGather::Decode => tokens == 1,
+            SparseGather::LongCache => context >= 4096.max(2 * k),
+            SparseGather::Always => true,
         }
     }
 }
@@ -546,6 +587,7 @@ mod tests {
             peak_flops: 1e14,
             alu_flops: 1e14,
             fp8_flops: 0.0,
+            sparse_gather: SparseGather::Always,
             sequential_recurrence: false,
             os: Os::Macos,
             chip,
@@ -701,6 +743,33 @@ mod tests {
         // A 128-token sliding window reads 128 tokens whatever the depth: 0.256 us.
         let windowed = Op::attention("swa", 1000, true, 1000, Some(128));
         assert!(close(flash.op_ns(&windowed, 1, 32_767), 256.0 + 10_000.0));
+    }
+
+    #[test]
+    fn sparse_attention_reads_the_top_k_only_where_the_runtime_gathers_them() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let flash = NodeCost { flash_attention: true, ..node(&c, &r, &m) };
+        // 1000 bytes per cached token, top 2048 of 32,768: a gathering decode reads 2.048 MB at
+        // the dense 0.5 of 1 TB/s, 4.096 us; a masked dense pass all 32.768 MB, 65.536 us.
+        let mut op = Op::attention("sdpa (latent)", 1000, false, 1000, None);
+        op.sparse_top_k = Some(2048);
+        let (mlx, llama, cuda) = (
+            NodeCost { sparse_gather: SparseGather::Decode, ..flash },
+            NodeCost { sparse_gather: SparseGather::LongCache, ..flash },
+            NodeCost { sparse_gather: SparseGather::Always, ..flash },
+        );
+        for n in [mlx, llama, cuda] {
+            assert!(close(n.op_ns(&op, 1, 32_767), 4_096.0 + 10_000.0), "{:?}", n.sparse_gather);
+        }
+        // A 4-token step: MLX masks a dense pass (each query over ~32.77k tokens: 4 x 1000 x
+        // 32,769 FLOPs at 4e13 = 3.28 us, under the 65.5 us read); the others still gather.
+        assert!(close(mlx.op_ns(&op, 4, 32_764), 65_536.0 + 10_000.0));
+        assert!(close(cuda.op_ns(&op, 4, 32_764), 4_096.0 + 10_000.0));
+        // llama.cpp's sparse path needs a cache of at least max(4096, 2 k) tokens: at 3,000
+        // tokens it reads them all (3 MB, 6 us), at short contexts everyone reads the cache.
+        assert!(close(llama.op_ns(&op, 1, 2_999), 6_000.0 + 10_000.0));
+        assert!(close(cuda.op_ns(&op, 1, 2_999), 4_096.0 + 10_000.0));
+        assert!(close(cuda.op_ns(&op, 1, 999), 2_000.0 + 10_000.0));
     }
 
     #[test]
