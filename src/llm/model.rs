@@ -102,7 +102,7 @@ pub enum LayerFfn {
 }
 
 /// A Mamba-2 mixer (Nemotron-H's `mamba_*`, `ssm_state_size`, `n_groups`, `conv_kernel` keys):
-/// `heads` x `head_dim` channels, each with an `state_size` state, B and C shared by `groups`
+/// `heads` x `head_dim` channels, each with a `state_size` state, B and C shared by `groups`
 /// groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mamba2 {
@@ -153,8 +153,6 @@ impl Mamba2 {
         6 * self.inner() * self.state_size + 2 * self.conv_dim() * self.conv_kernel
     }
 }
-
-/// Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): `linear_*` keys of config.json.
 
 /// DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5: `index_*` keys of config.json): a
 /// lightning indexer scores every cached token with `index_heads` small heads of
