@@ -278,7 +278,18 @@ fn first_k_dense_sigmoid_moe(v: &Value) -> Result<Moe, LlmError> {
 }
 
 fn routed(experts: u64, active: u64, expert_ffn: u64) -> Moe {
-    Moe { experts, active, shared: 0, expert_ffn, first_k_dense: 0, dense_ffn: 0, shared_ffn: 0, sparse_step: 1, sigmoid_routing: false }
+    Moe {
+        experts,
+        active,
+        shared: 0,
+        expert_ffn,
+        first_k_dense: 0,
+        dense_ffn: 0,
+        shared_ffn: 0,
+        sparse_step: 1,
+        sigmoid_routing: false,
+        latent: 0,
+    }
 }
 
 /// Reads what each family's keys say beyond the common ones: its FFN or MoE, its per-layer
@@ -419,7 +430,8 @@ fn read_minimax_m2(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
 /// `hybrid_override_pattern` (`M` Mamba-2, `*` attention, `-` MLP, `E` MoE) or the
 /// `layers_block_type` list (`mamba`, `attention`, `mlp`, `moe`). MLPs and experts are
 /// squared-ReLU up and down projections (`mlp_hidden_act` relu2); the MoE routes by sigmoid
-/// with a correction bias, plus shared experts of `moe_shared_expert_intermediate_size`.
+/// with a correction bias, plus shared experts of `moe_shared_expert_intermediate_size`; with
+/// `moe_latent_size` (Nemotron 3 Super, Ultra) the routed experts run in that latent space.
 fn read_nemotron_h(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
     let layers = spec.layers;
     let kinds: Vec<char> = match (v.get("hybrid_override_pattern").and_then(Value::as_str), v.get("layers_block_type")) {
@@ -444,10 +456,6 @@ fn read_nemotron_h(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
     }
     if let Some(bad) = kinds.iter().find(|c| !"M*-E".contains(**c)) {
         return Err(LlmError::Invalid { key: "hybrid_override_pattern", why: format!("unknown block `{bad}` (known: M, *, -, E)") });
-    }
-    if get_u(v, "moe_latent_size")?.is_some() {
-        // Nemotron 3 Super and Ultra run their experts in a smaller latent space.
-        return Err(LlmError::Invalid { key: "moe_latent_size", why: "latent MoE (Nemotron 3 Super/Ultra) is not modelled".into() });
     }
     spec.mixers = kinds
         .iter()
@@ -497,6 +505,8 @@ fn read_nemotron_h(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
             shared_ffn,
             dense_ffn: spec.ffn,
             sigmoid_routing: true,
+            // Nemotron 3 Super and Ultra: the experts work in a `moe_latent_size` space.
+            latent: get_u(v, "moe_latent_size")?.unwrap_or(0),
             ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, req(v, "moe_intermediate_size")?)
         });
     }

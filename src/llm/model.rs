@@ -54,6 +54,12 @@ pub struct Moe {
     /// Every `sparse_step`-th layer (from the first) is MoE, the others dense (Qwen's
     /// `decoder_sparse_step`, Llama 4's `interleave_moe_layer_step`; 1: every layer).
     pub sparse_step: u64,
+    /// Width of the latent space the routed experts work in (0: the hidden size): Nemotron 3
+    /// Super/Ultra's `moe_latent_size`, where a projection takes the hidden state down before
+    /// the experts and one takes their sum back up (mlx-lm 0.32.2 `nemotron_h.py`
+    /// `fc1_latent_proj`/`fc2_latent_proj`); the router and the shared experts see the hidden
+    /// state.
+    pub latent: u64,
     /// Scores by sigmoid with a selection bias (DeepSeek V3, Kimi K2, GLM-4.5+, MiniMax-M2):
     /// sigmoid, bias, top-k, gather, normalise and scale kernels rather than a softmax top-k.
     pub sigmoid_routing: bool,
@@ -387,8 +393,17 @@ impl ModelSpec {
                 let routing_kernels = if m.sigmoid_routing { 6 } else { 3 };
                 ops.push(Op::elementwise("routing", routing_kernels));
                 let name = if mats == 2 { "experts (gather_qmm x2)" } else { "experts (gather_qmm x3)" };
-                ops.push(Op::experts(name, mats * h * m.expert_ffn, mats as u32, m.experts, m.active));
+                // Latent projections: replicated under tensor parallelism (assumption: small,
+                // 2 x hidden x latent, and every rank needs the whole latent for its experts).
+                let expert_in = if m.latent > 0 { m.latent } else { h };
+                if m.latent > 0 {
+                    ops.push(Op::dense("fc1_latent_proj", TensorRole::Mlp, h * m.latent, Placement::Replicated));
+                }
+                ops.push(Op::experts(name, mats * expert_in * m.expert_ffn, mats as u32, m.experts, m.active));
                 ops.push(Op::elementwise("act+combine", 3));
+                if m.latent > 0 {
+                    ops.push(Op::dense("fc2_latent_proj", TensorRole::Mlp, m.latent * h, Placement::Replicated));
+                }
                 if m.shared > 0 {
                     ops.push(Op::dense("shared_expert", TensorRole::SharedExpert, mats * h * m.shared_ffn * m.shared, Placement::Sharded));
                     ops.push(Op::elementwise("shared act", 2));

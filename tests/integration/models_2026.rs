@@ -379,7 +379,7 @@ fn nemotron_h_layers_are_single_blocks_with_a_fixed_mamba_state() {
 }
 
 #[test]
-fn nemotron_h_configs_with_what_is_not_modelled_are_refused_with_the_key() {
+fn nemotron_h_configs_read_the_block_pattern_and_refuse_malformed_ones_by_key() {
     let base = serde_json::json!({
         "model_type": "nemotron_h", "num_hidden_layers": 4, "hybrid_override_pattern": "M*-E",
         "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
@@ -396,5 +396,25 @@ fn nemotron_h_configs_with_what_is_not_modelled_are_refused_with_the_key() {
     };
     assert!(err(serde_json::json!({"hybrid_override_pattern": "M*-"})).contains("lists 3 layers"));
     assert!(err(serde_json::json!({"hybrid_override_pattern": "M*-X"})).contains("unknown block `X`"));
-    assert!(err(serde_json::json!({"moe_latent_size": 64})).contains("latent MoE"));
+    assert!(
+        err(serde_json::json!({"layers_block_type": ["mamba", "attention", "mlp", "router"], "hybrid_override_pattern": null}))
+            .contains("router")
+    );
+}
+
+#[test]
+fn nemotron_3_super_runs_its_experts_in_a_latent_space() {
+    use supernode::llm::OpClass;
+    let sup = preset("nemotron-3-super-120b-a12b");
+    near("total", billions(sup.total_params()), 120.7, 0.05);
+    near("active", billions(sup.active_params()), 12.2, 0.05);
+    // An MoE block: the router and the shared expert on the 4096-wide hidden state, the 512
+    // experts (top 22) up and down in the 1024-wide latent, a projection each way.
+    let ops = sup.layer_ops(1);
+    let params = |name: &str| ops.iter().find(|o| o.name == name).map(|o| o.params);
+    assert_eq!(params("fc1_latent_proj"), Some(4096 * 1024));
+    assert_eq!(params("fc2_latent_proj"), Some(1024 * 4096));
+    assert_eq!(params("shared_expert"), Some(2 * 4096 * 5376));
+    let experts = ops.iter().find(|o| o.class == OpClass::Expert).unwrap();
+    assert_eq!((experts.params, experts.experts), (2 * 1024 * 2688, Some((512, 22))));
 }
