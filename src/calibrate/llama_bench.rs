@@ -317,8 +317,9 @@ pub fn check_node(records: &[BenchRecord], node: &str, cat: &Catalog) -> Result<
 }
 
 /// llama.cpp architecture names (`LLM_ARCH_NAMES`, src/llama-arch.cpp; checked at llama.cpp
-/// 4227c9be, 2025-08-14) and the Hugging Face `model_type`s they cover. Architectures that landed
-/// later (qwen3next, minimax-m2) are not listed: their files import by name.
+/// 4227c9be, 2025-08-14, and for deepseek32, glm-dsa, nemotron_h(_moe) and gemma4 as vendored in
+/// xllamacpp 2026.10.11549) and the Hugging Face `model_type`s they cover. Architectures not
+/// listed (qwen3next, minimax-m2) import by name.
 const ARCHES: &[(&str, &[&str])] = &[
     ("llama", &["llama"]),
     ("llama4", &["llama4"]),
@@ -328,6 +329,11 @@ const ARCHES: &[(&str, &[&str])] = &[
     ("gemma3", &["gemma3"]),
     ("gpt-oss", &["gpt_oss"]),
     ("gpt_oss", &["gpt_oss"]),
+    ("deepseek32", &["deepseek_v32"]),
+    ("glm-dsa", &["glm_moe_dsa"]),
+    ("nemotron_h", &["nemotron_h"]),
+    ("nemotron_h_moe", &["nemotron_h"]),
+    ("gemma4", &["gemma4"]),
 ];
 
 /// How far llama-bench's parameter count may be from a preset's (a GGUF counts the text model's

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::model::{Attention, LayerFfn, LayerMixer, LinearAttention, Mamba2, ModelSpec, Moe, SparseAttention};
+use super::model::{Attention, GlobalAttention, LayerFfn, LayerMixer, LinearAttention, Mamba2, ModelSpec, Moe, SparseAttention};
 
 /// Errors while importing a model configuration.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +33,7 @@ pub enum LlmError {
 
 /// The `model_type`s the importer reads (a multimodal wrapper's `text_config` names its own,
 /// `_text` suffix dropped).
-pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4, nemotron_h";
+pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4, nemotron_h, gemma4";
 
 /// Sanity bounds on each dimension of an imported config: the largest published models by a
 /// wide margin (Llama 3.1 405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; DeepSeek V3:
@@ -365,6 +365,7 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
         "minimax_m2" => read_minimax_m2(spec, v)?,
         "llama4" => read_llama4(spec, v)?,
         "nemotron_h" => read_nemotron_h(spec, v)?,
+        "gemma4" => read_gemma4(spec, v)?,
         other => return Err(LlmError::UnsupportedArch(other.to_string())),
     }
     Ok(())
@@ -513,6 +514,44 @@ fn read_nemotron_h(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
     Ok(())
 }
 
+/// Gemma 4 (mlx-lm 0.32.2 `gemma4_text.py`; llama.cpp as vendored in xllamacpp 2026.10.11549):
+/// sliding and full-attention layers by `layer_types`, the full ones with their own KV heads and
+/// head dimension and (`attention_k_eq_v`) no value projection; with `enable_moe_block` every
+/// layer runs its dense GeGLU MLP and routed GeGLU experts side by side (llama.cpp calls the
+/// MLP the shared expert; softmax over the selected experts). Per-layer input embeddings and
+/// KV sharing across layers (the small Gemma 4 models) are not modelled and refused by key.
+fn read_gemma4(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    for key in ["hidden_size_per_layer_input", "num_kv_shared_layers"] {
+        if v.get(key).and_then(Value::as_u64).is_some_and(|n| n > 0) {
+            let why = "per-layer input embeddings and KV shared across layers (small Gemma 4 models) are not modelled".into();
+            return Err(LlmError::Invalid { key, why });
+        }
+    }
+    let window = req(v, "sliding_window")?;
+    spec.mixers = mixers(v, layers, Some(window), None, |i| if (i + 1) % 6 != 0 { LayerMixer::Sliding(window) } else { LayerMixer::Full })?;
+    spec.qk_norm = true;
+    spec.post_norms = true;
+    let ffn = req(v, "intermediate_size")?;
+    if let Attention::Gqa { kv_heads, head_dim, .. } = spec.attention {
+        spec.global_attention = Some(GlobalAttention {
+            kv_heads: get_u(v, "num_global_key_value_heads")?.unwrap_or(kv_heads),
+            head_dim: get_u(v, "global_head_dim")?.unwrap_or(head_dim),
+            k_eq_v: flag(v, "attention_k_eq_v", false),
+        });
+    }
+    if flag(v, "enable_moe_block", false) {
+        spec.moe = Some(Moe {
+            shared: 1,
+            shared_ffn: ffn,
+            ..routed(req(v, "num_experts")?, req(v, "top_k_experts")?, req(v, "moe_intermediate_size")?)
+        });
+    } else {
+        spec.ffn = ffn;
+    }
+    Ok(())
+}
+
 /// Llama 4 (Scout, Maverick).
 fn read_llama4(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
     let layers = spec.layers;
@@ -557,7 +596,7 @@ impl ModelSpec {
         let vocab = req(v, "vocab_size")?;
         let heads = req(v, "num_attention_heads")?;
         let kv_heads = get_u(v, "num_key_value_heads")?.unwrap_or(heads);
-        let tie_default = arch == "gemma3"; // Gemma 3's config class ties by default.
+        let tie_default = arch == "gemma3" || arch == "gemma4"; // Gemma's config classes tie by default.
         let tie = v.get("tie_word_embeddings").or_else(|| top.get("tie_word_embeddings")).and_then(Value::as_bool).unwrap_or(tie_default);
         let head_dim = get_u(v, "head_dim")?;
         if hidden % heads != 0 && head_dim.is_none() {
@@ -585,6 +624,7 @@ impl ModelSpec {
             mixers: all_full(),
             linear: None,
             sparse_attention: None,
+            global_attention: None,
             mamba: None,
             layer_ffns: None,
             ffn_matrices: 3,

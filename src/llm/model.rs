@@ -107,6 +107,21 @@ pub enum LayerFfn {
     Moe,
 }
 
+/// The attention geometry of a model's full-attention layers where it differs from its
+/// sliding ones (Gemma 4: `num_global_key_value_heads`, `global_head_dim`, and with
+/// `attention_k_eq_v` no value projection, the values taken from the keys' projection; mlx-lm
+/// 0.32.2 `gemma4_text.py`). Both keys and values are still cached (they differ after their
+/// norms and rope, and MLX and llama.cpp store both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GlobalAttention {
+    /// KV heads of a full-attention layer.
+    pub kv_heads: u64,
+    /// Head dimension of a full-attention layer (queries, keys and values).
+    pub head_dim: u64,
+    /// The values come from the key projection (no `v_proj` weights).
+    pub k_eq_v: bool,
+}
+
 /// A Mamba-2 mixer (Nemotron-H's `mamba_*`, `ssm_state_size`, `n_groups`, `conv_kernel` keys):
 /// `heads` x `head_dim` channels, each with a `state_size` state, B and C shared by `groups`
 /// groups.
@@ -256,6 +271,8 @@ pub struct ModelSpec {
     pub linear: Option<LinearAttention>,
     /// DeepSeek Sparse Attention on every attention layer (DeepSeek-V3.2, GLM-5), if any.
     pub sparse_attention: Option<SparseAttention>,
+    /// The geometry of full-attention layers where it differs from the sliding ones (Gemma 4).
+    pub global_attention: Option<GlobalAttention>,
     /// The Mamba-2 mixer of [`LayerMixer::Mamba`] layers, if any.
     pub mamba: Option<Mamba2>,
     /// The feed-forward block of each layer where the config lists them (Nemotron-H); `None`:
@@ -340,6 +357,25 @@ impl ModelSpec {
         }
     }
 
+    /// The grouped-query geometry of a layer that mixes by `mixer`: (heads, KV heads, head
+    /// dimension, values from the key projection); None for MLA.
+    fn gqa_geometry(&self, mixer: LayerMixer) -> Option<(u64, u64, u64, bool)> {
+        match (self.attention.clone(), self.global_attention) {
+            (Attention::Gqa { heads, .. }, Some(g)) if mixer == LayerMixer::Full => Some((heads, g.kv_heads, g.head_dim, g.k_eq_v)),
+            (Attention::Gqa { heads, kv_heads, head_dim }, _) => Some((heads, kv_heads, head_dim, false)),
+            (Attention::Mla { .. }, _) => None,
+        }
+    }
+
+    /// KV-cache bytes per token of layer `layer` when it attends (bf16 cache): the model's
+    /// [`Self::kv_bytes_per_token_layer`], or a full-attention layer's own geometry.
+    pub fn layer_kv_bytes_per_token(&self, layer: u64) -> u64 {
+        match self.gqa_geometry(self.mixer(layer)) {
+            Some((_, kv_heads, head_dim, _)) => 2 * kv_heads * head_dim * 2,
+            None => self.kv_bytes_per_token_layer(),
+        }
+    }
+
     /// Cache bytes per token of an attention layer besides its KV: the sparse-attention
     /// indexer's key (0 without one). Never split under tensor parallelism: every rank runs
     /// the whole indexer (vLLM builds its projections as replicated layers).
@@ -350,8 +386,8 @@ impl ModelSpec {
     /// KV-cache bytes for the whole model at `context` tokens, the sparse-attention indexer's
     /// keys included (recurrent state excluded: see [`Self::state_bytes`]).
     pub fn kv_bytes(&self, context: u64) -> u64 {
-        let per_token = self.kv_bytes_per_token_layer() + self.index_bytes_per_token_layer();
-        (0..self.layers).map(|i| per_token * self.layer_kv_tokens(i, context)).sum()
+        let index = self.index_bytes_per_token_layer();
+        (0..self.layers).map(|i| (self.layer_kv_bytes_per_token(i) + index) * self.layer_kv_tokens(i, context)).sum()
     }
 
     /// Recurrent state of one sequence over all layers, bytes: fixed, whatever the context.
@@ -458,7 +494,8 @@ impl ModelSpec {
     fn push_attention(&self, ops: &mut Vec<Op>, mixer: LayerMixer) {
         let h = self.hidden;
         match self.attention {
-            Attention::Gqa { heads, kv_heads, head_dim } => {
+            Attention::Gqa { .. } => {
+                let (heads, kv_heads, head_dim, k_eq_v) = self.gqa_geometry(mixer).expect("a GQA model");
                 // An output gate doubles the query projection (Qwen3-Next's q_proj emits the
                 // query and the gate); biases add one weight per output.
                 let gate = if self.attn_output_gate { 2 } else { 1 };
@@ -466,14 +503,16 @@ impl ModelSpec {
                 let (q, kv) = (heads * head_dim, kv_heads * head_dim);
                 ops.push(Op::dense("q_proj", TensorRole::AttnQ, h * q * gate + bias(q), Placement::Sharded));
                 ops.push(Op::dense("k_proj", TensorRole::AttnK, h * kv + bias(kv), Placement::Sharded));
-                ops.push(Op::dense("v_proj", TensorRole::AttnV, h * kv + bias(kv), Placement::Sharded));
+                if !k_eq_v {
+                    ops.push(Op::dense("v_proj", TensorRole::AttnV, h * kv + bias(kv), Placement::Sharded));
+                }
                 let qk_norm = if self.qk_norm { 2 } else { 0 };
                 ops.push(Op::elementwise("rope+norms", 2 + qk_norm));
                 let window = match mixer {
                     LayerMixer::Sliding(w) => Some(w),
                     _ => None,
                 };
-                let mut sdpa = Op::attention("sdpa", self.kv_bytes_per_token_layer(), true, 4 * heads * head_dim, window);
+                let mut sdpa = Op::attention("sdpa", 2 * kv_heads * head_dim * 2, true, 4 * heads * head_dim, window);
                 if let LayerMixer::Chunked(c) = mixer {
                     sdpa.chunk = Some(c);
                 }

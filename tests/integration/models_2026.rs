@@ -418,3 +418,32 @@ fn nemotron_3_super_runs_its_experts_in_a_latent_space() {
     let experts = ops.iter().find(|o| o.class == OpClass::Expert).unwrap();
     assert_eq!((experts.params, experts.experts), (2 * 1024 * 2688, Some((512, 22))));
 }
+
+#[test]
+fn gemma_4_full_layers_have_their_own_heads_and_every_layer_an_mlp_beside_its_experts() {
+    let g = preset("gemma-4-26b-a4b");
+    near("total", billions(g.total_params()), 25.2, 0.05);
+    near("active", billions(g.active_params()), 3.8, 0.05);
+    assert_eq!(g.mixers.iter().filter(|m| **m == LayerMixer::Full).count(), 5);
+    // Sliding layers: 8 KV heads of 256 (K and V, bf16); full ones: 2 of 512, no v_proj.
+    assert_eq!((g.layer_kv_bytes_per_token(0), g.layer_kv_bytes_per_token(5)), (8192, 4096));
+    let names = |l: u64| g.layer_ops(l).iter().map(|o| o.name).collect::<Vec<_>>();
+    assert!(names(0).contains(&"v_proj") && !names(5).contains(&"v_proj"));
+    let q = |l: u64| g.layer_ops(l).into_iter().find(|o| o.name == "q_proj").unwrap().params;
+    assert_eq!((q(0), q(5)), (2816 * 16 * 256, 2816 * 16 * 512));
+    // The dense MLP runs beside the experts in every layer (as llama.cpp's shared expert).
+    for l in [0, 5, 29] {
+        assert!(names(l).contains(&"shared_expert") && names(l).contains(&"experts (gather_qmm x3)"), "{l}");
+    }
+    // Per sequence at T >= 1024 tokens: 5 x 4096 x T plus the 25 windows of 1024 x 8192.
+    assert_eq!(g.kv_bytes(100_000), 5 * 4096 * 100_000 + 25 * 1024 * 8192);
+    // The small Gemma 4 models' per-layer embeddings and shared KV are refused by key.
+    let mut cfg: Value = serde_json::json!({"model_type": "gemma4", "num_hidden_layers": 6, "hidden_size": 256,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "sliding_window": 512,
+        "intermediate_size": 512, "vocab_size": 1000, "hidden_size_per_layer_input": 256});
+    let err = ModelSpec::from_hf_config("t", "t", &cfg).unwrap_err().to_string();
+    assert!(err.contains("hidden_size_per_layer_input"), "{err}");
+    cfg["hidden_size_per_layer_input"] = 0.into();
+    let dense = ModelSpec::from_hf_config("t", "t", &cfg).unwrap();
+    assert!(dense.moe.is_none() && dense.ffn == 512);
+}
