@@ -591,7 +591,13 @@ impl ModelSpec {
         let arch = v.get("model_type").or_else(|| top.get("model_type")).and_then(Value::as_str).ok_or(LlmError::Missing("model_type"))?;
         // Wrappers name their text model `<arch>_text` (gemma3_text, llama4_text, qwen3_5_moe_text).
         let arch = arch.strip_suffix("_text").unwrap_or(arch).to_string();
-        let layers = req(v, "num_hidden_layers")?;
+        // Nemotron 3 Ultra's config gives its depth only as the `layers_block_type` list.
+        let listed = v.get("layers_block_type").and_then(Value::as_array).map(|l| l.len() as u64).filter(|n| *n > 0);
+        let layers = match (opt(v, "num_hidden_layers")?, listed) {
+            (Some(n), _) => n,
+            (None, Some(n)) if n <= bound("num_hidden_layers") => n,
+            _ => req(v, "num_hidden_layers")?,
+        };
         let hidden = req(v, "hidden_size")?;
         let vocab = req(v, "vocab_size")?;
         let heads = req(v, "num_attention_heads")?;

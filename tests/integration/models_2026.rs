@@ -447,3 +447,20 @@ fn gemma_4_full_layers_have_their_own_heads_and_every_layer_an_mlp_beside_its_ex
     let dense = ModelSpec::from_hf_config("t", "t", &cfg).unwrap();
     assert!(dense.moe.is_none() && dense.ffn == 512);
 }
+
+#[test]
+fn more_aiconfigurator_presets_import_with_the_sizes_their_names_give() {
+    // Nemotron 3 Ultra's config gives its depth only as `layers_block_type` (108 blocks).
+    for (id, total, active) in [
+        ("qwen3-vl-2b", 1.7, 1.7),
+        ("qwen3-vl-4b", 4.0, 4.0),
+        ("qwen3-vl-235b-a22b", 235.1, 21.6),
+        ("nemotron-h-56b", 56.3, 55.2),
+        ("nemotron-3-ultra-550b-a55b", 549.3, 55.0),
+    ] {
+        let m = preset(id);
+        near(id, billions(m.total_params()), total, 0.05);
+        near(id, billions(m.active_params()), active, 0.05);
+    }
+    assert_eq!(preset("nemotron-3-ultra-550b-a55b").layers, 108);
+}
