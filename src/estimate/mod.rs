@@ -232,6 +232,12 @@ pub(crate) fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut
     };
     if aggregate > 0.0 {
         power::decode_power_and_cost(s, plan, &span, out);
+        // No separate prefill phase: its power is the run's, not the idle draw a zero-length
+        // phase would give.
+        out.prefill_power_w = out.cluster_power_w;
+        out.node_prefill_power_w = out.node_power_w.clone();
+        out.peak_power_w = out.cluster_power_w;
+        out.node_peak_power_w = out.node_power_w.clone();
     }
     out.sim_events = run.events;
 }

@@ -70,17 +70,23 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
         &mut s,
         "cluster power",
         format!(
-            "{:.1} W in decode  (per node: {}){}",
+            "{:.1} W {}  (per node: {}){}",
             e.cluster_power_w,
+            if e.serve.is_some() { "over the run" } else { "in decode" },
             e.node_power_w.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", "),
             range(iv, "cluster_power_w", 1)
         ),
     );
-    row(
-        &mut s,
-        "power by phase",
-        format!("prefill {:.1} W, decode {:.1} W, peak {:.1} W", e.prefill_power_w, e.cluster_power_w, e.peak_power_w),
-    );
+    if e.serve.is_some() {
+        // A serving run interleaves prefill chunks with decode steps: one power over the run.
+        row(&mut s, "power by phase", "prefill and decode interleave: the cluster power above is over the whole run".to_string());
+    } else {
+        row(
+            &mut s,
+            "power by phase",
+            format!("prefill {:.1} W, decode {:.1} W, peak {:.1} W", e.prefill_power_w, e.cluster_power_w, e.peak_power_w),
+        );
+    }
     row(&mut s, "energy", format!("{:.2} J/token{}", e.energy_j_per_token, range(iv, "energy_j_per_token", 2)));
     row(&mut s, "hardware cost", format!("${:.0}  ({} cables)", e.cost_usd, e.cables));
     row(&mut s, "cost per Mtok", format!("${:.2}  (${:.0} per tok/s)", e.usd_per_mtok, e.usd_per_token_per_s));

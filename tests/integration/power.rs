@@ -199,3 +199,19 @@ fn a_dgx_spark_decode_draws_within_the_published_inference_range() {
         assert!((60.0..=90.0).contains(&w), "{model}: decode {w:.1} W outside 60-90 W");
     }
 }
+
+#[test]
+fn a_serving_run_reports_its_own_power_for_prefill_not_the_idle_draw() {
+    // Prefill chunks interleave with decode steps in one serving run: there is no separate
+    // prefill phase whose power could be the idle draw.
+    let text = "[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"gpt-oss-120b\"\nquant = \"mxfp4-hf\"\n[engine]\nname = \"vllm\"\n[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 8\nthink_s = 0\nprompt_tokens = 1024\ngenerate_tokens = 128\nrequests = 16\n".to_string();
+    let sc =
+        supernode::scenario::parse(supernode::scenario::Source { path: "a.toml".into(), dir: std::path::PathBuf::new(), text }).unwrap();
+    let e = supernode::estimate::estimate(&sc, &supernode::profile::Profile::default_profile()).unwrap();
+    assert!(e.serve.is_some());
+    assert!(e.cluster_power_w > 31.5 + 10.0, "{}", e.cluster_power_w);
+    assert_eq!(e.prefill_power_w, e.cluster_power_w);
+    assert_eq!(e.peak_power_w, e.cluster_power_w);
+    let text = supernode::report::run_table(&e);
+    assert!(text.contains("prefill and decode interleave") && text.contains("W over the run"), "{text}");
+}
