@@ -473,7 +473,7 @@ enum RowModel {
     Config(std::path::PathBuf),
 }
 
-fn row_model(row: &MeasurementRow, csv_dir: Option<&Path>) -> Result<RowModel, String> {
+fn row_model(row: &MeasurementRow, csv_dir: Option<&Path>, assumptions: &mut Vec<String>) -> Result<RowModel, String> {
     use crate::catalog::names::ModelNameError;
     let name = row.model.trim();
     let unknown = match crate::catalog::catalog().find_model(name) {
@@ -481,6 +481,15 @@ fn row_model(row: &MeasurementRow, csv_dir: Option<&Path>) -> Result<RowModel, S
         Err(e @ ModelNameError::Ambiguous { .. }) => return Err(e.to_string()),
         Err(e) => e,
     };
+    // llama-bench's own model label, `<llama.cpp architecture> <size>` (`qwen3moe 30B.A3B`,
+    // `glm4moe 106B.A12B`, `llama 70B`) as its tables print it: the preset of that architecture
+    // nearest the size, as `import` reads a llama-bench file.
+    if config_note(&row.notes).is_none()
+        && let Ok(id) = crate::catalog::llama_arch::model_for(name, None, crate::catalog::catalog())
+    {
+        assumptions.push(format!("llama-bench label `{name}` read as the preset `{id}` (its architecture's preset nearest that size)"));
+        return Ok(RowModel::Preset(id));
+    }
     let Some(note) = config_note(&row.notes) else {
         return Err(format!("{unknown}: not a preset (supernode catalog models) and the row's notes name no `config: PATH`"));
     };
@@ -540,7 +549,7 @@ pub fn row_scenario_in(
     if row.model.is_empty() {
         return Err("no model: name a model preset (supernode catalog models)".into());
     }
-    let model = row_model(row, csv_dir)?;
+    let model = row_model(row, csv_dir, &mut assumptions)?;
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
     let parallelism = if n == 1 { "none" } else { first_word(&row.parallelism) };
     let (fabric, fabric_note) = fabric_label(&row.fabric, engine.id());
@@ -1518,7 +1527,7 @@ mod tests {
             let rs = rows(&body);
             let rt = runtimes::by_measurement_name(engine).unwrap();
             let mut assumed = Vec::new();
-            let model = row_model(&rs[0], None).unwrap();
+            let model = row_model(&rs[0], None, &mut Vec::new()).unwrap();
             resolve_quant(&rs[0], &rs, rt, &model, &mut assumed).map(|q| (q, assumed))
         };
         let quant = |label: &str, engine: &str| quant_of("llama-3.1-8b", label, engine).map(|(q, a)| (q, a.len()));

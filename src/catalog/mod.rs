@@ -1,6 +1,7 @@
 //! Built-in presets for nodes, fabrics, models and quantization formats. The data files live in
 //! `src/catalog/*.toml` and are embedded at build time; every number carries its source.
 
+pub mod llama_arch;
 pub mod names;
 pub mod user;
 

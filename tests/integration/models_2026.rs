@@ -464,3 +464,30 @@ fn more_aiconfigurator_presets_import_with_the_sizes_their_names_give() {
     }
     assert_eq!(preset("nemotron-3-ultra-550b-a55b").layers, 108);
 }
+
+#[test]
+fn validate_reads_llama_bench_model_labels_as_the_nearest_preset_of_their_architecture() {
+    // llama-bench tables print `<llama.cpp architecture> <size>`; rows pasted from them name
+    // models so. The nearest preset of that architecture within 15% answers, and says so.
+    let text = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+         a,dgx-spark,1,,qwen3moe 30B.A3B,Q8_0,llama-cpp,none,none,,1,decode_tokens_per_s,80,tok/s,x,llama-bench tg32\n\
+         b,dgx-spark,1,,llama 70B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,4.5,tok/s,x,llama-bench tg32\n\
+         c,dgx-spark,1,,nemotron_h_moe 31B.A3.5B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,70,tok/s,x,llama-bench tg32\n\
+         d,dgx-spark,1,,qwen3 14B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,20,tok/s,x,llama-bench tg32\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_text(dir.path(), "labels.csv", text);
+    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let read_as = |id: &str| {
+        let r = rows.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id} not answered: {}", v["skipped"]));
+        r["assumptions"].as_array().unwrap().iter().filter_map(Value::as_str).find(|a| a.contains("llama-bench label")).unwrap().to_string()
+    };
+    assert!(read_as("a").contains("`qwen3-30b-a3b`"));
+    assert!(read_as("b").contains("`llama-3.3-70b`"));
+    assert!(read_as("c").contains("`nemotron-3-nano-30b-a3b`"));
+    // No Qwen3 preset within 15% of 14B: refused, not stretched to the 8B or 32B.
+    let skipped = v["skipped"].as_array().unwrap();
+    assert!(skipped.iter().any(|s| s["id"] == "d" && s["reason"].as_str().unwrap().contains("unknown model")), "{skipped:?}");
+}
