@@ -37,6 +37,7 @@ pub(crate) const ARCHES: &[(&str, &[&str])] = &[
     ("deepseek2", &["deepseek_v3", "kimi_k2"]),
     ("qwen3moe", &["qwen3_moe"]),
     ("glm4moe", &["glm4_moe"]),
+    ("gemma2", &["gemma2"]),
     ("gemma3", &["gemma3"]),
     ("gpt-oss", &["gpt_oss"]),
     ("gpt_oss", &["gpt_oss"]),

@@ -370,7 +370,7 @@ mod tests {
             "llama4",
             "Llama-4-Behemoth-288B-16E",
             "MiniMax-M3",
-            "gemma2:9b",
+            "phi4:14b",
             "llama-3.1-7b",
             "",
             "-it",

@@ -33,7 +33,7 @@ pub enum LlmError {
 
 /// The `model_type`s the importer reads (a multimodal wrapper's `text_config` names its own,
 /// `_text` suffix dropped).
-pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma3, llama4, nemotron_h, gemma4";
+pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma2, gemma3, llama4, nemotron_h, gemma4";
 
 /// Sanity bounds on each dimension of an imported config: the largest published models by a
 /// wide margin (Llama 3.1 405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; DeepSeek V3:
@@ -299,6 +299,16 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
     let heads = spec.heads();
     match spec.arch.as_str() {
         "llama" | "mistral" | "qwen2" | "qwen3" | "qwen3_vl" => spec.ffn = req(v, "intermediate_size")?,
+        "gemma2" => {
+            // Gemma 2: sliding-window and global layers alternate, the first local (Hugging
+            // Face `Gemma2`: layer `i` slides when `(i + 1) % 2 != 0`); norms after attention
+            // and after the FFN; soft-capped logits instead of query/key norms.
+            spec.ffn = req(v, "intermediate_size")?;
+            let window = req(v, "sliding_window")?;
+            spec.mixers =
+                mixers(v, layers, Some(window), None, |i| if (i + 1) % 2 != 0 { LayerMixer::Sliding(window) } else { LayerMixer::Full })?;
+            spec.post_norms = true;
+        }
         "gemma3" => {
             // Local layers with a sliding window, a global one every `sliding_window_pattern`
             // (6: 5 local to 1 global; Hugging Face `is_sliding = (i + 1) % pattern != 0`).
@@ -602,7 +612,7 @@ impl ModelSpec {
         let vocab = req(v, "vocab_size")?;
         let heads = req(v, "num_attention_heads")?;
         let kv_heads = get_u(v, "num_key_value_heads")?.unwrap_or(heads);
-        let tie_default = arch == "gemma3" || arch == "gemma4"; // Gemma's config classes tie by default.
+        let tie_default = matches!(arch.as_str(), "gemma2" | "gemma3" | "gemma4"); // Gemma's config classes tie by default.
         let tie = v.get("tie_word_embeddings").or_else(|| top.get("tie_word_embeddings")).and_then(Value::as_bool).unwrap_or(tie_default);
         let head_dim = get_u(v, "head_dim")?;
         if hidden % heads != 0 && head_dim.is_none() {

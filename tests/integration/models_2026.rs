@@ -491,3 +491,15 @@ fn validate_reads_llama_bench_model_labels_as_the_nearest_preset_of_their_archit
     let skipped = v["skipped"].as_array().unwrap();
     assert!(skipped.iter().any(|s| s["id"] == "d" && s["reason"].as_str().unwrap().contains("unknown model")), "{skipped:?}");
 }
+
+#[test]
+fn gemma_2_presets_alternate_local_and_global_layers() {
+    for (id, total) in [("gemma-2-2b", 2.6), ("gemma-2-9b", 9.2), ("gemma-2-27b", 27.2), ("gemma-3-270m", 0.27)] {
+        near(id, billions(preset(id).total_params()), total, 0.05);
+    }
+    let g = preset("gemma-2-9b");
+    assert_eq!((g.mixer(0), g.mixer(1)), (LayerMixer::Sliding(4096), LayerMixer::Full));
+    assert_eq!(g.mixers.iter().filter(|m| **m == LayerMixer::Full).count(), 21);
+    assert!(g.post_norms && !g.qk_norm && g.tie_embeddings);
+    assert_eq!(catalog().find_model("gemma2:27b").map(|m| m.0.id.as_str()).ok(), Some("gemma-2-27b"));
+}
