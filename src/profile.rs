@@ -37,6 +37,10 @@ pub struct ProfileMeta {
     /// rows had, each with the largest concurrency measured on it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calibrated_setups: Vec<CalibratedSetup>,
+    /// The model mechanisms (`ModelSpec::mechanisms`) the calibration rows' models exercised.
+    /// Absent (profiles written before 2026-12-05): not checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibrated_mechanisms: Vec<String>,
 }
 
 /// One setup a profile's calibration rows covered.

@@ -45,6 +45,8 @@ pub struct Coverage {
     pub chips: Vec<String>,
     /// Setups of the published rows with their largest concurrency, sorted.
     pub setups: Vec<crate::profile::CalibratedSetup>,
+    /// Model mechanisms (`ModelSpec::mechanisms`) of the published rows, sorted.
+    pub mechanisms: Vec<String>,
 }
 
 impl Dataset {
@@ -180,6 +182,7 @@ impl Dataset {
         let mut chips = BTreeSet::new();
         let mut ctx = 0;
         let mut setups: Vec<crate::profile::CalibratedSetup> = Vec::new();
+        let mut mechanisms = BTreeSet::new();
         for s in &self.sources {
             match s {
                 TargetSource::Row(p) => {
@@ -190,6 +193,7 @@ impl Dataset {
                         }
                     }
                     counts.insert(p.scenario.nodes.len() as u32);
+                    mechanisms.extend(p.scenario.model.mechanisms().into_iter().map(String::from));
                     chips.extend(p.scenario.nodes.iter().map(|n| n.chip.clone()));
                     let w = &p.scenario.workload;
                     ctx = ctx.max(w.context_tokens + w.prompt_tokens + w.generate_tokens);
@@ -201,6 +205,12 @@ impl Dataset {
             }
         }
         setups.sort();
-        Coverage { node_counts: counts.into_iter().collect(), max_context: ctx, chips: chips.into_iter().collect(), setups }
+        Coverage {
+            node_counts: counts.into_iter().collect(),
+            max_context: ctx,
+            chips: chips.into_iter().collect(),
+            setups,
+            mechanisms: mechanisms.into_iter().collect(),
+        }
     }
 }

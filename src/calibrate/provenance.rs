@@ -39,6 +39,7 @@ pub fn describe_fit(fitted: &mut Profile, base: &Profile, report: &FitReport, ct
         calibrated_chips: cov.chips,
         calibrated_max_context: cov.max_context,
         calibrated_setups: cov.setups,
+        calibrated_mechanisms: cov.mechanisms,
     };
     fitted.fit = Some(report.clone());
     fitted.sources = param_sources(fitted, base);

@@ -104,7 +104,8 @@ fn applies(path: &str, chip: &str, runtime: &str, engine: Option<&str>) -> bool 
 /// The envelope status of a scenario under a profile: node counts, chips and context length the
 /// profile was calibrated on; chips whose parameters for this runtime are all priors; the setup
 /// (runtime, parallelism, fabric, quantization family) and concurrency its rows covered; and an
-/// engine's own host costs (vllm-mlx) where the chip has none. Its notes say what the run put
+/// engine's own host costs (vllm-mlx) where the chip has none; model mechanisms (a Mamba-2
+/// scan, a sparse-attention indexer) no calibration row's model had. Its notes say what the run put
 /// in place of what the scenario named ([`tcp_only_note`]): the run is calibrated as what it runs.
 pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
     let mut reasons = Vec::new();
@@ -181,6 +182,13 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
                     c.max_concurrency
                 )),
                 Some(_) => {}
+            }
+        }
+    }
+    if !meta.calibrated_mechanisms.is_empty() && s.workload.kind != WorkloadKind::Hpl {
+        for m in s.model.mechanisms() {
+            if !meta.calibrated_mechanisms.iter().any(|c| c == m) {
+                push(format!("extrapolated: no calibration row's model has {m} ({})", s.model.arch));
             }
         }
     }

@@ -376,6 +376,40 @@ impl ModelSpec {
         }
     }
 
+    /// The cost mechanisms this model's layers use beyond dense attention and FFNs, by name:
+    /// what a calibration row must have exercised before a prediction that rests on them is
+    /// called calibrated (`estimate::envelope`).
+    pub fn mechanisms(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let mut add = |m: &'static str| {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        };
+        if matches!(self.attention, Attention::Mla { .. }) {
+            add("MLA latent attention");
+        }
+        for m in &self.mixers {
+            match m {
+                LayerMixer::Sliding(_) => add("sliding-window attention"),
+                LayerMixer::Chunked(_) => add("chunked attention"),
+                LayerMixer::Linear => add("Gated DeltaNet recurrence"),
+                LayerMixer::Mamba => add("Mamba-2 scan"),
+                LayerMixer::Full | LayerMixer::NoMixer => {}
+            }
+        }
+        if self.sparse_attention.is_some() {
+            add("sparse-attention indexer");
+        }
+        if let Some(m) = &self.moe {
+            add("routed experts");
+            if m.latent > 0 {
+                add("latent-space experts");
+            }
+        }
+        out
+    }
+
     /// Cache bytes per token of an attention layer besides its KV: the sparse-attention
     /// indexer's key (0 without one). Never split under tensor parallelism: every rank runs
     /// the whole indexer (vLLM builds its projections as replicated layers).

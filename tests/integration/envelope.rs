@@ -65,3 +65,22 @@ fn a_file_either_family_loads_counts_as_the_runtimes_own_format() {
     assert!(mac.iter().any(|r| r.contains("with mlx weights on `m3-ultra`")), "{mac:?}");
     assert!(!mac.iter().any(|r| r.contains("any weights")), "{mac:?}");
 }
+
+#[test]
+fn a_model_mechanism_no_calibration_row_had_is_extrapolated() {
+    // The default profile's rows exercised MLA, sliding windows, Gated DeltaNet and routed
+    // experts; a Mamba-2 scan or a sparse-attention indexer was never measured.
+    let f = scenario("geerling-2x-m3-ultra-deepseek-v3.1-exo-rdma.toml");
+    for (model, mechanism) in
+        [("deepseek-v3.2", "sparse-attention indexer (deepseek_v32)"), ("nemotron-3-super-120b-a12b", "Mamba-2 scan (nemotron_h)")]
+    {
+        let c = calibration(&f, &[&format!("model.name={model}")]);
+        assert_eq!(c["status"], "extrapolation", "{c}");
+        let r = reasons(&c);
+        assert!(r.iter().any(|x| x.contains(&format!("no calibration row's model has {mechanism}"))), "{r:?}");
+    }
+    let c = calibration(&f, &["model.name=nemotron-3-super-120b-a12b"]);
+    assert!(reasons(&c).iter().any(|x| x.contains("latent-space experts")), "{c}");
+    // What the rows had is not flagged: DeepSeek V3.1 itself stays inside.
+    assert_eq!(calibration(&f, &[])["status"], "inside");
+}
