@@ -484,13 +484,14 @@ fn row_model(row: &MeasurementRow, csv_dir: Option<&Path>, assumptions: &mut Vec
     // llama-bench's own model label, `<llama.cpp architecture> <size>` (`qwen3moe 30B.A3B`,
     // `glm4moe 106B.A12B`, `llama 70B`) as its tables print it: the preset of that architecture
     // nearest the size, as `import` reads a llama-bench file.
-    if config_note(&row.notes).is_none()
+    let note = config_note(&row.notes);
+    if note.is_none()
         && let Ok(id) = crate::catalog::llama_arch::model_for(name, None, crate::catalog::catalog())
     {
         assumptions.push(format!("llama-bench label `{name}` read as the preset `{id}` (its architecture's preset nearest that size)"));
         return Ok(RowModel::Preset(id));
     }
-    let Some(note) = config_note(&row.notes) else {
+    let Some(note) = note else {
         return Err(format!("{unknown}: not a preset (supernode catalog models) and the row's notes name no `config: PATH`"));
     };
     let written = Path::new(note);

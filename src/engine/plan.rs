@@ -483,11 +483,12 @@ fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64)
     let per_head = m.mla_per_head().filter(|_| options.mla_per_head_cache);
     let kv_share = if per_head.is_some() { share.shard } else { kv_head_share(m, share.shard) };
     let range = share.first_layer..share.end_layer;
-    let tokens = range.clone().map(|l| m.layer_kv_tokens(l, context) as f64).sum::<f64>();
-    let cache = range
-        .clone()
-        .map(|l| per_head.map_or(m.layer_kv_bytes_per_token(l), |x| x.kv_bytes_per_ctx) as f64 * m.layer_kv_tokens(l, context) as f64)
-        .sum::<f64>();
+    let (mut cache, mut tokens) = (0.0, 0.0);
+    for l in range.clone() {
+        let t = m.layer_kv_tokens(l, context) as f64;
+        cache += per_head.map_or(m.layer_kv_bytes_per_token(l), |x| x.kv_bytes_per_ctx) as f64 * t;
+        tokens += t;
+    }
     // A sparse-attention indexer's keys: whole on every rank (the indexer is replicated).
     let index = m.index_bytes_per_token_layer() as f64 * tokens;
     // A linear-attention layer's recurrent state splits by its own heads, 1/N like its weights

@@ -33,6 +33,12 @@ pub enum Attention {
     },
 }
 
+/// KV-cache bytes per token of a grouped-query attention layer with `kv_heads` heads of
+/// `head_dim`: keys and values, bf16.
+fn gqa_kv_bytes_per_token(kv_heads: u64, head_dim: u64) -> u64 {
+    2 * kv_heads * head_dim * 2
+}
+
 /// Feed-forward configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Moe {
@@ -168,8 +174,9 @@ impl Mamba2 {
     /// Recurrence FLOPs per token: about 6 per state entry (mlx-lm 0.32.2 `ssm_update_kernel`:
     /// `x dt B` 2, `dA s + ...` 2, `C . s` and its sum 2; llama.cpp's `ggml_ssm_scan` runs the
     /// same recurrence token by token, prefill included), plus the convolution's 2 per weight.
-    /// MLX's multi-token form (chunked SSD, 256-token chunks) does about 1.5 times this as
-    /// matrix multiplications; not modelled, it is small beside the layer's projections.
+    /// MLX's multi-token form (chunked SSD, 256-token chunks) runs as matrix multiplications
+    /// (`Op::recurrence_chunked`) and does about 1.5 times this; the extra half is not counted,
+    /// small beside the layer's projections.
     pub fn flops_per_token(&self) -> u64 {
         6 * self.inner() * self.state_size + 2 * self.conv_dim() * self.conv_kernel
     }
@@ -317,7 +324,7 @@ impl ModelSpec {
     /// KV-cache bytes per token per full-attention layer (bf16 cache).
     pub fn kv_bytes_per_token_layer(&self) -> u64 {
         match self.attention {
-            Attention::Gqa { kv_heads, head_dim, .. } => 2 * kv_heads * head_dim * 2,
+            Attention::Gqa { kv_heads, head_dim, .. } => gqa_kv_bytes_per_token(kv_heads, head_dim),
             Attention::Mla { kv_lora_rank, qk_rope_head_dim, .. } => (kv_lora_rank + qk_rope_head_dim) * 2,
         }
     }
@@ -360,9 +367,9 @@ impl ModelSpec {
     /// The grouped-query geometry of a layer that mixes by `mixer`: (heads, KV heads, head
     /// dimension, values from the key projection); None for MLA.
     fn gqa_geometry(&self, mixer: LayerMixer) -> Option<(u64, u64, u64, bool)> {
-        match (self.attention.clone(), self.global_attention) {
-            (Attention::Gqa { heads, .. }, Some(g)) if mixer == LayerMixer::Full => Some((heads, g.kv_heads, g.head_dim, g.k_eq_v)),
-            (Attention::Gqa { heads, kv_heads, head_dim }, _) => Some((heads, kv_heads, head_dim, false)),
+        match (&self.attention, self.global_attention) {
+            (&Attention::Gqa { heads, .. }, Some(g)) if mixer == LayerMixer::Full => Some((heads, g.kv_heads, g.head_dim, g.k_eq_v)),
+            (&Attention::Gqa { heads, kv_heads, head_dim }, _) => Some((heads, kv_heads, head_dim, false)),
             (Attention::Mla { .. }, _) => None,
         }
     }
@@ -371,7 +378,7 @@ impl ModelSpec {
     /// [`Self::kv_bytes_per_token_layer`], or a full-attention layer's own geometry.
     pub fn layer_kv_bytes_per_token(&self, layer: u64) -> u64 {
         match self.gqa_geometry(self.mixer(layer)) {
-            Some((_, kv_heads, head_dim, _)) => 2 * kv_heads * head_dim * 2,
+            Some((_, kv_heads, head_dim, _)) => gqa_kv_bytes_per_token(kv_heads, head_dim),
             None => self.kv_bytes_per_token_layer(),
         }
     }
@@ -452,10 +459,8 @@ impl ModelSpec {
             ops.push(Op::elementwise("residual", 1));
             return ops;
         }
-        ops.push(Op::elementwise(
-            if mixer == LayerMixer::NoMixer { "ffn_norm" } else { "residual+ffn_norm" },
-            if mixer == LayerMixer::NoMixer { 1 } else { 2 },
-        ));
+        let (norm, kernels) = if mixer == LayerMixer::NoMixer { ("ffn_norm", 1) } else { ("residual+ffn_norm", 2) };
+        ops.push(Op::elementwise(norm, kernels));
         let mats = self.ffn_matrices;
         match (&self.moe, ffn) {
             (Some(m), LayerFfn::Moe) => {
@@ -519,7 +524,11 @@ impl ModelSpec {
         let params = m.conv_dim() * (m.conv_kernel + 1) + 3 * m.heads;
         // Kernels: the convolution with its activation, dt's softplus, the scan, the gated
         // norm's gate and norm.
-        ops.push(Op::recurrent("mamba2 (conv+scan)", params, m.state_bytes(), m.flops_per_token(), m.state_size, 5));
+        let mut scan = Op::recurrent("mamba2 (conv+scan)", params, m.state_bytes(), m.flops_per_token(), m.state_size, 5);
+        // MLX runs a multi-token step as the chunked SSD's matrix multiplications (mlx-lm 0.32.2
+        // `ssm_attn`), not as its one-token kernel in a loop.
+        scan.recurrence_chunked = true;
+        ops.push(scan);
         ops.push(Op::elementwise("gated norm", 2));
         ops.push(Op::dense("out_proj", TensorRole::AttnQ, m.inner() * h, Placement::Sharded));
     }
@@ -546,7 +555,7 @@ impl ModelSpec {
                     LayerMixer::Sliding(w) => Some(w),
                     _ => None,
                 };
-                let mut sdpa = Op::attention("sdpa", 2 * kv_heads * head_dim * 2, true, 4 * heads * head_dim, window);
+                let mut sdpa = Op::attention("sdpa", gqa_kv_bytes_per_token(kv_heads, head_dim), true, 4 * heads * head_dim, window);
                 if let LayerMixer::Chunked(c) = mixer {
                     sdpa.chunk = Some(c);
                 }

@@ -46,6 +46,9 @@ pub struct Op {
     pub state_bytes: u64,
     /// Recurrence FLOPs per token (a [`OpClass::Recurrent`] op).
     pub recurrence_flops_per_token: u64,
+    /// A recurrence whose multi-token form runs as chunked matrix multiplications in every
+    /// runtime (Mamba-2's SSD), never as MLX's token-by-token kernel.
+    pub recurrence_chunked: bool,
     /// Key dimension of a recurrence's state rows (`linear_key_head_dim`): how many state
     /// entries each lane of MLX's kernel keeps (Dk/32), which sets its instruction mix.
     pub recurrence_key_dim: u64,
@@ -124,6 +127,7 @@ impl Op {
             sparse_top_k: None,
             state_bytes: 0,
             recurrence_flops_per_token: 0,
+            recurrence_chunked: false,
             recurrence_key_dim: 0,
             experts: None,
             mla_expanded: None,

@@ -375,7 +375,7 @@ impl NodeCost<'_> {
         // allows; the step's parallelism B x Hv x Dv x 32 threads (131k for one Qwen3-Next
         // sequence) fills the GPU, so the steps run at that rate, O(T) per prefill chunk.
         // llama.cpp's chunked form runs as matrix multiplications: the attention kernels' rate.
-        let compute_eff = if self.sequential_recurrence && self.peak_flops > 0.0 {
+        let compute_eff = if self.sequential_recurrence && !op.recurrence_chunked && self.peak_flops > 0.0 {
             recurrence_alu_fraction(op.recurrence_key_dim) * self.alu_flops / self.peak_flops
         } else {
             chip.compute_eff_attention
@@ -817,6 +817,11 @@ mod tests {
         assert!(close(n.op_ns(&op, 8000, 0) - 10_000.0, 2.0 * (n.op_ns(&op, 4000, 0) - 10_000.0)));
         // Decode stays bound by the state stream.
         assert!(close(n.op_ns(&op, 1, 0), 16_000.0 + 10_000.0));
+        // A chunked scan (Mamba-2's SSD) runs its multi-token step as matrix multiplications:
+        // 4e9 FLOPs at the GEMM peak's attention efficiency, 2e14 x 0.4 = 50 us.
+        let mut ssd = op.clone();
+        ssd.recurrence_chunked = true;
+        assert!(close(n.op_ns(&ssd, 4000, 0), 50_000.0 + 10_000.0));
     }
 
     #[test]
