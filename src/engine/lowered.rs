@@ -4,7 +4,7 @@
 use crate::llm::Op;
 use crate::sim::{TaskGraph, TaskId, Time};
 
-use super::cost::Work;
+use super::cost::{LaunchCost, Work};
 use super::plan::Plan;
 
 /// A run of operations on one node's GPU between two communication points.
@@ -39,10 +39,10 @@ pub struct Lowered {
     /// Cables (unordered node pairs; `(a, n)` is node a's cable to a switch) the step's messages
     /// cross, in order: the cables this runtime needs on this cluster.
     pub cables_crossed: Vec<(usize, usize)>,
-    /// Per segment: the context-independent part of its time (ns) and of its work, and the ops
-    /// whose cost grows with the context, as indices into `ctx_ops`. Filled on the first
-    /// [`Lowered::retime`] or [`Lowered::work`].
-    pub(super) seg_parts: Vec<(f64, Work, Vec<usize>)>,
+    /// Per segment: the context-independent part of its time and of its work, and the ops
+    /// whose cost grows with the context. Filled on the first [`Lowered::retime`] or
+    /// [`Lowered::work`].
+    pub(super) seg_parts: Vec<SegmentParts>,
     /// The distinct `(node, op)` pairs whose time grows with the context (layers repeat the same
     /// ops): each is timed once per re-timing, however many segments carry it.
     pub(super) ctx_ops: Vec<(usize, Op)>,
@@ -51,6 +51,19 @@ pub struct Lowered {
     /// Rows of the step that route on their own through MoE layers (None: every token);
     /// [`Lowered::set_routed_tokens`].
     pub(super) routed_tokens: Option<u64>,
+}
+
+/// A segment's cost split by what depends on the context.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SegmentParts {
+    /// The context-independent ops' GPU time, ns.
+    gpu_ns: f64,
+    /// The context-independent ops' host dispatch beside the GPU, ns ([`super::cost::LaunchCost`]).
+    dispatch_ns: f64,
+    /// The context-independent ops' work.
+    work: Work,
+    /// The ops whose cost grows with the context, as indices into `ctx_ops`.
+    by_context: Vec<usize>,
 }
 
 impl Lowered {
@@ -72,10 +85,12 @@ impl Lowered {
         self.split_parts(plan, head_rows);
         // Each distinct context-dependent op once; a segment adds its ops' times in its order,
         // so the sums are the same bits as timing every op of every segment.
-        let ctx_ns: Vec<f64> = self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(plan, *node, op, rows)).collect();
+        let ctx_ns: Vec<(f64, f64)> = self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(plan, *node, op, rows)).collect();
         for &(task, seg) in &self.gpu_tasks {
-            let (fixed, _, by_context) = &self.seg_parts[seg];
-            let ns = by_context.iter().fold(*fixed, |acc, &j| acc + ctx_ns[j]);
+            let p = &self.seg_parts[seg];
+            let gpu = p.by_context.iter().fold(p.gpu_ns, |acc, &j| acc + ctx_ns[j].0);
+            let dispatch = p.by_context.iter().fold(p.dispatch_ns, |acc, &j| acc + ctx_ns[j].1);
+            let ns = LaunchCost::join(gpu, dispatch);
             // Clamp to ~11 days so sums of durations can never overflow.
             self.graph.set_duration(task, ns.round().clamp(0.0, 1e15) as Time);
         }
@@ -113,9 +128,9 @@ impl Lowered {
         for &(_, seg) in &self.gpu_tasks {
             let node = self.segments[seg].node;
             let cost = plan.cost(node);
-            let (_, fixed, by_context) = &self.seg_parts[seg];
-            out[node] += *fixed;
-            for &j in by_context {
+            let p = &self.seg_parts[seg];
+            out[node] += p.work;
+            for &j in &p.by_context {
                 for &(t, c) in rows {
                     out[node] += cost.op_work(&self.ctx_ops[j].1, t, c);
                 }
@@ -137,8 +152,7 @@ impl Lowered {
         let mut seg_parts = Vec::with_capacity(self.segments.len());
         for s in &self.segments {
             let cost = plan.cost(s.node);
-            let (mut fixed, mut work) = (0.0, Work::default());
-            let mut by_context = Vec::new();
+            let mut parts = SegmentParts::default();
             for op in s.ops.iter() {
                 if op.depends_on_context() {
                     let j = match self.ctx_ops.iter().position(|(n, o)| *n == s.node && o == op) {
@@ -148,26 +162,27 @@ impl Lowered {
                             self.ctx_ops.len() - 1
                         }
                     };
-                    by_context.push(j);
+                    parts.by_context.push(j);
                 } else {
                     let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
-                    fixed += cost.op_ns_routed(op, toks, 0, routed.min(toks));
-                    work += cost.op_work_routed(op, toks, 0, routed.min(toks));
+                    parts.gpu_ns += cost.op_ns_routed(op, toks, 0, routed.min(toks));
+                    parts.dispatch_ns += cost.dispatch_ns(op, toks);
+                    parts.work += cost.op_work_routed(op, toks, 0, routed.min(toks));
                 }
             }
-            seg_parts.push((fixed, work, by_context));
+            seg_parts.push(parts);
         }
         self.seg_parts = seg_parts;
     }
 }
 
 /// A context-dependent op over every sequence of a batch, each over its own context; kernel
-/// launches are paid once for the batch.
-fn per_sequence_ns(plan: &Plan, node: usize, op: &Op, rows: &[(u64, u64)]) -> f64 {
+/// launches are paid once for the batch. Returns its GPU time and its host dispatch, ns.
+fn per_sequence_ns(plan: &Plan, node: usize, op: &Op, rows: &[(u64, u64)]) -> (f64, f64) {
     let cost = plan.cost(node);
     let mut ns = cost.op_ns(op, rows[0].0, rows[0].1);
     for &(t, c) in &rows[1..] {
         ns += cost.op_ns(op, t, c) - cost.launch_ns(op, t);
     }
-    ns
+    (ns, cost.dispatch_ns(op, rows[0].0))
 }

@@ -5,7 +5,7 @@ use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
 use crate::llm::{ModelSpec, Op, OpClass, QuantSpec};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 
-use super::cost::{MlaOptions, NetCost, NodeCost, SparseGather};
+use super::cost::{LaunchCost, MlaOptions, NetCost, NodeCost, SparseGather};
 use super::options::{CollectiveLowering, EngineOptions, Parallelism, Runtime};
 
 /// Errors when a scenario cannot be lowered onto its cluster.
@@ -321,6 +321,22 @@ impl Plan {
             kv_byte_scale: self.options.cuda.kv_byte_scale(),
             expert_ranks: if self.options.parallelism == Parallelism::Expert { self.n() } else { 1 },
             expert_skew: self.expert_skew,
+            launch: self.launch_cost(node),
+        }
+    }
+
+    /// How `node`'s runtime pays its kernel launches ([`LaunchCost`]): a CUDA engine pays the
+    /// GPU's per-kernel gap (`graph_kernel_us`, never above an eager launch) and, run eagerly,
+    /// its Python launches on the host beside the GPU; the others their fitted launch cost on
+    /// the GPU's timeline.
+    fn launch_cost(&self, node: usize) -> LaunchCost {
+        let rt = &self.runtimes[node];
+        match self.options.kind.runtime() {
+            Runtime::Cuda => LaunchCost {
+                serial_us: rt.graph_kernel_us.min(rt.kernel_launch_us),
+                dispatch_us: if self.options.cuda.cuda_graphs { 0.0 } else { rt.kernel_launch_us },
+            },
+            _ => LaunchCost { serial_us: rt.kernel_launch_us, dispatch_us: 0.0 },
         }
     }
 

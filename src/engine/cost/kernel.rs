@@ -82,6 +82,34 @@ pub struct NodeCost<'a> {
     /// Zipf exponent of expert popularity (`[moe] expert_popularity_exponent`): how many
     /// distinct experts a batch of independently routed tokens reads.
     pub expert_skew: f64,
+    /// How the runtime's kernel launches add to its GPU time.
+    pub launch: LaunchCost,
+}
+
+/// How a runtime's kernel launches cost, µs per kernel. MLX and llama.cpp pay `serial_us` on the
+/// GPU's timeline per kernel (the encoded dispatch and its gap). A CUDA engine pays the GPU's
+/// per-kernel gap (`graph_kernel_us`, what a graph replay costs) on the GPU's timeline, and,
+/// when it launches from Python (`--enforce-eager`), `dispatch_us` per kernel on the host: CUDA
+/// launches are asynchronous, so the host enqueues kernels while the GPU runs earlier ones and a
+/// run of kernels takes the longer of the two timelines, not their sum (first principles: the
+/// stream is a queue; FACTS-2026: eager costs a 4-Spark TP4 lane 22% of decode, where each GPU's
+/// share of the work is small, while one Spark decodes gpt-oss-120b eager at 57.5 tok/s).
+/// Assumed: the host cannot run ahead across a communication point (a segment's two timelines
+/// are joined at its end), a slight overestimate of eager steps under tensor parallel.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LaunchCost {
+    /// Per kernel on the GPU's timeline, µs.
+    pub serial_us: f64,
+    /// Per kernel on the host's timeline, overlapping the GPU's, µs (0: none).
+    pub dispatch_us: f64,
+}
+
+impl LaunchCost {
+    /// A run of kernels whose GPU timeline takes `gpu_ns` and whose host dispatch takes
+    /// `dispatch_ns`, ns: the longer of the two.
+    pub fn join(gpu_ns: f64, dispatch_ns: f64) -> f64 {
+        gpu_ns.max(dispatch_ns)
+    }
 }
 
 /// The work one operation does on one node: bytes streamed from DRAM and floating-point
@@ -242,9 +270,15 @@ impl NodeCost<'_> {
         us_to_ns(self.runtime.stage_us)
     }
 
-    /// `kernels` launches, ns.
+    /// `kernels` launches on the GPU's timeline, ns.
     fn launches_ns(&self, kernels: u32) -> f64 {
-        kernels as f64 * self.runtime.kernel_launch_us * 1e3
+        kernels as f64 * self.launch.serial_us * 1e3
+    }
+
+    /// The host's dispatch of one operation's kernels, ns: what overlaps the GPU's timeline
+    /// ([`LaunchCost`]); 0 where the runtime pays its launches on the GPU's timeline.
+    pub fn dispatch_ns(&self, op: &Op, tokens: u64) -> f64 {
+        (op.kernels + self.mla_form(op, tokens).extra_kernels(op)) as f64 * self.launch.dispatch_us * 1e3
     }
 
     /// How an MLA op runs a step of `tokens` rows (irrelevant, and inert, for other ops).
@@ -597,6 +631,7 @@ mod tests {
             kv_shard: 1.0,
             hidden: 64,
             mla: MlaOptions::default(),
+            launch: LaunchCost { serial_us: runtime.kernel_launch_us, dispatch_us: 0.0 },
             fast_sync: false,
             flash_attention: false,
             kv_byte_scale: 1.0,
