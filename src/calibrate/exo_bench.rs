@@ -308,7 +308,7 @@ mod tests {
             ("mlx-community/Qwen3-235B-A22B-3bit", "no quantization suffix"),
             ("zai-org/GLM-4.5-Air-FP8", "quant `fp8` is not an MLX format"),
             // A newer size of a family the catalog has one size of is not guessed.
-            ("mlx-community/Qwen3-14B-4bit", "matches no catalog model"),
+            ("mlx-community/Qwen3-20B-4bit", "matches no catalog model"),
         ] {
             let e = model_and_quant(id).unwrap_err();
             assert!(e.contains(why), "{id}: {e}");

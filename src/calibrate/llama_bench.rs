@@ -776,8 +776,8 @@ mod tests {
         assert!(e.contains("names gemma-3-27b (gemma3"), "{e}");
         let e = why("llama 8B TQ1_0 - 1.69 bpw ternary", None, Some("Meta-Llama-3.1-8B-Instruct-TQ1_0.gguf"));
         assert!(e.contains("file type `TQ1_0 - 1.69 bpw ternary` has no quantization preset"), "{e}");
-        let e = why("phi3 14B", None, None);
-        assert!(e.contains("architecture `phi3` has no model preset"), "{e}");
+        let e = why("falcon 7B", None, None);
+        assert!(e.contains("architecture `falcon` has no model preset"), "{e}");
     }
 
     /// A name two presets answer to (a user catalog's twin) is refused, not guessed.

@@ -20,11 +20,15 @@ pub(crate) fn parse_params(s: &str) -> Option<f64> {
 }
 
 /// llama.cpp architecture names (`LLM_ARCH_NAMES`, src/llama-arch.cpp; checked at llama.cpp
-/// 4227c9be, 2025-08-14, and for qwen3vl(moe), qwen3next, qwen35(moe), minimax-m2, deepseek32,
+/// 4227c9be, 2025-08-14, and for phi3, qwen3vl(moe), qwen3next, qwen35(moe), minimax-m2, deepseek32,
 /// glm-dsa, nemotron_h(_moe) and gemma4 as vendored in xllamacpp 2026.10.11549) and the Hugging
 /// Face `model_type`s they cover.
 pub(crate) const ARCHES: &[(&str, &[&str])] = &[
-    ("llama", &["llama"]),
+    // llama.cpp's converter writes Mistral's text models (`MistralForCausalLM`, Mistral Small
+    // 3.1's `Mistral3ForConditionalGeneration`) as `llama` (convert_hf_to_gguf.py as vendored in
+    // llama-cpp-python 0.3.16) and Phi-3/Phi-4 (`Phi3ForCausalLM`) as `phi3`.
+    ("llama", &["llama", "mistral"]),
+    ("phi3", &["phi3"]),
     ("qwen2", &["qwen2"]),
     ("qwen3", &["qwen3"]),
     ("qwen3vl", &["qwen3_vl"]),

@@ -365,12 +365,12 @@ mod tests {
         }
         for name in [
             "llama3.2",
-            "qwen3:14b",
+            "qwen3:20b",
             "Qwen/Qwen3.5-9B",
             "llama4",
             "Llama-4-Behemoth-288B-16E",
             "MiniMax-M3",
-            "phi4:14b",
+            "phi5:14b",
             "llama-3.1-7b",
             "",
             "-it",

@@ -33,7 +33,7 @@ pub enum LlmError {
 
 /// The `model_type`s the importer reads (a multimodal wrapper's `text_config` names its own,
 /// `_text` suffix dropped).
-pub const SUPPORTED: &str = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma2, gemma3, llama4, nemotron_h, gemma4";
+pub const SUPPORTED: &str = "llama, mistral, phi3, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma2, gemma3, llama4, nemotron_h, gemma4";
 
 /// Sanity bounds on each dimension of an imported config: the largest published models by a
 /// wide margin (Llama 3.1 405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; DeepSeek V3:
@@ -298,7 +298,9 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
     let layers = spec.layers;
     let heads = spec.heads();
     match spec.arch.as_str() {
-        "llama" | "mistral" | "qwen2" | "qwen3" | "qwen3_vl" => spec.ffn = req(v, "intermediate_size")?,
+        // Phi-3/Phi-4 (`phi3`) fuse q, k and v and gate and up into one matrix each: the same
+        // shapes as Llama's.
+        "llama" | "mistral" | "phi3" | "qwen2" | "qwen3" | "qwen3_vl" => spec.ffn = req(v, "intermediate_size")?,
         "gemma2" => {
             // Gemma 2: sliding-window and global layers alternate, the first local (Hugging
             // Face `Gemma2`: layer `i` slides when `(i + 1) % 2 != 0`); norms after attention

@@ -473,7 +473,10 @@ fn validate_reads_llama_bench_model_labels_as_the_nearest_preset_of_their_archit
          a,dgx-spark,1,,qwen3moe 30B.A3B,Q8_0,llama-cpp,none,none,,1,decode_tokens_per_s,80,tok/s,x,llama-bench tg32\n\
          b,dgx-spark,1,,llama 70B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,4.5,tok/s,x,llama-bench tg32\n\
          c,dgx-spark,1,,nemotron_h_moe 31B.A3.5B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,70,tok/s,x,llama-bench tg32\n\
-         d,dgx-spark,1,,qwen3 14B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,20,tok/s,x,llama-bench tg32\n";
+         d,dgx-spark,1,,qwen3 14B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,20,tok/s,x,llama-bench tg32\n\
+         e,dgx-spark,1,,phi3 14B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,20,tok/s,x,llama-bench tg32\n\
+         f,dgx-spark,1,,qwen3 4B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,60,tok/s,x,llama-bench tg32\n\
+         g,dgx-spark,1,,qwen3 100B,Q4_K - Medium,llama-cpp,none,none,,1,decode_tokens_per_s,5,tok/s,x,llama-bench tg32\n";
     let dir = tempfile::tempdir().unwrap();
     let path = write_text(dir.path(), "labels.csv", text);
     let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&path).output().unwrap();
@@ -487,9 +490,16 @@ fn validate_reads_llama_bench_model_labels_as_the_nearest_preset_of_their_archit
     assert!(read_as("a").contains("`qwen3-30b-a3b`"));
     assert!(read_as("b").contains("`llama-3.3-70b`"));
     assert!(read_as("c").contains("`nemotron-3-nano-30b-a3b`"));
-    // No Qwen3 preset within 15% of 14B: refused, not stretched to the 8B or 32B.
+    // `qwen3 14B` and `qwen3 4B` are the presets' own names (`qwen3-14b`, `qwen3-4b`) once
+    // spaced and cased as llama-bench prints them: answered directly.
+    for id in ["d", "f"] {
+        assert!(rows.iter().any(|r| r["id"] == id), "{id} not answered: {}", v["skipped"]);
+    }
+    // llama.cpp writes Phi-4 (`Phi3ForCausalLM`) as `phi3`.
+    assert!(read_as("e").contains("`phi-4`"));
+    // No Qwen3 preset within 15% of 100B: refused, not stretched to the 32B or the 235B MoE.
     let skipped = v["skipped"].as_array().unwrap();
-    assert!(skipped.iter().any(|s| s["id"] == "d" && s["reason"].as_str().unwrap().contains("unknown model")), "{skipped:?}");
+    assert!(skipped.iter().any(|s| s["id"] == "g" && s["reason"].as_str().unwrap().contains("unknown model")), "{skipped:?}");
 }
 
 #[test]
@@ -502,4 +512,35 @@ fn gemma_2_presets_alternate_local_and_global_layers() {
     assert_eq!(g.mixers.iter().filter(|m| **m == LayerMixer::Full).count(), 21);
     assert!(g.post_norms && !g.qk_norm && g.tie_embeddings);
     assert_eq!(catalog().find_model("gemma2:27b").map(|m| m.0.id.as_str()).ok(), Some("gemma-2-27b"));
+}
+
+#[test]
+fn dense_presets_people_run_on_one_box_count_the_parameters_their_names_say() {
+    // Qwen3 4B/14B, Phi-4 (mini), Mistral Small/7B/Nemo, Qwen2.5 0.5B/3B/14B, Gemma 4 31B: each
+    // from a package that transcribes its config.json (sources in the catalog); the name's size
+    // rounds the count, so within 7%.
+    for (id, size) in [
+        ("qwen3-4b", 4.0),
+        ("qwen3-14b", 14.0),
+        ("phi-4", 14.0),
+        ("phi-4-mini", 3.8),
+        ("mistral-small-24b", 24.0),
+        ("mistral-small-3.1-24b", 24.0),
+        ("mistral-7b", 7.0),
+        ("mistral-nemo-12b", 12.0),
+        ("qwen2.5-0.5b", 0.5),
+        ("qwen2.5-3b", 3.0),
+        ("qwen2.5-14b", 14.0),
+        ("gemma-4-31b", 31.0),
+    ] {
+        near(id, billions(preset(id).total_params()), size, 0.07);
+    }
+    // Gemma 4 31B: sliding layers cache 16 KV heads of 256, every sixth (global) layer 4 KV
+    // heads of 512 whose values are the keys, still cached as two tensors (bf16).
+    let g = preset("gemma-4-31b");
+    assert!(g.moe.is_none());
+    assert_eq!((g.mixer(0), g.mixer(5)), (LayerMixer::Sliding(1024), LayerMixer::Full));
+    assert_eq!(g.layer_kv_bytes_per_token(0), 2 * 16 * 256 * 2);
+    assert_eq!(g.layer_kv_bytes_per_token(5), 2 * 4 * 512 * 2);
+    assert_eq!(catalog().find_model("microsoft/phi-4").map(|m| m.0.id.as_str()).ok(), Some("phi-4"));
 }

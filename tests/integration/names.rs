@@ -18,7 +18,7 @@ fn validate_resolves_the_names_people_write_and_says_why_it_refuses_the_rest() {
     for (id, reason) in [
         (
             "unknown-model",
-            "unknown model `Qwen/Qwen3-14B`: not a preset (supernode catalog models) and the row's notes name no `config: PATH`",
+            "unknown model `Qwen/Qwen3-20B`: not a preset (supernode catalog models) and the row's notes name no `config: PATH`",
         ),
         (
             "unreadable-config",
@@ -55,7 +55,7 @@ fn a_scenario_names_its_model_as_people_write_it() {
     let out = bin().args(["run", "--json", "--no-write", "--no-intervals", "-q"]).arg(&sc).assert().success().get_output().clone();
     let j: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["model"], "gpt-oss-20b", "{j}");
-    let bad = crate::write_text(dir.path(), "b.toml", "[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"qwen3:14b\"\n");
+    let bad = crate::write_text(dir.path(), "b.toml", "[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"qwen3:20b\"\n");
     let out = bin().args(["run", "--no-write", "-q"]).arg(&bad).assert().failure().get_output().clone();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown model `qwen3:14b`"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown model `qwen3:20b`"), "{}", String::from_utf8_lossy(&out.stderr));
 }
