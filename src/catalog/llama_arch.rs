@@ -21,7 +21,7 @@ pub(crate) fn parse_params(s: &str) -> Option<f64> {
 
 /// llama.cpp architecture names (`LLM_ARCH_NAMES`, src/llama-arch.cpp; checked at llama.cpp
 /// 4227c9be, 2025-08-14, and for phi3, qwen3vl(moe), qwen3next, qwen35(moe), minimax-m2, deepseek32,
-/// glm-dsa, nemotron_h(_moe) and gemma4 as vendored in xllamacpp 2026.10.11549) and the Hugging
+/// glm-dsa, nemotron_h(_moe), gemma4 and mimo2 as vendored in xllamacpp 2026.10.11549) and the Hugging
 /// Face `model_type`s they cover.
 pub(crate) const ARCHES: &[(&str, &[&str])] = &[
     // llama.cpp's converter writes Mistral's text models (`MistralForCausalLM`, Mistral Small
@@ -50,6 +50,7 @@ pub(crate) const ARCHES: &[(&str, &[&str])] = &[
     ("nemotron_h", &["nemotron_h"]),
     ("nemotron_h_moe", &["nemotron_h"]),
     ("gemma4", &["gemma4"]),
+    ("mimo2", &["mimo_v2_flash"]),
 ];
 
 /// How far llama-bench's parameter count may be from a preset's (a GGUF counts the text model's

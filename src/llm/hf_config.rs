@@ -33,7 +33,7 @@ pub enum LlmError {
 
 /// The `model_type`s the importer reads (a multimodal wrapper's `text_config` names its own,
 /// `_text` suffix dropped).
-pub const SUPPORTED: &str = "llama, mistral, phi3, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma2, gemma3, llama4, nemotron_h, gemma4";
+pub const SUPPORTED: &str = "llama, mistral, phi3, mixtral, qwen2, qwen3, qwen3_moe, qwen3_vl, qwen3_vl_moe, qwen3_next, qwen3_5, qwen3_5_moe, deepseek_v3, deepseek_v32, glm_moe_dsa, kimi_k2, gpt_oss, glm4_moe, minimax_m2, gemma2, gemma3, llama4, nemotron_h, gemma4, mimo_v2_flash";
 
 /// Sanity bounds on each dimension of an imported config: the largest published models by a
 /// wide margin (Llama 3.1 405B: 126 layers, hidden 16,384, FFN 53,248, 128 heads; DeepSeek V3:
@@ -378,6 +378,7 @@ fn read_family(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
         "llama4" => read_llama4(spec, v)?,
         "nemotron_h" => read_nemotron_h(spec, v)?,
         "gemma4" => read_gemma4(spec, v)?,
+        "mimo_v2_flash" => read_mimo_v2_flash(spec, v)?,
         other => return Err(LlmError::UnsupportedArch(other.to_string())),
     }
     Ok(())
@@ -561,6 +562,56 @@ fn read_gemma4(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
     } else {
         spec.ffn = ffn;
     }
+    Ok(())
+}
+
+/// A head of `k` key and `v` value dimensions as one of their mean: the query, key, value and
+/// output projections, the cache and attention's FLOPs are all sums over the two, so the mean
+/// counts every one exactly. Refuses an odd sum (no integer mean).
+fn mean_head_dim(k: u64, v: u64, key: &'static str) -> Result<u64, LlmError> {
+    if (k + v) % 2 != 0 {
+        return Err(LlmError::Invalid { key, why: format!("key heads of {k} and value heads of {v}: an odd sum is not modelled") });
+    }
+    Ok((k + v) / 2)
+}
+
+/// Xiaomi MiMo-V2-Flash (mlx-lm 0.32.2 `mimo_v2_flash.py`): `hybrid_layer_pattern` 1 marks a
+/// sliding-window layer (`sliding_window` tokens, `swa_*` heads), 0 a full one (the top-level
+/// heads); keys of `head_dim`, values of `v_head_dim`; `moe_layer_freq` 0 a dense SwiGLU of
+/// `intermediate_size`, 1 routed experts (sigmoid top-k, shared ones only when
+/// `n_shared_experts` is set). Attention sink biases (one scalar per head) are not counted.
+fn read_mimo_v2_flash(spec: &mut ModelSpec, v: &Value) -> Result<(), LlmError> {
+    let layers = spec.layers;
+    let pattern = flags(v, "hybrid_layer_pattern", layers)?.ok_or(LlmError::Missing("hybrid_layer_pattern"))?;
+    let moe_layers = flags(v, "moe_layer_freq", layers)?.ok_or(LlmError::Missing("moe_layer_freq"))?;
+    let window = req(v, "sliding_window")?;
+    spec.mixers = pattern.iter().map(|&swa| if swa { LayerMixer::Sliding(window) } else { LayerMixer::Full }).collect();
+    // The model keeps one geometry and names the full layers' own: here the sliding layers'.
+    let full_heads = req(v, "num_attention_heads")?;
+    let swa_heads = get_u(v, "swa_num_attention_heads")?.unwrap_or(full_heads);
+    if swa_heads != full_heads {
+        let why = format!("{swa_heads} query heads on sliding layers and {full_heads} on full ones: not modelled");
+        return Err(LlmError::Invalid { key: "swa_num_attention_heads", why });
+    }
+    let full_dim = mean_head_dim(req(v, "head_dim")?, req(v, "v_head_dim")?, "v_head_dim")?;
+    let swa_dim = mean_head_dim(req(v, "swa_head_dim")?, req(v, "swa_v_head_dim")?, "swa_v_head_dim")?;
+    spec.attention = Attention::Gqa { heads: swa_heads, kv_heads: req(v, "swa_num_key_value_heads")?, head_dim: swa_dim };
+    spec.global_attention = Some(GlobalAttention { kv_heads: req(v, "num_key_value_heads")?, head_dim: full_dim, k_eq_v: false });
+    // Dense layers first, then experts on every layer: the only order the MoE block models.
+    let first_k_dense = moe_layers.iter().take_while(|m| !**m).count() as u64;
+    if moe_layers[first_k_dense as usize..].iter().any(|m| !*m) {
+        return Err(LlmError::Invalid { key: "moe_layer_freq", why: "dense layers after the first MoE layer are not modelled".into() });
+    }
+    let expert_ffn = req(v, "moe_intermediate_size")?;
+    let shared = get_u(v, "n_shared_experts")?.unwrap_or(0);
+    spec.moe = Some(Moe {
+        shared,
+        shared_ffn: expert_ffn,
+        first_k_dense,
+        dense_ffn: req(v, "intermediate_size")?,
+        sigmoid_routing: true,
+        ..routed(req(v, "n_routed_experts")?, req(v, "num_experts_per_tok")?, expert_ffn)
+    });
     Ok(())
 }
 

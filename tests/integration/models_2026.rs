@@ -544,3 +544,40 @@ fn dense_presets_people_run_on_one_box_count_the_parameters_their_names_say() {
     assert_eq!(g.layer_kv_bytes_per_token(5), 2 * 4 * 512 * 2);
     assert_eq!(catalog().find_model("microsoft/phi-4").map(|m| m.0.id.as_str()).ok(), Some("phi-4"));
 }
+
+#[test]
+fn mimo_v2_flash_caches_its_few_full_layers_and_a_window_on_the_rest() {
+    // XiaomiMiMo/MiMo-V2-Flash: announced 309B total, 15B active.
+    let m = preset("mimo-v2-flash");
+    near("total", billions(m.total_params()), 309.0, 0.01);
+    near("active", billions(m.active_params()), 15.0, 0.02);
+    // Layer 0 is full (4 KV heads), layer 1 slides over 128 tokens (8 KV heads); keys of 192
+    // and values of 128 cache 320 values per KV head (bf16).
+    assert_eq!((m.mixer(0), m.mixer(1)), (LayerMixer::Full, LayerMixer::Sliding(128)));
+    assert_eq!(m.layer_kv_bytes_per_token(0), 4 * (192 + 128) * 2);
+    assert_eq!(m.layer_kv_bytes_per_token(1), 8 * (192 + 128) * 2);
+    assert_eq!(m.mixers.iter().filter(|x| **x == LayerMixer::Full).count(), 9);
+    let moe = m.moe.as_ref().unwrap();
+    assert_eq!((moe.first_k_dense, moe.experts, moe.active, moe.shared), (1, 256, 8, 0));
+    // llama.cpp names it `mimo2` (310B.A15B).
+    assert_eq!(catalog().find_model("XiaomiMiMo/MiMo-V2-Flash").map(|m| m.0.id.as_str()).ok(), Some("mimo-v2-flash"));
+}
+
+#[test]
+fn mimo_v2_flash_shapes_it_cannot_model_are_refused_naming_the_key() {
+    let base: Value = serde_json::from_str(r#"{"model_type": "mimo_v2_flash", "max_position_embeddings": 262144, "num_hidden_layers": 4, "hidden_size": 4096, "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 192, "v_head_dim": 128, "swa_num_attention_heads": 64, "swa_num_key_value_heads": 8, "swa_head_dim": 192, "swa_v_head_dim": 128, "sliding_window": 128, "hybrid_layer_pattern": [0, 1, 1, 1], "moe_layer_freq": [0, 1, 1, 1], "intermediate_size": 16384, "moe_intermediate_size": 2048, "n_routed_experts": 256, "num_experts_per_tok": 8, "vocab_size": 152576, "tie_word_embeddings": false}"#).unwrap();
+    let import = |edit: &dyn Fn(&mut Value)| {
+        let mut c = base.clone();
+        edit(&mut c);
+        ModelSpec::from_hf_config("m", "m", &c).map(|m| m.total_params()).map_err(|e| e.to_string())
+    };
+    assert!(import(&|_| {}).is_ok());
+    let e = import(&|c| c["swa_v_head_dim"] = 127.into()).unwrap_err();
+    assert!(e.contains("`swa_v_head_dim`") && e.contains("odd sum"), "{e}");
+    let e = import(&|c| c["moe_layer_freq"] = serde_json::json!([0, 1, 0, 1])).unwrap_err();
+    assert!(e.contains("`moe_layer_freq`") && e.contains("after the first MoE layer"), "{e}");
+    let e = import(&|c| c["swa_num_attention_heads"] = 32.into()).unwrap_err();
+    assert!(e.contains("`swa_num_attention_heads`"), "{e}");
+    let e = import(&|c| c["hybrid_layer_pattern"] = serde_json::json!([0, 1])).unwrap_err();
+    assert!(e.contains("`hybrid_layer_pattern`") && e.contains("lists 2 layers"), "{e}");
+}
