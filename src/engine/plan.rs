@@ -497,12 +497,13 @@ fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64)
     // A per-head MLA cache is split by head like a GQA cache (by query head); the latent one
     // is replicated.
     let per_head = m.mla_per_head().filter(|_| options.mla_per_head_cache);
-    let kv_share = if per_head.is_some() { share.shard } else { kv_head_share(m, share.shard) };
+    // Each layer's share follows its own KV heads (a full layer with fewer replicates sooner).
     let range = share.first_layer..share.end_layer;
     let (mut cache, mut tokens) = (0.0, 0.0);
     for l in range.clone() {
         let t = m.layer_kv_tokens(l, context) as f64;
-        cache += per_head.map_or(m.layer_kv_bytes_per_token(l), |x| x.kv_bytes_per_ctx) as f64 * t;
+        let kv_share = if per_head.is_some() { share.shard } else { share.shard.max(1.0 / m.layer_kv_heads(l).max(1) as f64) };
+        cache += per_head.map_or(m.layer_kv_bytes_per_token(l), |x| x.kv_bytes_per_ctx) as f64 * t * kv_share;
         tokens += t;
     }
     // A sparse-attention indexer's keys: whole on every rank (the indexer is replicated).
@@ -510,7 +511,7 @@ fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64)
     // A linear-attention layer's recurrent state splits by its own heads, 1/N like its weights
     // (as the kernel reads it: `NodeCost::recurrent_terms`).
     let state = range.map(|l| m.layer_state_bytes(l) as f64).sum::<f64>();
-    (cache * kv_share + index + state * share.shard) * options.cuda.kv_byte_scale()
+    (cache + index + state * share.shard) * options.cuda.kv_byte_scale()
 }
 
 /// The fraction of a GQA cache's KV heads a rank holding `shard` of the query heads keeps:

@@ -374,6 +374,12 @@ impl ModelSpec {
         }
     }
 
+    /// KV heads of layer `layer`'s GQA attention (a full-attention layer's own geometry), or the
+    /// model's ([`Self::kv_heads`]) for other layers.
+    pub fn layer_kv_heads(&self, layer: u64) -> u64 {
+        self.gqa_geometry(self.mixer(layer)).map_or(self.kv_heads(), |g| g.1)
+    }
+
     /// KV-cache bytes per token of layer `layer` when it attends (bf16 cache): the model's
     /// [`Self::kv_bytes_per_token_layer`], or a full-attention layer's own geometry.
     pub fn layer_kv_bytes_per_token(&self, layer: u64) -> u64 {
@@ -545,9 +551,10 @@ impl ModelSpec {
                 let bias = |n: u64| if self.qkv_bias { n } else { 0 };
                 let (q, kv) = (heads * head_dim, kv_heads * head_dim);
                 ops.push(Op::dense("q_proj", TensorRole::AttnQ, h * q * gate + bias(q), Placement::Sharded));
-                ops.push(Op::dense("k_proj", TensorRole::AttnK, h * kv + bias(kv), Placement::Sharded));
+                let kv_op = |name, role| Op { kv_heads, ..Op::dense(name, role, h * kv + bias(kv), Placement::Sharded) };
+                ops.push(kv_op("k_proj", TensorRole::AttnK));
                 if !k_eq_v {
-                    ops.push(Op::dense("v_proj", TensorRole::AttnV, h * kv + bias(kv), Placement::Sharded));
+                    ops.push(kv_op("v_proj", TensorRole::AttnV));
                 }
                 let qk_norm = if self.qk_norm { 2 } else { 0 };
                 ops.push(Op::elementwise("rope+norms", 2 + qk_norm));
@@ -556,6 +563,7 @@ impl ModelSpec {
                     _ => None,
                 };
                 let mut sdpa = Op::attention("sdpa", gqa_kv_bytes_per_token(kv_heads, head_dim), true, 4 * heads * head_dim, window);
+                sdpa.kv_heads = kv_heads;
                 if let LayerMixer::Chunked(c) = mixer {
                     sdpa.chunk = Some(c);
                 }

@@ -30,6 +30,10 @@ pub struct Op {
     pub kv_bytes_per_ctx: u64,
     /// Whether the KV cache is split across ranks (GQA by KV head) or replicated (MLA latent).
     pub kv_sharded: bool,
+    /// KV heads of this op's layer (a GQA layer's K/V projections and attention; 0 for the
+    /// others): a full-attention layer with its own geometry (Gemma 4, MiMo-V2-Flash) has fewer
+    /// than the model's sliding layers, so tensor parallelism replicates them sooner.
+    pub kv_heads: u64,
     /// Attention FLOPs per query token per context token.
     pub attn_flops_per_ctx: u64,
     /// Sliding window, if the layer has one.
@@ -105,10 +109,17 @@ impl Op {
     /// count, `QKVParallelLinear`); every other sharded weight `shard`; a replicated one all.
     pub fn weight_share(&self, shard: f64, kv_shard: f64) -> f64 {
         match (self.placement, self.role) {
-            (Placement::Sharded, Some(TensorRole::AttnK | TensorRole::AttnV)) => kv_shard,
+            (Placement::Sharded, Some(TensorRole::AttnK | TensorRole::AttnV)) => self.kv_share(shard, kv_shard),
             (Placement::Sharded, _) => shard,
             _ => 1.0,
         }
+    }
+
+    /// The fraction of this op's KV heads a rank holding `shard` of the query heads keeps:
+    /// `max(shard, 1 / kv_heads)` of its own layer's KV heads when it names them, else the
+    /// model's `kv_shard` (`engine::plan::kv_head_share`, the same rule).
+    pub fn kv_share(&self, shard: f64, kv_shard: f64) -> f64 {
+        if self.kv_heads > 0 { shard.max(1.0 / self.kv_heads as f64) } else { kv_shard }
     }
 
     /// An op with no weights, KV cache or experts: the fields every constructor starts from.
@@ -121,6 +132,7 @@ impl Op {
             placement,
             kv_bytes_per_ctx: 0,
             kv_sharded: false,
+            kv_heads: 0,
             attn_flops_per_ctx: 0,
             window: None,
             chunk: None,

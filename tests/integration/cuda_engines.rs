@@ -355,3 +355,17 @@ fn lmsys_sglang_rows_are_read_as_bench_one_batch_server_reports_them() {
     assert!(close(predicted[2], many.prefill_tokens_per_s), "{} vs {}", predicted[2], many.prefill_tokens_per_s);
     assert!(close(predicted[3], own.decode_tokens_per_s * 64.0 / 63.0), "{} vs {}", predicted[3], own.decode_tokens_per_s);
 }
+
+#[test]
+fn a_full_layer_with_fewer_kv_heads_is_replicated_sooner_under_tensor_parallel() {
+    // Gemma 4 26B A4B under vLLM TP4 on four Sparks: the 25 sliding layers split their 8 KV
+    // heads four ways (2 per rank); the 5 full layers have 2 KV heads, so each rank keeps one
+    // whole head, half their cache (vLLM: max(1, kv_heads / tp) per rank). At 10,000 tokens
+    // (bf16): sliding 25 x 1024 x 8 KiB / 4 plus full 5 x 10,000 x 4 KiB / 2.
+    let s = sc(
+        "[cluster]\nnode = \"dgx-spark\"\ncount = 4\nfabric = \"cx7-roce\"\ntopology = \"switch\"\n[model]\nname = \"gemma-4-26b-a4b\"\nquant = \"fp8\"\n[engine]\nname = \"vllm\"\n",
+    );
+    let plan = s.plan(10_000, &quiet()).unwrap();
+    let want = 25.0 * 1024.0 * 8192.0 / 4.0 + 5.0 * 10_000.0 * 4096.0 / 2.0;
+    assert_eq!(plan.kv_bytes(0, 10_000), want);
+}

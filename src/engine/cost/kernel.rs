@@ -444,7 +444,7 @@ impl NodeCost<'_> {
         // query head. The FLOPs follow the query heads, which always split (`shard`).
         let kv_share = match (mla.per_head.is_some(), op.kv_sharded) {
             (true, _) => shard,
-            (false, true) => self.kv_shard,
+            (false, true) => op.kv_share(shard, self.kv_shard),
             (false, false) => 1.0,
         };
         let kv_tokens = attended(context + tokens) as f64;
