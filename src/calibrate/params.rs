@@ -110,6 +110,10 @@ pub fn published_params() -> Vec<String> {
         // (`-ub 2048`), compute-bound (n-gb10-gptoss120b-lcpp-pp2048, -pp2048-d32k); the
         // attention efficiency stays at its prior (only the d32k row moves it).
         "chips.gb10.compute_eff_expert",
+        // GB10 MoE decode: llama.cpp's gpt-oss-120b tg32 rows (n-gb10-gptoss120b-lcpp-tg32,
+        // -tg32-d32k, the batched-bench b1) stream the MXFP4 experts at this rate alone; the
+        // vLLM rows at it times the CUDA MXFP4 multiplier.
+        "chips.gb10.bw_eff_expert",
         // The AI Max+ 395's expert rate and launch cost stay at their FACTS priors (hand-set.toml):
         // the launch cost from a published 8B decode on a Ryzen AI MAX 385, the expert rate as
         // the dense mat-vec's. Fitted, the one 2025-08 MXFP4 row (fw-gptoss120b-1) set both and
