@@ -663,6 +663,24 @@ mod tests {
     }
 
     #[test]
+    fn an_eager_cuda_launch_runs_on_the_host_beside_the_gpu() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        // A CUDA engine run eagerly: 1 us per kernel on the GPU, 20 us of Python per kernel on
+        // the host. One kernel of a 4 ms GEMV: the GPU's timeline is 4.001 ms, the host's
+        // 0.02 ms, so the op takes the GPU's; a run of 300 such launches on a 1 ms GPU
+        // timeline takes the host's 6 ms.
+        let eager = NodeCost { launch: LaunchCost { serial_us: 1.0, dispatch_us: 20.0 }, ..node(&c, &r, &m) };
+        let op = dense(Placement::Replicated);
+        assert!(close(eager.op_ns(&op, 1, 0), 4_000_000.0 + 1_000.0));
+        assert_eq!(eager.launch_ns(&op, 1), 1_000.0);
+        assert_eq!(eager.dispatch_ns(&op, 1), 20_000.0);
+        assert_eq!(LaunchCost::join(eager.op_ns(&op, 1, 0), eager.dispatch_ns(&op, 1)), eager.op_ns(&op, 1, 0));
+        assert_eq!(LaunchCost::join(1_000_000.0, 300.0 * eager.dispatch_ns(&op, 1)), 6_000_000.0);
+        // MLX and llama.cpp pay their launches on the GPU's timeline and dispatch nothing aside.
+        assert_eq!(node(&c, &r, &m).dispatch_ns(&op, 1), 0.0);
+    }
+
+    #[test]
     fn a_dense_gemm_over_a_long_chunk_is_compute_bound() {
         let (c, r, m) = (chip(), runtime(), comm());
         let n = node(&c, &r, &m);
