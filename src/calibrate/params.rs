@@ -124,7 +124,8 @@ pub fn published_params() -> Vec<String> {
         "chips.m4-max.engines.vllm-mlx.host_per_step_us",
         "chips.m4-max.engines.vllm-mlx.host_per_seq_us",
         // The CUDA engines on GB10: the eager launch cost (vLLM rows with --enforce-eager,
-        // n-spark1-gptoss120b-vllm-c1/-c8/-c32), vLLM's host work per sequence (their c8/c32)
+        // n-spark1-gptoss120b-vllm-c1/-c8/-c32; it overlaps the GPU, so on these GPU-bound
+        // rows it moves nothing and `calibrate` drops it), vLLM's host work per sequence (their c8/c32)
         // and SGLang's own (its b32), the MXFP4 MoE kernel (the vLLM rows) and the FP8 kernel (SGLang's
         // Llama 3.1 8B FP8 rows). The graph replay cost stays at its prior: only two rows ran
         // graphs, and the FP8 multiplier already moves with them.

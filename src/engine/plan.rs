@@ -2,7 +2,7 @@
 //! shares, per-chip parameters), and the views of it the cost model ([`super::cost`]) times with.
 
 use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
-use crate::llm::{ModelSpec, Op, OpClass, QuantSpec};
+use crate::llm::{ModelSpec, Op, OpClass, QuantSpec, kv_head_fraction};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 
 use super::cost::{LaunchCost, MlaOptions, NetCost, NodeCost, SparseGather};
@@ -326,8 +326,11 @@ impl Plan {
     }
 
     /// How `node`'s runtime pays its kernel launches ([`LaunchCost`]): a CUDA engine pays the
-    /// GPU's per-kernel gap (`graph_kernel_us`, never above an eager launch) and, run eagerly,
-    /// its Python launches on the host beside the GPU; the others their fitted launch cost on
+    /// GPU's per-kernel gap (`graph_kernel_us`, never above an eager launch) and, run eagerly
+    /// (`--enforce-eager`), its Python launches on the host beside the GPU; with CUDA graphs
+    /// nothing on the host per kernel. vLLM V1's piecewise graphs cover mixed prefill/decode
+    /// steps too, attention excepted; graphs are charged on every step (an assumption:
+    /// FACTS-2026 B2 gives the decode effect only). The others pay their fitted launch cost on
     /// the GPU's timeline.
     fn launch_cost(&self, node: usize) -> LaunchCost {
         let rt = &self.runtimes[node];
@@ -356,8 +359,7 @@ impl Plan {
 }
 
 /// A node's chip parameters and its runtime's, as the plan times with them: an engine's own
-/// host costs in place of the runtime's, and a CUDA engine's graph replay cost in place of its
-/// eager launches when it runs CUDA graphs.
+/// host costs in place of the runtime's (how launches count: [`Plan::launch_cost`]).
 fn node_params(inp: &PlanInput<'_>, node: &NodeSpec, runtime: &str) -> Result<(ChipParams, RuntimeParams), PlanError> {
     // A node the profile never measured times with the chip it is calibrated as (see
     // `Profile::params_chip`); the envelope says so.
@@ -380,15 +382,6 @@ fn node_params(inp: &PlanInput<'_>, node: &NodeSpec, runtime: &str) -> Result<(C
     if let Some((_, h)) = inp.options.kind.host_key().and_then(|k| inp.profile.engine_host(&params_chip, k)) {
         rt.host_per_step_us = h.host_per_step_us;
         rt.host_per_seq_us = h.host_per_seq_us;
-    }
-    // A CUDA engine running its steps as captured CUDA graphs pays the replay's per-kernel
-    // cost instead of an eager launch from Python per kernel (`--enforce-eager` keeps
-    // the eager launches). vLLM V1's piecewise graphs cover mixed prefill/decode steps
-    // too, attention excepted; the model charges graphs on every step (an assumption:
-    // FACTS-2026 B2 gives the decode effect only).
-    if inp.options.kind.runtime() == Runtime::Cuda && inp.options.cuda.cuda_graphs {
-        // A replayed kernel never costs more than launching it eagerly.
-        rt.kernel_launch_us = rt.graph_kernel_us.min(rt.kernel_launch_us);
     }
     Ok((chip.clone(), rt))
 }
@@ -502,7 +495,7 @@ fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64)
     let (mut cache, mut tokens) = (0.0, 0.0);
     for l in range.clone() {
         let t = m.layer_kv_tokens(l, context) as f64;
-        let kv_share = if per_head.is_some() { share.shard } else { share.shard.max(1.0 / m.layer_kv_heads(l).max(1) as f64) };
+        let kv_share = if per_head.is_some() { share.shard } else { kv_head_fraction(m.layer_kv_heads(l), share.shard) };
         cache += per_head.map_or(m.layer_kv_bytes_per_token(l), |x| x.kv_bytes_per_ctx) as f64 * t * kv_share;
         tokens += t;
     }
@@ -522,5 +515,5 @@ fn kv_bytes(m: &ModelSpec, share: &Share, options: &EngineOptions, context: u64)
 /// one whole KV head per rank, half the cache, not a quarter. exo's split needs tp to divide
 /// the KV heads, where this is `shard`; one KV head (MQA, MLA's latent) is replicated.
 pub fn kv_head_share(m: &ModelSpec, shard: f64) -> f64 {
-    shard.max(1.0 / m.kv_heads().max(1) as f64)
+    kv_head_fraction(m.kv_heads(), shard)
 }

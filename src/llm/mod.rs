@@ -12,7 +12,7 @@ pub mod quant;
 
 pub use hf_config::LlmError;
 pub use model::{Attention, LayerFfn, LayerMixer, LinearAttention, Mamba2, ModelSpec, Moe, SparseAttention};
-pub use ops::{MlaExpanded, MlaPerHead, Op, OpClass, Placement, expert_coverage};
+pub use ops::{MlaExpanded, MlaPerHead, Op, OpClass, Placement, expert_coverage, kv_head_fraction};
 pub use quant::{
     ClassFormat, GgufFtype, GgufType, KernelFamily, QuantFamily, QuantScheme, QuantShape, QuantSpec, TensorClass, TensorFormat, TensorRole,
 };

@@ -102,6 +102,13 @@ pub struct MlaExpanded {
     pub score_bytes_per_ctx: u64,
 }
 
+/// The fraction of `kv_heads` KV heads a rank holding `shard` of the query heads keeps:
+/// `max(1, kv_heads / tp) / kv_heads`, i.e. `max(shard, 1 / kv_heads)` (vLLM splits the KV heads
+/// while tp <= kv_heads and replicates them beyond; `engine::plan::kv_head_share` cites it).
+pub fn kv_head_fraction(kv_heads: u64, shard: f64) -> f64 {
+    shard.max(1.0 / kv_heads.max(1) as f64)
+}
+
 impl Op {
     /// The fraction of this operation's weights a rank holding `shard` of the query heads keeps,
     /// where the runtime keeps `kv_shard` of the KV heads (`engine::plan::kv_head_share`):
@@ -119,7 +126,7 @@ impl Op {
     /// `max(shard, 1 / kv_heads)` of its own layer's KV heads when it names them, else the
     /// model's `kv_shard` (`engine::plan::kv_head_share`, the same rule).
     pub fn kv_share(&self, shard: f64, kv_shard: f64) -> f64 {
-        if self.kv_heads > 0 { shard.max(1.0 / self.kv_heads as f64) } else { kv_shard }
+        if self.kv_heads > 0 { kv_head_fraction(self.kv_heads, shard) } else { kv_shard }
     }
 
     /// An op with no weights, KV cache or experts: the fields every constructor starts from.
