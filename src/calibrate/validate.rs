@@ -624,7 +624,7 @@ pub fn row_scenario_in(
         return Ok((b, assumptions));
     }
     if row.metric == "aggregate_decode_tokens_per_s" && counts_from_first_token(row) {
-        assumptions.push("llama-benchy's rate: tokens after each first token, from the earliest first token to the last token".into());
+        assumptions.push("llama-benchy's rate: streamed text after each request's first (for gpt-oss, the first after its 3-token harmony header), from the earliest first text to the last token".into());
     }
     if row.metric == "aggregate_decode_tokens_per_s" {
         // N concurrent requests sent at once, each user one request: the benchmark's batch.

@@ -313,6 +313,18 @@ impl ModelSpec {
         }
     }
 
+    /// Tokens a chat response opens with before any text a streaming client sees: gpt-oss
+    /// answers in OpenAI's harmony format, every response starting `<|channel|>analysis<|message|>`
+    /// (tokens 200005, 35644, 200008 in openai-harmony 0.0.8 `src/tests.rs`), which chat servers
+    /// parse away (vLLM's and llama.cpp's harmony parsers stream only the text after it as
+    /// `reasoning_content`); 0 for every other architecture.
+    pub fn chat_header_tokens(&self) -> u64 {
+        match self.arch.as_str() {
+            "gpt_oss" => 3,
+            _ => 0,
+        }
+    }
+
     /// KV heads (MLA: the latent cache is one shared "head").
     pub fn kv_heads(&self) -> u64 {
         match self.attention {

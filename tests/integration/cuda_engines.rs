@@ -369,3 +369,44 @@ fn a_full_layer_with_fewer_kv_heads_is_replicated_sooner_under_tensor_parallel()
     let want = 25.0 * 1024.0 * 8192.0 / 4.0 + 5.0 * 10_000.0 * 4096.0 / 2.0;
     assert_eq!(plan.kv_bytes(0, 10_000), want);
 }
+
+/// Two 100-token prompts under a 100-token vLLM budget, 6 tokens each: the request log and the
+/// start of every forward (`model` on one Spark).
+fn two_chunked_requests(model: &str, quant: &str) -> (Vec<supernode::estimate::serve::RequestRecord>, Vec<u64>, f64) {
+    let text = format!(
+        "[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"{model}\"\nquant = \"{quant}\"\n[engine]\nname = \"vllm\"\nmax_num_batched_tokens = 100\nmax_num_seqs = 4\n\
+         [workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 2\nrequests = 2\nprompt_tokens = 100\ngenerate_tokens = 6\n"
+    );
+    let s = sc(&text);
+    let plan = s.plan(106, &quiet()).unwrap();
+    let mut starts = Vec::new();
+    let run = ServeSim::new(&plan, s.workload.serve.as_ref().unwrap(), &s.slo, s.seed)
+        .with_request_log()
+        .with_observer(|f| starts.push(f.start))
+        .run();
+    let rate = run.stats.tokens_after_first_per_s();
+    let mut log = run.log.unwrap();
+    log.sort_by_key(|r| r.id);
+    (log, starts, rate)
+}
+
+#[test]
+fn a_chat_client_sees_gpt_oss_text_only_after_its_harmony_header() {
+    // Forwards (each ends where the next starts): f0 prefills A; f1 decodes A and prefills 99
+    // of B; f2 decodes A and B's last token (B's first token); f3 is A's third decode step,
+    // the end of `<|channel|>analysis<|message|>`: A's first text. B's is its own third
+    // decode step, f5.
+    let (log, s, rate) = two_chunked_requests("gpt-oss-120b", "mxfp4");
+    let (a, b) = (log[0], log[1]);
+    assert_eq!((a.first_token, b.first_token), (s[1], s[3]), "{s:?}");
+    assert_eq!((a.first_text, b.first_text), (s[4], s[6]), "{s:?}");
+    assert_eq!((a.text_tokens, b.text_tokens), (3, 3));
+    // llama-benchy's rate: streamed text after each first, from the earliest first text.
+    let last = a.done.max(b.done);
+    assert_eq!(rate, 6.0 / ((last - s[4]) as f64 / 1e9));
+    // A model without a chat header streams text from its first token.
+    let (log, s, rate) = two_chunked_requests("llama-3.2-3b", "fp8");
+    assert_eq!((log[0].first_text, log[1].first_text), (s[1], s[3]));
+    assert_eq!((log[0].text_tokens, log[1].text_tokens), (6, 6));
+    assert_eq!(rate, 12.0 / ((log[0].done.max(log[1].done) - s[1]) as f64 / 1e9));
+}

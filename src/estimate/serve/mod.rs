@@ -172,6 +172,9 @@ pub(crate) struct Req {
     arrival: Time,
     admitted: Time,
     first_token: Time,
+    /// When a chat client sees the first text: the decode step that passes the model's chat
+    /// header ([`crate::llm::ModelSpec::chat_header_tokens`]); the first token without one.
+    first_text: Time,
     user: u32,
     prompt: u64,
     output: u64,
@@ -191,6 +194,13 @@ pub struct RequestRecord {
     pub admitted: Time,
     /// First token, ns; 0 when rejected.
     pub first_token: Time,
+    /// First text a streaming chat client sees, ns: the first token, or, for a model whose
+    /// responses open with a chat header (gpt-oss's harmony `<|channel|>analysis<|message|>`),
+    /// the token after it (the last token when the output ends inside the header); 0 when
+    /// rejected.
+    pub first_text: Time,
+    /// Tokens after the first text (the output's decode steps past the header).
+    pub text_tokens: u64,
     /// Last token (or rejection), ns.
     pub done: Time,
     /// Prompt tokens.
@@ -490,6 +500,7 @@ impl<'a> ServeSim<'a> {
                 arrival: a.at,
                 admitted: 0,
                 first_token: 0,
+                first_text: 0,
                 user: a.user,
                 prompt: a.prompt,
                 output: a.output,
@@ -547,11 +558,20 @@ impl<'a> ServeSim<'a> {
 
     fn record(&mut self, r: &Req, rejected: bool) -> RequestRecord {
         let (admitted, first_token) = if rejected { (0, 0) } else { (r.admitted, r.first_token) };
+        let header = self.plan.model.chat_header_tokens();
+        let first_text = match (rejected, header) {
+            (true, _) => 0,
+            (false, 0) => r.first_token,
+            (false, _) if r.generated >= header => r.first_text,
+            (false, _) => self.now,
+        };
         let rec = RequestRecord {
             id: r.id,
             arrival: r.arrival,
             admitted,
             first_token,
+            first_text,
+            text_tokens: r.output.saturating_sub(header),
             done: self.now,
             prompt: r.prompt,
             output: r.output,
@@ -690,9 +710,13 @@ impl<'a> ServeSim<'a> {
         if self.now > self.warmup && self.horizon.is_none_or(|h| self.now <= h) {
             self.stats.window_tokens += self.decoding.len() as u64;
         }
+        let header = self.plan.model.chat_header_tokens();
         let mut i = 0;
         while i < self.decoding.len() {
             self.decoding[i].generated += 1;
+            if self.decoding[i].generated == header {
+                self.decoding[i].first_text = self.now;
+            }
             if self.decoding[i].generated >= self.decoding[i].output {
                 let r = self.decoding.remove(i);
                 self.complete(r);

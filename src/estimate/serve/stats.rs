@@ -113,8 +113,11 @@ pub struct ServeStats {
     pub preempted: u64,
     /// Most requests waiting at once.
     pub peak_queue: u64,
-    /// Earliest first token of a measured request, ns (none before one completes).
-    pub first_token_min: Option<crate::sim::Time>,
+    /// Earliest first text a chat client sees of a measured request, ns (none before one
+    /// completes; [`RequestRecord::first_text`]).
+    pub first_text_min: Option<crate::sim::Time>,
+    /// Tokens after each measured request's first text, summed.
+    pub text_tokens: u64,
     /// Latest last token of a measured request, ns.
     pub last_token_max: crate::sim::Time,
 }
@@ -135,7 +138,8 @@ impl ServeStats {
         self.prefill_ns += (r.first_token - r.admitted) as u128;
         self.completed += 1;
         self.slo_met += met as u64;
-        self.first_token_min = Some(self.first_token_min.map_or(r.first_token, |t| t.min(r.first_token)));
+        self.first_text_min = Some(self.first_text_min.map_or(r.first_text, |t| t.min(r.first_text)));
+        self.text_tokens += r.text_tokens;
         self.last_token_max = self.last_token_max.max(r.done);
     }
 
@@ -144,10 +148,13 @@ impl ServeStats {
     /// latest last token (llama-benchy 0.3.5 `results.py` `_process_batch`:
     /// `(batch_gen_tokens - len(valid_results)) / (max(last_token_times) - min(first_token_times))`).
     /// The twin's first token comes at the end of the prefill and each of a request's `output`
-    /// decode steps after it is one of the tokens after the first. 0 before a request completes.
+    /// decode steps after it is one of the tokens after the first. The benchmark counts
+    /// streamed text (`content` or `reasoning_content` deltas, llama-benchy `client.py`), so a
+    /// model's chat header ([`crate::llm::ModelSpec::chat_header_tokens`]) moves each
+    /// request's first token to its first text. 0 before a request completes.
     pub fn tokens_after_first_per_s(&self) -> f64 {
-        match self.first_token_min {
-            Some(first) if self.last_token_max > first => self.output_tokens as f64 / ((self.last_token_max - first) as f64 / 1e9),
+        match self.first_text_min {
+            Some(first) if self.last_token_max > first => self.text_tokens as f64 / ((self.last_token_max - first) as f64 / 1e9),
             _ => 0.0,
         }
     }
