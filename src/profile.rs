@@ -250,11 +250,11 @@ pub struct MiscParams {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MoeParams {
-    /// Skew of a workload's expert popularity, the Zipf exponent `s` of [`crate::llm::expert_coverage`]:
-    /// 0 = every expert equally likely (uniform routing), larger = the requests of one workload
-    /// crowd onto fewer experts. Sets how many distinct experts a batch of independent
+    /// Skew of a workload's expert popularity, the standard deviation of the log popularity
+    /// (log-normal) of [`crate::llm::expert_coverage`]: 0 = every expert equally likely (uniform
+    /// routing), larger = the requests of one workload crowd onto fewer experts. Sets how many distinct experts a batch of independent
     /// sequences reads in a decode step.
-    pub expert_popularity_exponent: f64,
+    pub expert_popularity_sigma: f64,
 }
 
 /// Fault models whose rates depend on load (used by a scenario's `[faults]`; see
@@ -552,7 +552,7 @@ pub const COMM_FIELDS: &[Field<CommParams>] = fields!(CommParams:
 
 /// Parameters of the `[moe]` section.
 pub const MOE_FIELDS: &[Field<MoeParams>] = fields!(MoeParams:
-    expert_popularity_exponent "" NonNegative,
+    expert_popularity_sigma "" NonNegative,
 );
 
 /// Parameters of the `[misc]` section.
@@ -865,16 +865,25 @@ impl Profile {
 
 /// Parameters earlier profiles had and the twin no longer reads, with why they went (issue 20):
 /// a profile that still sets one is refused with this reason and what to delete.
-const RETIRED_PARAMS: &[(&str, &str)] = &[
-    ("jaccl_window", "RDMA messages are timed as latency + one JACCL round + bytes at the link rate, not a round per window of frames"),
-    ("bw_ws_per_tb", "the dense working-set term could make a pipeline beat one node; it was removed"),
+const RETIRED_PARAMS: &[(&str, &str, &str)] = &[
+    (
+        "jaccl_window",
+        "2026-12-04",
+        "RDMA messages are timed as latency + one JACCL round + bytes at the link rate, not a round per window of frames",
+    ),
+    ("bw_ws_per_tb", "2026-12-04", "the dense working-set term could make a pipeline beat one node; it was removed"),
+    (
+        "expert_popularity_exponent",
+        "2026-12-05",
+        "expert popularity is log-normal, not Zipf: `[moe] expert_popularity_sigma` replaces it, 1.8 as the shipped fit",
+    ),
 ];
 
 /// `message`, with the reason and the fix appended when it is about a retired parameter.
 fn explain_retired(message: String) -> String {
-    match RETIRED_PARAMS.iter().find(|(name, _)| message.contains(&format!("{name}`"))) {
-        Some((name, why)) => format!(
-            "{message}; `{name}` was removed on 2026-12-04 ({why}): delete its line, its [sources] entry and its \
+    match RETIRED_PARAMS.iter().find(|(name, ..)| message.contains(&format!("{name}`"))) {
+        Some((name, date, why)) => format!(
+            "{message}; `{name}` was removed on {date} ({why}): delete its line, its [sources] entry and its \
              mentions in [fit] and [uncertainty], or refit"
         ),
         None => message,
@@ -920,11 +929,16 @@ mod tests {
         for (from, to, name) in [
             ("cpu_reduce_gbs = 20.0", "jaccl_window = 2\ncpu_reduce_gbs = 20.0", "jaccl_window"),
             ("bw_eff_dense = 0.793\n", "bw_eff_dense = 0.793\nbw_ws_per_tb = 1.0\n", "bw_ws_per_tb"),
+            ("expert_popularity_sigma = 1.0", "expert_popularity_exponent = 0.5", "expert_popularity_exponent"),
         ] {
             assert!(good.contains(from), "{from}");
             let e = Profile::parse(&good.replacen(from, to, 1), "old.toml").unwrap_err().to_string();
             assert!(e.contains(&format!("`{name}` was removed")) && e.contains("delete its line"), "{e}");
         }
+        let e = Profile::parse(&good.replacen("expert_popularity_sigma = 1.0", "expert_popularity_exponent = 0.5", 1), "old.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("on 2026-12-05") && e.contains("`[moe] expert_popularity_sigma` replaces it"), "{e}");
         // A source left behind for a removed parameter says the same.
         let e = explain_retired("source for `comm.jaccl_window`, which is not a parameter of this profile".into());
         assert!(e.contains("`jaccl_window` was removed"), "{e}");

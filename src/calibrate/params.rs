@@ -144,7 +144,7 @@ pub fn published_params() -> Vec<String> {
         "chips.m2-ultra.runtimes.llama-cpp.dequant_ops_kquant",
         // Expert popularity: the batched MoE rows of independent requests, vLLM on GB10 at 8
         // and 32 concurrent requests (n-spark1-gptoss120b-vllm-c8/-c32) against its c1 row.
-        "moe.expert_popularity_exponent",
+        "moe.expert_popularity_sigma",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -75,7 +75,7 @@ pub fn predict_harness(h: &HarnessFile, b: &HarnessBench, profile: &Profile) -> 
             // distinct experts drawn at random), so its gathers are predicted with uniform
             // routing, whatever popularity skew the profile fits for real routers.
             let mut uniform = profile.clone();
-            uniform.moe.expert_popularity_exponent = 0.0;
+            uniform.moe.expert_popularity_sigma = 0.0;
             let plan = m.plan(1, &bench_model(m.num("K")?)?, &m.quant(m.num("bits")?)?, &uniform)?;
             // Expert ops are sharded; on one rank the share is 1. A batch of M tokens is timed by
             // the twin's batch physics: weights of the E(1-(1-k/E)^M) experts it touches on

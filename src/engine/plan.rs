@@ -122,7 +122,7 @@ pub struct Plan {
     pub runtimes: Vec<RuntimeParams>,
     /// Communication parameters.
     pub comm: CommParams,
-    /// Zipf exponent of expert popularity (`[moe] expert_popularity_exponent`).
+    /// Spread of log expert popularity (`[moe] expert_popularity_sigma`).
     pub expert_skew: f64,
     /// Per-node shares.
     pub shares: Vec<Share>,
@@ -235,7 +235,7 @@ impl Plan {
             chips,
             runtimes,
             comm: inp.profile.comm.clone(),
-            expert_skew: inp.profile.moe.expert_popularity_exponent,
+            expert_skew: inp.profile.moe.expert_popularity_sigma,
             shares,
             memory,
             jitter_cv: inp.profile.misc.jitter_cv,

@@ -59,21 +59,37 @@ mod tests {
     }
 
     /// Hand-checkable coverage: uniform routing is `E (1 - (1 - k/E)^T)`; with 2 experts, one
-    /// chosen per token, at skew 1 the weights 1 and 1/2 give `p = (2/3, 1/3)`, so two tokens
-    /// touch `(1 - 1/9) + (1 - 4/9) = 13/9` experts (uniform: 3/2); at a skew that would put
-    /// the first expert above certainty (k = 2 of 3, skew 3: 2 x 1/(1 + 1/8 + 1/27) > 1), the
-    /// first is chosen by every token and the rest share the other one: `p = (1, 27/35, 8/35)`.
+    /// chosen per token, the popularities sit at the normal quantiles of 1/4 and 3/4 (`+-z`), so
+    /// at spread `s` the first is chosen with `p = 1 / (1 + e^(-2 s z))` and two tokens touch
+    /// `2 - p^2 - (1 - p)^2` experts (uniform: 3/2); at a spread that puts the first expert above
+    /// certainty (k = 2 of 3 at quantiles 1/6, 1/2, 5/6 and spread 3: `2 e^(3z) / (e^(3z) + 1 +
+    /// e^(-3z)) > 1`), the first is chosen by every token and the other two share one choice in
+    /// proportion `1 : e^(-3z)`.
     #[test]
     fn expert_coverage_by_hand() {
         use super::expert_coverage;
+        use super::ops::normal_quantile;
         assert!((expert_coverage(128, 4, 32, 0.0) - 128.0 * (1.0 - (1.0f64 - 4.0 / 128.0).powi(32))).abs() < 1e-9);
-        assert!((expert_coverage(2, 1, 2, 1.0) - 13.0 / 9.0).abs() < 1e-12);
+        let z = normal_quantile(0.75);
+        let p = 1.0 / (1.0 + (-2.0 * z).exp());
+        assert!((expert_coverage(2, 1, 2, 1.0) - (2.0 - p * p - (1.0 - p) * (1.0 - p))).abs() < 1e-12);
         assert!((expert_coverage(2, 1, 2, 0.0) - 1.5).abs() < 1e-12);
-        let p: [f64; 3] = [1.0, 27.0 / 35.0, 8.0 / 35.0];
+        let tail = (-3.0 * normal_quantile(5.0 / 6.0)).exp();
+        let p: [f64; 3] = [1.0, 1.0 / (1.0 + tail), tail / (1.0 + tail)];
         assert!((expert_coverage(3, 2, 1, 3.0) - 2.0).abs() < 1e-12);
         let two: f64 = p.iter().map(|x| 1.0 - (1.0 - x).powi(2)).sum();
         assert!((expert_coverage(3, 2, 2, 3.0) - two).abs() < 1e-12);
         assert_eq!(expert_coverage(8, 8, 5, 1.0), 8.0);
         assert_eq!(expert_coverage(8, 2, 0, 1.0), 0.0);
+    }
+
+    /// The normal quantile against tabulated values (to 1e-8) and its symmetry.
+    #[test]
+    fn normal_quantile_matches_the_table() {
+        use super::ops::normal_quantile;
+        for (p, z) in [(0.5, 0.0), (0.975, 1.959_963_985), (0.99, 2.326_347_874), (0.841_344_746, 1.0), (0.001, -3.090_232_306)] {
+            assert!((normal_quantile(p) - z).abs() < 1e-8, "{p}: {}", normal_quantile(p));
+            assert!((normal_quantile(1.0 - p) + z).abs() < 1e-8, "{p}");
+        }
     }
 }

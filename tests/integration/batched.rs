@@ -45,7 +45,7 @@ fn plan(model: &ModelSpec, profile: &Profile) -> Plan {
 fn identical_sequences_read_the_experts_of_one_token_and_the_attention_of_every_sequence() {
     let mut p = quiet_profile();
     // Independent sequences under uniform routing (no popularity skew): the hand formula below.
-    p.moe.expert_popularity_exponent = 0.0;
+    p.moe.expert_popularity_sigma = 0.0;
     let model = tiny_moe();
     let plan = plan(&model, &p);
     let cost = plan.cost(0);

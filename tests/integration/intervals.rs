@@ -40,7 +40,7 @@ fn an_exo_run_skips_llama_cpp_parameters_and_keeps_its_own() {
     let sc = supernode::scenario::load(&root().join("scenarios/geerling-4x-m3-ultra-deepseek-v3.1-exo-rdma.toml"), &[]).unwrap();
     let unread = unread_params(&sc, &profile);
     assert!(unread.contains(&"chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us".to_string()), "{unread:?}");
-    for read in ["chips.m3-ultra.bw_eff_expert", "chips.m3-ultra.runtimes.mlx.kernel_launch_us", "moe.expert_popularity_exponent"] {
+    for read in ["chips.m3-ultra.bw_eff_expert", "chips.m3-ultra.runtimes.mlx.kernel_launch_us", "moe.expert_popularity_sigma"] {
         assert!(!unread.contains(&read.to_string()), "{read} is read by an exo DeepSeek run: {unread:?}");
     }
 }

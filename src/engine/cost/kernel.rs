@@ -79,7 +79,7 @@ pub struct NodeCost<'a> {
     /// Ranks the MoE experts are spread over whole (expert parallel; 1 otherwise): a rank
     /// computes only the routed experts it holds, and the step waits for the busiest rank.
     pub expert_ranks: usize,
-    /// Zipf exponent of expert popularity (`[moe] expert_popularity_exponent`): how many
+    /// Spread of log expert popularity (`[moe] expert_popularity_sigma`): how many
     /// distinct experts a batch of independently routed tokens reads.
     pub expert_skew: f64,
     /// How the runtime's kernel launches add to its GPU time.

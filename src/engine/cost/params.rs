@@ -103,7 +103,7 @@ pub const COST_PARAMETERS: &[CostParameter] = &[
     p(Comm, "nccl_ll_gbs", "bus bandwidth of NCCL's LL protocol (small messages)"),
     p(Comm, "nccl_simple_us", "extra start-up of NCCL's Simple protocol (bulk messages) over LL"),
     p(Comm, "ray_step_us", "Ray's host cost per forward step of multi-node vLLM"),
-    p(Moe, "expert_popularity_exponent", "how many distinct experts a batch of independent sequences reads (skew of expert popularity)"),
+    p(Moe, "expert_popularity_sigma", "how many distinct experts a batch of independent sequences reads (skew of expert popularity)"),
 ];
 
 #[cfg(test)]
