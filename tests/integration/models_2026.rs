@@ -516,7 +516,7 @@ fn gemma_2_presets_alternate_local_and_global_layers() {
 
 #[test]
 fn dense_presets_people_run_on_one_box_count_the_parameters_their_names_say() {
-    // Qwen3 4B/14B, Phi-4 (mini), Mistral Small/7B/Nemo, Qwen2.5 0.5B/3B/14B, Gemma 4 31B: each
+    // Qwen3 4B/14B, Phi-4 (mini), Mistral Small/7B/Nemo/Large, Qwen2.5 0.5B/3B/14B, Gemma 4 31B: each
     // from a package that transcribes its config.json (sources in the catalog); the name's size
     // rounds the count, so within 7%.
     for (id, size) in [
@@ -528,6 +528,7 @@ fn dense_presets_people_run_on_one_box_count_the_parameters_their_names_say() {
         ("mistral-small-3.1-24b", 24.0),
         ("mistral-7b", 7.0),
         ("mistral-nemo-12b", 12.0),
+        ("mistral-large-123b", 123.0),
         ("qwen2.5-0.5b", 0.5),
         ("qwen2.5-3b", 3.0),
         ("qwen2.5-14b", 14.0),
@@ -543,6 +544,17 @@ fn dense_presets_people_run_on_one_box_count_the_parameters_their_names_say() {
     assert_eq!(g.layer_kv_bytes_per_token(0), 2 * 16 * 256 * 2);
     assert_eq!(g.layer_kv_bytes_per_token(5), 2 * 4 * 512 * 2);
     assert_eq!(catalog().find_model("microsoft/phi-4").map(|m| m.0.id.as_str()).ok(), Some("phi-4"));
+    // Fine-tunes people run under their own names answer to the preset of their shapes
+    // (litgpt transcribes each config.json).
+    for (name, id) in [
+        ("unsloth/DeepSeek-R1-Distill-Llama-70B-GGUF", "llama-3.3-70b"),
+        ("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF", "llama-3.3-70b"),
+        ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "llama-3.1-8b"),
+        ("mlx-community/QwQ-32B-4bit", "qwen2.5-32b"),
+        ("bartowski/Mistral-Large-Instruct-2411-GGUF", "mistral-large-123b"),
+    ] {
+        assert_eq!(catalog().find_model(name).map(|m| m.0.id.as_str()).ok(), Some(id), "{name}");
+    }
 }
 
 #[test]
