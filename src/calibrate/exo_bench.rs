@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn unknown_names_and_formats_are_refused_with_what_was_tried() {
         for (id, why) in [
-            ("mlx-community/Mistral-Large-2411-4bit", "matches no catalog model (compared by name as `mistrallarge`"),
+            ("mlx-community/Magistral-Medium-2509-4bit", "matches no catalog model (compared by name as `magistralmedium`"),
             ("Qwen/Qwen3-235B-A22B", "no quantization suffix"),
             ("mlx-community/Qwen3-235B-A22B-3bit", "no quantization suffix"),
             ("zai-org/GLM-4.5-Air-FP8", "quant `fp8` is not an MLX format"),

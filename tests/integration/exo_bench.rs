@@ -45,7 +45,7 @@ fn import_reads_exo_bench_and_validate_predicts_its_rows() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("import: 6 rows from 5 benchmark tests"), "{err}");
-    assert!(err.contains("skipped mlx-community/Mistral-Large-2411-4bit"), "{err}");
+    assert!(err.contains("skipped mlx-community/Magistral-Medium-2509-4bit"), "{err}");
     let csv = std::fs::read_to_string(&out).unwrap();
     assert!(csv.starts_with("id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens"), "{csv}");
     // The rows are valid input to validate (each predicted by the twin).
