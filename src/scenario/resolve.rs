@@ -73,7 +73,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
             let e = e.into_inner();
             (e.name.get_ref().clone(), e.name.span(), Some(e))
         }
-        None => (crate::engine::runtimes::default_engine(n).id().to_string(), model_span, None),
+        None => (crate::engine::runtimes::default_engine(&nodes).id().to_string(), model_span, None),
     };
     let kind = EngineKind::parse(&engine_name).ok_or_else(|| {
         src.error(

@@ -410,3 +410,23 @@ fn a_chat_client_sees_gpt_oss_text_only_after_its_harmony_header() {
     assert_eq!((log[0].text_tokens, log[1].text_tokens), (6, 6));
     assert_eq!(rate, 12.0 / ((log[0].done.max(log[1].done) - s[1]) as f64 / 1e9));
 }
+
+#[test]
+fn a_scenario_without_an_engine_runs_what_each_platforms_users_run() {
+    // Macs: mlx-lm, exo on a cluster; GB10s: vLLM (tensor parallel on two); the AI Max+ and
+    // a fleet mixing platforms: llama.cpp, its RPC pipeline on a cluster.
+    for (nodes, engine, split) in [
+        ("\"m3-ultra-80c-512gb\"", "mlx-lm", "none"),
+        ("\"m3-ultra-80c-512gb\", \"m3-ultra-80c-512gb\"", "exo", "tensor"),
+        ("\"dgx-spark\"", "vllm", "none"),
+        ("\"dgx-spark\", \"dgx-spark\"", "vllm", "tensor"),
+        ("\"framework-desktop-ai-max-395\"", "llama-cpp", "none"),
+        ("\"framework-desktop-ai-max-395\", \"framework-desktop-ai-max-395\"", "llama-cpp-rpc", "pipeline"),
+        ("\"m3-ultra-80c-512gb\", \"dgx-spark\"", "llama-cpp-rpc", "pipeline"),
+    ] {
+        let s = sc(&format!(
+            "[cluster]\nnodes = [{nodes}]\nfabric = \"eth-10g\"\n[model]\nname = \"llama-3.1-8b\"\n[workload]\nprompt_tokens = 16\ngenerate_tokens = 4\n"
+        ));
+        assert_eq!((s.engine.kind.id(), s.engine.parallelism.id()), (engine, split), "{nodes}");
+    }
+}

@@ -131,9 +131,22 @@ pub fn engines_on(node: &NodeSpec) -> Vec<&'static str> {
     RUNTIMES.iter().filter(|r| r.runs_on(node)).flat_map(|r| r.names().iter().copied()).collect()
 }
 
-/// The engine of a scenario that names none: exo on a cluster, mlx-lm on one node.
-pub fn default_engine(nodes: usize) -> EngineKind {
-    if nodes > 1 { EngineKind::Exo } else { EngineKind::MlxLm }
+/// The engine of a scenario that names none: what people run on those machines. Macs: mlx-lm
+/// on one node, exo on a cluster. GB10 machines (every node a CUDA chip): vLLM, the runtime
+/// their users serve with (FACTS-2026 B). Any other machine, or a fleet mixing platforms:
+/// llama.cpp on one node, llama.cpp RPC on a cluster (the AI Max+ as FACTS.md has it measured:
+/// Vulkan and ROCm builds of llama.cpp).
+pub fn default_engine(nodes: &[NodeSpec]) -> EngineKind {
+    let cluster = nodes.len() > 1;
+    if nodes.iter().all(|n| n.os == crate::hw::Os::Macos) {
+        if cluster { EngineKind::Exo } else { EngineKind::MlxLm }
+    } else if nodes.iter().all(|n| Runtime::Cuda.runs_on_chip(&n.chip)) {
+        EngineKind::Vllm
+    } else if cluster {
+        EngineKind::LlamaCppRpc
+    } else {
+        EngineKind::LlamaCpp
+    }
 }
 
 /// The engines the planner may choose from (those it enumerates on some node count).
