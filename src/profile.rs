@@ -142,6 +142,11 @@ pub struct RuntimeParams {
     /// The same for NVFP4 kernels (CUDA engines; Marlin W4A16 on GB10, FACTS-2026 B1).
     /// Required: 1 (the identity) on runtimes with no NVFP4 kernel.
     pub bw_mult_nvfp4: f64,
+    /// The same for FP8 W8A8 kernels (CUDA engines' FP8 checkpoints: a kernel family of its
+    /// own, apart from 8-bit integer weights). Optional for profiles written before
+    /// 2026-12-05, which read FP8 at `bw_mult_8bit`: left out, it takes that value.
+    #[serde(default = "unset")]
+    pub bw_mult_fp8: f64,
     /// Cost of one kernel inside a replayed CUDA graph, microseconds: what a CUDA engine pays
     /// per kernel of a step run as a graph (`kernel_launch_us` is the eager launch from Python).
     /// Only the `cuda` runtime reads it; required, 0 on runtimes without CUDA graphs.
@@ -169,8 +174,7 @@ impl RuntimeParams {
             K::Half => self.bw_mult_half,
             K::Affine8 | K::Legacy => self.bw_mult_8bit,
             K::Mxfp4 => self.bw_mult_mxfp4,
-            // FP8 W8A8 is an 8-bit family: the runtime's 8-bit multiplier.
-            K::Fp8 => self.bw_mult_8bit,
+            K::Fp8 => self.bw_mult_fp8,
             K::Nvfp4 => self.bw_mult_nvfp4,
             K::Affine4 | K::KQuant | K::Int4 => 1.0,
         }
@@ -530,7 +534,8 @@ pub const CHIP_FIELDS: &[Field<ChipParams>] = fields!(ChipParams:
 pub const RUNTIME_FIELDS: &[Field<RuntimeParams>] = fields!(RuntimeParams:
     kernel_launch_us "us" NonNegative, host_per_step_us "us" NonNegative, bw_scale "" Positive, compute_scale "" Positive,
     bw_mult_half "" Positive, bw_mult_8bit "" Positive, bw_mult_mxfp4 "" Positive,
-    stage_us "us" NonNegative, host_per_seq_us "us" NonNegative, bw_mult_nvfp4 "" Positive, graph_kernel_us "us" NonNegative,
+    stage_us "us" NonNegative, host_per_seq_us "us" NonNegative, bw_mult_nvfp4 "" Positive, bw_mult_fp8 "" Positive,
+    graph_kernel_us "us" NonNegative,
     dequant_ops_kquant "ops" NonNegative, dequant_ops_legacy "ops" NonNegative,
     dequant_ops_mxfp4 "ops" NonNegative, dequant_ops_affine "ops" NonNegative,
 );
@@ -791,7 +796,7 @@ impl Profile {
 
     /// Parses and checks profile text; `path` names it in errors.
     pub fn parse(text: &str, path: &str) -> Result<Profile, ProfileError> {
-        let p: Profile = toml::from_str(text).map_err(|e| {
+        let mut p: Profile = toml::from_str(text).map_err(|e| {
             let msg = crate::util::user_words(e.message().trim());
             ProfileError::Parse {
                 path: path.to_string(),
@@ -802,12 +807,23 @@ impl Profile {
                 }),
             }
         })?;
+        p.read_fp8_as_8bit_where_unset();
         p.check().map_err(|issue| ProfileError::Invalid {
             path: path.to_string(),
             line: line_of(text, locate(text, &issue.at)),
             message: explain_retired(issue.message),
         })?;
         Ok(p)
+    }
+
+    /// A runtime section written before FP8 had a multiplier of its own reads FP8 at its 8-bit
+    /// one, as it did then ([`RuntimeParams::bw_mult_fp8`]).
+    fn read_fp8_as_8bit_where_unset(&mut self) {
+        for rt in self.chips.values_mut().flat_map(|c| c.runtimes.values_mut()) {
+            if rt.bw_mult_fp8.is_nan() {
+                rt.bw_mult_fp8 = rt.bw_mult_8bit;
+            }
+        }
     }
 
     /// Parameters for a chip, if profiled.
@@ -861,6 +877,11 @@ impl Profile {
         }
         node.chip.clone()
     }
+}
+
+/// The value of a field a profile left out, filled in after parsing (NaN: no profile value is).
+fn unset() -> f64 {
+    f64::NAN
 }
 
 /// Parameters earlier profiles had and the twin no longer reads, with why they went (issue 20):
@@ -921,6 +942,22 @@ mod tests {
         let p = Profile::default_profile();
         assert!(p.chip("m3-ultra").is_some());
         assert!(p.chip("m3-ultra").unwrap().runtimes.contains_key("mlx"));
+    }
+
+    #[test]
+    fn a_profile_from_before_the_fp8_multiplier_reads_fp8_at_its_8bit_one() {
+        let good = include_str!("../calibration/profiles/hand-set.toml");
+        let old = good.replace("bw_mult_fp8 = 1.0\n", "");
+        assert!(!old.contains("bw_mult_fp8 = "));
+        let mut p = Profile::parse(&old, "old.toml").unwrap();
+        let cuda = &p.chips["gb10"].runtimes["cuda"];
+        assert_eq!(cuda.bw_mult_fp8, cuda.bw_mult_8bit);
+        // Written out again, the value is explicit and reads back the same.
+        p.chips.get_mut("gb10").unwrap().runtimes.get_mut("cuda").unwrap().bw_mult_8bit = 0.7;
+        p.read_fp8_as_8bit_where_unset();
+        assert_eq!(p.chips["gb10"].runtimes["cuda"].bw_mult_fp8, 1.0, "set values are kept");
+        let text = toml::to_string(&p).unwrap();
+        assert_eq!(Profile::parse(&text, "again.toml").unwrap().chips["gb10"].runtimes["cuda"].bw_mult_fp8, 1.0);
     }
 
     #[test]

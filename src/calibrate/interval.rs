@@ -187,7 +187,7 @@ pub const CHIP_PRIOR_PARAMS: &[&str] = &[
 
 /// The runtime parameters of the same kind: launches and the kernel families' bandwidth.
 pub const RUNTIME_PRIOR_PARAMS: &[&str] =
-    &["kernel_launch_us", "graph_kernel_us", "bw_mult_half", "bw_mult_8bit", "bw_mult_mxfp4", "bw_mult_nvfp4"];
+    &["kernel_launch_us", "graph_kernel_us", "bw_mult_half", "bw_mult_8bit", "bw_mult_mxfp4", "bw_mult_nvfp4", "bw_mult_fp8"];
 
 /// What a parameter is, for how far its prior may miss: an efficiency (a fraction of a peak,
 /// in logit), a dimensionless scale or energy (kernel-family bandwidth multipliers, pJ per byte
@@ -335,7 +335,8 @@ fn family_used(quant: &crate::llm::QuantSpec, path: &str) -> bool {
     let stored: Vec<K> = std::iter::once(default.kernel).chain(overrides.iter().map(|o| o.format.kernel)).chain([K::Half]).collect();
     stored.iter().any(|k| match family {
         "half" => *k == K::Half,
-        "8bit" => matches!(k, K::Affine8 | K::Legacy | K::Fp8),
+        "8bit" => matches!(k, K::Affine8 | K::Legacy),
+        "fp8" => *k == K::Fp8,
         "mxfp4" => *k == K::Mxfp4,
         "nvfp4" => *k == K::Nvfp4,
         _ => true,

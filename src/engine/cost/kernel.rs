@@ -600,6 +600,7 @@ mod tests {
             bw_mult_8bit: 1.0,
             bw_mult_mxfp4: 1.0,
             bw_mult_nvfp4: 1.0,
+            bw_mult_fp8: 1.0,
             graph_kernel_us: 0.0,
             dequant_ops_kquant: 0.0,
             dequant_ops_legacy: 0.0,

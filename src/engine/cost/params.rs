@@ -84,6 +84,7 @@ pub const COST_PARAMETERS: &[CostParameter] = &[
     p(Runtime, "bw_mult_8bit", "bandwidth multiplier of 6-8-bit weight kernels"),
     p(Runtime, "bw_mult_mxfp4", "bandwidth multiplier of MXFP4 weight kernels"),
     p(Runtime, "bw_mult_nvfp4", "bandwidth multiplier of NVFP4 weight kernels (CUDA engines)"),
+    p(Runtime, "bw_mult_fp8", "bandwidth multiplier of FP8 W8A8 weight kernels (CUDA engines)"),
     p(Runtime, "graph_kernel_us", "one kernel inside a replayed CUDA graph (CUDA engines without --enforce-eager)"),
     p(Runtime, "dequant_ops_kquant", "ALU instructions per k-quant weight per GEMM token tile (prefill)"),
     p(Runtime, "dequant_ops_legacy", "ALU instructions per legacy-block weight per GEMM token tile (prefill)"),
