@@ -228,6 +228,18 @@ fn fit_budget(profile: &Profile, out: &mut Output) {
     out.json["fit_budget"] = serde_json::to_value(&b).expect("serializes");
 }
 
+/// The parameters a fold refits: of those `calibrate` tries for `data`, the ones the profile's
+/// own calibration fitted (its `[uncertainty] params`), so that a fold refits what the shipped
+/// fit fitted and the parameters `calibrate` dropped stay at their priors there too (the fold's
+/// own budget then holds any that too few training rows move). All of them for a profile that
+/// records no fit, or none of these.
+fn cv_paths(data: &Dataset, profile: &Profile) -> Vec<String> {
+    let all = crate::calibrate::default_params(data);
+    let Some(u) = &profile.uncertainty else { return all };
+    let fitted: Vec<String> = all.iter().filter(|p| u.params.contains(p)).cloned().collect();
+    if fitted.is_empty() { all } else { fitted }
+}
+
 /// `--cv GROUPING`: each group predicted by a profile refitted without it, with 90% intervals.
 fn cv_section(
     data: &Dataset,
@@ -244,7 +256,7 @@ fn cv_section(
     let pb = super::progress_bar(groups as u64 * if args.cv_exact { 2 } else { 1 }, "folds");
     let input = cv::CvInput {
         profile,
-        paths: crate::calibrate::default_params(data),
+        paths: cv_paths(data, profile),
         prior_weight: args.prior_weight,
         grouping,
         selected,

@@ -217,13 +217,20 @@ fn run_json_carries_intervals_beside_unchanged_keys() {
 /// The parameter budget counts only rows that move a parameter materially
 /// (`cv::MATERIAL_ELASTICITY`): a parameter fewer than two rows move materially is held at its
 /// prior, not refitted from barely moved rows. (This test pinned the working-set term, removed in
-/// issue 20; it now checks the rule on whatever the published rows leave held.)
+/// issue 20; it now checks the rule on whatever the published rows leave held.) The shipped
+/// profile's folds refit only what its calibration fitted, which `calibrate` already held to the
+/// rule; the hand-set profile records no fit, so its folds try every default parameter.
 #[test]
 fn a_term_only_one_row_moves_materially_is_held_at_its_prior() {
-    let v = validate_published_json(&["--cv", "row"]);
+    let hand_set = crate::root().join("calibration/profiles/hand-set.toml");
+    let v = validate_published_json(&["--cv", "row", "--profile", hand_set.to_str().unwrap()]);
     let held = v["cv"]["held"].as_array().unwrap();
-    assert!(!held.is_empty(), "no term held: comm.jaccl_peer_us moves no row materially");
+    assert!(held.iter().any(|p| p["name"] == "comm.jaccl_peer_us"), "comm.jaccl_peer_us moves one row materially: {held:?}");
     assert!(held.iter().all(|p| p["rows"].as_array().is_some_and(|r| r.len() < 2)), "{held:?}");
+    // The shipped profile's folds hold none of what it fitted and try none of what it dropped.
+    let v = validate_published_json(&["--cv", "row"]);
+    let fitted: Vec<&str> = v["cv"]["fitted"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str().or(p.as_str())).collect();
+    assert!(!fitted.is_empty() && !fitted.contains(&"comm.jaccl_peer_us"), "{fitted:?}");
     assert!(supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.05f64 * 0.002).exp(), 0.002));
     assert!(!supernode::calibrate::cv::moves_materially(100.0, 100.0 * (0.04f64 * 0.002).exp(), 0.002));
 }
