@@ -256,8 +256,8 @@ pub struct MiscParams {
 pub struct MoeParams {
     /// Skew of a workload's expert popularity, the standard deviation of the log popularity
     /// (log-normal) of [`crate::llm::expert_coverage`]: 0 = every expert equally likely (uniform
-    /// routing), larger = the requests of one workload crowd onto fewer experts. Sets how many distinct experts a batch of independent
-    /// sequences reads in a decode step.
+    /// routing), larger = the requests of one workload crowd onto fewer experts. Sets how many
+    /// distinct experts a batch of independent sequences reads in a decode step.
     pub expert_popularity_sigma: f64,
 }
 

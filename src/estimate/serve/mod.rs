@@ -276,6 +276,8 @@ pub struct ServeSim<'a> {
     max_tasks: u64,
     tasks: u64,
     observer: Option<Observer<'a>>,
+    /// The model's chat header ([`crate::llm::ModelSpec::chat_header_tokens`]), read once.
+    chat_header: u64,
 }
 
 /// What [`ServeSim::with_observer`] keeps: a callback per executed forward.
@@ -366,6 +368,7 @@ impl<'a> ServeSim<'a> {
             max_tasks: MAX_SIMULATED_TASKS,
             tasks: 0,
             observer: None,
+            chat_header: plan.model.chat_header_tokens(),
         }
     }
 
@@ -558,7 +561,7 @@ impl<'a> ServeSim<'a> {
 
     fn record(&mut self, r: &Req, rejected: bool) -> RequestRecord {
         let (admitted, first_token) = if rejected { (0, 0) } else { (r.admitted, r.first_token) };
-        let header = self.plan.model.chat_header_tokens();
+        let header = self.chat_header;
         let first_text = match (rejected, header) {
             (true, _) => 0,
             (false, 0) => r.first_token,
@@ -710,7 +713,7 @@ impl<'a> ServeSim<'a> {
         if self.now > self.warmup && self.horizon.is_none_or(|h| self.now <= h) {
             self.stats.window_tokens += self.decoding.len() as u64;
         }
-        let header = self.plan.model.chat_header_tokens();
+        let header = self.chat_header;
         let mut i = 0;
         while i < self.decoding.len() {
             self.decoding[i].generated += 1;
