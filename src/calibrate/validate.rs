@@ -205,7 +205,7 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
     if cat.node(&system).is_some() {
         return Ok(vec![system; n]);
     }
-    let mut candidates: Vec<&crate::hw::NodeSpec> = cat.nodes.iter().filter(|x| x.id.starts_with(&format!("{system}-"))).collect();
+    let mut candidates: Vec<&crate::hw::NodeSpec> = presets().filter(|x| x.id.starts_with(&format!("{system}-"))).collect();
     if candidates.is_empty() {
         candidates = nodes_by_words(&system);
     }
@@ -246,7 +246,10 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
         let fit: Vec<&crate::hw::NodeSpec> = candidates.iter().copied().filter(|x| gb == Some(x.memory_gb)).collect();
         match fit.as_slice() {
             [one] => list.push(one.id.clone()),
-            [] => return Err(format!("system `{system}` with `{size}`: no node preset of that memory ({})", ids(&candidates))),
+            [] => match gb.and_then(|gb| memory_variant(&system, gb, &candidates, assumptions)) {
+                Some(id) => list.push(id?),
+                None => return Err(format!("system `{system}` with `{size}`: no node preset of that memory ({})", ids(&candidates))),
+            },
             many => match same_chip_and_memory(&system, many, assumptions) {
                 Some(one) => list.push(one),
                 None => return Err(format!("system `{system}` with `{size}` is ambiguous: {}", ids(many))),
@@ -368,24 +371,23 @@ fn holds_phrase(words: &[String], phrase: &str) -> bool {
 /// makers' names aside), else every preset of the chip the
 /// label names (`ryzen-ai-max-395`, `AMD Ryzen AI Max+ 395`, `strix-halo`, `gb10`, `m3-ultra`).
 fn nodes_by_words(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
-    let cat = crate::catalog::catalog();
     // Chip makers' names, which the preset ids leave out (`NVIDIA DGX Spark` is dgx-spark).
     let words: Vec<String> = label_words(system).into_iter().filter(|w| !matches!(w.as_str(), "nvidia" | "apple" | "amd")).collect();
     if words.is_empty() {
         return Vec::new();
     }
-    let by_id: Vec<&crate::hw::NodeSpec> = cat.nodes.iter().filter(|n| words.iter().all(|w| label_words(&n.id).contains(w))).collect();
+    let by_id: Vec<&crate::hw::NodeSpec> = presets().filter(|n| words.iter().all(|w| label_words(&n.id).contains(w))).collect();
     if !by_id.is_empty() {
         return by_id;
     }
     // The longest chip name the label holds (`m4-max` before `m4`), or a word for one.
-    let chips = cat.nodes.iter().map(|n| (n.chip.as_str(), n.chip.as_str()));
+    let chips = presets().map(|n| (n.chip.as_str(), n.chip.as_str()));
     let chip = chips
         .chain(CHIP_WORDS.iter().copied())
         .filter(|(phrase, _)| holds_phrase(&words, phrase))
         .max_by_key(|(phrase, _)| label_words(phrase).len())
         .map(|(_, chip)| chip);
-    chip.map_or_else(Vec::new, |chip| cat.nodes.iter().filter(|n| n.chip == chip).collect())
+    chip.map_or_else(Vec::new, |chip| presets().filter(|n| n.chip == chip).collect())
 }
 
 /// The first quantity a lower-case label writes in one of `units`, joined or spaced (`512gb`,
@@ -451,15 +453,107 @@ fn family_nodes(row: &MeasurementRow, prefix: &str, n: usize, assumptions: &mut 
     let list: Vec<String> = match mix_sizes(row, n, assumptions)? {
         Some(sizes) => sizes.iter().map(|size| format!("{prefix}{size}")).collect(),
         None => {
-            let size = cat.node_ids().into_iter().find_map(|id| id.strip_prefix(prefix).map(String::from)).unwrap_or_default();
+            let size = presets().find_map(|x| x.id.strip_prefix(prefix).map(String::from)).unwrap_or_default();
             assumptions.push(format!("node mix `{}` unknown: assumed {n}x {size}", row.node_mix.trim()));
             vec![format!("{prefix}{size}"); n]
         }
     };
-    if let Some(bad) = list.iter().find(|id| cat.node(id).is_none()) {
-        return Err(format!("node mix `{}`: no node preset `{bad}` (write sizes such as 512gb, 2x512gb+2x256gb)", row.node_mix));
+    // A size the family's own bin does not come in: the chip's preset of that size (the 96 GB M3
+    // Ultra is the 60-core one), else the family's box with that memory.
+    let family: Vec<&crate::hw::NodeSpec> = presets().filter(|x| x.id.starts_with(prefix)).collect();
+    let mut resolved = Vec::with_capacity(list.len());
+    for id in list {
+        if cat.node(&id).is_some() {
+            resolved.push(id);
+            continue;
+        }
+        let gb = id.strip_prefix(prefix).and_then(|s| s.strip_suffix("gb")).and_then(|g| g.parse::<f64>().ok());
+        match gb.and_then(|gb| memory_variant(&row.system.trim().to_lowercase(), gb, &family, assumptions)) {
+            Some(found) => resolved.push(found?),
+            None => {
+                return Err(format!("node mix `{}`: no node preset `{id}` (write sizes such as 512gb, 2x512gb+2x256gb)", row.node_mix));
+            }
+        }
     }
-    Ok(list)
+    Ok(resolved)
+}
+
+/// Where the boxes [`memory_variant`] derives come from (their catalog entries' file).
+const DERIVED_NODES: &str = "validate (a row's memory size)";
+
+/// The node presets a row's system label may name: the catalog's nodes (built-in and user
+/// catalogs) without the boxes [`memory_variant`] derived for earlier rows, so that what one
+/// row derived never changes how another row's label reads.
+fn presets() -> impl Iterator<Item = &'static crate::hw::NodeSpec> {
+    let cat = crate::catalog::catalog();
+    let derived: Vec<&str> = cat.user.iter().filter(|o| o.section == "node" && o.file == DERIVED_NODES).map(|o| o.id.as_str()).collect();
+    cat.nodes.iter().filter(move |n| !derived.contains(&n.id.as_str()))
+}
+
+/// Whether a preset id is the box a system label names, in some size: the label, then only a
+/// GPU core count and a memory size (`gmktec-evo-x2` names gmktec-evo-x2-128gb, `mac-mini-m4`
+/// names mac-mini-m4-10c-16gb but not mac-mini-m4-pro-20c-64gb).
+fn names_box(system: &str, id: &str) -> bool {
+    let size_word = |w: &str| {
+        let digits = w.strip_suffix("gb").or_else(|| w.strip_suffix('c'));
+        digits.is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+    };
+    id.strip_prefix(system).and_then(|rest| rest.strip_prefix('-')).is_some_and(|rest| rest.split('-').all(size_word))
+}
+
+/// The node of a memory size no preset the label names comes in (`mac-mini-m4-pro` with 48gb,
+/// `mac-studio-m3-ultra` with 96gb): `None` unless the label names the candidates' chip (the
+/// longest chip name it holds, so `m4-pro` before `m4`; `macbook-pro-m5` does not name an M5
+/// Max). A preset of that chip and memory elsewhere in the catalog is taken; else the chip's
+/// fullest candidate box with the row's memory, installed as a catalog entry
+/// (`<preset>-as-<N>gb`, `like` the preset): memory decides only what fits and the wired limit,
+/// so every other figure (GPU cores, bandwidth, power, price) is the preset's, as the row's
+/// assumptions say (a bin with fewer GPU cores would be slower).
+fn memory_variant(
+    system: &str,
+    gb: f64,
+    candidates: &[&crate::hw::NodeSpec],
+    assumptions: &mut Vec<String>,
+) -> Option<Result<String, String>> {
+    let words = label_words(system);
+    // The label's own box (`gmktec-evo-x2` is gmktec-evo-x2-128gb in another size), else the
+    // chip it names.
+    let boxes: Vec<&crate::hw::NodeSpec> = candidates.iter().copied().filter(|n| names_box(system, &n.id)).collect();
+    let chip = match boxes.first() {
+        Some(first) if boxes.iter().all(|n| n.chip == first.chip) => first.chip.as_str(),
+        _ => candidates
+            .iter()
+            .map(|n| n.chip.as_str())
+            .filter(|chip| holds_phrase(&words, chip))
+            .max_by_key(|chip| label_words(chip).len())?,
+    };
+    let mut note = |text: String| {
+        if !assumptions.contains(&text) {
+            assumptions.push(text);
+        }
+    };
+    if let Some(same) = presets().find(|n| n.chip == chip && n.memory_gb == gb) {
+        note(format!("system `{system}` with {gb} GB: the {chip} preset of that memory, {}", same.id));
+        return Some(Ok(same.id.clone()));
+    }
+    let base = candidates
+        .iter()
+        .filter(|n| n.chip == chip && (boxes.is_empty() || boxes.contains(n)))
+        .max_by(|a, b| (a.gpu_cores, a.memory_gb).partial_cmp(&(b.gpu_cores, b.memory_gb)).unwrap_or(std::cmp::Ordering::Equal))?;
+    let id = format!("{}-as-{gb}gb", base.id);
+    let text = format!(
+        "[[node]]\nid = \"{id}\"\nlike = \"{}\"\nname = \"{} with {gb} GB\"\nmemory_gb = {gb:?}\n[node.sources]\nmemory_gb = \"a measurement row's memory size (no preset of it)\"\n",
+        base.id, base.name
+    );
+    let installed =
+        crate::catalog::user::parse_catalog_file(DERIVED_NODES, &text).map_err(|e| e.to_string()).and_then(crate::catalog::install);
+    Some(installed.map(|()| {
+        note(format!(
+            "system `{system}` with {gb} GB: no {chip} preset of that memory; modelled as {} with {gb} GB ({id}): memory decides what fits; GPU cores, bandwidth, power and price are that preset's (a bin with fewer GPU cores would be slower)",
+            base.id
+        ));
+        id
+    }))
 }
 
 /// The model of a row: a preset (by any name [`crate::catalog::Catalog::find_model`] knows), or
@@ -1443,14 +1537,29 @@ mod tests {
             ("gmktec-evo-x2", 1, "unknown", vec!["gmktec-evo-x2-128gb"]),
             ("mac-mini-m4-pro", 1, "64gb", vec!["mac-mini-m4-pro-20c-64gb"]),
             ("mac-mini", 1, "16gb", vec!["mac-mini-m4-10c-16gb"]),
+            // A size the family's reference bin does not come in: the chip's preset of it.
+            ("mac-studio-m3-ultra", 2, "96gb+512gb", vec!["m3-ultra-60c-96gb", "m3-ultra-80c-512gb"]),
+            // Another chip's box of that size (same chip, same memory).
+            ("mac-mini-m4-pro", 1, "48gb", vec!["macbook-pro-m4-pro-20c-48gb"]),
+            // No preset of the chip in that size: the named box with the row's memory.
+            ("gmktec-evo-x2", 1, "64gb", vec!["gmktec-evo-x2-128gb-as-64gb"]),
+            ("mac-mini-m4", 1, "24gb", vec!["mac-mini-m4-10c-16gb-as-24gb"]),
+            ("macbook-pro-m4-max", 2, "2x64gb", vec!["macbook-pro-m4-max-40c-128gb-as-64gb"; 2]),
         ] {
             assert_eq!(nodes(system, n, mix), Ok(want.iter().map(|s| s.to_string()).collect()), "{system} {mix}");
         }
+        // The derived box is the preset with the row's memory, nothing else changed.
+        let cat = crate::catalog::catalog();
+        let (small, base) = (cat.node("gmktec-evo-x2-128gb-as-64gb").unwrap(), cat.node("gmktec-evo-x2-128gb").unwrap());
+        assert_eq!(small.memory_gb, 64.0);
+        assert_eq!((small.chip.as_str(), small.mem_bw_gbs, small.gpu_cores), (base.chip.as_str(), base.mem_bw_gbs, base.gpu_cores));
         for (system, n, mix, why) in [
             ("macbook-pro", 1, "128gb", "is ambiguous: macbook-pro-m4-max-40c-128gb, macbook-pro-m5-max-40c-128gb"),
             ("mac-mini", 1, "unknown", "is ambiguous (mac-mini-m4-pro-20c-64gb, mac-mini-m4-10c-16gb)"),
-            ("mac-mini-m4-pro", 1, "48gb", "no node preset of that memory (mac-mini-m4-pro-20c-64gb)"),
+            // The label names an M5, the catalog has only an M5 Max: not the same chip in
+            // another size.
             ("macbook-pro-m5", 2, "128gb+64gb", "`64gb`: no node preset of that memory"),
+            ("macbook-pro-m5", 1, "32gb", "no node preset of that memory (macbook-pro-m5-max-40c-128gb)"),
             ("mac-pro-m9", 1, "512gb", "has no node preset"),
             ("gmktec-evo-x2", 2, "3x128gb", "make them agree"),
         ] {

@@ -13,7 +13,7 @@ fn validate_resolves_the_names_people_write_and_says_why_it_refuses_the_rest() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut scored: Vec<&str> = v["rows"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
     scored.sort_unstable();
-    assert_eq!(scored, ["config-note", "hf-name", "ollama-tag", "prefix-memory", "prefix-only", "ttft"], "{v}");
+    assert_eq!(scored, ["config-note", "hf-name", "ollama-tag", "other-memory", "prefix-memory", "prefix-only", "ttft"], "{v}");
     let why = |id: &str| crate::skip_reason(&v, id);
     for (id, reason) in [
         (
@@ -25,7 +25,8 @@ fn validate_resolves_the_names_people_write_and_says_why_it_refuses_the_rest() {
             "unknown model `acme/Bar-7B` and its config `nowhere/bar.json` (notes) cannot be read: tried nowhere/bar.json and",
         ),
         ("ambiguous-system", "system `macbook-pro` with `128gb` is ambiguous: macbook-pro-m4-max-40c-128gb, macbook-pro-m5-max-40c-128gb"),
-        ("no-such-memory", "system `mac-mini-m4-pro` with `32gb`: no node preset of that memory (mac-mini-m4-pro-20c-64gb)"),
+        // An M5 (not the catalog's M5 Max) in a size no preset has: refused, not derived.
+        ("no-such-memory", "system `macbook-pro-m5` with `32gb`: no node preset of that memory (macbook-pro-m5-max-40c-128gb)"),
         ("unknown-quant", "quant `iq9_zz` unknown: name a quantization preset"),
         ("bits-on-cuda", "quant `4bit`: a 4-bit label names no single format for this engine"),
         ("ttft-concurrent", "ttft_s of concurrent requests"),
@@ -37,6 +38,8 @@ fn validate_resolves_the_names_people_write_and_says_why_it_refuses_the_rest() {
     let row = |id: &str| v["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap().clone();
     let said = |id: &str, what: &str| row(id)["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what));
     assert!(said("config-note", "imported from") && said("config-note", "configs/minimax-m2.json"), "{}", row("config-note"));
+    // A box in a memory size no preset has: the preset with the row's memory, said so.
+    assert!(said("other-memory", "modelled as gmktec-evo-x2-128gb with 64 GB"), "{}", row("other-memory"));
     // The time to first token is the 30k prompt's prefill: tens of seconds, not a rate.
     let ttft = row("ttft")["predicted"].as_f64().unwrap();
     assert!(ttft > 20.0 && ttft < 300.0, "{ttft}");
