@@ -21,7 +21,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::CalibrateError;
 use super::dataset::{Dataset, TargetSource};
-use super::fit::{FD_STEP, ROBUST_ROUNDS};
+use super::fit::{FD_STEP, ROBUST_ROUNDS, huber_loss, huber_threshold};
 pub use super::fit::{MATERIAL_ELASTICITY, moves_materially};
 use super::params::{from_free, get_param, is_fraction, set_params, to_free};
 use crate::profile::{Profile, Uncertainty};
@@ -279,11 +279,11 @@ impl<'a> Linearized<'a> {
         Ok((x_new.clone(), r_new))
     }
 
-    /// The objective a fold's steps lower: the training rows' absolute relative residuals (the
-    /// robust loss [`Self::step`]'s reweighting minimises) plus the prior on the fitted
-    /// parameters.
-    fn objective(&self, x: &DVector<f64>, r: &DVector<f64>, train: &[bool], held: &[bool]) -> f64 {
-        let fit: f64 = (0..r.len()).filter(|&i| train[i]).map(|i| r[i].abs()).sum();
+    /// The objective a fold's steps lower: the training rows' Huber loss of their relative
+    /// residuals at threshold `c` ([`huber_loss`], the robust loss [`Self::step`]'s reweighting
+    /// minimises) plus the prior on the fitted parameters.
+    fn objective(&self, x: &DVector<f64>, r: &DVector<f64>, train: &[bool], held: &[bool], c: f64) -> f64 {
+        let fit: f64 = (0..r.len()).filter(|&i| train[i]).map(|i| huber_loss(r[i], c)).sum();
         let pw2 = self.prior_weight * self.prior_weight;
         let prior: f64 = (0..x.len()).filter(|&k| !held[k]).map(|k| (x[k] - self.center[k]).powi(2)).sum();
         fit + pw2 * prior
@@ -291,8 +291,8 @@ impl<'a> Linearized<'a> {
 
     /// One robust, prior-regularised Gauss-Newton step from `x` with residuals `r` on the rows
     /// `train` marks; held parameters go to the prior's centre. Iteratively reweighted as the
-    /// full fit is (weights `1 / max(|residual|, 1%)`, [`ROBUST_ROUNDS`] rounds).
-    fn step(&self, x: &DVector<f64>, r: &DVector<f64>, train: &[bool], held: &[bool]) -> DVector<f64> {
+    /// full fit is (weights `1 / max(|residual|, c)`, [`ROBUST_ROUNDS`] rounds).
+    fn step(&self, x: &DVector<f64>, r: &DVector<f64>, train: &[bool], held: &[bool], c: f64) -> DVector<f64> {
         let n = self.paths.len();
         let free: Vec<usize> = (0..n).filter(|&k| !held[k]).collect();
         let mut d = DVector::zeros(n);
@@ -333,7 +333,7 @@ impl<'a> Linearized<'a> {
             }
             for (t, &i) in rows.iter().enumerate() {
                 let lin = r0[t] + free.iter().map(|&k| self.jac[(i, k)] * d[k]).sum::<f64>();
-                w[t] = 1.0 / lin.abs().max(0.01);
+                w[t] = 1.0 / lin.abs().max(c);
             }
         }
         d
@@ -357,18 +357,21 @@ impl<'a> Linearized<'a> {
             }
             (x, r) = self.moved(&x_new, &r)?;
         }
-        let mut cost = self.objective(&x, &r, train, &held);
+        // The robust loss's threshold, from the training rows at the warm start: fixed over the
+        // fold's steps, so that the line search compares one objective.
+        let c = huber_threshold((0..r.len()).filter(|&i| train[i]).map(|i| r[i]));
+        let mut cost = self.objective(&x, &r, train, &held, c);
         'steps: for _ in 0..steps {
-            let mut d = self.step(&x, &r, train, &held);
+            let mut d = self.step(&x, &r, train, &held, c);
             taken += 1;
             // The Jacobian is the full fit's: far from it a step can overshoot. A step that
             // does not lower the fold's objective (as re-predicted) is halved, at most
             // LINE_SEARCH_HALVINGS times; then the fold stops where it is.
             for halving in 0..=LINE_SEARCH_HALVINGS {
                 let (x_new, r_new) = self.moved(&(&x + &d), &r)?;
-                let c = self.objective(&x_new, &r_new, train, &held);
-                if c <= cost {
-                    (x, r, cost) = (x_new, r_new, c);
+                let next = self.objective(&x_new, &r_new, train, &held, c);
+                if next <= cost {
+                    (x, r, cost) = (x_new, r_new, next);
                     break;
                 }
                 if halving == LINE_SEARCH_HALVINGS {

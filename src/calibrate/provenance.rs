@@ -28,7 +28,7 @@ pub fn describe_fit(fitted: &mut Profile, base: &Profile, report: &FitReport, ct
     fitted.meta = ProfileMeta {
         name: ctx.name.clone(),
         method: format!(
-            "fitted by `supernode calibrate` (Levenberg-Marquardt, {} parameters, {} measurements, robust loss, prior weight {} toward the base profile's values)",
+            "fitted by `supernode calibrate` (Levenberg-Marquardt, {} parameters, {} measurements, robust (Huber) loss, prior weight {} toward the base profile's values)",
             report.params.len(),
             report.residuals.len(),
             ctx.prior_weight
