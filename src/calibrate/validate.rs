@@ -221,9 +221,13 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
     let Some(sizes) = mix_sizes(row, n, assumptions)? else {
         // The memory a system label names (`Mac Studio M3 Ultra 512GB`), else the node mix's.
         if let Some(gb) = label_memory_gb(&system) {
+            let named = candidates.clone();
             candidates.retain(|x| x.memory_gb == gb);
             if candidates.is_empty() {
-                return Err(format!("system `{system}`: no node preset of {gb} GB"));
+                return match memory_variant(&system, gb, &named, assumptions) {
+                    Some(id) => Ok(vec![id?; n]),
+                    None => Err(format!("system `{system}`: no node preset of {gb} GB")),
+                };
             }
         }
         return match candidates.as_slice() {
@@ -345,6 +349,20 @@ const CHIP_WORDS: &[(&str, &str)] = &[
     ("ai-max-plus-395", "ryzen-ai-max-395"),
     ("ai-max-395", "ryzen-ai-max-395"),
     ("grace-blackwell", "gb10"),
+    // Boxes of these chips that have no preset of their own (FACTS-2026 A3, A4): a row names the
+    // box; the chip's preset of the row's memory stands for it (same chip and memory: the same
+    // throughput), and the row says which preset.
+    ("bosgame-m5", "ryzen-ai-max-395"),
+    ("corsair-ai-workstation-300", "ryzen-ai-max-395"),
+    ("minix-er939", "ryzen-ai-max-395"),
+    ("msi-ai-edge", "ryzen-ai-max-395"),
+    ("beelink-gtr9", "ryzen-ai-max-395"),
+    ("fevm-faex1", "ryzen-ai-max-395"),
+    ("aoostar-nex395", "ryzen-ai-max-395"),
+    ("gigabyte-ai-top-atom", "gb10"),
+    ("ai-top-atom", "gb10"),
+    ("msi-edgexpert", "gb10"),
+    ("edgexpert", "gb10"),
 ];
 
 /// A system label's words: lower case, `+` read as `plus`, every run of punctuation or space
@@ -371,8 +389,10 @@ fn holds_phrase(words: &[String], phrase: &str) -> bool {
 /// makers' names aside), else every preset of the chip the
 /// label names (`ryzen-ai-max-395`, `AMD Ryzen AI Max+ 395`, `strix-halo`, `gb10`, `m3-ultra`).
 fn nodes_by_words(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
-    // Chip makers' names, which the preset ids leave out (`NVIDIA DGX Spark` is dgx-spark).
-    let words: Vec<String> = label_words(system).into_iter().filter(|w| !matches!(w.as_str(), "nvidia" | "apple" | "amd")).collect();
+    // Chip makers' names, which the preset ids leave out (`NVIDIA DGX Spark` is dgx-spark), and
+    // a memory size the label writes (`Framework Desktop 64GB`: the size is read apart).
+    let words: Vec<String> =
+        label_words(system).into_iter().filter(|w| !matches!(w.as_str(), "nvidia" | "apple" | "amd") && !is_size_word(w)).collect();
     if words.is_empty() {
         return Vec::new();
     }
@@ -490,18 +510,37 @@ fn presets() -> impl Iterator<Item = &'static crate::hw::NodeSpec> {
     cat.nodes.iter().filter(move |n| !derived.contains(&n.id.as_str()))
 }
 
-/// Whether a preset id is the box a system label names, in some size: the label, then only a
-/// GPU core count and a memory size (`gmktec-evo-x2` names gmktec-evo-x2-128gb, `mac-mini-m4`
-/// names mac-mini-m4-10c-16gb but not mac-mini-m4-pro-20c-64gb).
-fn names_box(system: &str, id: &str) -> bool {
-    let size_word = |w: &str| {
-        let digits = w.strip_suffix("gb").or_else(|| w.strip_suffix('c'));
-        digits.is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
-    };
-    id.strip_prefix(system).and_then(|rest| rest.strip_prefix('-')).is_some_and(|rest| rest.split('-').all(size_word))
+/// Whether a label word is a GPU core count or a memory size (`40c`, `128gb`).
+fn is_size_word(w: &str) -> bool {
+    let digits = w.strip_suffix("gb").or_else(|| w.strip_suffix('c'));
+    digits.is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
 }
 
-/// The node of a memory size no preset the label names comes in (`mac-mini-m4-pro` with 48gb,
+/// Whether a preset is the box a system label names, in some size: the label's words and the
+/// preset id's are the same once sizes (`40c`, `128gb`), makers' names and the words of the
+/// preset's chip (`ai-max-395`) are set aside (`gmktec-evo-x2` names gmktec-evo-x2-128gb,
+/// `Framework Desktop 64GB` names framework-desktop-ai-max-395, `mac-mini-m4` names
+/// mac-mini-m4-10c-16gb but not mac-mini-m4-pro-20c-64gb, `macbook-pro-m5` does not name
+/// macbook-pro-m5-max-40c-128gb).
+fn names_box(system: &str, node: &crate::hw::NodeSpec) -> bool {
+    let keep = |w: &String| !is_size_word(w) && !matches!(w.as_str(), "nvidia" | "apple" | "amd");
+    let label: Vec<String> = label_words(system).into_iter().filter(keep).collect();
+    let id: Vec<String> = label_words(&node.id).into_iter().filter(keep).collect();
+    if label == id {
+        return true;
+    }
+    // The chip's own words, where the id holds them and the label does not.
+    let phrases = std::iter::once(node.chip.as_str()).chain(CHIP_WORDS.iter().filter(|(_, c)| *c == node.chip).map(|(p, _)| *p));
+    phrases.filter(|p| !holds_phrase(&label, p)).any(|p| {
+        let p = label_words(p);
+        id.windows(p.len()).position(|w| w == p.as_slice()).is_some_and(|at| {
+            let rest: Vec<&String> = id[..at].iter().chain(&id[at + p.len()..]).collect();
+            rest.len() == label.len() && rest.iter().zip(&label).all(|(a, b)| *a == b)
+        })
+    })
+}
+
+/// The node of a memory size (at most the catalog's largest) no preset the label names comes in (`mac-mini-m4-pro` with 48gb,
 /// `mac-studio-m3-ultra` with 96gb): `None` unless the label names the candidates' chip (the
 /// longest chip name it holds, so `m4-pro` before `m4`; `macbook-pro-m5` does not name an M5
 /// Max). A preset of that chip and memory elsewhere in the catalog is taken; else the chip's
@@ -518,7 +557,7 @@ fn memory_variant(
     let words = label_words(system);
     // The label's own box (`gmktec-evo-x2` is gmktec-evo-x2-128gb in another size), else the
     // chip it names.
-    let boxes: Vec<&crate::hw::NodeSpec> = candidates.iter().copied().filter(|n| names_box(system, &n.id)).collect();
+    let boxes: Vec<&crate::hw::NodeSpec> = candidates.iter().copied().filter(|n| names_box(system, n)).collect();
     let chip = match boxes.first() {
         Some(first) if boxes.iter().all(|n| n.chip == first.chip) => first.chip.as_str(),
         _ => candidates
@@ -532,6 +571,10 @@ fn memory_variant(
             assumptions.push(text);
         }
     };
+    // A size beyond every box in the catalog (the 512 GB M3 Ultra's) is no machine: refused.
+    if presets().all(|n| n.memory_gb < gb) {
+        return None;
+    }
     if let Some(same) = presets().find(|n| n.chip == chip && n.memory_gb == gb) {
         note(format!("system `{system}` with {gb} GB: the {chip} preset of that memory, {}", same.id));
         return Some(Ok(same.id.clone()));
@@ -1591,10 +1634,24 @@ mod tests {
             ("m3-ultra", 1, "unknown", vec!["m3-ultra-80c-512gb"], 1),
             // Memory in the system label.
             ("Mac Studio M3 Ultra 256GB", 1, "", vec!["m3-ultra-80c-256gb"], 1),
+            // ... in a size no preset of the named box has: the box with that memory, said.
+            ("Framework Desktop 64GB", 1, "", vec!["framework-desktop-ai-max-395-as-64gb"], 1),
+            // Boxes FACTS-2026 A3/A4 list without a preset: the chip's preset of that memory.
+            ("Bosgame M5", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
+            ("Corsair AI Workstation 300", 2, "2x128gb", vec!["framework-desktop-ai-max-395"; 2], 1),
+            ("MSI EdgeXpert", 1, "128gb", vec!["dell-pro-max-gb10"], 1),
+            // The M4 Max's 36 GB part is the 32-core bin (410 GB/s), not the 40-core box.
+            ("Mac Studio M4 Max 36GB", 1, "", vec!["m4-max-32c-36gb"], 1),
+            ("mac-studio-m4-max", 1, "36gb", vec!["m4-max-32c-36gb"], 1),
         ] {
             assert_eq!(nodes(system, n, mix), Ok((want.iter().map(|s| s.to_string()).collect(), notes)), "{system} {mix}");
         }
-        for (system, mix, why) in [("rtx-5090", "32gb", "has no node preset"), ("max", "128gb", "is ambiguous")] {
+        for (system, mix, why) in [
+            ("rtx-5090", "32gb", "has no node preset"),
+            ("max", "128gb", "is ambiguous"),
+            // A chip the catalog does not have (the M5, not the M5 Max) in a size no preset has.
+            ("MacBook Pro M5 32GB", "", "no node preset of 32 GB"),
+        ] {
             let e = nodes(system, 1, mix).unwrap_err();
             assert!(e.contains(why), "{system}: {e}");
         }
