@@ -1588,6 +1588,10 @@ mod tests {
             ("gmktec-evo-x2", 1, "64gb", vec!["gmktec-evo-x2-128gb-as-64gb"]),
             ("mac-mini-m4", 1, "24gb", vec!["mac-mini-m4-10c-16gb-as-24gb"]),
             ("macbook-pro-m4-max", 2, "2x64gb", vec!["macbook-pro-m4-max-40c-128gb-as-64gb"; 2]),
+            // The M5 and M5 Pro MacBook Pros (FACTS-2026 A1), and an M5 in another size.
+            ("macbook-pro-m5", 1, "24gb", vec!["macbook-pro-m5-10c-24gb"]),
+            ("macbook-pro-m5", 1, "32gb", vec!["macbook-pro-m5-10c-24gb-as-32gb"]),
+            ("macbook-pro-m5-pro", 1, "64gb", vec!["macbook-pro-m5-pro-20c-64gb"]),
         ] {
             assert_eq!(nodes(system, n, mix), Ok(want.iter().map(|s| s.to_string()).collect()), "{system} {mix}");
         }
@@ -1599,10 +1603,10 @@ mod tests {
         for (system, n, mix, why) in [
             ("macbook-pro", 1, "128gb", "is ambiguous: macbook-pro-m4-max-40c-128gb, macbook-pro-m5-max-40c-128gb"),
             ("mac-mini", 1, "unknown", "is ambiguous (mac-mini-m4-pro-20c-64gb, mac-mini-m4-10c-16gb)"),
-            // The label names an M5, the catalog has only an M5 Max: not the same chip in
+            // The label names an M3, the catalog has only M3 Max boxes: not the same chip in
             // another size.
-            ("macbook-pro-m5", 2, "128gb+64gb", "`64gb`: no node preset of that memory"),
-            ("macbook-pro-m5", 1, "32gb", "no node preset of that memory (macbook-pro-m5-max-40c-128gb)"),
+            ("macbook-pro-m3", 2, "128gb+16gb", "`16gb`: no node preset of that memory"),
+            ("macbook-pro-m3", 1, "16gb", "no node preset of that memory (macbook-pro-m3-max-40c-64gb, macbook-pro-m3-max-40c-128gb)"),
             ("mac-pro-m9", 1, "512gb", "has no node preset"),
             ("gmktec-evo-x2", 2, "3x128gb", "make them agree"),
         ] {
@@ -1649,8 +1653,8 @@ mod tests {
         for (system, mix, why) in [
             ("rtx-5090", "32gb", "has no node preset"),
             ("max", "128gb", "is ambiguous"),
-            // A chip the catalog does not have (the M5, not the M5 Max) in a size no preset has.
-            ("MacBook Pro M5 32GB", "", "no node preset of 32 GB"),
+            // A chip the catalog does not have (the M3, not the M3 Max) in a size no preset has.
+            ("MacBook Pro M3 16GB", "", "no node preset of 16 GB"),
         ] {
             let e = nodes(system, 1, mix).unwrap_err();
             assert!(e.contains(why), "{system}: {e}");

@@ -25,8 +25,11 @@ fn validate_resolves_the_names_people_write_and_says_why_it_refuses_the_rest() {
             "unknown model `acme/Bar-7B` and its config `nowhere/bar.json` (notes) cannot be read: tried nowhere/bar.json and",
         ),
         ("ambiguous-system", "system `macbook-pro` with `128gb` is ambiguous: macbook-pro-m4-max-40c-128gb, macbook-pro-m5-max-40c-128gb"),
-        // An M5 (not the catalog's M5 Max) in a size no preset has: refused, not derived.
-        ("no-such-memory", "system `macbook-pro-m5` with `32gb`: no node preset of that memory (macbook-pro-m5-max-40c-128gb)"),
+        // An M3 (not the catalog's M3 Max) in a size no preset has: refused, not derived.
+        (
+            "no-such-memory",
+            "system `macbook-pro-m3` with `16gb`: no node preset of that memory (macbook-pro-m3-max-40c-64gb, macbook-pro-m3-max-40c-128gb)",
+        ),
         ("unknown-quant", "quant `iq9_zz` unknown: name a quantization preset"),
         ("bits-on-cuda", "quant `4bit`: a 4-bit label names no single format for this engine"),
         ("ttft-concurrent", "ttft_s of concurrent requests"),

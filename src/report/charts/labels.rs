@@ -42,6 +42,8 @@ pub(super) fn chip_family(nodes: &[String]) -> String {
             "m4-pro" => "Apple M4 Pro".to_string(),
             "m4" => "Apple M4".to_string(),
             "m5-max" => "Apple M5 Max".to_string(),
+            "m5-pro" => "Apple M5 Pro".to_string(),
+            "m5" => "Apple M5".to_string(),
             "m2-ultra" => "Mac Studio M2 Ultra".to_string(),
             "m1-ultra" => "Mac Studio M1 Ultra".to_string(),
             "m3-max" => "Apple M3 Max".to_string(),
