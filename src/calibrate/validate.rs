@@ -288,7 +288,8 @@ const BACKENDS: &[&str] = &["vulkan", "rocm", "hip", "cuda", "metal", "cpu"];
 
 /// An engine as rows write it, read as a runtime's measurement name (`llama-cpp`, `mlx-lm`), with
 /// what was assumed to read it: case and punctuation (`llama.cpp`, `Llama.CPP`, `mlx_lm`); the
-/// llama.cpp tools (`llama-server`, `llama-bench`); a backend in brackets, as a suffix or a second
+/// llama.cpp tools (`llama-server`, `llama-bench`, `llama-batched-bench`) and its Python bindings
+/// (`llama-cpp-python`); a backend in brackets, as a suffix or a second
 /// word (`llama.cpp (Vulkan)`, `llama-cpp-rocm`, `llama.cpp vulkan`: the twin has one kernel
 /// library per chip and runtime, so GPU backends are not told apart, and says so; the CPU
 /// backend is refused); LM Studio by the file it loads (its MLX engine for MLX files, llama.cpp
@@ -308,8 +309,14 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
         backend = Some(b.to_string());
         name = stem.to_string();
     }
-    if matches!(name.as_str(), "llamacpp" | "llama-server" | "llama-bench" | "llama-cli") {
+    if matches!(name.as_str(), "llamacpp" | "llama-server" | "llama-bench" | "llama-cli" | "llama-batched-bench") {
         name = "llama-cpp".into();
+    }
+    if name == "llama-cpp-python" {
+        // The Python bindings build the llama.cpp they vendor (`vendor/llama.cpp` in their sdist).
+        let note =
+            format!("engine `{}`: llama.cpp's kernels, which the bindings vendor (assumed: Python host costs not modelled)", raw.trim());
+        return Ok(("llama-cpp".into(), Some(note)));
     }
     if matches!(name.as_str(), "lm" | "lmstudio" | "lm-studio") && (name != "lm" || head.contains("studio")) {
         let mlx = crate::catalog::catalog()
@@ -1011,7 +1018,7 @@ fn batched_bench_tokens_drawn(row: &MeasurementRow) -> BatchedBenchTokens {
 
 /// Whether a row was measured by `llama-batched-bench` (named in its notes).
 fn is_batched_bench(row: &MeasurementRow) -> bool {
-    row.notes.contains("llama-batched-bench")
+    row.notes.contains("llama-batched-bench") || row.engine.to_ascii_lowercase().replace(['_', '.'], "-").contains("batched-bench")
 }
 
 /// The rate metrics SGLang's `bench_one_batch_server` prints.
@@ -1669,6 +1676,8 @@ mod tests {
             ("llama.cpp", "q4_k_m", "llama-cpp", None),
             ("Llama.CPP", "q4_k_m", "llama-cpp", None),
             ("llama-server", "q4_k_m", "llama-cpp", None),
+            ("llama-batched-bench", "q4_k_m", "llama-cpp", None),
+            ("llama_cpp_python", "q4_k_m", "llama-cpp", Some("the bindings vendor")),
             ("llama.cpp (Vulkan)", "q4_k_m", "llama-cpp", Some("vulkan")),
             ("llama.cpp vulkan", "q4_k_m", "llama-cpp", Some("vulkan")),
             ("llama-cpp-rocm", "q4_k_m", "llama-cpp", Some("rocm")),
