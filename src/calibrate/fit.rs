@@ -61,8 +61,9 @@ pub fn huber_loss(r: f64, c: f64) -> f64 {
 }
 
 /// Weight of the prior that [`crate::calibrate::calibrate`] puts on every parameter's starting
-/// value (in log / logit units): moving a parameter by a factor e costs as much as a 1% relative
-/// error on one measurement in the robust loss. It decides nothing the data constrain; it keeps a
+/// value (in log / logit units): moving a parameter by a factor e costs as much as 1% more
+/// relative error on one measurement beyond the robust loss's threshold (where that loss is
+/// absolute; [`huber_threshold`]). It decides nothing the data constrain; it keeps a
 /// parameter that only one or two measurements touch from wandering when one of them is left out.
 pub const PRIOR_WEIGHT: f64 = 0.1;
 

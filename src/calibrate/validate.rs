@@ -398,8 +398,7 @@ fn holds_phrase(words: &[String], phrase: &str) -> bool {
 fn nodes_by_words(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
     // Chip makers' names, which the preset ids leave out (`NVIDIA DGX Spark` is dgx-spark), and
     // a memory size the label writes (`Framework Desktop 64GB`: the size is read apart).
-    let words: Vec<String> =
-        label_words(system).into_iter().filter(|w| !matches!(w.as_str(), "nvidia" | "apple" | "amd") && !is_size_word(w)).collect();
+    let words: Vec<String> = label_words(system).into_iter().filter(|w| !is_maker_word(w) && !is_size_word(w)).collect();
     if words.is_empty() {
         return Vec::new();
     }
@@ -438,10 +437,7 @@ fn label_memory_gb(system: &str) -> Option<f64> {
 /// row measured a run that fit the box it ran on, and memory decides only what fits; a binned
 /// chip (the 60-core M3 Ultra) would prefill slower, which the assumption names.
 fn full_box(system: &str, many: &[&crate::hw::NodeSpec], assumptions: &mut Vec<String>) -> String {
-    let best = many
-        .iter()
-        .max_by(|a, b| (a.gpu_cores, a.memory_gb).partial_cmp(&(b.gpu_cores, b.memory_gb)).unwrap_or(std::cmp::Ordering::Equal))
-        .expect("candidates are not empty");
+    let best = fullest(many.iter().copied()).expect("candidates are not empty");
     let others: Vec<&str> = many.iter().filter(|n| n.id != best.id).map(|n| n.id.as_str()).collect();
     assumptions.push(format!(
         "system `{system}` names no memory size: assumed {} (the chip's fullest box; also {})",
@@ -449,6 +445,11 @@ fn full_box(system: &str, many: &[&crate::hw::NodeSpec], assumptions: &mut Vec<S
         others.join(", ")
     ));
     best.id.clone()
+}
+
+/// The box with the most GPU cores, then the most memory.
+fn fullest<'a>(nodes: impl Iterator<Item = &'a crate::hw::NodeSpec>) -> Option<&'a crate::hw::NodeSpec> {
+    nodes.max_by(|a, b| (a.gpu_cores, a.memory_gb).partial_cmp(&(b.gpu_cores, b.memory_gb)).unwrap_or(std::cmp::Ordering::Equal))
 }
 
 /// Presets that differ only in what a throughput prediction does not read from a single box
@@ -517,6 +518,11 @@ fn presets() -> impl Iterator<Item = &'static crate::hw::NodeSpec> {
     cat.nodes.iter().filter(move |n| !derived.contains(&n.id.as_str()))
 }
 
+/// Whether a label word is a chip maker's name, which the preset ids leave out.
+fn is_maker_word(w: &str) -> bool {
+    matches!(w, "nvidia" | "apple" | "amd")
+}
+
 /// Whether a label word is a GPU core count or a memory size (`40c`, `128gb`).
 fn is_size_word(w: &str) -> bool {
     let digits = w.strip_suffix("gb").or_else(|| w.strip_suffix('c'));
@@ -530,7 +536,7 @@ fn is_size_word(w: &str) -> bool {
 /// mac-mini-m4-10c-16gb but not mac-mini-m4-pro-20c-64gb, `macbook-pro-m5` does not name
 /// macbook-pro-m5-max-40c-128gb).
 fn names_box(system: &str, node: &crate::hw::NodeSpec) -> bool {
-    let keep = |w: &String| !is_size_word(w) && !matches!(w.as_str(), "nvidia" | "apple" | "amd");
+    let keep = |w: &String| !is_size_word(w) && !is_maker_word(w);
     let label: Vec<String> = label_words(system).into_iter().filter(keep).collect();
     let id: Vec<String> = label_words(&node.id).into_iter().filter(keep).collect();
     if label == id {
@@ -547,10 +553,10 @@ fn names_box(system: &str, node: &crate::hw::NodeSpec) -> bool {
     })
 }
 
-/// The node of a memory size (at most the catalog's largest) no preset the label names comes in (`mac-mini-m4-pro` with 48gb,
-/// `mac-studio-m3-ultra` with 96gb): `None` unless the label names the candidates' chip (the
-/// longest chip name it holds, so `m4-pro` before `m4`; `macbook-pro-m5` does not name an M5
-/// Max). A preset of that chip and memory elsewhere in the catalog is taken; else the chip's
+/// The node of a memory size no preset the label names comes in (`mac-mini-m4-pro` with 48gb,
+/// `mac-studio-m3-ultra` with 96gb): `None` for a size beyond every catalog box, or unless the
+/// label names the candidates' box ([`names_box`]) or chip (the longest chip name it holds, so
+/// `m4-pro` before `m4`; `macbook-pro-m5-pro` does not name an M5 Max). A preset of that chip and memory elsewhere in the catalog is taken; else the chip's
 /// fullest candidate box with the row's memory, installed as a catalog entry
 /// (`<preset>-as-<N>gb`, `like` the preset): memory decides only what fits and the wired limit,
 /// so every other figure (GPU cores, bandwidth, power, price) is the preset's, as the row's
@@ -586,10 +592,7 @@ fn memory_variant(
         note(format!("system `{system}` with {gb} GB: the {chip} preset of that memory, {}", same.id));
         return Some(Ok(same.id.clone()));
     }
-    let base = candidates
-        .iter()
-        .filter(|n| n.chip == chip && (boxes.is_empty() || boxes.contains(n)))
-        .max_by(|a, b| (a.gpu_cores, a.memory_gb).partial_cmp(&(b.gpu_cores, b.memory_gb)).unwrap_or(std::cmp::Ordering::Equal))?;
+    let base = fullest(candidates.iter().copied().filter(|n| n.chip == chip && (boxes.is_empty() || boxes.contains(n))))?;
     let id = format!("{}-as-{gb}gb", base.id);
     let text = format!(
         "[[node]]\nid = \"{id}\"\nlike = \"{}\"\nname = \"{} with {gb} GB\"\nmemory_gb = {gb:?}\n[node.sources]\nmemory_gb = \"a measurement row's memory size (no preset of it)\"\n",
