@@ -151,6 +151,14 @@ pub struct RuntimeParams {
     /// per kernel of a step run as a graph (`kernel_launch_us` is the eager launch from Python).
     /// Only the `cuda` runtime reads it; required, 0 on runtimes without CUDA graphs.
     pub graph_kernel_us: f64,
+    /// Host time per kernel of building the next step's graph while the GPU runs this one,
+    /// microseconds: MLX builds a step's lazy graph in Python and C++ (one op call per kernel)
+    /// and `async_eval` keeps one step ahead (FACTS.md, mlx-lm), so a step takes the longer of
+    /// its GPU work and this build (a small MoE's hundreds of routing and gather ops can make it
+    /// host-bound). Only the `mlx` runtime reads it. Optional: left out it is 0 (no build
+    /// bottleneck), what profiles written before 2026-12-05 meant.
+    #[serde(default)]
+    pub host_per_kernel_us: f64,
     /// ALU instructions per weight each time a multi-token GEMM dequantises a GGUF k-quant or
     /// i-quant block into its tile (unpack the packed 6-bit scale and min, mask and shift the
     /// 4-6-bit value, convert, fused multiply-add). Required: 0 where a runtime multiplies
@@ -535,7 +543,7 @@ pub const RUNTIME_FIELDS: &[Field<RuntimeParams>] = fields!(RuntimeParams:
     kernel_launch_us "us" NonNegative, host_per_step_us "us" NonNegative, bw_scale "" Positive, compute_scale "" Positive,
     bw_mult_half "" Positive, bw_mult_8bit "" Positive, bw_mult_mxfp4 "" Positive,
     stage_us "us" NonNegative, host_per_seq_us "us" NonNegative, bw_mult_nvfp4 "" Positive, bw_mult_fp8 "" Positive,
-    graph_kernel_us "us" NonNegative,
+    graph_kernel_us "us" NonNegative, host_per_kernel_us "us" NonNegative,
     dequant_ops_kquant "ops" NonNegative, dequant_ops_legacy "ops" NonNegative,
     dequant_ops_mxfp4 "ops" NonNegative, dequant_ops_affine "ops" NonNegative,
 );

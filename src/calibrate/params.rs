@@ -47,14 +47,20 @@ pub(crate) fn dvalue(fraction: bool, v: f64) -> f64 {
 }
 
 /// A profile seeded for a harness host: when it has no `harness-host` chip, the host's
-/// parameters start from the M3 Ultra's (MLX runtime only). A profile with neither is returned
-/// as is: predicting harness data then fails with an error naming the missing chip.
+/// parameters start from the M3 Ultra's (MLX runtime only, without its host graph-build cost).
+/// A profile with neither is returned as is: predicting harness data then fails with an error
+/// naming the missing chip.
 pub fn with_host_chip(base: &Profile) -> Profile {
     let mut p = base.clone();
     if !p.chips.contains_key(HOST_CHIP) {
         if let Some(seed) = p.chips.get(SEED_CHIP) {
             let mut chip = seed.clone();
             chip.runtimes.retain(|k, _| k == "mlx");
+            // Not seeded: the Mac's graph-build cost per kernel is that CPU's, and the harness
+            // fits none of its own (its launch cost takes whatever host time its runs show).
+            for rt in chip.runtimes.values_mut() {
+                rt.host_per_kernel_us = 0.0;
+            }
             p.chips.insert(HOST_CHIP.into(), chip);
         }
     }

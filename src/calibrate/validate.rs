@@ -1089,10 +1089,37 @@ fn batched_bench_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumption
     Ok((prompt, generate))
 }
 
-/// "N generated tokens" in a row's notes, or the benchmark's test name `tgN`.
+/// "N generated tokens" in a row's notes (or a client's request size: `N tokens/request`, `N
+/// max tokens`, `max_tokens N`), or the benchmark's test name `tgN`.
 fn notes_generated(row: &MeasurementRow) -> Option<u64> {
     let words: Vec<&str> = row.notes.split_whitespace().collect();
+    let number = |w: &str| w.trim_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().ok();
     let spelled = words.windows(3).find(|w| w[1] == "generated" && w[2].starts_with("tokens")).and_then(|w| w[0].parse::<u64>().ok());
+    // What a serving benchmark's client asks for: `300 tokens/request`, `256 tokens per
+    // request`, `256 max tokens`, `max_tokens 256` / `max_tokens=256` (each request generates
+    // that many: the benchmarks ban or ignore an early end).
+    let per_request = || {
+        words.windows(3).find_map(|w| {
+            let unit = w[1].trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+            match unit {
+                "tokens/request" | "tokens/req" => number(w[0]),
+                "tokens" if w[2].starts_with("per") => number(w[0]),
+                "max" if w[2].starts_with("tokens") => number(w[0]),
+                _ => None,
+            }
+        })
+    };
+    let max_tokens = || {
+        words.iter().enumerate().find_map(|(i, w)| {
+            let w = w.to_ascii_lowercase();
+            let rest = w.strip_prefix("max_tokens").or_else(|| w.strip_prefix("--max-tokens"))?;
+            match rest.trim_start_matches(['=', ':']) {
+                "" => words.get(i + 1).and_then(|n| number(n)),
+                n => number(n),
+            }
+        })
+    };
+    let spelled = spelled.or_else(per_request).or_else(max_tokens);
     // A benchmark's own test name: llama-benchy and llama-bench write `tg128` for 128 tokens.
     let test = || {
         words
@@ -1526,6 +1553,25 @@ mod tests {
         let got = predict(&prepared[2], &Profile::default_profile()).unwrap();
         assert_eq!(got, est.peak_power_w);
         assert!(got >= est.cluster_power_w && got > est.node_peak_power_w[0]);
+    }
+
+    #[test]
+    fn generated_tokens_are_read_as_the_notes_write_them() {
+        let notes = |n: &str| notes_generated(&rows(&format!("a,x,1,,m,q,e,none,none,,1,decode_tokens_per_s,1,tok/s,s,\"{n}\"\n"))[0]);
+        for (text, want) in [
+            ("200 generated tokens per request", Some(200)),
+            ("--continuous-batching, 300 tokens/request, same prompt", Some(300)),
+            ("256 tokens per request", Some(256)),
+            ("a fork states 'Test: 5 prompts, 256 max tokens'", Some(256)),
+            ("max_tokens=512", Some(512)),
+            ("client max_tokens 64", Some(64)),
+            ("--max-tokens 1024", Some(1024)),
+            ("llama-bench tg128", Some(128)),
+            ("5 prompts; 256 KiB frames", None),
+            ("short prompts", None),
+        ] {
+            assert_eq!(notes(text), want, "{text}");
+        }
     }
 
     #[test]

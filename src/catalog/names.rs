@@ -251,6 +251,11 @@ impl Catalog {
         if let Some((id, assumed)) = unsloth_dynamic(self, &q) {
             return Ok(QuantName { id, by_width: false, assumed: Some(assumed) });
         }
+        // The framework written before the format (`mlx-mxfp4-q8`, `MLX 8-bit`, `mlx-bf16`): the
+        // format in MLX's family. An id that starts so (`mlx-4bit`) was found above.
+        if let Some(rest) = ["mlx-", "mlx_", "mlx "].iter().find_map(|p| q.strip_prefix(p)).filter(|r| !r.trim().is_empty()) {
+            return self.find_quant(rest, QuantFamily::Mlx).map_err(|_| QuantNameError::Unknown(label.trim().to_string()));
+        }
         let bits = bits_label(&q).ok_or_else(|| QuantNameError::Unknown(label.trim().to_string()))?;
         let (id, assumed) = match (family, bits) {
             (QuantFamily::Mlx, 4) => ("mlx-4bit", None),
@@ -428,6 +433,11 @@ mod tests {
             ("Q4_K_XL", QuantFamily::Gguf, "ud-q4_k_xl", false, false),
             ("F16", QuantFamily::Gguf, "bf16", false, false),
             ("MXFP4-Q8", QuantFamily::Mlx, "mxfp4", false, false),
+            // The framework's name before the format.
+            ("mlx-mxfp4-q8", QuantFamily::Mlx, "mxfp4", false, false),
+            ("MLX 8-bit", QuantFamily::Mlx, "mlx-8bit", true, false),
+            ("mlx-bf16", QuantFamily::Any, "bf16", false, false),
+            ("mlx-6bit", QuantFamily::Gguf, "mlx-6bit", false, false),
             ("4bit-DWQ", QuantFamily::Mlx, "mlx-4bit", false, false),
             ("4bit", QuantFamily::Mlx, "mlx-4bit", true, false),
             ("8-bit", QuantFamily::Mlx, "mlx-8bit", true, false),
@@ -466,7 +476,7 @@ mod tests {
         // Q8_K is no file type: a Q8_K_XL is read as Q8_0 (through its preset).
         assert_eq!(c.find_quant("UD-Q8_K_XL", QuantFamily::Gguf).unwrap().id, "ud-q8_k_xl");
         assert_eq!(q("4bit", QuantFamily::Hf), Err(QuantNameError::NoSingleFormat { bits: 4 }));
-        for unknown in ["IQ5_XS", "TQ1_0", "UD-TQ1_0", "Q9_K_XL", "UD-BF16", "UD-", "_XL", "IQ4_XS - Medium"] {
+        for unknown in ["mlx-", "mlx-q9", "IQ5_XS", "TQ1_0", "UD-TQ1_0", "Q9_K_XL", "UD-BF16", "UD-", "_XL", "IQ4_XS - Medium"] {
             assert_eq!(q(&format!(" {unknown} "), QuantFamily::Gguf), Err(QuantNameError::Unknown(unknown.into())), "{unknown}");
         }
     }

@@ -60,6 +60,8 @@ pub(super) struct SegmentParts {
     gpu_ns: f64,
     /// The context-independent ops' host dispatch beside the GPU, ns ([`super::cost::LaunchCost`]).
     dispatch_ns: f64,
+    /// The context-independent ops' host build for the next step, ns ([`LaunchCost::ahead_us`]).
+    ahead_ns: f64,
     /// The context-independent ops' work.
     work: Work,
     /// The ops whose cost grows with the context, as indices into `ctx_ops`.
@@ -85,17 +87,40 @@ impl Lowered {
         self.split_parts(plan, head_rows);
         // Each distinct context-dependent op once; a segment adds its ops' times in its order,
         // so the sums are the same bits as timing every op of every segment.
-        let ctx_ns: Vec<(f64, f64)> = self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(plan, *node, op, rows)).collect();
+        let ctx_ns: Vec<(f64, f64, f64)> = self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(plan, *node, op, rows)).collect();
+        // Per node: its GPU tasks' time and its host's build of the next step's graph.
+        let mut gpu_by_node = vec![0u64; plan.n()];
+        let mut ahead_by_node = vec![0.0f64; plan.n()];
         for &(task, seg) in &self.gpu_tasks {
             let p = &self.seg_parts[seg];
             let gpu = p.by_context.iter().fold(p.gpu_ns, |acc, &j| acc + ctx_ns[j].0);
             let dispatch = p.by_context.iter().fold(p.dispatch_ns, |acc, &j| acc + ctx_ns[j].1);
+            let node = self.segments[seg].node;
+            ahead_by_node[node] += p.by_context.iter().fold(p.ahead_ns, |acc, &j| acc + ctx_ns[j].2);
             let ns = LaunchCost::join(gpu, dispatch);
             // Clamp to ~11 days so sums of durations can never overflow.
-            self.graph.set_duration(task, ns.round().clamp(0.0, 1e15) as Time);
+            let ns = ns.round().clamp(0.0, 1e15) as Time;
+            gpu_by_node[node] += ns;
+            self.graph.set_duration(task, ns);
+        }
+        // A build longer than the node's GPU work holds the next step back by the difference:
+        // paid after this step's forward, on the host (one host task per node and step).
+        // Assumed: the build overlaps only the node's own GPU work, not its waits on other
+        // nodes (a slight overestimate where a node idles in a collective). A pipeline's stages
+        // build and run one after another (exo: recv, layers, eval, send, FACTS.md), so its
+        // builds count as one against its stages' GPU work, paid on the last stage's host: a
+        // host-bound single stream gains nothing from the split (its step is never shorter than
+        // one node's, the batch-1 pipeline law).
+        if plan.options.parallelism == super::Parallelism::Pipeline && plan.n() > 1 {
+            let (ahead, gpu): (f64, Time) = (ahead_by_node.iter().sum(), gpu_by_node.iter().sum());
+            let last = plan.n() - 1;
+            ahead_by_node = vec![0.0; plan.n()];
+            gpu_by_node = vec![0; plan.n()];
+            (ahead_by_node[last], gpu_by_node[last]) = (ahead, gpu);
         }
         for &(task, node) in &self.host_tasks {
-            self.graph.set_duration(task, plan.cost(node).host_ns(head_rows));
+            let behind = (ahead_by_node[node].round().clamp(0.0, 1e15) as Time).saturating_sub(gpu_by_node[node]);
+            self.graph.set_duration(task, plan.cost(node).host_ns(head_rows) + behind);
         }
     }
 
@@ -167,6 +192,7 @@ impl Lowered {
                     let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
                     parts.gpu_ns += cost.op_ns_routed(op, toks, 0, routed.min(toks));
                     parts.dispatch_ns += cost.dispatch_ns(op, toks);
+                    parts.ahead_ns += cost.ahead_ns(op, toks);
                     parts.work += cost.op_work_routed(op, toks, 0, routed.min(toks));
                 }
             }
@@ -177,12 +203,13 @@ impl Lowered {
 }
 
 /// A context-dependent op over every sequence of a batch, each over its own context; kernel
-/// launches are paid once for the batch. Returns its GPU time and its host dispatch, ns.
-fn per_sequence_ns(plan: &Plan, node: usize, op: &Op, rows: &[(u64, u64)]) -> (f64, f64) {
+/// launches are paid once for the batch. Returns its GPU time, its host dispatch and its host
+/// build for the next step, ns.
+fn per_sequence_ns(plan: &Plan, node: usize, op: &Op, rows: &[(u64, u64)]) -> (f64, f64, f64) {
     let cost = plan.cost(node);
     let mut ns = cost.op_ns(op, rows[0].0, rows[0].1);
     for &(t, c) in &rows[1..] {
         ns += cost.op_ns(op, t, c) - cost.launch_ns(op, t);
     }
-    (ns, cost.dispatch_ns(op, rows[0].0))
+    (ns, cost.dispatch_ns(op, rows[0].0), cost.ahead_ns(op, rows[0].0))
 }

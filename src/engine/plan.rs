@@ -331,15 +331,18 @@ impl Plan {
     /// nothing on the host per kernel. vLLM V1's piecewise graphs cover mixed prefill/decode
     /// steps too, attention excepted; graphs are charged on every step (an assumption:
     /// FACTS-2026 B2 gives the decode effect only). The others pay their fitted launch cost on
-    /// the GPU's timeline.
+    /// the GPU's timeline; MLX also builds the next step's graph on the host beside it
+    /// (`host_per_kernel_us`, [`LaunchCost::ahead_us`]).
     fn launch_cost(&self, node: usize) -> LaunchCost {
         let rt = &self.runtimes[node];
         match self.options.kind.runtime() {
             Runtime::Cuda => LaunchCost {
                 serial_us: rt.graph_kernel_us.min(rt.kernel_launch_us),
                 dispatch_us: if self.options.cuda.cuda_graphs { 0.0 } else { rt.kernel_launch_us },
+                ahead_us: 0.0,
             },
-            _ => LaunchCost { serial_us: rt.kernel_launch_us, dispatch_us: 0.0 },
+            Runtime::Mlx => LaunchCost { serial_us: rt.kernel_launch_us, dispatch_us: 0.0, ahead_us: rt.host_per_kernel_us },
+            Runtime::LlamaCpp => LaunchCost { serial_us: rt.kernel_launch_us, dispatch_us: 0.0, ahead_us: 0.0 },
         }
     }
 

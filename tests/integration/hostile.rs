@@ -631,7 +631,8 @@ fn an_mtbf_expecting_millions_of_faults_is_refused_at_the_key() {
 }
 
 /// Issue 23 item 5: a profile missing a cost field is an error naming the field and the file,
-/// never a silent 0 or 1 (every field of a runtime's table, the chip's, `[comm]` and `[misc]`).
+/// never a silent 0 or 1 (every field of a runtime's table, the chip's, `[comm]` and `[misc]`),
+/// except the two added later with the meaning older profiles had (CHANGELOG.md).
 #[test]
 fn a_profile_missing_any_field_names_it_and_the_file() {
     let text = std::fs::read_to_string(crate::root().join("calibration/profiles/default.toml")).unwrap();
@@ -642,17 +643,21 @@ fn a_profile_missing_any_field_names_it_and_the_file() {
         let end = body.find("\n[").unwrap_or(body.len());
         for line in body[..end].lines().filter(|l| l.contains(" = ") && !l.starts_with('#')) {
             let key = line.split(" = ").next().unwrap();
-            if key == "bw_mult_fp8" {
-                // The one optional field: profiles written before it (without it or its source)
-                // read FP8 at `bw_mult_8bit`.
+            if key == "bw_mult_fp8" || key == "host_per_kernel_us" {
+                // The optional fields: profiles written before them (without them or their
+                // sources) read FP8 at `bw_mult_8bit` and build MLX's graphs in no time.
                 let mut cut = format!("{}{}", &text[..start], body.replacen(&format!("{line}\n"), "", 1));
-                let head = "\n[sources.\"chips.m3-ultra.runtimes.mlx.bw_mult_fp8\"]\n";
-                let from = cut.find(head).expect("its source");
+                let head = format!("\n[sources.\"chips.m3-ultra.runtimes.mlx.{key}\"]\n");
+                let from = cut.find(&head).expect("its source");
                 let to = from + 1 + cut[from + 1..].find("\n[").unwrap();
                 cut.replace_range(from..to, "");
                 let p = supernode::profile::Profile::parse(&cut, "my-profile.toml").unwrap();
                 let mlx = &p.chips["m3-ultra"].runtimes["mlx"];
-                assert_eq!(mlx.bw_mult_fp8, mlx.bw_mult_8bit);
+                if key == "bw_mult_fp8" {
+                    assert_eq!(mlx.bw_mult_fp8, mlx.bw_mult_8bit);
+                } else {
+                    assert_eq!(mlx.host_per_kernel_us, 0.0);
+                }
                 continue;
             }
             let cut = format!("{}{}", &text[..start], body.replacen(&format!("{line}\n"), "", 1));

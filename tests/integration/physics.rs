@@ -604,3 +604,41 @@ fn llama_cpp_rpc_is_the_same_on_an_rdma_fabric_as_on_its_tcp_sibling() {
     }
     verdict("llama.cpp RPC on RDMA == on its TCP sibling", checked, bad);
 }
+
+/// The profile without jitter, with MLX's host graph build at `us` per kernel on every chip.
+fn with_graph_build(us: f64) -> Profile {
+    let mut p = profile().clone();
+    for rt in p.chips.values_mut().filter_map(|c| c.runtimes.get_mut("mlx")) {
+        rt.host_per_kernel_us = us;
+    }
+    p
+}
+
+/// MLX builds the next step's lazy graph on the host while the GPU runs this one (`async_eval`
+/// keeps one step ahead, FACTS.md): a decode step takes the longer of the two, never their sum.
+/// Hand-checked on one M4 Max: at 100 us a kernel the step is the build alone (Qwen3-30B-A3B's
+/// 1112 kernels: 111.2 ms), twice as long at 200 us; without a build it is the GPU's; Llama 3.2 3B's 424-kernel build at
+/// the profile's 7.26 us (3.1 ms) stays under its GPU work and changes nothing, while
+/// Qwen3-30B-A3B's (8.07 ms) exceeds its ~5.5 ms and sets the step: the 123.9 tok/s FACTS.md
+/// gives for vllm-mlx's simple mode, whose figure the per-kernel cost was derived from.
+#[test]
+fn an_mlx_step_takes_the_longer_of_the_gpu_work_and_the_hosts_graph_build() {
+    let rate = |model: &'static str, p: &Profile| {
+        let s = Case::one("m4-max-40c-128gb", model, "mlx-4bit", "mlx-lm").scenario().expect("scenario");
+        estimate(&s, p).expect("runs").decode_tokens_per_s
+    };
+    let slow = rate("qwen3-30b-a3b", &with_graph_build(100.0));
+    assert!((1.0 / slow / 0.1112 - 1.0).abs() < 0.01, "{} s a step", 1.0 / slow);
+    let slower = rate("qwen3-30b-a3b", &with_graph_build(200.0));
+    assert!((slow / slower - 2.0).abs() < 1e-3, "a host-bound step is the build alone: {slow} vs {slower}");
+    let gpu = rate("qwen3-30b-a3b", &with_graph_build(0.0));
+    let shipped = profile().chips["m4-max"].runtimes["mlx"].host_per_kernel_us;
+    assert_eq!(shipped, 7.26, "the FACTS-derived prior, not fitted");
+    let built = rate("qwen3-30b-a3b", profile());
+    assert!(gpu > 170.0 && (slow / built - shipped / 100.0).abs() < 1e-3, "GPU-bound {gpu}, host-bound {built}");
+    assert!((built / 123.9 - 1.0).abs() < 0.005, "{built} vs FACTS' 123.9");
+    // A build under the GPU's work costs nothing.
+    let dense = rate("llama-3.2-3b", profile());
+    assert_eq!(dense, rate("llama-3.2-3b", &with_graph_build(0.0)));
+    assert!((dense / 200.1 - 1.0).abs() < 0.05, "{dense} vs FACTS' 200.1");
+}

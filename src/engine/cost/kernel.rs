@@ -102,6 +102,11 @@ pub struct LaunchCost {
     pub serial_us: f64,
     /// Per kernel on the host's timeline, overlapping the GPU's, µs (0: none).
     pub dispatch_us: f64,
+    /// Per kernel of the host's build of the next step's graph, µs (0: none): MLX's lazy graph
+    /// is built op by op on the host while the GPU runs the step before (`async_eval` keeps one
+    /// step ahead, FACTS.md), so a node's step takes the longer of its GPU work and this build
+    /// ([`crate::engine::Lowered::retime_rows`] adds what the build exceeds the GPU by).
+    pub ahead_us: f64,
 }
 
 impl LaunchCost {
@@ -279,6 +284,11 @@ impl NodeCost<'_> {
     /// ([`LaunchCost`]); 0 where the runtime pays its launches on the GPU's timeline.
     pub fn dispatch_ns(&self, op: &Op, tokens: u64) -> f64 {
         (op.kernels + self.mla_form(op, tokens).extra_kernels(op)) as f64 * self.launch.dispatch_us * 1e3
+    }
+
+    /// The host's build of one operation's kernels for the next step, ns ([`LaunchCost::ahead_us`]).
+    pub fn ahead_ns(&self, op: &Op, tokens: u64) -> f64 {
+        (op.kernels + self.mla_form(op, tokens).extra_kernels(op)) as f64 * self.launch.ahead_us * 1e3
     }
 
     /// How an MLA op runs a step of `tokens` rows (irrelevant, and inert, for other ops).
@@ -602,6 +612,7 @@ mod tests {
             bw_mult_nvfp4: 1.0,
             bw_mult_fp8: 1.0,
             graph_kernel_us: 0.0,
+            host_per_kernel_us: 0.0,
             dequant_ops_kquant: 0.0,
             dequant_ops_legacy: 0.0,
             dequant_ops_mxfp4: 0.0,
@@ -632,7 +643,7 @@ mod tests {
             kv_shard: 1.0,
             hidden: 64,
             mla: MlaOptions::default(),
-            launch: LaunchCost { serial_us: runtime.kernel_launch_us, dispatch_us: 0.0 },
+            launch: LaunchCost { serial_us: runtime.kernel_launch_us, dispatch_us: 0.0, ahead_us: 0.0 },
             fast_sync: false,
             flash_attention: false,
             kv_byte_scale: 1.0,
@@ -670,7 +681,7 @@ mod tests {
         // the host. One kernel of a 4 ms GEMV: the GPU's timeline is 4.001 ms, the host's
         // 0.02 ms, so the op takes the GPU's; a run of 300 such launches on a 1 ms GPU
         // timeline takes the host's 6 ms.
-        let eager = NodeCost { launch: LaunchCost { serial_us: 1.0, dispatch_us: 20.0 }, ..node(&c, &r, &m) };
+        let eager = NodeCost { launch: LaunchCost { serial_us: 1.0, dispatch_us: 20.0, ahead_us: 0.0 }, ..node(&c, &r, &m) };
         let op = dense(Placement::Replicated);
         assert!(close(eager.op_ns(&op, 1, 0), 4_000_000.0 + 1_000.0));
         assert_eq!(eager.launch_ns(&op, 1), 1_000.0);

@@ -86,6 +86,11 @@ pub const COST_PARAMETERS: &[CostParameter] = &[
     p(Runtime, "bw_mult_nvfp4", "bandwidth multiplier of NVFP4 weight kernels (CUDA engines)"),
     p(Runtime, "bw_mult_fp8", "bandwidth multiplier of FP8 W8A8 weight kernels (CUDA engines)"),
     p(Runtime, "graph_kernel_us", "one kernel inside a replayed CUDA graph (CUDA engines without --enforce-eager)"),
+    p(
+        Runtime,
+        "host_per_kernel_us",
+        "MLX's host build of the next step's graph, per kernel, beside the GPU's step (a step takes the longer)",
+    ),
     p(Runtime, "dequant_ops_kquant", "ALU instructions per k-quant weight per GEMM token tile (prefill)"),
     p(Runtime, "dequant_ops_legacy", "ALU instructions per legacy-block weight per GEMM token tile (prefill)"),
     p(Runtime, "dequant_ops_mxfp4", "ALU instructions per MXFP4 weight per GEMM token tile (prefill)"),
