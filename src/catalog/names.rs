@@ -78,6 +78,17 @@ pub fn model_key(name: &str) -> String {
     tokens.concat().chars().filter(char::is_ascii_alphanumeric).collect()
 }
 
+/// The model part of a repo or file name written `{org}_{model}` (an org of letters and `-`,
+/// then `_`), e.g. `bartowski/Qwen_Qwen3-8B-GGUF` -> `Qwen3-8B-GGUF`,
+/// `meta-llama_Llama-3.3-70B-Instruct-Q4_K_M.gguf` -> `Llama-3.3-70B-Instruct-Q4_K_M.gguf`;
+/// `None` for any other name (before a GGUF type's `_` stands a digit: `Qwen3-8B-Q4_K_M.gguf`).
+fn org_prefixed(name: &str) -> Option<&str> {
+    let base = name.trim().rsplit('/').next()?;
+    let (org, rest) = base.split_once('_')?;
+    let org_like = org.chars().any(|c| c.is_ascii_alphabetic()) && org.chars().all(|c| c.is_ascii_alphabetic() || c == '-');
+    (org_like && !org.starts_with('-') && !rest.is_empty()).then_some(rest)
+}
+
 impl Catalog {
     /// The model preset a name written by a person means: an id or alias exactly, else the
     /// one preset whose id or alias has the same [`model_key`]. Errors: unknown, or ambiguous
@@ -94,7 +105,12 @@ impl Catalog {
             .collect();
         match hits.as_slice() {
             [one] => Ok(one),
-            [] => Err(ModelNameError::Unknown(name.trim().to_string())),
+            // A quantizer's repo named `{org}_{model}` (bartowski's `Qwen_Qwen3-30B-A3B-GGUF`,
+            // `mistralai_Mistral-Small-3.1-24B-Instruct-2503-GGUF`): the model after the org.
+            [] => match org_prefixed(name) {
+                Some(rest) => self.find_model(rest).map_err(|_| ModelNameError::Unknown(name.trim().to_string())),
+                None => Err(ModelNameError::Unknown(name.trim().to_string())),
+            },
             many => {
                 Err(ModelNameError::Ambiguous { name: name.trim().to_string(), presets: many.iter().map(|(p, _)| p.id.clone()).collect() })
             }
@@ -342,6 +358,10 @@ mod tests {
             ("MiniMaxAI/MiniMax-M2", "minimax-m2.1"),
             ("mlx-community/MiniMax-M2.1-4bit", "minimax-m2.1"),
             ("QWEN3.5-35B-A3B-MXFP4-Q8", "qwen3.5-35b-a3b"),
+            // A quantizer's `{org}_{model}` repo.
+            ("bartowski/Qwen_Qwen3-30B-A3B-GGUF", "qwen3-30b-a3b"),
+            ("bartowski/openai_gpt-oss-120b-GGUF", "gpt-oss-120b"),
+            ("meta-llama_Llama-3.3-70B-Instruct-Q4_K_M.gguf", "llama-3.3-70b"),
         ] {
             let got = c.find_model(name).map(|(p, _)| p.id.as_str());
             assert_eq!(got, Ok(id), "{name}");
@@ -379,6 +399,8 @@ mod tests {
             "llama-3.1-7b",
             "",
             "-it",
+            "bartowski/Qwen_Qwen3-20B-GGUF",
+            "Qwen3_",
         ] {
             assert_eq!(c.find_model(name).map(|(p, _)| p.id.clone()), Err(ModelNameError::Unknown(name.trim().into())), "{name}");
         }
