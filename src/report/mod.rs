@@ -63,7 +63,7 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
     if !e.decode_gpu_busy_percent.is_empty() {
         let per: Vec<String> = e.decode_gpu_busy_percent.iter().map(|p| format!("{p:.0}")).collect();
         let waits = e.decode_gpu_busy_percent.iter().any(|p| *p < 99.5);
-        let note = if waits { "  (the rest waits on syncs, collectives and transfers)" } else { "" };
+        let note = if waits { "  (the rest waits on the host, syncs, collectives and transfers)" } else { "" };
         row(&mut s, "GPU busy in decode", format!("{}%{note}", per.join(", ")));
     }
     row(
