@@ -312,6 +312,22 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
     if matches!(name.as_str(), "llamacpp" | "llama-server" | "llama-bench" | "llama-cli" | "llama-batched-bench") {
         name = "llama-cpp".into();
     }
+    // A runtime's own server or serving command: mlx-lm's `mlx_lm.server`, TensorRT-LLM's
+    // `trtllm-serve` (the engine that runs behind each).
+    match name.as_str() {
+        "mlx-lm-server" => name = "mlx-lm".into(),
+        "trtllm-serve" => name = "trtllm".into(),
+        _ => {}
+    }
+    // A GPU backend named alone (`vulkan_radv`, `rocm-7.1`, `rocm7-nightlies`, `amdvlk`): the
+    // Strix Halo and GB10 benchmark tables name llama.cpp builds by their backend.
+    if let Some(b) = bare_backend(&name) {
+        let note = format!(
+            "engine `{}`: a GPU backend named alone, read as llama.cpp built for it (GPU backends such as {b} are not told apart)",
+            raw.trim()
+        );
+        return Ok(("llama-cpp".into(), Some(note)));
+    }
     if name == "llama-cpp-python" {
         // The Python bindings build the llama.cpp they vendor (`vendor/llama.cpp` in their sdist).
         let note =
@@ -344,6 +360,17 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
             Ok((name, Some(note)))
         }
         _ => Ok((name, None)),
+    }
+}
+
+/// The GPU backend a whole engine label names when it names nothing else (`vulkan-radv`,
+/// `rocm-7-1`, `rocm7-nightlies`, `radv`, `amdvlk`), as the label's first token without its
+/// version digits; `None` for a label that names a runtime (or the CPU backend).
+fn bare_backend(name: &str) -> Option<&'static str> {
+    let first = name.split('-').next()?.trim_end_matches(|c: char| c.is_ascii_digit());
+    match first {
+        "radv" | "amdvlk" => Some("vulkan"),
+        b => BACKENDS.iter().copied().find(|x| *x == b && *x != "cpu"),
     }
 }
 
@@ -1736,6 +1763,14 @@ mod tests {
             ("LM Studio", "4bit", "mlx-lm", Some("MLX file")),
             ("lmstudio", "Q4_K_M", "llama-cpp", Some("GGUF file")),
             ("exo", "4bit", "exo", None),
+            // A runtime's server command; a GPU backend named alone (Strix Halo toolbox tables).
+            ("mlx_lm.server", "4bit", "mlx-lm", None),
+            ("trtllm-serve", "fp8", "trtllm", None),
+            ("vulkan_radv", "q4_k_m", "llama-cpp", Some("a GPU backend named alone")),
+            ("rocm-7.1", "q4_k_m", "llama-cpp", Some("rocm")),
+            ("rocm7-nightlies", "q4_k_m", "llama-cpp", Some("rocm")),
+            ("amdvlk", "q4_k_m", "llama-cpp", Some("vulkan")),
+            ("Vulkan", "q4_k_m", "llama-cpp", Some("vulkan")),
         ] {
             let (name, said) = engine_label(raw, quant).unwrap();
             assert_eq!(name, want, "{raw}");
@@ -1745,6 +1780,9 @@ mod tests {
             }
         }
         assert!(engine_label("llama.cpp (CPU)", "q4_k_m").unwrap_err().contains("CPU backend is not modelled"));
+        // A runtime named with a backend is that runtime, not llama.cpp; the CPU alone is no GPU.
+        assert_eq!(engine_label("vllm-rocm", "fp8").unwrap().0, "vllm");
+        assert_eq!(engine_label("cpu", "q4_k_m").unwrap().0, "cpu");
     }
 
     /// Quant labels people write, per engine: what each becomes (and what is assumed), or why
