@@ -800,7 +800,13 @@ pub fn row_scenario_in(
     if row.metric == "aggregate_decode_tokens_per_s" && counts_from_first_token(row) {
         assumptions.push("llama-benchy's rate: streamed text after each request's first (for gpt-oss, the first after its 3-token harmony header), from the earliest first text to the last token".into());
     }
-    if row.metric == "aggregate_decode_tokens_per_s" {
+    if concurrent_ttft(row) {
+        assumptions.push(format!(
+            "ttft_s of {} concurrent requests sent at once: the mean over the requests, queueing for the prefills before each included (the serving run's mean TTFT)",
+            row.concurrency.trim()
+        ));
+    }
+    if row.metric == "aggregate_decode_tokens_per_s" || concurrent_ttft(row) {
         // N concurrent requests sent at once, each user one request: the benchmark's batch.
         let c: i64 = row.concurrency.trim().parse().map_err(|_| "aggregate rows need the `concurrency` column".to_string())?;
         b.workload_kind("serve");
@@ -950,12 +956,16 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         // Time to first token of one request: its prompt's prefill, whose last step yields the
         // first token (`Estimate::ttft_s`, as `run` reports it).
         "ttft_s" => {
-            if row.concurrency.trim().parse::<u64>().is_ok_and(|c| c > 1) {
-                return Err("ttft_s of concurrent requests (a serving run's queueing) is not predicted: only single-request rows".into());
-            }
             let p: u64 =
                 row.prompt_tokens.trim().parse().map_err(|_| "ttft_s row without prompt length: fill in prompt_tokens".to_string())?;
-            (p, 1)
+            if concurrent_ttft(row) {
+                // The serving run of the benchmark's batch: each request's output as its notes
+                // or its run say (its own first token is what is timed).
+                let (_, generate) = serve_tokens(row, all, assumptions);
+                (p, generate)
+            } else {
+                (p, 1)
+            }
         }
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, assumptions)?,
         "aggregate_decode_tokens_per_s" => serve_tokens(row, all, assumptions),
@@ -1427,6 +1437,12 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
         "aggregate_decode_tokens_per_s" => serve_rate(est)?,
         other => return Err(RowError::Metric(other.to_string())),
     })
+}
+
+/// Whether a row is the time to first token of several concurrent requests (a serving run's
+/// TTFT, queueing included), not of one request's prefill.
+fn concurrent_ttft(row: &MeasurementRow) -> bool {
+    row.metric == "ttft_s" && row.concurrency.trim().parse::<u64>().is_ok_and(|c| c > 1)
 }
 
 /// Whether a serving row was measured by a benchmark that starts its clock at the first token
