@@ -82,6 +82,8 @@ pub fn kind_of(data: &Dataset, i: usize) -> String {
         // A time to first token is a prefill's time: its interval uses the prefill scatter
         // (`interval::kinds_of`).
         TargetSource::Row(p) if p.row.metric == "ttft_s" => "prefill_tokens_per_s".into(),
+        // A time per output token is a decode step's time: the decode scatter.
+        TargetSource::Row(p) if p.row.metric == "tpot_ms" => "decode_tokens_per_s".into(),
         TargetSource::Row(p) => p.row.metric.clone(),
         TargetSource::Harness(h, k) => match h.benchmarks[*k].kind {
             super::HarnessKind::E2eDecode => "decode_tokens_per_s".into(),

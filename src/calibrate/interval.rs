@@ -40,7 +40,7 @@ pub struct Interval {
 /// per token is power over decode rate).
 pub fn kinds_of(output: &str) -> &'static [&'static str] {
     match output {
-        "decode_tokens_per_s" => &["decode_tokens_per_s"],
+        "decode_tokens_per_s" | "tpot_ms" => &["decode_tokens_per_s"],
         "prefill_tokens_per_s" | "ttft_s" => &["prefill_tokens_per_s"],
         "energy_j_per_token" => &["node_power_w", "decode_tokens_per_s"],
         o if o.ends_with("_power_w") => &["node_power_w"],

@@ -165,7 +165,8 @@ const FAMILIES: &[(&str, &str)] =
     &[("mac-studio-m3-ultra", "m3-ultra-80c-"), ("mac-studio-m2-ultra", "m2-ultra-76c-"), ("mac-studio-m4-max", "m4-max-40c-")];
 
 /// The metrics `validate` predicts.
-const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, ttft_s, node_power_w, cluster_power_w, aggregate_decode_tokens_per_s";
+const METRICS: &str =
+    "decode_tokens_per_s, prefill_tokens_per_s, ttft_s, tpot_ms, node_power_w, cluster_power_w, aggregate_decode_tokens_per_s";
 
 /// The memory size of each node a row's mix lists (`512gb`, `2x512gb+2x256gb`, annotations such
 /// as `(assumed)` dropped); `None` when the mix says none (`unknown`).
@@ -806,7 +807,13 @@ pub fn row_scenario_in(
             row.concurrency.trim()
         ));
     }
-    if row.metric == "aggregate_decode_tokens_per_s" || concurrent_ttft(row) {
+    if row.metric == "tpot_ms" && concurrent(row) {
+        assumptions.push(format!(
+            "tpot_ms of {} concurrent requests sent at once: the mean over the requests of each one's decode time per token after its first",
+            row.concurrency.trim()
+        ));
+    }
+    if row.metric == "aggregate_decode_tokens_per_s" || concurrent_ttft(row) || (row.metric == "tpot_ms" && concurrent(row)) {
         // N concurrent requests sent at once, each user one request: the benchmark's batch.
         let c: i64 = row.concurrency.trim().parse().map_err(|_| "aggregate rows need the `concurrency` column".to_string())?;
         b.workload_kind("serve");
@@ -969,6 +976,12 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         }
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, assumptions)?,
         "aggregate_decode_tokens_per_s" => serve_tokens(row, all, assumptions),
+        // Time per output token: a decode step of one request, or the serving run of N at once.
+        "tpot_ms" if concurrent(row) => serve_tokens(row, all, assumptions),
+        "tpot_ms" => {
+            let (p, _) = serve_tokens(row, all, assumptions);
+            (p, notes_generated(row).unwrap_or(128))
+        }
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     })
 }
@@ -1424,6 +1437,8 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
         }
         "decode_tokens_per_s" => est.decode_tokens_per_s,
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
+        "tpot_ms" if est.tpot_ms.mean > 0.0 => est.tpot_ms.mean,
+        "tpot_ms" => return Err(RowError::NoResult("the run decoded no token after the first".into())),
         "hpl_gflops" => est.hpl_gflops.ok_or_else(|| RowError::Metric(row.metric.clone()))?,
         "node_power_w" => est.node_peak_power_w.iter().cloned().fold(0.0, f64::max),
         "node_power_w_decode" => est.node_power_w.iter().cloned().fold(0.0, f64::max),
@@ -1442,7 +1457,12 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
 /// Whether a row is the time to first token of several concurrent requests (a serving run's
 /// TTFT, queueing included), not of one request's prefill.
 fn concurrent_ttft(row: &MeasurementRow) -> bool {
-    row.metric == "ttft_s" && row.concurrency.trim().parse::<u64>().is_ok_and(|c| c > 1)
+    row.metric == "ttft_s" && concurrent(row)
+}
+
+/// Whether a row's `concurrency` is above 1.
+fn concurrent(row: &MeasurementRow) -> bool {
+    row.concurrency.trim().parse::<u64>().is_ok_and(|c| c > 1)
 }
 
 /// Whether a serving row was measured by a benchmark that starts its clock at the first token
@@ -1596,6 +1616,25 @@ mod tests {
         let got = predict(&prepared[2], &Profile::default_profile()).unwrap();
         assert_eq!(got, est.peak_power_w);
         assert!(got >= est.cluster_power_w && got > est.node_peak_power_w[0]);
+    }
+
+    #[test]
+    fn time_per_output_token_is_a_decode_step_alone_and_the_serving_runs_mean_at_concurrency() {
+        let rs = rows(
+            "one,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,1,tpot_ms,17,ms,me,200 generated tokens\n\
+             rate,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,1,decode_tokens_per_s,58,tok/s,me,200 generated tokens\n\
+             eight,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,tpot_ms,50,ms,me,200 generated tokens\n",
+        );
+        let profile = Profile::default_profile();
+        let (prepared, skipped) = prepare(&rs, &profile);
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let got = |id: &str| predict(prepared.iter().find(|p| p.row.id == id).unwrap(), &profile).unwrap();
+        // One request: the mean decode step, the decode rate's inverse.
+        assert!((got("one") * got("rate") / 1000.0 - 1.0).abs() < 0.01, "{} ms vs {} tok/s", got("one"), got("rate"));
+        // Eight at once share each step: every request's tokens come slower.
+        assert!(got("eight") > got("one"), "{} vs {}", got("eight"), got("one"));
+        let eight = prepared.iter().find(|p| p.row.id == "eight").unwrap();
+        assert!(eight.assumptions.iter().any(|a| a.contains("tpot_ms of 8 concurrent requests")), "{:?}", eight.assumptions);
     }
 
     #[test]
