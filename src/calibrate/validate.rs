@@ -798,34 +798,37 @@ pub fn row_scenario_in(
         b.set("workload.same_tokens", &(tokens == BatchedBenchTokens::AllZero).into()).map_err(|e| e.message)?;
         return Ok((b, assumptions));
     }
+    serving_workload(row, &mut b, &mut assumptions)?;
+    Ok((b, assumptions))
+}
+
+/// A serving row's workload: N concurrent requests sent at once, each user one request (the
+/// benchmark's batch), for aggregate rates and for the TTFT and TPOT of several requests; with
+/// what each metric is read as. Other rows keep their `generate` workload.
+fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: &mut Vec<String>) -> Result<(), String> {
+    let per_request = match row.metric.as_str() {
+        "ttft_s" if concurrent(row) => {
+            Some("the mean over the requests, queueing for the prefills before each included (the serving run's mean TTFT)")
+        }
+        "tpot_ms" if concurrent(row) => Some("the mean over the requests of each one's decode time per token after its first"),
+        _ => None,
+    };
     if row.metric == "aggregate_decode_tokens_per_s" && counts_from_first_token(row) {
         assumptions.push("llama-benchy's rate: streamed text after each request's first (for gpt-oss, the first after its 3-token harmony header), from the earliest first text to the last token".into());
     }
-    if concurrent_ttft(row) {
-        assumptions.push(format!(
-            "ttft_s of {} concurrent requests sent at once: the mean over the requests, queueing for the prefills before each included (the serving run's mean TTFT)",
-            row.concurrency.trim()
-        ));
+    if let Some(reading) = per_request {
+        assumptions.push(format!("{} of {} concurrent requests sent at once: {reading}", row.metric, row.concurrency.trim()));
+    } else if row.metric != "aggregate_decode_tokens_per_s" {
+        return Ok(());
     }
-    if row.metric == "tpot_ms" && concurrent(row) {
-        assumptions.push(format!(
-            "tpot_ms of {} concurrent requests sent at once: the mean over the requests of each one's decode time per token after its first",
-            row.concurrency.trim()
-        ));
+    let c: i64 = row.concurrency.trim().parse().map_err(|_| "aggregate rows need the `concurrency` column".to_string())?;
+    b.workload_kind("serve");
+    for (k, v) in
+        [("workload.arrival", toml::Value::String("closed".into())), ("workload.concurrency", c.into()), ("workload.requests", c.into())]
+    {
+        b.set(k, &v).map_err(|e| e.message)?;
     }
-    if row.metric == "aggregate_decode_tokens_per_s" || concurrent_ttft(row) || (row.metric == "tpot_ms" && concurrent(row)) {
-        // N concurrent requests sent at once, each user one request: the benchmark's batch.
-        let c: i64 = row.concurrency.trim().parse().map_err(|_| "aggregate rows need the `concurrency` column".to_string())?;
-        b.workload_kind("serve");
-        for (k, v) in [
-            ("workload.arrival", toml::Value::String("closed".into())),
-            ("workload.concurrency", c.into()),
-            ("workload.requests", c.into()),
-        ] {
-            b.set(k, &v).map_err(|e| e.message)?;
-        }
-    }
-    Ok((b, assumptions))
+    Ok(())
 }
 
 /// A llama-bench test name, `pp512`, `tg128`, `pp512+tg128`, with an optional ` @ d4096`, parsed:
@@ -976,12 +979,9 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         }
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, assumptions)?,
         "aggregate_decode_tokens_per_s" => serve_tokens(row, all, assumptions),
-        // Time per output token: a decode step of one request, or the serving run of N at once.
-        "tpot_ms" if concurrent(row) => serve_tokens(row, all, assumptions),
-        "tpot_ms" => {
-            let (p, _) = serve_tokens(row, all, assumptions);
-            (p, notes_generated(row).unwrap_or(128))
-        }
+        // Time per output token: the decode steps of one request, or the serving run of N at
+        // once; the request's lengths as a serving row reads them.
+        "tpot_ms" => serve_tokens(row, all, assumptions),
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     })
 }

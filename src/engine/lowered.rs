@@ -114,8 +114,8 @@ impl Lowered {
         if plan.options.parallelism == super::Parallelism::Pipeline && plan.n() > 1 {
             let (ahead, gpu): (f64, Time) = (ahead_by_node.iter().sum(), gpu_by_node.iter().sum());
             let last = plan.n() - 1;
-            ahead_by_node = vec![0.0; plan.n()];
-            gpu_by_node = vec![0; plan.n()];
+            ahead_by_node.fill(0.0);
+            gpu_by_node.fill(0);
             (ahead_by_node[last], gpu_by_node[last]) = (ahead, gpu);
         }
         for &(task, node) in &self.host_tasks {

@@ -231,7 +231,7 @@ impl NodeCost<'_> {
     /// Kernel-launch part of [`Self::op_ns`], ns: what a batch pays once per kernel rather than
     /// once per sequence.
     pub fn launch_ns(&self, op: &Op, tokens: u64) -> f64 {
-        self.launches_ns(op.kernels + self.mla_form(op, tokens).extra_kernels(op))
+        self.launches_ns(self.kernels(op, tokens))
     }
 
     /// Bytes and FLOPs of one operation (the counts [`Self::op_ns`] times): what the power model
@@ -283,12 +283,17 @@ impl NodeCost<'_> {
     /// The host's dispatch of one operation's kernels, ns: what overlaps the GPU's timeline
     /// ([`LaunchCost`]); 0 where the runtime pays its launches on the GPU's timeline.
     pub fn dispatch_ns(&self, op: &Op, tokens: u64) -> f64 {
-        (op.kernels + self.mla_form(op, tokens).extra_kernels(op)) as f64 * self.launch.dispatch_us * 1e3
+        self.kernels(op, tokens) as f64 * self.launch.dispatch_us * 1e3
     }
 
     /// The host's build of one operation's kernels for the next step, ns ([`LaunchCost::ahead_us`]).
     pub fn ahead_ns(&self, op: &Op, tokens: u64) -> f64 {
-        (op.kernels + self.mla_form(op, tokens).extra_kernels(op)) as f64 * self.launch.ahead_us * 1e3
+        self.kernels(op, tokens) as f64 * self.launch.ahead_us * 1e3
+    }
+
+    /// Kernels one operation launches in a step of `tokens` rows (its own and its MLA form's).
+    fn kernels(&self, op: &Op, tokens: u64) -> u32 {
+        op.kernels + self.mla_form(op, tokens).extra_kernels(op)
     }
 
     /// How an MLA op runs a step of `tokens` rows (irrelevant, and inert, for other ops).
