@@ -5,8 +5,8 @@ use crate::hw::{Backend, FabricSpec, NodeSpec, Os, Topology};
 use crate::llm::{ModelSpec, Op, OpClass, QuantSpec, kv_head_fraction};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 
-use super::cost::{LaunchCost, MlaOptions, NetCost, NodeCost, SparseGather};
-use super::options::{CollectiveLowering, EngineOptions, Parallelism, Runtime};
+use super::cost::{ExpertRowTile, LaunchCost, MlaOptions, NetCost, NodeCost, SparseGather};
+use super::options::{CUDA_CHIPS, CollectiveLowering, EngineOptions, Parallelism, Runtime};
 
 /// Errors when a scenario cannot be lowered onto its cluster.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -321,6 +321,11 @@ impl Plan {
             kv_byte_scale: self.options.cuda.kv_byte_scale(),
             expert_ranks: if self.options.parallelism == Parallelism::Expert { self.n() } else { 1 },
             expert_skew: self.expert_skew,
+            expert_tile: match self.options.kind.runtime() {
+                Runtime::LlamaCpp if spec.os == Os::Macos => ExpertRowTile::METAL_MM_ID,
+                Runtime::LlamaCpp if CUDA_CHIPS.contains(&spec.chip.as_str()) => ExpertRowTile::CUDA_MMQ,
+                _ => ExpertRowTile::NONE,
+            },
             launch: self.launch_cost(node),
         }
     }

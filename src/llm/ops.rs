@@ -239,6 +239,15 @@ impl Op {
         }
     }
 
+    /// Expected GEMM tiles of `tile` rows that `tokens` independently routed rows fill over the
+    /// experts ([`expert_row_tiles`]); a dense op's rows fill `ceil(tokens / tile)`.
+    pub fn expert_row_tiles(&self, tokens: u64, skew: f64, tile: f64) -> f64 {
+        match self.experts {
+            Some((e, k)) => expert_row_tiles(e, k, tokens, skew, tile),
+            None => (tokens as f64 / tile).ceil(),
+        }
+    }
+
     /// Whether the op's cost depends on the cached context or on each sequence's own state, so
     /// that a batch runs it once per sequence: attention, the MLA latent up-projections (which
     /// the expanded prefill form runs over the whole cache) and a recurrence (each sequence's
@@ -287,16 +296,25 @@ impl Op {
 /// nudged profile of a run asks for the same few values (a 64-rank DeepSeek run spent half its
 /// time here). The value is the pure function's, bit for bit.
 pub fn expert_coverage(experts: u64, active: u64, tokens: u64, skew: f64) -> f64 {
-    /// Entries kept before the cache starts over (a sweep of many models and batch sizes).
+    memoised((0, experts, active, tokens, skew.to_bits(), 0), || expert_coverage_uncached(experts, active, tokens, skew))
+}
+
+/// Memo key of the routing functions: (function, experts, active, tokens, skew bits, tile bits).
+type RoutingKey = (u8, u64, u64, u64, u64, u64);
+
+/// `compute()`, memoised per thread under `key` (the cache starts over past 4096 entries, as a
+/// sweep of many models and batch sizes would fill it): the value is the pure function's, bit
+/// for bit.
+fn memoised(key: RoutingKey, compute: impl FnOnce() -> f64) -> f64 {
+    /// Entries kept before the cache starts over.
     const CAPACITY: usize = 4096;
     thread_local! {
-        static MEMO: std::cell::RefCell<crate::util::FastMap<(u64, u64, u64, u64), f64>> = Default::default();
+        static MEMO: std::cell::RefCell<crate::util::FastMap<RoutingKey, f64>> = Default::default();
     }
-    let key = (experts, active, tokens, skew.to_bits());
     if let Some(hit) = MEMO.with(|m| m.borrow().get(&key).copied()) {
         return hit;
     }
-    let value = expert_coverage_uncached(experts, active, tokens, skew);
+    let value = compute();
     MEMO.with(|m| {
         let mut m = m.borrow_mut();
         if m.len() >= CAPACITY {
@@ -341,6 +359,19 @@ fn expert_coverage_uncached(experts: u64, active: u64, tokens: u64, skew: f64) -
     if skew <= 0.0 || k >= e {
         return e * (1.0 - (1.0 - k / e).powf(t));
     }
+    let (certain, rest) = expert_choice_probabilities(experts, active, skew);
+    let spread: f64 = rest.iter().map(|p| 1.0 - (1.0 - p).powf(t)).sum();
+    (certain as f64 + spread).min(e)
+}
+
+/// The chance that one token chooses each expert under [`expert_coverage`]'s popularity:
+/// `(certain, rest)`, the number of experts every token chooses (water-filled to certainty) and
+/// the probabilities of the others, most popular first. Uniform `k / E` at `skew` 0.
+fn expert_choice_probabilities(experts: u64, active: u64, skew: f64) -> (usize, Vec<f64>) {
+    let (e, k) = (experts as f64, (active.min(experts)) as f64);
+    if skew <= 0.0 || k >= e {
+        return if k >= e { (experts as usize, Vec::new()) } else { (0, vec![k / e; experts as usize]) };
+    }
     let weights: Vec<f64> = (1..=experts).rev().map(|i| (skew * normal_quantile((i as f64 - 0.5) / e)).exp()).collect();
     // Water-filling: the most popular `certain` experts are chosen by every token; the rest
     // share the remaining mass in proportion to their weights.
@@ -352,6 +383,95 @@ fn expert_coverage_uncached(experts: u64, active: u64, tokens: u64, skew: f64) -
         certain += 1;
         scale = (k - certain as f64) / tail;
     }
-    let spread: f64 = weights[certain..].iter().map(|w| 1.0 - (1.0 - (scale * w).min(1.0)).powf(t)).sum();
-    (certain as f64 + spread).min(e)
+    (certain, weights[certain..].iter().map(|w| (scale * w).min(1.0)).collect())
+}
+
+/// Expected GEMM tiles the routed experts of a `tokens`-row step fill when a kernel computes
+/// each expert's rows in tiles of `tile` rows and a partial tile costs a whole one:
+/// `sum_i E[ceil(n_i / tile)]`, `n_i ~ Binomial(tokens, p_i)` with [`expert_coverage`]'s
+/// choice probabilities. The first tile of an expert is its chance of being touched at all
+/// (exact, as in the coverage); each further one, `P(n_i > j tile)`, takes the binomial's normal
+/// approximation with a continuity correction. `tile` may be fractional (rows per routed
+/// token above 1 scale it down). At least the coverage; `tokens x active / tile` or more.
+///
+/// Memoised per thread, as [`expert_coverage`] is.
+pub fn expert_row_tiles(experts: u64, active: u64, tokens: u64, skew: f64, tile: f64) -> f64 {
+    memoised((1, experts, active, tokens, skew.to_bits(), tile.to_bits()), || {
+        expert_row_tiles_uncached(experts, active, tokens, skew, tile)
+    })
+}
+
+/// [`expert_row_tiles`] computed afresh.
+fn expert_row_tiles_uncached(experts: u64, active: u64, tokens: u64, skew: f64, tile: f64) -> f64 {
+    if experts == 0 || tokens == 0 || tile <= 0.0 {
+        return 0.0;
+    }
+    let t = tokens as f64;
+    let (certain, rest) = expert_choice_probabilities(experts, active, skew);
+    // An expert every token chooses holds all the rows.
+    let mut tiles = certain as f64 * (t / tile).ceil();
+    for p in rest {
+        tiles += 1.0 - (1.0 - p).powf(t);
+        let (mean, sd) = (t * p, (t * p * (1.0 - p)).sqrt());
+        let mut j = 1.0;
+        while j * tile < t {
+            // P(n > j tile) = P(n >= floor(j tile) + 1), continuity-corrected.
+            let tail =
+                if sd > 0.0 { normal_upper_tail(((j * tile).floor() + 0.5 - mean) / sd) } else { f64::from(u8::from(mean > j * tile)) };
+            if tail < 1e-12 && j * tile > mean {
+                break;
+            }
+            tiles += tail;
+            j += 1.0;
+        }
+    }
+    tiles
+}
+
+/// The standard normal's upper tail `P(Z > x)`, from the complementary error function
+/// (Numerical Recipes' Chebyshev fit `erfcc`, fractional error below 1.2e-7).
+pub fn normal_upper_tail(x: f64) -> f64 {
+    let z = x.abs() / std::f64::consts::SQRT_2;
+    let u = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.26551223
+        + u * (1.00002368
+            + u * (0.37409196
+                + u * (0.09678418
+                    + u * (-0.18628806 + u * (0.27886807 + u * (-1.13520398 + u * (1.48851587 + u * (-0.82215223 + u * 0.17087277))))))));
+    let erfc = u * poly.exp();
+    if x >= 0.0 { 0.5 * erfc } else { 1.0 - 0.5 * erfc }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{expert_coverage, expert_row_tiles, normal_upper_tail};
+
+    #[test]
+    fn expert_row_tiles_count_each_experts_rows_in_whole_tiles() {
+        assert!((normal_upper_tail(0.0) - 0.5).abs() < 1e-7);
+        assert!((normal_upper_tail(1.96) - 0.025).abs() < 1e-4);
+        assert!((normal_upper_tail(-1.96) - 0.975).abs() < 1e-4);
+        // A tile at least as long as the step: one tile per touched expert, the coverage.
+        for skew in [0.0, 1.7] {
+            let (tiles, cover) = (expert_row_tiles(128, 8, 64, skew, 64.0), expert_coverage(128, 8, 64, skew));
+            assert!((tiles - cover).abs() < 1e-9, "{tiles} vs {cover}");
+        }
+        // One-row tiles: every routed row its own tile, tokens x active (to the normal
+        // approximation's accuracy).
+        let tiles = expert_row_tiles(32, 4, 256, 0.0, 1.0);
+        assert!((tiles - 1024.0).abs() < 1.0, "{tiles}");
+        // gpt-oss-120b (128 experts, 4 active) at 2048 rows: ~64 rows an expert (sd 7.9), never
+        // past 128: one tile each.
+        let tiles = expert_row_tiles(128, 4, 2048, 0.0, 128.0);
+        assert!((tiles - 128.0).abs() < 1e-6, "{tiles}");
+        // Qwen3-30B-A3B (128 experts, 8 active): 128 rows an expert on average (sd 11.0);
+        // P(n > 128) = Q(0.5 / 10.96) = 0.482, so 1.482 tiles an expert.
+        let tiles = expert_row_tiles(128, 8, 2048, 0.0, 128.0);
+        assert!((tiles / 128.0 - 1.482).abs() < 0.005, "{tiles}");
+        // Experts every token chooses hold all the rows: ceil(200 / 128) = 2 tiles each.
+        assert_eq!(expert_row_tiles(2, 2, 200, 0.0, 128.0), 4.0);
+        // Skew concentrates rows on hot experts: never fewer tiles than the rows need.
+        let skewed = expert_row_tiles(128, 4, 2048, 1.7, 128.0);
+        assert!(skewed >= 2048.0 * 4.0 / 128.0, "{skewed}");
+    }
 }

@@ -276,7 +276,9 @@ fn point_labels_never_overlap_and_the_memory_fit_map_has_no_tick_marks() {
         for kind in ["scaling", "power", "cost"] {
             let svg = std::fs::read_to_string(out.join(format!("charts/{kind}-{model}.svg"))).unwrap();
             let labels = point_labels(&svg);
-            assert!(labels.len() >= 4, "{kind}-{model}: {labels:?}");
+            // Four points a chart; two that coincide (Kimi K2 at two nodes: exo 18.93 and
+            // llama.cpp RPC 18.86 tok/s, both "18.9") share one label.
+            assert!(labels.len() >= 3, "{kind}-{model}: {labels:?}");
             for (i, a) in labels.iter().enumerate() {
                 for b in &labels[i + 1..] {
                     // 15 px type: about 8 px a character, 18 px a line.

@@ -635,7 +635,7 @@ fn an_mlx_step_takes_the_longer_of_the_gpu_work_and_the_hosts_graph_build() {
     let shipped = profile().chips["m4-max"].runtimes["mlx"].host_per_kernel_us;
     assert_eq!(shipped, 7.26, "the FACTS-derived prior, not fitted");
     let built = rate("qwen3-30b-a3b", profile());
-    assert!(gpu > 170.0 && (slow / built - shipped / 100.0).abs() < 1e-3, "GPU-bound {gpu}, host-bound {built}");
+    assert!(gpu > built && (slow / built - shipped / 100.0).abs() < 1e-3, "GPU-bound {gpu}, host-bound {built}");
     assert!((built / 123.9 - 1.0).abs() < 0.005, "{built} vs FACTS' 123.9");
     // A build under the GPU's work costs nothing.
     let dense = rate("llama-3.2-3b", profile());

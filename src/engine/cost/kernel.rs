@@ -82,8 +82,53 @@ pub struct NodeCost<'a> {
     /// Spread of log expert popularity (`[moe] expert_popularity_sigma`): how many
     /// distinct experts a batch of independently routed tokens reads.
     pub expert_skew: f64,
+    /// How the runtime's MoE GEMM lays each expert's rows into tiles.
+    pub expert_tile: ExpertRowTile,
     /// How the runtime's kernel launches add to its GPU time.
     pub launch: LaunchCost,
+}
+
+/// How a runtime's MoE GEMM (the routed experts' matrix multiply over a step of several rows)
+/// lays each expert's rows into column tiles: a partial tile computes as a whole one, so an
+/// expert holding few of the step's rows costs a full tile of FLOPs (first principles of a tiled
+/// GEMM; the tile sizes are read from the kernels' sources).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ExpertRowTile {
+    /// Largest tile, rows (0: the runtime pays only the rows routed, no tile is modelled).
+    pub max_rows: u64,
+    /// Tile sizes come in multiples of this many rows.
+    pub granularity: u64,
+    /// Fewest rows in a step for which the tiled kernel runs (below it a matrix-vector kernel
+    /// per expert does, with no padding).
+    pub min_step_rows: u64,
+    /// Whether 16-bit expert weights take the tiled path too (llama.cpp's CUDA MMQ covers only
+    /// quantized types; f16/bf16 experts go to other kernels).
+    pub covers_half: bool,
+}
+
+impl ExpertRowTile {
+    /// No tile modelled: FLOPs follow the routed rows (MLX, the CUDA engines, Vulkan/ROCm).
+    pub const NONE: Self = Self { max_rows: 0, granularity: 1, min_step_rows: u64::MAX, covers_half: false };
+    /// llama.cpp's CUDA MMQ on an NVIDIA GPU with tensor cores (build 6918, `mmq.cuh`
+    /// `mul_mat_q_case`): the tile width `mmq_x` is the smallest multiple of 8 that takes the
+    /// step's rows in one tile, at most 128, chosen from the step's row count because the
+    /// host does not know each expert's share (`ncols_max = ne12`); every expert's rows then run
+    /// in tiles of that width (`expert_bounds`). MoE steps of 2 or more rows take this path
+    /// (`ggml_cuda_mul_mat_id`: one row goes to MMVQ); quantized types only.
+    pub const CUDA_MMQ: Self = Self { max_rows: 128, granularity: 8, min_step_rows: 2, covers_half: false };
+    /// llama.cpp's Metal `kernel_mul_mm_id` (build 6918, `ggml-metal-ops.cpp`): threadgroups of
+    /// 32 rows per expert, used once a step has 32 rows or more (`ne21_mm_id_min`; below, the
+    /// matrix-vector `mul_mv_id`); every weight type.
+    pub const METAL_MM_ID: Self = Self { max_rows: 32, granularity: 32, min_step_rows: 32, covers_half: true };
+
+    /// The tile width, rows, a step of `rows` rows runs its experts in (`None`: untiled).
+    pub fn width(self, rows: u64, family: crate::llm::KernelFamily) -> Option<u64> {
+        let half = family == crate::llm::KernelFamily::Half;
+        if self.max_rows == 0 || rows < self.min_step_rows || (half && !self.covers_half) {
+            return None;
+        }
+        Some(rows.div_ceil(self.granularity).saturating_mul(self.granularity).min(self.max_rows))
+    }
 }
 
 /// How a runtime's kernel launches cost, µs per kernel. MLX and llama.cpp pay `serial_us` on the
@@ -381,10 +426,17 @@ impl NodeCost<'_> {
         // Each touched expert's GEMM runs over the rows routed to it: `tokens x k / touched`.
         let active = op.experts.map_or(1, |(_, k)| k) as f64;
         let rows_per_expert = tokens as f64 * active / touched.max(1e-9);
+        let routed_flops = 2.0 * op.active_params() as f64 * shard * tokens as f64;
+        // A tiled MoE GEMM computes whole tiles: each expert's rows rounded up to the tile.
+        // Rows of identical sequences (`routed` < `tokens`) count `tokens / routed` times.
+        let tiled_flops = self.expert_tile.width(tokens, op.format.kernel).map_or(0.0, |width| {
+            let tile_in_routed = width as f64 * routed as f64 / tokens as f64;
+            2.0 * op.params as f64 * shard * width as f64 * op.expert_row_tiles(routed, self.expert_skew, tile_in_routed)
+        });
         OpTerms {
             bytes: op.weight_bytes(op.params as f64) * touched * shard,
             bw_eff: streaming_eff(chip.bw_eff_expert, rt.kernel_bw_mult(op.format.kernel)),
-            flops: 2.0 * op.active_params() as f64 * shard * tokens as f64,
+            flops: routed_flops.max(tiled_flops),
             dequant_flops: self.dequant_flops(op, op.params as f64 * shard, rows_per_expert, touched),
             compute_eff: chip.compute_eff_expert * self.precision_gain(op),
             ..base
@@ -488,7 +540,12 @@ impl NodeCost<'_> {
             bytes: kv_per_ctx as f64 * kv_tokens * kv_share * self.kv_byte_scale,
             bw_eff: kv_bw_eff,
             flops: flops_per_ctx as f64 * shard * t * mean_ctx,
-            compute_eff: chip.compute_eff_attention,
+            // A flash-attention kernel's QK and PV products are tiled matrix multiplies on the
+            // same units as the weight GEMMs: the dense compute efficiency, as its decode read
+            // takes the dense stream's (2026-12-06: `--cv row` 9.71 -> 9.48%, `--cv model`
+            // 14.40 -> 13.71% on common rows; MLX's SDPA keeps the chip's attention efficiency,
+            // which only MLX rows then move).
+            compute_eff: if self.flash_attention { chip.compute_eff_dense } else { chip.compute_eff_attention },
             // The rope-score mask streams through memory in its own kernels, before the
             // attention kernel: plain array traffic, at the dense bandwidth efficiency.
             side_bytes: score_bytes_per_ctx as f64 * shard * t * mean_ctx,
@@ -654,6 +711,7 @@ mod tests {
             kv_byte_scale: 1.0,
             expert_ranks: 1,
             expert_skew: 0.0,
+            expert_tile: ExpertRowTile::NONE,
         }
     }
 
@@ -813,6 +871,44 @@ mod tests {
         // A 128-token sliding window reads 128 tokens whatever the depth: 0.256 us.
         let windowed = Op::attention("swa", 1000, true, 1000, Some(128));
         assert!(close(flash.op_ns(&windowed, 1, 32_767), 256.0 + 10_000.0));
+        // Prefill: flash attention's QK and PV run as tiled GEMMs at the dense compute
+        // efficiency (0.5): 1000 FLOPs x 1000 queries x 500 mean context / 5e13 = 10 us; SDPA at
+        // the attention efficiency (0.4): 12.5 us.
+        assert!(close(flash.op_ns(&op, 1000, 0), 10_000.0 + 10_000.0));
+        assert!(close(sdpa.op_ns(&op, 1000, 0), 12_500.0 + 10_000.0));
+    }
+
+    #[test]
+    fn tiled_moe_gemms_pay_whole_tiles_for_the_rows_each_expert_holds() {
+        use crate::llm::KernelFamily::{Half, KQuant};
+        // CUDA MMQ: the width is the step's rows rounded up to 8, at most 128; one row is MMVQ.
+        let cuda = ExpertRowTile::CUDA_MMQ;
+        assert_eq!([1, 2, 100, 128, 2048].map(|r| cuda.width(r, KQuant)), [None, Some(8), Some(104), Some(128), Some(128)]);
+        assert_eq!(cuda.width(2048, Half), None, "16-bit experts do not take MMQ");
+        // Metal mul_mm_id: 32-row tiles from 32 rows up, every type.
+        let metal = ExpertRowTile::METAL_MM_ID;
+        assert_eq!([31, 32, 2048].map(|r| metal.width(r, Half)), [None, Some(32), Some(32)]);
+
+        let (c, r, m) = (chip(), runtime(), comm());
+        let untiled = node(&c, &r, &m);
+        let tiled = NodeCost { expert_tile: cuda, ..untiled };
+        // 2 experts, both active: each holds all 200 rows, two 128-row tiles: 256 rows computed
+        // of 200, 1.28x the FLOPs: 2 x 2 x 1e6 x 256 = 1.024e9 (vs 8e8).
+        let mut both = Op::experts("e", 1_000_000, 3, 2, 2);
+        both.format.kernel = KQuant;
+        assert!(close(untiled.op_work(&both, 200, 0).flops, 8.0e8));
+        assert!(close(tiled.op_work(&both, 200, 0).flops, 1.024e9));
+        // Below the tiled path (one row) nothing changes.
+        assert_eq!(tiled.op_work(&both, 1, 0), untiled.op_work(&both, 1, 0));
+        // 128 experts, 4 active, 2048 rows (gpt-oss-120b at llama-bench -ub 2048): ~64 rows an
+        // expert, one 128-row tile each, half of it padding: twice the routed FLOPs.
+        let mut gpt = Op::experts("e", 1_000_000, 3, 128, 4);
+        gpt.format.kernel = KQuant;
+        let ratio = tiled.op_work(&gpt, 2048, 0).flops / untiled.op_work(&gpt, 2048, 0).flops;
+        assert!((ratio - 2.0).abs() < 1e-6, "{ratio}");
+        // At -ub 512 (16 rows an expert): 8x.
+        let ratio = tiled.op_work(&gpt, 512, 0).flops / untiled.op_work(&gpt, 512, 0).flops;
+        assert!((ratio - 8.0).abs() < 1e-3, "{ratio}");
     }
 
     #[test]
@@ -852,8 +948,9 @@ mod tests {
         // Decode after 32,767 tokens: half of the 32.768 MB cache at the dense 0.5 of 1 TB/s.
         assert!(close(tp4.op_ns(&op, 1, 32_767), 32_768.0 + 10_000.0));
         // A 1000-token prefill: a quarter of 1000 FLOPs x 1000 queries x 500 mean context over
-        // 1e14 x 0.4 = 3.125 us, over the 1 us read of half the 1 MB cache.
-        assert!(close(tp4.op_ns(&op, 1000, 0), 3_125.0 + 10_000.0));
+        // 1e14 x 0.5 (flash attention at the dense efficiency) = 2.5 us, over the 1 us read of
+        // half the 1 MB cache.
+        assert!(close(tp4.op_ns(&op, 1000, 0), 2_500.0 + 10_000.0));
     }
 
     #[test]

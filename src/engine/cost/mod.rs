@@ -16,7 +16,7 @@ mod nccl;
 mod net;
 mod params;
 
-pub use kernel::{LaunchCost, MlaOptions, NodeCost, SparseGather, Work, busiest_rank_experts, recurrence_alu_fraction};
+pub use kernel::{ExpertRowTile, LaunchCost, MlaOptions, NodeCost, SparseGather, Work, busiest_rank_experts, recurrence_alu_fraction};
 pub use nccl::{NcclAlgorithm, NcclChoice, NcclProtocol};
 pub use net::NetCost;
 pub use params::{COST_PARAMETERS, CostParameter, ParamSection};
