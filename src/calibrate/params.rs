@@ -113,8 +113,11 @@ pub fn published_params() -> Vec<String> {
         "chips.gb10.bw_eff_dense",
         "chips.gb10.runtimes.llama-cpp.kernel_launch_us",
         // GB10 MoE prefill: ggml-org's llama-bench pp2048 rows run one 2,048-token micro-batch
-        // (`-ub 2048`), compute-bound (n-gb10-gptoss120b-lcpp-pp2048, -pp2048-d32k); the
-        // attention efficiency stays at its prior (only the d32k row moves it).
+        // (`-ub 2048`), compute-bound (n-gb10-gptoss120b-lcpp-pp2048, -pp2048-d32k): the expert
+        // GEMM's full-tile rate (half of each 128-row MMQ tile is padding there). The dense rate,
+        // which llama.cpp's flash-attention prefill at depth also runs at, stays at its prior:
+        // fitted (2026-12-06) the d32k row set it to 0.28, which would read FACTS.md's SGLang
+        // Llama 3.1 8B FP8 prefill (7,991 tok/s, cuBLAS GEMMs at the same rate) near half.
         "chips.gb10.compute_eff_expert",
         // GB10 MoE decode: llama.cpp's gpt-oss-120b tg32 rows (n-gb10-gptoss120b-lcpp-tg32,
         // -tg32-d32k, the batched-bench b1) stream the MXFP4 experts at this rate alone; the
