@@ -416,8 +416,13 @@ fn expert_row_tiles_uncached(experts: u64, active: u64, tokens: u64, skew: f64, 
         let mut j = 1.0;
         while j * tile < t {
             // P(n > j tile) = P(n >= floor(j tile) + 1), continuity-corrected.
-            let tail =
-                if sd > 0.0 { normal_upper_tail(((j * tile).floor() + 0.5 - mean) / sd) } else { f64::from(u8::from(mean > j * tile)) };
+            let tail = if sd > 0.0 {
+                normal_upper_tail(((j * tile).floor() + 0.5 - mean) / sd)
+            } else if mean > j * tile {
+                1.0
+            } else {
+                0.0
+            };
             if tail < 1e-12 && j * tile > mean {
                 break;
             }
@@ -430,7 +435,7 @@ fn expert_row_tiles_uncached(experts: u64, active: u64, tokens: u64, skew: f64, 
 
 /// The standard normal's upper tail `P(Z > x)`, from the complementary error function
 /// (Numerical Recipes' Chebyshev fit `erfcc`, fractional error below 1.2e-7).
-pub fn normal_upper_tail(x: f64) -> f64 {
+fn normal_upper_tail(x: f64) -> f64 {
     let z = x.abs() / std::f64::consts::SQRT_2;
     let u = 1.0 / (1.0 + 0.5 * z);
     let poly = -z * z - 1.26551223
