@@ -564,7 +564,7 @@ pub fn cross_validate(
     gs.par_iter()
         .map(|(g, idx)| {
             let key = |i: usize| grouping.key(lin.data, i);
-            let train: Vec<bool> = (0..lin.rows()).map(|i| key(i) != *g).collect();
+            let train: Vec<bool> = (0..lin.rows()).map(|i| key(i) != *g && lin.data.targets[i].fitted).collect();
             let held = lin.budget(&train);
             let out = lin.refit(&train, steps, Some(full)).map(|fold| {
                 let u = lin.uncertainty(&fold, &train);
@@ -587,10 +587,11 @@ pub fn cross_validate(
         .collect()
 }
 
-/// The in-sample fit of the linearised problem on every row (the folds' warm start): when the
+/// The in-sample fit of the linearised problem on every row fits use (the folds' warm start): when the
 /// profile is the fit of these data with the same parameters, it stays where it is.
 pub fn full_fit(lin: &Linearized<'_>, steps: usize) -> Result<FoldFit, CalibrateError> {
-    lin.refit(&vec![true; lin.rows()], steps, None)
+    let fitted: Vec<bool> = lin.data.targets.iter().map(|t| t.fitted).collect();
+    lin.refit(&fitted, steps, None)
 }
 
 /// The fraction of held-out rows whose measured value lies inside their own 90% interval.
@@ -851,7 +852,7 @@ pub fn run(data: &Dataset, input: &CvInput<'_>, tick: &(dyn Fn() + Sync)) -> Res
         let mut refitted = 0;
         let mut fallbacks = Vec::new();
         for f in folds.iter_mut() {
-            let train: Vec<bool> = (0..lin.rows()).map(|i| input.grouping.key(data, i) != f.group).collect();
+            let train: Vec<bool> = (0..lin.rows()).map(|i| input.grouping.key(data, i) != f.group && data.targets[i].fitted).collect();
             let Ok(rows) = f.rows.as_mut() else { continue };
             match exact_fold(&lin, &full, &train, &f.indices, input.prior_weight) {
                 Ok(ex) => {

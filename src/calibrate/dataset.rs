@@ -56,7 +56,9 @@ impl Dataset {
             validate::read_csv(path).map_err(|e| SourceError::Format { path: path.display().to_string(), message: e.to_string() })?;
         let (prepared, skipped) = validate::prepare_in(&rows, profile, path.parent());
         for p in prepared {
-            self.targets.push(Target { id: p.row.id.clone(), measured: p.row.value });
+            // A row not to be fitted is still predicted and scored: fits leave it out
+            // ([`Dataset::fitted_only`], the cross-validation's training rows).
+            self.targets.push(Target { id: p.row.id.clone(), measured: p.row.value, fitted: p.not_fitted.is_none() });
             self.sources.push(TargetSource::Row(Box::new(p)));
         }
         self.skipped.extend(skipped.into_iter().map(|s| (s.id, s.reason)));
@@ -69,7 +71,7 @@ impl Dataset {
         let h = Arc::new(read_harness(path)?);
         for (i, b) in h.benchmarks.iter().enumerate() {
             if b.usage() == use_ {
-                self.targets.push(Target { id: harness_id(b, i), measured: harness_measured(b) });
+                self.targets.push(Target { id: harness_id(b, i), measured: harness_measured(b), fitted: true });
                 self.sources.push(TargetSource::Harness(h.clone(), i));
             } else if use_ == HarnessUse::Fit {
                 self.skipped.push((harness_id(b, i), format!("{} measurement: a machine fact or a validation target, not fitted", b.kind)));
@@ -136,6 +138,21 @@ impl Dataset {
             skipped: self.skipped.clone(),
             files: self.files.clone(),
         }
+    }
+
+    /// The targets fits may use ([`Target::fitted`]): the others move to `skipped` with the
+    /// reason they are not fitted.
+    pub fn fitted_only(&self) -> Dataset {
+        let keep: Vec<bool> = self.targets.iter().map(|t| t.fitted).collect();
+        let mut d = self.subset(&keep);
+        for (t, s) in self.targets.iter().zip(&self.sources).filter(|(t, _)| !t.fitted) {
+            let reason = match s {
+                TargetSource::Row(p) => p.not_fitted.clone().unwrap_or_default(),
+                TargetSource::Harness(..) => String::new(),
+            };
+            d.skipped.push((t.id.clone(), reason));
+        }
+        d
     }
 
     /// Whether any target is a published row.

@@ -12,6 +12,10 @@ pub struct Target {
     pub id: String,
     /// Measured value (must be positive and finite).
     pub measured: f64,
+    /// Whether fits use it: a row the twin reads with a later software build's kernels than
+    /// it measured is predicted and scored, never fitted
+    /// ([`super::validate::Prepared::not_fitted`]).
+    pub fitted: bool,
 }
 
 /// Why a target could not be predicted.

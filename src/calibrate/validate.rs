@@ -291,9 +291,9 @@ const BACKENDS: &[&str] = &["vulkan", "rocm", "hip", "cuda", "metal", "cpu"];
 /// what was assumed to read it: case and punctuation (`llama.cpp`, `Llama.CPP`, `mlx_lm`); the
 /// llama.cpp tools (`llama-server`, `llama-bench`, `llama-batched-bench`) and its Python bindings
 /// (`llama-cpp-python`); a backend in brackets, as a suffix or a second
-/// word (`llama.cpp (Vulkan)`, `llama-cpp-rocm`, `llama.cpp vulkan`: the twin has one kernel
-/// library per chip and runtime, so GPU backends are not told apart, and says so; the CPU
-/// backend is refused); LM Studio by the file it loads (its MLX engine for MLX files, llama.cpp
+/// word (`llama.cpp (Vulkan)`, `llama-cpp-rocm`, `llama.cpp vulkan`: Vulkan and ROCm set
+/// `engine.backend` on an AMD GPU ([`crate::engine::runtimes::llama_cpp::backend_named`]), other
+/// GPU backends run the chip's own kernels, and the note says so; the CPU backend is refused); LM Studio by the file it loads (its MLX engine for MLX files, llama.cpp
 /// for GGUF files). Anything else is returned as written, for the runtime lookup to refuse.
 fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), String> {
     let text = raw.trim().to_lowercase();
@@ -324,7 +324,7 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
     // Strix Halo and GB10 benchmark tables name llama.cpp builds by their backend.
     if let Some(b) = bare_backend(&name) {
         let note = format!(
-            "engine `{}`: a GPU backend named alone, read as llama.cpp built for it (GPU backends such as {b} are not told apart)",
+            "engine `{}`: a GPU backend named alone, read as llama.cpp built for it ({b}; Vulkan and ROCm set `engine.backend` on an AMD GPU)",
             raw.trim()
         );
         return Ok(("llama-cpp".into(), Some(note)));
@@ -355,7 +355,7 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
         }
         Some(b) if !b.is_empty() => {
             let note = format!(
-                "engine `{}`: the twin's {name} kernels for the row's chip (GPU backends such as {b} are not told apart)",
+                "engine `{}`: the twin's {name} kernels for the row's chip ({b}; Vulkan and ROCm set `engine.backend` on an AMD GPU)",
                 raw.trim()
             );
             Ok((name, Some(note)))
@@ -763,9 +763,10 @@ pub fn row_scenario_in(
         ));
         b.set("workload.context_tokens", &toml::Value::Integer(i64::try_from(depth).unwrap_or(i64::MAX))).map_err(|e| e.message)?;
     }
-    // What the row's command line says (vLLM/SGLang flags in the notes).
-    for (k, v) in engine.measurement_options(&row.notes) {
-        assumptions.push(format!("{k} = {v}, as the row's notes say"));
+    // What the row's command line says (vLLM/SGLang flags in the notes, llama.cpp's backend in
+    // its source or notes).
+    for (k, v) in engine.measurement_options(&row_text(row)) {
+        assumptions.push(format!("{k} = {v}, as the row says"));
         b.set(k, &v).map_err(|e| e.message)?;
     }
     for (k, v, sibling) in run_options(row, all, engine) {
@@ -1191,18 +1192,19 @@ fn same_run(a: &MeasurementRow, b: &MeasurementRow) -> bool {
 }
 
 /// The `[engine]` options a row's notes are silent on but the other rows of its benchmark run
-/// state (same source, with its commit or date, same system and engine: one page of results
+/// state (same source up to its parenthesised detail, same system and engine: one page of results
 /// from one command line; ggml-org's `benches/dgx-spark.md` gives `-ub 2048` on its tg rows
 /// only, and its pp rows ran with it), with the id of a row that states each. An option the
 /// stating rows disagree on is not taken: the row keeps the runtime's default.
 fn run_options(row: &MeasurementRow, all: &[MeasurementRow], engine: &dyn EngineRuntime) -> Vec<(&'static str, toml::Value, String)> {
-    let own: Vec<&str> = engine.measurement_options(&row.notes).iter().map(|o| o.0).collect();
+    let own: Vec<&str> = engine.measurement_options(&row_text(row)).iter().map(|o| o.0).collect();
     let mut stated: Vec<(&'static str, toml::Value, String)> = Vec::new();
     let mut disputed: Vec<&str> = Vec::new();
-    let same_invocation =
-        |r: &&MeasurementRow| r.id != row.id && r.source.trim() == row.source.trim() && r.system == row.system && r.engine == row.engine;
+    let same_invocation = |r: &&MeasurementRow| {
+        r.id != row.id && source_stem(&r.source) == source_stem(&row.source) && r.system == row.system && r.engine == row.engine
+    };
     for sibling in all.iter().filter(same_invocation) {
-        for (k, v) in engine.measurement_options(&sibling.notes) {
+        for (k, v) in engine.measurement_options(&row_text(sibling)) {
             match stated.iter().find(|o| o.0 == k) {
                 Some(o) if o.1 != v => disputed.push(k),
                 Some(_) => {}
@@ -1213,6 +1215,13 @@ fn run_options(row: &MeasurementRow, all: &[MeasurementRow], engine: &dyn Engine
     }
     stated.retain(|o| !disputed.contains(&o.0));
     stated
+}
+
+/// A row's engine label, source and notes together: what its benchmark's command line and
+/// setup are read from (the Strix Halo tables name the backend as the engine, `rocm-7.1`;
+/// Geerling's source names it, `(llama-bench tg128, Vulkan)`).
+fn row_text(row: &MeasurementRow) -> String {
+    format!("{}; {}; {}", row.engine, row.source, row.notes)
 }
 
 /// Whether a metric is a wall-power figure the twin predicts.
@@ -1353,6 +1362,44 @@ pub struct Prepared {
     pub scenario: scenario::Scenario,
     /// Assumptions made for unknowns.
     pub assumptions: Vec<String>,
+    /// Why the row is predicted but not fitted, if it is not: the twin reads it with kernels
+    /// of a later software build than the one measured ([`build_mismatch`]), so fitting it
+    /// would move shared parameters to absorb a mechanism the twin does not have.
+    pub not_fitted: Option<String>,
+}
+
+/// The first release date, `YYYY-MM-DD`, of llama.cpp builds whose ROCm backend runs RDNA3
+/// GEMMs on WMMA MMQ tiles for every batch ([`crate::engine::cost::ExpertRowTile::ROCM_MMQ`]):
+/// xllamacpp 0.2.6 (2025-11-29) still ran steps of 64+ rows through hipBLAS or per-expert dp4a
+/// MMQ, 0.2.7 (2025-12-20) WMMA MMQ.
+const ROCM_WMMA_MMQ_FROM: &str = "2025-12-01";
+
+/// Why a row the twin reads with a later build's kernels than it measured should not be
+/// fitted, if so: a ROCm row of llama.cpp dated (every `YYYY-MM-DD` in its source and notes)
+/// before [`ROCM_WMMA_MMQ_FROM`] whose metric runs multi-row steps (prefill, TTFT, batched
+/// decode; one-row decode runs the same mat-vec in every build).
+pub fn build_mismatch(row: &MeasurementRow, scenario: &scenario::Scenario) -> Option<String> {
+    let rocm = scenario.engine.kind.runtime() == crate::engine::Runtime::LlamaCpp
+        && scenario.engine.llama_backend == crate::engine::LlamaBackend::Rocm;
+    let text = row_text(row);
+    let dates = iso_dates(&text);
+    let before = !dates.is_empty() && dates.iter().all(|d| *d < ROCM_WMMA_MMQ_FROM);
+    (rocm && before && row.metric != "decode_tokens_per_s").then(|| {
+        format!(
+            "predicted, not fitted: a llama.cpp ROCm build before {ROCM_WMMA_MMQ_FROM} (steps of 64+ rows ran per expert through hipBLAS or dp4a MMQ), read with the later WMMA MMQ tiles"
+        )
+    })
+}
+
+/// Every `YYYY-MM-DD` date in a text (not inside a longer run of digits).
+fn iso_dates(text: &str) -> Vec<&str> {
+    let b = text.as_bytes();
+    let shape = |w: &[u8]| w.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() });
+    (0..b.len().saturating_sub(9))
+        .filter(|&i| shape(&b[i..i + 10]))
+        .filter(|&i| (i == 0 || !b[i - 1].is_ascii_digit()) && b.get(i + 10).is_none_or(|c| !c.is_ascii_digit()))
+        .map(|i| &text[i..i + 10])
+        .collect()
 }
 
 /// Turns rows into scenarios; rows that cannot be predicted are returned with the reason.
@@ -1400,7 +1447,9 @@ pub fn prepare_in(rows: &[MeasurementRow], profile: &Profile, csv_dir: Option<&P
             skipped.push(SkippedRow { id: row.id.clone(), reason });
             continue;
         }
-        out.push(Prepared { row: row.clone(), scenario: sc, assumptions });
+        let not_fitted = build_mismatch(row, &sc);
+        assumptions.extend(not_fitted.clone());
+        out.push(Prepared { row: row.clone(), scenario: sc, assumptions, not_fitted });
     }
     (out, skipped)
 }
@@ -1616,6 +1665,31 @@ mod tests {
         let got = predict(&prepared[2], &Profile::default_profile()).unwrap();
         assert_eq!(got, est.peak_power_w);
         assert!(got >= est.cluster_power_w && got > est.node_peak_power_w[0]);
+    }
+
+    #[test]
+    fn a_rocm_row_older_than_the_modelled_kernels_is_predicted_and_not_fitted() {
+        // The backend comes from the text (source or notes), or from another row of the run;
+        // a ROCm prefill dated before December 2025 is read with the later WMMA MMQ tiles and
+        // not fitted; its decode (one-row mat-vec in every build) is fitted; a 2026 ROCm
+        // prefill and a Vulkan one are fitted.
+        let fw = "framework-desktop-ai-max-395,1,128gb,qwen3-30b-a3b,q4_k_m,llama-cpp,none,none";
+        let rs = rows(&format!(
+            "old-pp,{fw},512,1,prefill_tokens_per_s,900,tok/s,kyuz0 (2025-11-19),llama-bench pp512\n\
+             old-tg,{fw},,1,decode_tokens_per_s,80,tok/s,kyuz0 (2025-11-19),\"llama-bench tg128, ROCm 6.4.4\"\n\
+             new-pp,{fw},512,1,prefill_tokens_per_s,900,tok/s,kyuz0 (2026-02-10),\"llama-bench pp512, ROCm 7.2\"\n\
+             vk-pp,{fw},512,1,prefill_tokens_per_s,900,tok/s,geerling (2025-08-07),\"llama-bench pp512, Vulkan\"\n"
+        ));
+        let (prepared, skipped) = prepare(&rs, &Profile::default_profile());
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let by = |id: &str| prepared.iter().find(|p| p.row.id == id).unwrap();
+        assert_eq!(by("old-pp").scenario.engine.llama_backend, crate::engine::LlamaBackend::Rocm);
+        assert!(by("old-pp").not_fitted.as_deref().is_some_and(|r| r.contains("before 2025-12-01")), "{:?}", by("old-pp").not_fitted);
+        for id in ["old-tg", "new-pp", "vk-pp"] {
+            assert_eq!(by(id).not_fitted, None, "{id}");
+        }
+        assert_eq!(by("vk-pp").scenario.engine.llama_backend, crate::engine::LlamaBackend::Vulkan);
+        assert_eq!(iso_dates("a 2025-11-19; b12025-11-190 c 2026-02-10 2026-1-1"), ["2025-11-19", "2026-02-10"]);
     }
 
     #[test]

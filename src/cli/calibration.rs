@@ -214,7 +214,8 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
 
 fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     let base = calibrate::with_host_chip(&a.profile.load()?);
-    let data = load_dataset(&a.measurements, &base, HarnessUse::Fit).map_err(CliError::input)?;
+    // Rows predicted with a later build's kernels than they measured are not fitted.
+    let data = load_dataset(&a.measurements, &base, HarnessUse::Fit).map_err(CliError::input)?.fitted_only();
     super::note!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
     let prior_weight = a.prior_weight.unwrap_or_else(|| data.default_prior_weight());
     if a.uncertainty_only {

@@ -227,6 +227,26 @@ pub struct EngineOptions {
     pub mla_per_head_cache: bool,
     /// The CUDA engines' serving options (vllm, sglang; inert elsewhere).
     pub cuda: CudaOptions,
+    /// llama.cpp's GPU backend on a Linux node whose GPU is neither Apple's (Metal) nor
+    /// NVIDIA's (CUDA): the AI Max+ 395's Radeon runs either (FACTS.md). Inert elsewhere.
+    pub llama_backend: LlamaBackend,
+}
+
+/// llama.cpp's GPU backend on an AMD GPU (`[engine] backend`): the two run different MoE
+/// GEMM tiles ([`crate::engine::cost::ExpertRowTile`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LlamaBackend {
+    /// Vulkan (RADV or AMDVLK): the portable backend, and the default.
+    #[default]
+    Vulkan,
+    /// ROCm (HIP): llama.cpp's CUDA code compiled for AMD, as built from December 2025 (MMQ on
+    /// RDNA3's WMMA units for every batch).
+    Rocm,
+}
+
+impl LlamaBackend {
+    /// Scenario names (`[engine] backend`).
+    pub const NAMES: [(&'static str, LlamaBackend); 2] = [("vulkan", LlamaBackend::Vulkan), ("rocm", LlamaBackend::Rocm)];
 }
 
 /// Options of the CUDA engines (vLLM, SGLang) a user sets on the command line; the defaults are
@@ -280,6 +300,7 @@ impl EngineOptions {
             mla_prefill_expanded: defaults.mla_prefill_expanded,
             mla_per_head_cache: false,
             cuda: defaults.cuda,
+            llama_backend: LlamaBackend::Vulkan,
         }
     }
 }

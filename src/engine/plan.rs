@@ -6,7 +6,7 @@ use crate::llm::{ModelSpec, Op, OpClass, QuantSpec, kv_head_fraction};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 
 use super::cost::{ExpertRowTile, LaunchCost, MlaOptions, NetCost, NodeCost, SparseGather};
-use super::options::{CUDA_CHIPS, CollectiveLowering, EngineOptions, Parallelism, Runtime};
+use super::options::{CUDA_CHIPS, CollectiveLowering, EngineOptions, LlamaBackend, Parallelism, Runtime};
 
 /// Errors when a scenario cannot be lowered onto its cluster.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -324,6 +324,10 @@ impl Plan {
             expert_tile: match self.options.kind.runtime() {
                 Runtime::LlamaCpp if spec.os == Os::Macos => ExpertRowTile::METAL_MM_ID,
                 Runtime::LlamaCpp if CUDA_CHIPS.contains(&spec.chip.as_str()) => ExpertRowTile::CUDA_MMQ,
+                Runtime::LlamaCpp => match self.options.llama_backend {
+                    LlamaBackend::Vulkan => ExpertRowTile::VULKAN_MM_ID,
+                    LlamaBackend::Rocm => ExpertRowTile::ROCM_MMQ,
+                },
                 _ => ExpertRowTile::NONE,
             },
             launch: self.launch_cost(node),

@@ -63,6 +63,7 @@ pub(super) struct RawEngine {
     pub(super) prefill_chunk: Option<Spanned<i64>>,
     pub(super) mla_prefill: Option<Spanned<String>>,
     pub(super) mla_cache: Option<Spanned<String>>,
+    pub(super) backend: Option<Spanned<String>>,
     pub(super) enforce_eager: Option<Spanned<bool>>,
     pub(super) kv_cache_dtype: Option<Spanned<String>>,
     pub(super) max_num_batched_tokens: Option<Spanned<i64>>,

@@ -12,7 +12,7 @@ use toml::Spanned;
 
 use crate::catalog::{Catalog, catalog};
 use crate::engine::split::{SplitError, check_fleet, check_split, check_tensor_split, default_parallelism};
-use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, Parallelism, Runtime};
+use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, LlamaBackend, Parallelism, Runtime};
 use crate::hw::cabling::{CablingError, check_cluster, check_node};
 use crate::hw::{Backend, FabricSpec, NodeSpec, Topology, Transport};
 use crate::llm::{ModelSpec, QuantFamily, QuantSpec};
@@ -726,6 +726,24 @@ fn engine_options(
             ));
         }
         options.mla_per_head_cache = per_head;
+    }
+    if let Some(b) = &e.backend {
+        if options.kind.runtime() != Runtime::LlamaCpp {
+            return Err(src
+                .error(
+                    b.span(),
+                    format!("`engine.backend` picks llama.cpp's GPU backend; engine `{engine_name}` has no such option"),
+                    Some("remove it, or use a llama.cpp engine (llama-cpp, llama-cpp-rpc, ollama)".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        options.llama_backend = one_of(
+            src,
+            b,
+            &LlamaBackend::NAMES,
+            ("llama.cpp GPU backend", "backends"),
+            " (on a Linux GPU that is neither Apple's nor NVIDIA's: Metal and CUDA nodes run their own)",
+        )?;
     }
     cuda_options(src, e, engine_name, options)
 }

@@ -255,15 +255,16 @@ fn validate_published_json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn validate_prints_the_parameter_budget_and_warns_below_two_rows_per_parameter() {
-    // The shipped profile's fit: 23 parameters on 59 rows, 2.56 per parameter: no warning.
+    // The shipped profile's fit: 23 parameters on 58 rows (the 59th, an old ROCm build's
+    // prefill, is predicted but not fitted), 2.52 per parameter: no warning.
     let out = bin().args(["validate", "--against"]).arg(measurements_csv()).assert().success().get_output().clone();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("in-sample: profile `default` has 23 parameters fitted on 59 rows (2.56 rows per parameter)"), "{text}");
+    assert!(text.contains("in-sample: profile `default` has 23 parameters fitted on 58 rows (2.52 rows per parameter)"), "{text}");
     assert!(!text.contains("WARNING: only"), "{text}");
     let out = bin().args(["validate", "--json", "--against"]).arg(measurements_csv()).assert().success().get_output().clone();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["fit_budget"]["parameters"], 23);
-    assert_eq!(v["fit_budget"]["rows"], 59);
+    assert_eq!(v["fit_budget"]["rows"], 58);
     assert!(v["fit_budget"].get("warning").is_none(), "{v}");
     // The same profile as if its 23 parameters had been fitted on 34 rows: 1.48 per parameter.
     let mut thin = supernode::profile::Profile::default_profile();
@@ -288,11 +289,14 @@ fn plain_validate_gives_every_row_the_interval_run_gives_and_counts_the_coverage
         assert!(p5 < pred && pred < p95, "{r}");
         inside += usize::from(p5 <= m && m <= p95);
     }
-    // Every shipped row was fitted: all of them count as in-sample, none as unseen.
+    // Every shipped row but one was fitted and counts as in-sample; the one predicted but not
+    // fitted (GLM-4.6 pp512 on a ROCm build older than the kernels the twin models) counts as
+    // unseen.
     let c = &v["interval_coverage"];
-    assert_eq!(c["fitted"]["rows"].as_u64().unwrap() as usize, rows.len(), "{c}");
-    assert_eq!(c["fitted"]["inside"].as_u64().unwrap() as usize, inside, "{c}");
-    assert!(c.get("unseen").is_none(), "{c}");
+    assert_eq!(c["fitted"]["rows"].as_u64().unwrap() as usize, rows.len() - 1, "{c}");
+    assert_eq!(c["unseen"]["rows"].as_u64().unwrap(), 1, "{c}");
+    let unseen_inside = c["unseen"]["inside"].as_u64().unwrap() as usize;
+    assert_eq!(c["fitted"]["inside"].as_u64().unwrap() as usize + unseen_inside, inside, "{c}");
     let envelope = c["inside_envelope"]["rows"].as_u64().unwrap_or(0) + c["extrapolation"]["rows"].as_u64().unwrap_or(0);
     assert_eq!(envelope as usize, rows.len(), "{c}");
 

@@ -42,7 +42,7 @@ fn validate_reads_chip_names_engine_spellings_and_lists_a_row_that_does_not_fit(
     let predicted = |id: &str| get(id)["predicted"].as_f64().unwrap();
     let said = |id: &str, what: &str| get(id)["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what));
     // The chip's marketing name is the Framework Desktop (the first preset of that chip and
-    // memory), said so; the Vulkan backend is named as not told apart.
+    // memory), said so; the Vulkan backend (the AI Max+ default) is said.
     assert_eq!(predicted("strix"), predicted("framework"));
     assert!(said("strix", "taken as framework-desktop-ai-max-395"), "{}", get("strix"));
     assert!(said("strix", "vulkan"), "{}", get("strix"));

@@ -94,40 +94,65 @@ pub struct NodeCost<'a> {
 /// GEMM; the tile sizes are read from the kernels' sources).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ExpertRowTile {
-    /// Largest tile, rows (0: the runtime pays only the rows routed, no tile is modelled).
-    pub max_rows: u64,
-    /// Tile sizes come in multiples of this many rows.
-    pub granularity: u64,
+    /// The tile widths the kernel has, rows, ascending (empty: the runtime pays only the rows
+    /// routed, no tile is modelled). The host picks one for the whole step from the step's row
+    /// count, since it does not know each expert's share.
+    pub widths: &'static [u64],
     /// Fewest rows in a step for which the tiled kernel runs (below it a matrix-vector kernel
     /// per expert does, with no padding).
     pub min_step_rows: u64,
-    /// Whether 16-bit expert weights take the tiled path too (llama.cpp's CUDA MMQ covers only
+    /// Whether 16-bit expert weights take the tiled path too (llama.cpp's MMQ covers only
     /// quantized types; f16/bf16 experts go to other kernels).
     pub covers_half: bool,
 }
 
+/// llama.cpp CUDA MMQ widths on a GPU with tensor cores (`mul_mat_q_case`: `mmq_x` in steps of
+/// 8 up to 128, granularity 8 below 48 and 16 from 48, `mmq_get_granularity_host`).
+const CUDA_MMQ_WIDTHS: &[u64] = &[8, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128];
+/// llama.cpp HIP MMQ widths on RDNA3/RDNA4 with WMMA (granularity 16 below 128, 32 at 128).
+const ROCM_MMQ_WIDTHS: &[u64] = &[16, 32, 48, 64, 80, 96, 112, 128];
+
 impl ExpertRowTile {
-    /// No tile modelled: FLOPs follow the routed rows (MLX, the CUDA engines, Vulkan/ROCm).
-    pub const NONE: Self = Self { max_rows: 0, granularity: 1, min_step_rows: u64::MAX, covers_half: false };
+    /// No tile modelled: FLOPs follow the routed rows (MLX, the CUDA engines).
+    pub const NONE: Self = Self { widths: &[], min_step_rows: u64::MAX, covers_half: false };
     /// llama.cpp's CUDA MMQ on an NVIDIA GPU with tensor cores (build 6918, `mmq.cuh`
-    /// `mul_mat_q_case`): the tile width `mmq_x` is the smallest multiple of 8 that takes the
-    /// step's rows in one tile, at most 128, chosen from the step's row count because the
-    /// host does not know each expert's share (`ncols_max = ne12`); every expert's rows then run
-    /// in tiles of that width (`expert_bounds`). MoE steps of 2 or more rows take this path
-    /// (`ggml_cuda_mul_mat_id`: one row goes to MMVQ); quantized types only.
-    pub const CUDA_MMQ: Self = Self { max_rows: 128, granularity: 8, min_step_rows: 2, covers_half: false };
+    /// `mul_mat_q_case`): the tile width `mmq_x` is the first of [`CUDA_MMQ_WIDTHS`] that takes
+    /// the step's rows in the fewest tiles, chosen from the step's row count (`ncols_max =
+    /// ne12`); every expert's rows then run in tiles of that width (`expert_bounds`). MoE steps
+    /// of 2 or more rows take this path (`ggml_cuda_mul_mat_id`: one row goes to MMVQ);
+    /// quantized types only.
+    pub const CUDA_MMQ: Self = Self { widths: CUDA_MMQ_WIDTHS, min_step_rows: 2, covers_half: false };
+    /// llama.cpp's HIP (ROCm) MMQ on an AMD RDNA3/RDNA4 GPU, as built from December 2025
+    /// (xllamacpp 0.2.7 to 0.2.12: `amd_wmma_available`, and `ggml_cuda_should_use_mmq` takes MMQ
+    /// for every batch): the CUDA selection over [`ROCM_MMQ_WIDTHS`], from 5 rows
+    /// (`MMVQ_MMID_MAX_BATCH_SIZE` 4 run as mat-vec); quantized types only. Not modelled: the
+    /// builds before (xllamacpp 0.2.5, 2025-11) ran steps of 64+ rows per expert through a
+    /// dequantisation to f16 and hipBLAS (`ggml_cuda_mul_mat_id`'s fallback loop); their rows
+    /// are read with these tiles.
+    pub const ROCM_MMQ: Self = Self { widths: ROCM_MMQ_WIDTHS, min_step_rows: 5, covers_half: false };
     /// llama.cpp's Metal `kernel_mul_mm_id` (build 6918, `ggml-metal-ops.cpp`): threadgroups of
     /// 32 rows per expert, used once a step has 32 rows or more (`ne21_mm_id_min`; below, the
     /// matrix-vector `mul_mv_id`); every weight type.
-    pub const METAL_MM_ID: Self = Self { max_rows: 32, granularity: 32, min_step_rows: 32, covers_half: true };
+    pub const METAL_MM_ID: Self = Self { widths: &[32], min_step_rows: 32, covers_half: true };
+    /// llama.cpp's Vulkan `mul_mm` with `MUL_MAT_ID` on an AMD GPU (xllamacpp 0.2.4 and 0.2.12,
+    /// `ggml-vulkan.cpp`): the small pipeline's 32-row tile up to 32 rows in the step, the
+    /// medium one's 64 above (`ggml_vk_guess_matmul_id_pipeline`; the large 128-row pipeline is
+    /// off on AMD, `mul_mat_id_l = false`); a workgroup per tile of an expert's rows, those past
+    /// the expert's count exiting. Steps of up to 8 rows run the mat-vec `mul_mat_vec_id`
+    /// (`ggml_vk_use_mul_mat_vec_id`, 2026 builds); every type.
+    pub const VULKAN_MM_ID: Self = Self { widths: &[32, 64], min_step_rows: 9, covers_half: true };
 
-    /// The tile width, rows, a step of `rows` rows runs its experts in (`None`: untiled).
+    /// The tile width, rows, a step of `rows` rows runs its experts in (`None`: untiled): the
+    /// first width that takes the step in the fewest tiles (llama.cpp's loop keeps a width only
+    /// when it needs strictly fewer tiles than the ones before).
     pub fn width(self, rows: u64, family: crate::llm::KernelFamily) -> Option<u64> {
         let half = family == crate::llm::KernelFamily::Half;
-        if self.max_rows == 0 || rows < self.min_step_rows || (half && !self.covers_half) {
+        let widest = *self.widths.last()?;
+        if rows < self.min_step_rows || (half && !self.covers_half) {
             return None;
         }
-        Some(rows.div_ceil(self.granularity).saturating_mul(self.granularity).min(self.max_rows))
+        let fewest = rows.div_ceil(widest);
+        self.widths.iter().copied().find(|&w| rows.div_ceil(w) == fewest)
     }
 }
 
@@ -881,23 +906,36 @@ mod tests {
     #[test]
     fn tiled_moe_gemms_pay_whole_tiles_for_the_rows_each_expert_holds() {
         use crate::llm::KernelFamily::{Half, KQuant};
-        // CUDA MMQ: the width is the step's rows rounded up to 8, at most 128; one row is MMVQ.
+        // CUDA MMQ: the first width (multiples of 8 below 48, of 16 from 48, at most 128) that
+        // takes the step in the fewest tiles; one row is MMVQ. 100 rows: 112 (96 would need
+        // two); 200 rows need two tiles whatever the width, and 112 is the first that does it.
         let cuda = ExpertRowTile::CUDA_MMQ;
-        assert_eq!([1, 2, 100, 128, 2048].map(|r| cuda.width(r, KQuant)), [None, Some(8), Some(104), Some(128), Some(128)]);
+        assert_eq!(
+            [1, 2, 44, 100, 128, 200, 2048].map(|r| cuda.width(r, KQuant)),
+            [None, Some(8), Some(48), Some(112), Some(128), Some(112), Some(128)]
+        );
         assert_eq!(cuda.width(2048, Half), None, "16-bit experts do not take MMQ");
+        // ROCm MMQ on RDNA3 (WMMA): multiples of 16, at most 128, from 5 rows; quantized only.
+        let rocm = ExpertRowTile::ROCM_MMQ;
+        assert_eq!([4, 5, 100, 512].map(|r| rocm.width(r, KQuant)), [None, Some(16), Some(112), Some(128)]);
+        assert_eq!(rocm.width(512, Half), None);
+        // Vulkan on AMD: 32-row tiles up to 32 rows, 64 above; mat-vec up to 8 rows; every type.
+        let vulkan = ExpertRowTile::VULKAN_MM_ID;
+        assert_eq!([8, 9, 32, 33, 512].map(|r| vulkan.width(r, Half)), [None, Some(32), Some(32), Some(64), Some(64)]);
         // Metal mul_mm_id: 32-row tiles from 32 rows up, every type.
         let metal = ExpertRowTile::METAL_MM_ID;
         assert_eq!([31, 32, 2048].map(|r| metal.width(r, Half)), [None, Some(32), Some(32)]);
+        assert_eq!(ExpertRowTile::NONE.width(2048, KQuant), None);
 
         let (c, r, m) = (chip(), runtime(), comm());
         let untiled = node(&c, &r, &m);
         let tiled = NodeCost { expert_tile: cuda, ..untiled };
-        // 2 experts, both active: each holds all 200 rows, two 128-row tiles: 256 rows computed
-        // of 200, 1.28x the FLOPs: 2 x 2 x 1e6 x 256 = 1.024e9 (vs 8e8).
+        // 2 experts, both active: each holds all 200 rows, two 112-row tiles: 224 rows computed
+        // of 200, 1.12x the FLOPs: 2 x 2 x 1e6 x 224 = 8.96e8 (vs 8e8).
         let mut both = Op::experts("e", 1_000_000, 3, 2, 2);
         both.format.kernel = KQuant;
         assert!(close(untiled.op_work(&both, 200, 0).flops, 8.0e8));
-        assert!(close(tiled.op_work(&both, 200, 0).flops, 1.024e9));
+        assert!(close(tiled.op_work(&both, 200, 0).flops, 8.96e8));
         // Below the tiled path (one row) nothing changes.
         assert_eq!(tiled.op_work(&both, 1, 0), untiled.op_work(&both, 1, 0));
         // 128 experts, 4 active, 2048 rows (gpt-oss-120b at llama-bench -ub 2048): ~64 rows an
@@ -906,9 +944,12 @@ mod tests {
         gpt.format.kernel = KQuant;
         let ratio = tiled.op_work(&gpt, 2048, 0).flops / untiled.op_work(&gpt, 2048, 0).flops;
         assert!((ratio - 2.0).abs() < 1e-6, "{ratio}");
-        // At -ub 512 (16 rows an expert): 8x.
+        // At -ub 512 (16 rows an expert): 8x; Vulkan's 64-row tiles on an AMD GPU: 4x.
         let ratio = tiled.op_work(&gpt, 512, 0).flops / untiled.op_work(&gpt, 512, 0).flops;
         assert!((ratio - 8.0).abs() < 1e-3, "{ratio}");
+        let on_vulkan = NodeCost { expert_tile: vulkan, ..untiled };
+        let ratio = on_vulkan.op_work(&gpt, 512, 0).flops / untiled.op_work(&gpt, 512, 0).flops;
+        assert!((ratio - 4.0).abs() < 1e-3, "{ratio}");
     }
 
     #[test]

@@ -29,6 +29,34 @@ pub fn ubatch_flag(notes: &str) -> Option<u64> {
     words.windows(2).find(|w| w[0] == "-ub" || w[0] == "--ubatch-size").and_then(|w| w[1].parse::<u64>().ok()).filter(|&ub| ub > 0)
 }
 
+/// The GPU backend a benchmark's text names for an AMD GPU: `rocm` or `vulkan` (also named by
+/// its drivers, `radv` and `amdvlk`) where exactly one of the two appears (any case), else none.
+pub fn backend_named(notes: &str) -> Option<&'static str> {
+    let lower = notes.to_lowercase();
+    let vulkan = ["vulkan", "radv", "amdvlk"].iter().any(|w| lower.contains(w));
+    match (lower.contains("rocm"), vulkan) {
+        (true, false) => Some("rocm"),
+        (false, true) => Some("vulkan"),
+        _ => None,
+    }
+}
+
+/// The `[engine]` options a llama.cpp row's text states (every llama.cpp engine reads the
+/// same command line): `-ub N` (`n_ubatch`, the micro-batch a prompt is cut into: the prefill
+/// chunk; ggml-org's `benches/dgx-spark.md` runs `llama-bench -ub 2048`, so a 2,048-token
+/// prompt is one forward and the MoE experts stream once, not four times) and the GPU backend
+/// (ROCm or Vulkan, which tile MoE GEMMs differently on an AMD GPU).
+pub fn llama_measurement_options(notes: &str) -> Vec<(&'static str, toml::Value)> {
+    let mut v = Vec::new();
+    if let Some(ub) = ubatch_flag(notes) {
+        v.push(("engine.prefill_chunk", toml::Value::Integer(ub as i64)));
+    }
+    if let Some(backend) = backend_named(notes) {
+        v.push(("engine.backend", toml::Value::String(backend.into())));
+    }
+    v
+}
+
 /// llama.cpp: GGUF on one node.
 pub struct LlamaCpp;
 
@@ -49,11 +77,9 @@ impl EngineRuntime for LlamaCpp {
         "llama.cpp"
     }
 
-    /// `-ub N` (`n_ubatch`, the micro-batch a prompt is cut into: the prefill chunk) where a
-    /// row's notes state it; ggml-org's `benches/dgx-spark.md` runs `llama-bench -ub 2048`, so a
-    /// 2,048-token prompt is one forward and the MoE experts stream once, not four times.
+    /// [`llama_measurement_options`].
     fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
-        ubatch_flag(notes).map(|ub| vec![("engine.prefill_chunk", toml::Value::Integer(ub as i64))]).unwrap_or_default()
+        llama_measurement_options(notes)
     }
 
     fn kernels(&self) -> Runtime {
@@ -118,5 +144,17 @@ mod tests {
         assert_eq!(ubatch_flag("-ub 0"), None);
         let opts = LlamaCpp.measurement_options("-fa 1 -ub 2048");
         assert_eq!(opts, vec![("engine.prefill_chunk", toml::Value::Integer(2048))]);
+    }
+
+    #[test]
+    fn the_gpu_backend_is_read_where_the_text_names_one_of_them() {
+        assert_eq!(backend_named("llama-bench tg128, ROCm 6.4.4, build 86f1f4411 (7085)"), Some("rocm"));
+        assert_eq!(backend_named("Geerling 2025-08-07 Framework cluster blog (llama-bench tg128, Vulkan)"), Some("vulkan"));
+        assert_eq!(backend_named("Vulkan RADV vs ROCm 7"), None, "both named: neither is taken");
+        assert_eq!(backend_named("amdvlk; kyuz0 toolboxes"), Some("vulkan"));
+        assert_eq!(backend_named("vulkan_radv"), Some("vulkan"));
+        assert_eq!(backend_named("llama-bench tg32, -fa 1 -ub 2048, CUDA"), None);
+        let opts = super::super::by_name("llama-cpp-rpc").expect("registered").measurement_options("-ub 256, rocm7_rc");
+        assert_eq!(opts, vec![("engine.prefill_chunk", toml::Value::Integer(256)), ("engine.backend", toml::Value::String("rocm".into()))]);
     }
 }

@@ -37,6 +37,11 @@ impl EngineRuntime for LlamaCppRpc {
         "llama.cpp"
     }
 
+    /// [`super::llama_cpp::llama_measurement_options`].
+    fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
+        super::llama_cpp::llama_measurement_options(notes)
+    }
+
     fn kernels(&self) -> Runtime {
         Runtime::LlamaCpp
     }

@@ -34,6 +34,11 @@ impl EngineRuntime for Ollama {
         "ollama"
     }
 
+    /// [`super::llama_cpp::llama_measurement_options`].
+    fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
+        super::llama_cpp::llama_measurement_options(notes)
+    }
+
     fn kernels(&self) -> Runtime {
         LlamaCpp.kernels()
     }
