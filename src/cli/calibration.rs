@@ -214,8 +214,13 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
 
 fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     let base = calibrate::with_host_chip(&a.profile.load()?);
-    // Rows predicted with a later build's kernels than they measured are not fitted.
-    let data = load_dataset(&a.measurements, &base, HarnessUse::Fit).map_err(CliError::input)?.fitted_only();
+    // Rows predicted with a later build's kernels than they measured are not fitted; said on
+    // stderr whatever --quiet says (the fit is of the other rows).
+    let all = load_dataset(&a.measurements, &base, HarnessUse::Fit).map_err(CliError::input)?;
+    let data = all.fitted_only();
+    for (id, why) in data.skipped.iter().filter(|(id, _)| all.targets.iter().any(|t| t.id == *id && !t.fitted)) {
+        eprintln!("calibrate: {id} left out of the fit: {why}");
+    }
     super::note!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
     let prior_weight = a.prior_weight.unwrap_or_else(|| data.default_prior_weight());
     if a.uncertainty_only {

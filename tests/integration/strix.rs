@@ -6,6 +6,8 @@ use supernode::estimate::estimate;
 use supernode::profile::Profile;
 use supernode::scenario::ScenarioBuilder;
 
+use crate::bin;
+
 const CHIP: &str = "chips.ryzen-ai-max-395";
 const LAUNCH: &str = "chips.ryzen-ai-max-395.runtimes.llama-cpp.kernel_launch_us";
 
@@ -113,4 +115,37 @@ fn the_backend_key_is_llama_cpps_and_names_its_choices() {
     assert!(e.contains("llama.cpp's GPU backend") && e.contains("mlx-lm"), "{e}");
     let e = parse(text("llama-cpp", "q4_k_m", "cuda")).unwrap_err();
     assert!(e.contains("vulkan") && e.contains("rocm"), "{e}");
+}
+
+/// A ROCm prefill row older than the kernels the twin models (before December 2025) is scored
+/// by `validate` but left out of `calibrate`'s fit, and `calibrate` says so.
+#[test]
+fn an_old_rocm_prefill_row_is_scored_but_not_fitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let header =
+        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n";
+    let fw = "framework-desktop-ai-max-395,1,128gb";
+    let body = format!(
+        "tg8b,{fw},llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,decode_tokens_per_s,40,tok/s,kyuz0 (2025-11-19),\"tg128, ROCm 6.4.4\"\n\
+         tg70b,{fw},llama-3.1-70b,q4_k_m,llama-cpp,none,none,,1,decode_tokens_per_s,5,tok/s,kyuz0 (2025-11-19),tg128\n\
+         pp,{fw},qwen3-30b-a3b,q4_k_m,llama-cpp,none,none,512,1,prefill_tokens_per_s,500,tok/s,kyuz0 (2025-11-19),pp512\n"
+    );
+    let csv = crate::write_text(dir.path(), "rows.csv", &format!("{header}{body}"));
+    let out = bin()
+        .args(["calibrate", "--params", "chips.ryzen-ai-max-395.bw_eff_dense", "-o"])
+        .arg(dir.path().join("p.toml"))
+        .arg(&csv)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("calibrate: pp left out of the fit: predicted, not fitted"), "{stderr}");
+    let profile = std::fs::read_to_string(dir.path().join("p.toml")).unwrap();
+    assert!(!profile.contains("\"pp\""), "the fit's residuals hold only the fitted rows:\n{profile}");
+    // `validate` scores it, among the rows the profile never saw.
+    let out = bin().args(["validate", "--json", "--profile"]).arg(dir.path().join("p.toml")).arg("--against").arg(&csv).assert().success();
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(v["interval_coverage"]["unseen"]["rows"], 1, "{v}");
 }
