@@ -140,8 +140,8 @@ impl Dataset {
         }
     }
 
-    /// The targets fits may use ([`Target::fitted`]): the others move to `skipped` with the
-    /// reason they are not fitted.
+    /// The targets fits may use ([`Target::fitted`]): the others are appended to `skipped`, after
+    /// the rows already there, with the reason they are not fitted.
     pub fn fitted_only(&self) -> Dataset {
         let keep: Vec<bool> = self.targets.iter().map(|t| t.fitted).collect();
         let mut d = self.subset(&keep);

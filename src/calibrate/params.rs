@@ -128,12 +128,6 @@ pub fn published_params() -> Vec<String> {
         // the dense mat-vec's. Fitted, the one 2025-08 MXFP4 row (fw-gptoss120b-1) set both and
         // every small model and small-active MoE on the chip read half as fast held out.
         "chips.ryzen-ai-max-395.bw_eff_dense",
-        // The AI Max+ 395's MoE GEMM rate: its one prefill row (GLM-4.6 pp512 over RPC on ROCm,
-        // n-fw2-glm46-q4kxl-rpc-5g-pp) moves it with the ROCm MMQ tiles counted. Fitted here
-        // rather than left to the routing spread, which the batched gpt-oss rows pin and this
-        // row would otherwise pull (it is from a ROCm build before the WMMA MMQ the tiles
-        // describe; calibrate/params.rs note 2026-12-06).
-        "chips.ryzen-ai-max-395.compute_eff_expert",
         // vllm-mlx's own host costs, per step and per sequence: its concurrency rows at 1 and 8
         // requests (m4max-l32-1b-vllm-c1, -c8) pin them apart.
         "chips.m4-max.engines.vllm-mlx.host_per_step_us",

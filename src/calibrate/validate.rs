@@ -1056,14 +1056,7 @@ const BATCHED_BENCH_RANDOM_FROM: &str = "2025-09-13";
 /// source or notes carry (a test date, a build's system info), else as the tool is now.
 fn batched_bench_tokens_drawn(row: &MeasurementRow) -> BatchedBenchTokens {
     let text = format!("{} {}", row.source, row.notes);
-    let bytes = text.as_bytes();
-    let is_date = |w: &[u8]| {
-        w.len() == 10
-            && w.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
-            && (b"19".as_slice() == &w[..2] || b"20".as_slice() == &w[..2])
-    };
-    let latest = (0..bytes.len().saturating_sub(9)).filter(|&i| is_date(&bytes[i..i + 10])).map(|i| &text[i..i + 10]).max();
-    match latest {
+    match iso_dates(&text).into_iter().max() {
         None => BatchedBenchTokens::RandomAssumed,
         Some(d) if d < BATCHED_BENCH_RANDOM_FROM => BatchedBenchTokens::AllZero,
         Some(_) => BatchedBenchTokens::Random,
@@ -1391,10 +1384,13 @@ pub fn build_mismatch(row: &MeasurementRow, scenario: &scenario::Scenario) -> Op
     })
 }
 
-/// Every `YYYY-MM-DD` date in a text (not inside a longer run of digits).
+/// Every `YYYY-MM-DD` date of the 1900s or 2000s in a text (not inside a longer run of digits).
 fn iso_dates(text: &str) -> Vec<&str> {
     let b = text.as_bytes();
-    let shape = |w: &[u8]| w.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() });
+    let shape = |w: &[u8]| {
+        w.iter().enumerate().all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() })
+            && matches!(&w[..2], b"19" | b"20")
+    };
     (0..b.len().saturating_sub(9))
         .filter(|&i| shape(&b[i..i + 10]))
         .filter(|&i| (i == 0 || !b[i - 1].is_ascii_digit()) && b.get(i + 10).is_none_or(|c| !c.is_ascii_digit()))
@@ -1689,7 +1685,7 @@ mod tests {
             assert_eq!(by(id).not_fitted, None, "{id}");
         }
         assert_eq!(by("vk-pp").scenario.engine.llama_backend, crate::engine::LlamaBackend::Vulkan);
-        assert_eq!(iso_dates("a 2025-11-19; b12025-11-190 c 2026-02-10 2026-1-1"), ["2025-11-19", "2026-02-10"]);
+        assert_eq!(iso_dates("a 2025-11-19; b12025-11-190 c 2026-02-10 2026-1-1 3000-01-01"), ["2025-11-19", "2026-02-10"]);
     }
 
     #[test]

@@ -218,7 +218,8 @@ fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     // stderr whatever --quiet says (the fit is of the other rows).
     let all = load_dataset(&a.measurements, &base, HarnessUse::Fit).map_err(CliError::input)?;
     let data = all.fitted_only();
-    for (id, why) in data.skipped.iter().filter(|(id, _)| all.targets.iter().any(|t| t.id == *id && !t.fitted)) {
+    // `fitted_only` appends the rows it leaves out after those the loader set aside.
+    for (id, why) in &data.skipped[all.skipped.len()..] {
         eprintln!("calibrate: {id} left out of the fit: {why}");
     }
     super::note!("calibrate: {} measurements from {} file(s); fitting...", data.targets.len(), data.files.len());
