@@ -25,7 +25,7 @@
 //!   [`crate::catalog::Catalog::find_model`] resolves it to (as `validate` and scenarios do:
 //!   organisation prefix, release and format suffixes dropped; an unknown or ambiguous name is
 //!   skipped with the resolver's reason), the quantization the repo's suffix names through
-//!   [`crate::catalog::Catalog::find_quant`] in the MLX family (`-4bit`, `-6bit`, `-8bit`,
+//!   [`crate::catalog::Catalog::find_quant`] in the MLX family (`-3bit` to `-8bit`,
 //!   `-bf16`, `-MXFP4-Q8`, `-4bit-DWQ`); a repo without one is the model's own release (Kimi K2
 //!   Thinking's native INT4 is `int4-g32`).
 //!
@@ -294,6 +294,8 @@ mod tests {
             ("mlx-community/gpt-oss-120b-MXFP4-Q8", "gpt-oss-120b", "mxfp4"),
             ("mlx-community/Llama-4-Scout-17B-16E-Instruct-4bit", "llama-4-scout-17b-16e", "mlx-4bit"),
             ("mlx-community/Qwen3-Coder-30B-A3B-Instruct-4bit-DWQ", "qwen3-coder-30b-a3b", "mlx-4bit"),
+            ("mlx-community/Qwen3-235B-A22B-3bit", "qwen3-235b-a22b", "mlx-3bit"),
+            ("mlx-community/Qwen3-30B-A3B-5bit", "qwen3-30b-a3b", "mlx-5bit"),
         ] {
             assert_eq!(model_and_quant(id), Ok((model.to_string(), quant.to_string())), "{id}");
         }
@@ -305,7 +307,7 @@ mod tests {
         for (id, why) in [
             ("mlx-community/Magistral-Medium-2509-4bit", "matches no catalog model (compared by name as `magistralmedium`"),
             ("Qwen/Qwen3-235B-A22B", "no quantization suffix"),
-            ("mlx-community/Qwen3-235B-A22B-3bit", "no quantization suffix"),
+            ("mlx-community/Qwen3-235B-A22B-2bit", "no quantization suffix"),
             ("zai-org/GLM-4.5-Air-FP8", "quant `fp8` is not an MLX format"),
             // A newer size of a family the catalog has one size of is not guessed.
             ("mlx-community/Qwen3-20B-4bit", "matches no catalog model"),

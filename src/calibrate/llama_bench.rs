@@ -764,8 +764,8 @@ mod tests {
     fn unknown_and_contradicting_names_say_what_was_tried() {
         let cat = catalog();
         let why = |model_type: &str, n: Option<f64>, file: Option<&str>| identify(&record(model_type, n, file), cat).unwrap_err();
-        let e = why("mistral3 24B Q4_K - Medium", Some(24.0e9), Some("Mistral-Small-3.2-24B-Instruct-Q4_K_M.gguf"));
-        assert!(e.contains("file name `Mistral-Small-3.2-24B-Instruct-Q4_K_M.gguf` names no catalog model"), "{e}");
+        let e = why("mistral3 24B Q4_K - Medium", Some(24.0e9), Some("Devstral-Small-2-24B-Instruct-2512-Q4_K_M.gguf"));
+        assert!(e.contains("file name `Devstral-Small-2-24B-Instruct-2512-Q4_K_M.gguf` names no catalog model"), "{e}");
         assert!(e.contains("and by architecture: architecture `mistral3` has no model preset"), "{e}");
         let e = why("gpt-oss 120B MXFP4 MoE", Some(116.8e9), Some("gpt-oss-20b-mxfp4.gguf"));
         assert!(

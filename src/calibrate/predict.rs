@@ -173,7 +173,9 @@ impl Measurement<'_> {
     /// The MLX quantization of `bits` bits (16: unquantized bf16).
     fn quant(&self, bits: f64) -> Result<QuantSpec, HarnessError> {
         let id = match bits as u64 {
+            3 => "mlx-3bit",
             4 => "mlx-4bit",
+            5 => "mlx-5bit",
             6 => "mlx-6bit",
             8 => "mlx-8bit",
             16 => "bf16",

@@ -267,7 +267,7 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
 /// Words of a quant label that name a file format, not a quantization (`MLX 4-bit`). `gguf`
 /// is not one of them: `gguf 4-bit` is a GGUF row that does not say its type, which
 /// [`resolve_quant`] reads from the row's siblings.
-const FORMAT_WORDS: &[&str] = &["mlx", "hf", "safetensors"];
+const FORMAT_WORDS: &[&str] = &["mlx", "mlx-community", "hf", "safetensors"];
 
 /// The quant label of a row, lower case: its first word (`Q4_K_M (unsloth)` -> `q4_k_m`), or,
 /// when that word alone is a file format's name (`MLX 4-bit`, `mlx 8bit`), the next word.
@@ -313,12 +313,35 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
     if matches!(name.as_str(), "llamacpp" | "llama-server" | "llama-bench" | "llama-cli" | "llama-batched-bench") {
         name = "llama-cpp".into();
     }
-    // A runtime's own server or serving command: mlx-lm's `mlx_lm.server`, TensorRT-LLM's
-    // `trtllm-serve` (the engine that runs behind each).
-    match name.as_str() {
-        "mlx-lm-server" => name = "mlx-lm".into(),
-        "trtllm-serve" => name = "trtllm".into(),
-        _ => {}
+    // A runtime's own commands: mlx-lm's `mlx_lm.server`, `mlx_lm.generate`, `mlx_lm.benchmark`,
+    // TensorRT-LLM's `trtllm-serve` (the engine that runs behind each).
+    if name.starts_with("mlx-lm-") {
+        name = "mlx-lm".into();
+    }
+    if name == "trtllm-serve" {
+        name = "trtllm".into();
+    }
+    // llama.cpp spanning machines through its RPC backend, written as a word after the name
+    // (`llama.cpp rpc`, `llama.cpp (RPC)`).
+    let says_rpc = head
+        .split_whitespace()
+        .skip(1)
+        .chain(bracket.into_iter().flat_map(str::split_whitespace))
+        .any(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()) == "rpc");
+    if name == "llama-cpp" && says_rpc {
+        return Ok(("llama-cpp-rpc".into(), None));
+    }
+    // Programs that run llama.cpp's kernels under their own name: KoboldCpp builds the llama.cpp
+    // it vendors; ik_llama.cpp is a fork of it (its own CPU and fused MoE kernels differ; its GPU
+    // backends are llama.cpp's, assumed unchanged).
+    if let Some(what) = match name.as_str() {
+        "koboldcpp" => Some("KoboldCpp runs the llama.cpp it vendors (assumed: its host costs not modelled)"),
+        "ik-llama-cpp" | "ik-llamacpp" => {
+            Some("ik_llama.cpp, a llama.cpp fork, read with llama.cpp's GPU kernels (assumed: its own fused kernels not modelled)")
+        }
+        _ => None,
+    } {
+        return Ok(("llama-cpp".into(), Some(format!("engine `{}`: {what}", raw.trim()))));
     }
     // A GPU backend named alone (`vulkan_radv`, `rocm-7.1`, `rocm7-nightlies`, `amdvlk`): the
     // Strix Halo and GB10 benchmark tables name llama.cpp builds by their backend.
@@ -335,12 +358,31 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
             format!("engine `{}`: llama.cpp's kernels, which the bindings vendor (assumed: Python host costs not modelled)", raw.trim());
         return Ok(("llama-cpp".into(), Some(note)));
     }
-    if matches!(name.as_str(), "lm" | "lmstudio" | "lm-studio") && (name != "lm" || head.contains("studio")) {
-        let mlx = crate::catalog::catalog()
-            .find_quant(&quant_label(quant), QuantFamily::Mlx)
-            .ok()
-            .and_then(|q| crate::catalog::catalog().quant(&q.id).map(|spec| spec.family == QuantFamily::Mlx))
-            .unwrap_or(false);
+    // LM Studio with its engine in the name (`lmstudio-mlx`, `lm-studio-gguf`) or not.
+    let (studio, studio_engine) = ["lmstudio", "lm-studio"]
+        .iter()
+        .find_map(|p| name.strip_prefix(p).map(|rest| (p.to_string(), rest.trim_start_matches('-'))))
+        .map_or((name.clone(), ""), |(p, rest)| (p, rest));
+    // The engine in brackets (`LM Studio (MLX)`) where the name has none.
+    const STUDIO_ENGINES: [&str; 4] = ["mlx", "gguf", "llama-cpp", "llamacpp"];
+    let studio_engine = match (studio_engine, bracket) {
+        ("", Some(b)) => {
+            let word = b.split_whitespace().next().unwrap_or("").replace(['.', '_'], "-");
+            if STUDIO_ENGINES.contains(&word.as_str()) { word } else { String::new() }
+        }
+        (e, _) => e.to_string(),
+    };
+    if matches!(studio.as_str(), "lm" | "lmstudio" | "lm-studio")
+        && (studio != "lm" || head.contains("studio"))
+        && (studio_engine.is_empty() || STUDIO_ENGINES.contains(&studio_engine.as_str()))
+    {
+        let mlx = studio_engine == "mlx"
+            || (studio_engine.is_empty()
+                && crate::catalog::catalog()
+                    .find_quant(&quant_label(quant), QuantFamily::Mlx)
+                    .ok()
+                    .and_then(|q| crate::catalog::catalog().quant(&q.id).map(|spec| spec.family == QuantFamily::Mlx))
+                    .unwrap_or(false));
         let (runtime, file) = if mlx {
             ("mlx-lm", "an MLX file: its MLX engine, mlx-lm's kernels")
         } else {
@@ -710,8 +752,13 @@ pub fn row_scenario_in(
     let nodes = row_nodes(row, n, &mut assumptions)?;
     // The engines a row may name are the runtimes' measurement names; a runtime may add what
     // the twin assumes for its rows (vllm-mlx: its scheduler taken as mlx-lm's).
-    let (engine_name, engine_note) = engine_label(&row.engine, &row.quant)?;
+    let (mut engine_name, engine_note) = engine_label(&row.engine, &row.quant)?;
     assumptions.extend(engine_note);
+    if engine_name == "llama-cpp" && n > 1 {
+        // llama.cpp spans machines only through its RPC backend (`--rpc`).
+        assumptions.push(format!("llama.cpp on {n} machines: its RPC backend (llama-cpp-rpc), the only way it spans machines"));
+        engine_name = "llama-cpp-rpc".into();
+    }
     let runtime = runtimes::by_measurement_name(&engine_name);
     if let Some(a) = runtime.and_then(|r| r.measurement_assumption()) {
         assumptions.push(a.into());
@@ -1890,6 +1937,16 @@ mod tests {
             ("exo", "4bit", "exo", None),
             // A runtime's server command; a GPU backend named alone (Strix Halo toolbox tables).
             ("mlx_lm.server", "4bit", "mlx-lm", None),
+            ("mlx_lm.generate", "4bit", "mlx-lm", None),
+            ("mlx_lm.benchmark", "4bit", "mlx-lm", None),
+            ("lmstudio-mlx", "Q4_K_M", "mlx-lm", Some("MLX file")),
+            ("LM Studio (GGUF)", "4bit", "llama-cpp", Some("GGUF file")),
+            ("LM Studio (MLX)", "Q4_K_M", "mlx-lm", Some("MLX file")),
+            ("lm-studio-gguf", "Q4_K_M", "llama-cpp", Some("GGUF file")),
+            ("llama.cpp rpc", "q4_k_m", "llama-cpp-rpc", None),
+            ("llama.cpp (RPC)", "q4_k_m", "llama-cpp-rpc", None),
+            ("koboldcpp", "q4_k_m", "llama-cpp", Some("KoboldCpp")),
+            ("ik_llama.cpp", "q4_k_m", "llama-cpp", Some("a llama.cpp fork")),
             ("trtllm-serve", "fp8", "trtllm", None),
             ("vulkan_radv", "q4_k_m", "llama-cpp", Some("a GPU backend named alone")),
             ("rocm-7.1", "q4_k_m", "llama-cpp", Some("rocm")),
@@ -1908,6 +1965,22 @@ mod tests {
         // A runtime named with a backend is that runtime, not llama.cpp; the CPU alone is no GPU.
         assert_eq!(engine_label("vllm-rocm", "fp8").unwrap().0, "vllm");
         assert_eq!(engine_label("cpu", "q4_k_m").unwrap().0, "cpu");
+    }
+
+    /// llama.cpp named on several machines is its RPC backend, and the row's assumptions say so;
+    /// on one machine it stays llama.cpp.
+    #[test]
+    fn llama_cpp_on_several_machines_runs_its_rpc_backend() {
+        let rs = rows(
+            "a,framework-desktop-ai-max-395,2,128gb,llama-3.3-70b,q4_k_m,llama.cpp,pipeline,eth-5g,,,decode_tokens_per_s,5,tok/s,me,\n\
+             b,framework-desktop-ai-max-395,1,128gb,llama-3.3-70b,q4_k_m,llama.cpp,none,none,,,decode_tokens_per_s,5,tok/s,me,\n",
+        );
+        let (b, said) = row_scenario(&rs[0], &rs).unwrap();
+        assert!(b.to_toml().contains("name = \"llama-cpp-rpc\""), "{}", b.to_toml());
+        assert!(said.iter().any(|a| a.contains("llama.cpp on 2 machines: its RPC backend")), "{said:?}");
+        let (b, said) = row_scenario(&rs[1], &rs).unwrap();
+        assert!(b.to_toml().contains("name = \"llama-cpp\""), "{}", b.to_toml());
+        assert!(!said.iter().any(|a| a.contains("RPC")), "{said:?}");
     }
 
     /// Quant labels people write, per engine: what each becomes (and what is assumed), or why

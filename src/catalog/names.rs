@@ -138,8 +138,12 @@ const QUANT_LABELS: &[(&str, &str)] = &[
     // `-FP8-Dynamic` checkpoints): the same stored 8-bit weights as the fp8 preset.
     ("fp8-dynamic", "fp8"),
     ("fp8_dynamic", "fp8"),
-    // MLX's DWQ (distilled) conversions keep the ordinary 4-bit MLX format.
+    // MLX's DWQ (distilled) conversions keep the ordinary MLX format of their width.
+    ("3bit-dwq", "mlx-3bit"),
     ("4bit-dwq", "mlx-4bit"),
+    ("5bit-dwq", "mlx-5bit"),
+    ("6bit-dwq", "mlx-6bit"),
+    ("8bit-dwq", "mlx-8bit"),
     ("mxfp4-q8", "mxfp4"),
     // llama.cpp's name for the IQ3_M file type (`IQ3_S mix - 3.66 bpw`,
     // src/llama-model-loader.cpp `llama_model_ftype_name`): an IQ3_S mix.
@@ -149,8 +153,13 @@ const QUANT_LABELS: &[(&str, &str)] = &[
     ("q3_k", "q3_k_m"),
     ("q4_k", "q4_k_m"),
     ("q5_k", "q5_k_m"),
-    // llama.cpp's name for the MXFP4_MOE file type (`llama_model_ftype_name`).
+    // llama.cpp's name for the MXFP4_MOE file type (`llama_model_ftype_name`), and the type
+    // as llama-quantize takes it (tools/quantize/quantize.cpp `MXFP4_MOE`).
     ("mxfp4 moe", "mxfp4"),
+    ("mxfp4_moe", "mxfp4"),
+    // llm-compressor's weight-only int4 scheme (`W4A16`: int4 in groups of 128, run by vLLM's
+    // Marlin kernels as a GPTQ checkpoint is): the gptq-int4 preset's bytes and kernel.
+    ("w4a16", "gptq-int4"),
 ];
 
 /// A label as [`Catalog::find_quant`] compares it: trimmed, lower case, and llama.cpp's
@@ -204,7 +213,9 @@ fn unsloth_dynamic(cat: &Catalog, q: &str) -> Option<(String, String)> {
 fn bits_label(q: &str) -> Option<u32> {
     let q = q.replace(['-', '_', ' '], "");
     match q.as_str() {
+        "3bit" | "q3" => Some(3),
         "4bit" | "int4" | "q4" => Some(4),
+        "5bit" | "q5" => Some(5),
         "6bit" | "q6" => Some(6),
         "8bit" | "int8" | "q8" => Some(8),
         _ => None,
@@ -267,17 +278,26 @@ impl Catalog {
         if let Some((id, assumed)) = unsloth_dynamic(self, &q) {
             return Ok(QuantName { id, by_width: false, assumed: Some(assumed) });
         }
-        // The framework written before the format (`mlx-mxfp4-q8`, `MLX 8-bit`, `mlx-bf16`): the
-        // format in MLX's family. An id that starts so (`mlx-4bit`) was found above.
-        if let Some(rest) = ["mlx-", "mlx_", "mlx "].iter().find_map(|p| q.strip_prefix(p)).filter(|r| !r.trim().is_empty()) {
+        // The framework written before the format (`mlx-mxfp4-q8`, `MLX 8-bit`, `mlx-bf16`,
+        // `mlx-community 4bit`): the format in MLX's family. An id that starts so (`mlx-4bit`)
+        // was found above.
+        if let Some(rest) = ["mlx-community/", "mlx-community ", "mlx-", "mlx_", "mlx "]
+            .iter()
+            .find_map(|p| q.strip_prefix(p))
+            .filter(|r| !r.trim().is_empty())
+        {
             return self.find_quant(rest, QuantFamily::Mlx).map_err(|_| QuantNameError::Unknown(label.trim().to_string()));
         }
         let bits = bits_label(&q).ok_or_else(|| QuantNameError::Unknown(label.trim().to_string()))?;
         let (id, assumed) = match (family, bits) {
+            (QuantFamily::Mlx, 3) => ("mlx-3bit", None),
             (QuantFamily::Mlx, 4) => ("mlx-4bit", None),
+            (QuantFamily::Mlx, 5) => ("mlx-5bit", None),
             (QuantFamily::Mlx, 6) => ("mlx-6bit", None),
             (QuantFamily::Mlx, 8) => ("mlx-8bit", None),
+            (QuantFamily::Gguf, 3) => ("q3_k_m", Some(format!("{bits}-bit GGUF type not stated: assumed q3_k_m"))),
             (QuantFamily::Gguf, 4) => ("q4_k_m", Some(format!("{bits}-bit GGUF type not stated: assumed q4_k_m"))),
+            (QuantFamily::Gguf, 5) => ("q5_k_m", Some(format!("{bits}-bit GGUF type not stated: assumed q5_k_m"))),
             (QuantFamily::Gguf, 6) => ("q6_k", Some(format!("{bits}-bit GGUF type not stated: assumed q6_k"))),
             (QuantFamily::Gguf, 8) => ("q8_0", Some(format!("{bits}-bit GGUF type not stated: assumed q8_0"))),
             _ => return Err(QuantNameError::NoSingleFormat { bits }),
@@ -337,6 +357,16 @@ mod tests {
             ("Meta-Llama-3.1-70B-Instruct", "llama-3.3-70b"),
             ("zai-org/GLM-4.5-Air", "glm-4.5-air"),
             ("mlx-community/GLM-4.5-Air-4bit", "glm-4.5-air"),
+            // Fine-tunes and updates of a preset's shapes, by their model cards.
+            ("zai-org/GLM-4.5V", "glm-4.5-air"),
+            ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistral-small-3.1-24b"),
+            ("unsloth/Devstral-Small-2507-GGUF", "mistral-small-3.1-24b"),
+            ("mistralai/Magistral-Small-2509", "mistral-small-3.1-24b"),
+            ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "qwen2.5-32b"),
+            ("bartowski/DeepSeek-R1-Distill-Qwen-14B-GGUF", "qwen2.5-14b"),
+            ("NousResearch/Hermes-4-70B", "llama-3.3-70b"),
+            ("NousResearch/Hermes-4-405B-FP8", "llama-3.1-405b"),
+            ("NousResearch/Hermes-4-14B", "qwen3-14b"),
             ("zai-org/GLM-4.6-FP8", "glm-4.6"),
             ("llama3.1:8b", "llama-3.1-8b"),
             ("llama3.1:8b-instruct-q4_K_M", "llama-3.1-8b"),
@@ -461,6 +491,13 @@ mod tests {
             ("mlx-bf16", QuantFamily::Any, "bf16", false, false),
             ("mlx-6bit", QuantFamily::Gguf, "mlx-6bit", false, false),
             ("4bit-DWQ", QuantFamily::Mlx, "mlx-4bit", false, false),
+            ("3bit-DWQ", QuantFamily::Mlx, "mlx-3bit", false, false),
+            ("3bit", QuantFamily::Mlx, "mlx-3bit", true, false),
+            ("5-bit", QuantFamily::Mlx, "mlx-5bit", true, false),
+            ("mlx-community 4bit", QuantFamily::Mlx, "mlx-4bit", true, false),
+            ("3bit", QuantFamily::Gguf, "q3_k_m", true, true),
+            ("MXFP4_MOE", QuantFamily::Gguf, "mxfp4", false, false),
+            ("W4A16", QuantFamily::Hf, "gptq-int4", false, false),
             ("4bit", QuantFamily::Mlx, "mlx-4bit", true, false),
             ("8-bit", QuantFamily::Mlx, "mlx-8bit", true, false),
             ("int4", QuantFamily::Gguf, "q4_k_m", true, true),

@@ -213,6 +213,7 @@ fn newer_architectures_import_by_file_name_and_unknown_ones_say_what_was_tried()
         ("gpt-oss 20B MXFP4 MoE", "gpt-oss-20b-mxfp4.gguf"),
         ("llama4 17Bx16E (Scout) Q4_K - Medium", "Llama-4-Scout-17B-16E-Instruct-Q4_K_M.gguf"),
         ("mistral3 24B Q4_K - Medium", "Mistral-Small-3.2-24B-Instruct-2506-Q4_K_M.gguf"),
+        ("mistral3 24B Q4_K - Medium", "Devstral-Small-2-24B-Instruct-2512-Q4_K_M.gguf"),
     ];
     let text: String = tests
         .iter()
@@ -229,12 +230,13 @@ fn newer_architectures_import_by_file_name_and_unknown_ones_say_what_was_tried()
             ("glm-4.5-air", "q4_k_m"),
             ("gemma-3-27b", "q4_0"),
             ("gpt-oss-20b", "mxfp4"),
-            ("llama-4-scout-17b-16e", "q4_k_m")
+            ("llama-4-scout-17b-16e", "q4_k_m"),
+            ("mistral-small-3.1-24b", "q4_k_m")
         ]
     );
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(
-        stderr.contains("file name `Mistral-Small-3.2-24B-Instruct-2506-Q4_K_M.gguf` names no catalog model (compared as `mistralsmall3224b`), and by architecture: architecture `mistral3` has no model preset"),
+        stderr.contains("file name `Devstral-Small-2-24B-Instruct-2512-Q4_K_M.gguf` names no catalog model (compared as `devstralsmall224b`), and by architecture: architecture `mistral3` has no model preset"),
         "{stderr}"
     );
 }
