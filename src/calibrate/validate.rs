@@ -198,6 +198,9 @@ fn mix_sizes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
 /// prefix of node ids (`macbook-pro-m5-max`, `gmktec-evo-x2`) with the memory the mix says
 /// (`128gb`), which must leave one preset per node.
 fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> Result<Vec<String>, String> {
+    if let Some(nodes) = named_mix(row, n, assumptions) {
+        return nodes;
+    }
     let cat = crate::catalog::catalog();
     let system = row.system.trim().to_lowercase();
     if let Some(prefix) = FAMILIES.iter().find(|(f, _)| *f == system).map(|(_, p)| *p) {
@@ -262,6 +265,91 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
         }
     }
     Ok(list)
+}
+
+/// The nodes of a mix that names machines rather than sizes (`m4-max 128gb + m5-max 128gb`,
+/// `1x mac studio m3 ultra 512gb, 1x macbook pro m4 max 128gb`, in the node mix or, with an
+/// empty mix, the system column): each `[COUNTx] LABEL` part read as a system label of its own.
+/// `None` for a mix of sizes (`2x512gb+256gb`) or of one part.
+fn named_mix(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> Option<Result<Vec<String>, String>> {
+    let source = if row.node_mix.trim().is_empty() { &row.system } else { &row.node_mix };
+    let mix = strip_notes(source);
+    let parts: Vec<&str> = mix.split(['+', ',']).map(str::trim).filter(|p| !p.is_empty()).collect();
+    let counted = |part: &str| -> (Option<usize>, String) {
+        let squeezed = part.replace(' ', "");
+        match squeezed.split_once('x') {
+            Some((c, rest)) if !c.is_empty() && c.chars().all(|d| d.is_ascii_digit()) => {
+                let label = part.split_once('x').map_or(part, |(_, r)| r).trim().to_string();
+                (c.parse().ok(), if label.is_empty() { rest.to_string() } else { label })
+            }
+            _ => (Some(1), part.to_string()),
+        }
+    };
+    let is_size = |label: &str| {
+        let l = label.replace(' ', "");
+        l.strip_suffix("gb").is_some_and(|g| !g.is_empty() && g.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    };
+    if parts.len() < 2 || parts.iter().all(|p| is_size(&counted(p).1)) {
+        return None;
+    }
+    let mut nodes = Vec::with_capacity(n);
+    for part in &parts {
+        let (count, label) = counted(part);
+        let Some(count) = count.filter(|c| *c > 0) else {
+            return Some(Err(format!("node mix `{}`: `{part}` is not [COUNTx] MACHINE", source.trim())));
+        };
+        if is_size(&label) {
+            return Some(Err(format!(
+                "node mix `{}`: `{part}` is a size among machine names: write each part as a machine (e.g. `m3-ultra 512gb + m4-max 128gb`)",
+                source.trim()
+            )));
+        }
+        let one = MeasurementRow { system: label.clone(), node_mix: String::new(), ..row.clone() };
+        match row_nodes(&one, count, assumptions) {
+            Ok(ids) => nodes.extend(ids),
+            Err(e) => return Some(Err(format!("node mix `{}`, part `{part}`: {e}", source.trim()))),
+        }
+    }
+    if nodes.len() != n {
+        return Some(Err(format!("node mix `{}` gives {} nodes but `nodes` is {n}: make them agree", source.trim(), nodes.len())));
+    }
+    assumptions.push(format!("node mix `{}` read as {}", source.trim(), nodes.join(" + ")));
+    Some(Ok(nodes))
+}
+
+/// The split a row's parallelism column names, as the twin's (`tensor`, `pipeline`, `expert`):
+/// the words people write (`tensor parallel`, `TP`, `TP2`, `tp=2`, `PP`, `EP`, `TP+EP`: tensor
+/// parallel attention with experts spread across the ranks, the twin's `expert`). A rank count
+/// written with the split must be the row's node count (one GPU per machine here).
+fn parallelism_label(raw: &str, n: usize) -> Result<&'static str, String> {
+    let text = strip_notes(raw);
+    let (mut tensor, mut pipeline, mut expert) = (false, false, false);
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '=')).filter(|w| !w.is_empty()) {
+        let head = word.trim_end_matches(|c: char| c.is_ascii_digit() || c == '=');
+        let ranks = &word[head.len()..].trim_start_matches('=');
+        match head {
+            "tp" | "tensor" => tensor = true,
+            "pp" | "pipeline" | "pipe" => pipeline = true,
+            "ep" | "expert" | "experts" => expert = true,
+            "parallel" | "parallelism" | "split" | "sharding" | "sharded" => continue,
+            "none" if n == 1 => return Ok("none"),
+            _ => {
+                return Err(format!("unknown parallelism `{}`: write tensor, pipeline or expert (or TP, PP, EP, TP+EP)", raw.trim()));
+            }
+        }
+        if let Ok(k) = ranks.parse::<usize>()
+            && k != n
+        {
+            return Err(format!("parallelism `{}` names {k} ranks but the row has {n} nodes: make them agree", raw.trim()));
+        }
+    }
+    match (tensor, pipeline, expert) {
+        (_, false, true) => Ok("expert"),
+        (true, false, false) => Ok("tensor"),
+        (false, true, false) => Ok("pipeline"),
+        (false, false, false) => Err(format!("no parallelism for {n} nodes: write tensor, pipeline or expert")),
+        _ => Err(format!("parallelism `{}`: pipeline combined with another split is not modelled", raw.trim())),
+    }
 }
 
 /// Words of a quant label that name a file format, not a quantization (`MLX 4-bit`). `gguf`
@@ -774,7 +862,7 @@ pub fn row_scenario_in(
     }
     let model = row_model(row, csv_dir, &mut assumptions)?;
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
-    let parallelism = if n == 1 { "none" } else { first_word(&row.parallelism) };
+    let parallelism = if n == 1 { "none" } else { parallelism_label(&row.parallelism, n)? };
     let (fabric, fabric_note) = fabric_label(&row.fabric, engine.id());
     let fabric_word = fabric.as_str();
     if n > 1 && row.fabric.contains("not stated") {
@@ -954,6 +1042,18 @@ fn fabric_label(raw: &str, engine: &str) -> (String, Option<String>) {
         "tb4-tcp"
     } else if has(&["usb4", "usb 4"]) {
         "usb4-tcp"
+    } else if has(&["thunderbolt"]) && ethernet_gbps(&t).is_some() {
+        // Thunderbolt by its link rate: 40 Gbit/s is Thunderbolt 4, 80 (120 boosted) Thunderbolt 5.
+        match ethernet_gbps(&t) {
+            Some(g) if g >= 80.0 => {
+                if rdma || (!tcp && engine == "exo") {
+                    "tb5-rdma"
+                } else {
+                    "tb5-tcp"
+                }
+            }
+            _ => "tb4-tcp",
+        }
     } else if has(&["qsfp", "connectx", "cx7", "cx-7", "roce", "200g", "200 g"]) {
         if tcp { "cx7-tcp" } else { "cx7-roce" }
     } else if has(&["wifi", "wi-fi", "wlan"]) {
@@ -1965,6 +2065,76 @@ mod tests {
         // A runtime named with a backend is that runtime, not llama.cpp; the CPU alone is no GPU.
         assert_eq!(engine_label("vllm-rocm", "fp8").unwrap().0, "vllm");
         assert_eq!(engine_label("cpu", "q4_k_m").unwrap().0, "cpu");
+    }
+
+    /// Fabric labels people write, read as catalog fabrics (RDMA over Thunderbolt 5 where the
+    /// label or exo says so); a label without a known medium or speed is returned as written.
+    #[test]
+    fn fabric_labels_people_write() {
+        for (raw, engine, want) in [
+            ("tb5-rdma", "exo", "tb5-rdma"),
+            ("Thunderbolt 5", "exo", "tb5-rdma"),
+            ("Thunderbolt 5 (TCP bridge)", "exo", "tb5-tcp"),
+            ("thunderbolt 5", "llama-cpp-rpc", "tb5-tcp"),
+            ("40Gbps thunderbolt", "llama-cpp-rpc", "tb4-tcp"),
+            ("Thunderbolt 80 Gbps RDMA", "mlx-lm", "tb5-rdma"),
+            ("TB4", "exo", "tb4-tcp"),
+            ("USB4", "llama-cpp-rpc", "usb4-tcp"),
+            ("ConnectX-7 QSFP", "vllm", "cx7-roce"),
+            ("2.5GbE", "llama-cpp-rpc", "eth-2.5g"),
+            ("10 GbE", "exo", "eth-10g"),
+            ("Wi-Fi", "exo", "wifi"),
+        ] {
+            assert_eq!(fabric_label(raw, engine).0, want, "{raw}");
+        }
+        assert_eq!(fabric_label("ethernet", "exo"), ("ethernet".to_string(), None));
+    }
+
+    /// Splits as people write them, read as the twin's; a rank count that is not the row's node
+    /// count, an unknown word and pipeline mixed with another split are refused.
+    #[test]
+    fn parallelism_labels_people_write() {
+        for (raw, want) in [
+            ("tensor", "tensor"),
+            ("TP2", "tensor"),
+            ("tp=2", "tensor"),
+            ("TP", "tensor"),
+            ("tensor parallel", "tensor"),
+            ("Tensor-Parallel", "tensor"),
+            ("pipeline (layer split)", "pipeline"),
+            ("pp", "pipeline"),
+            ("PP2", "pipeline"),
+            ("EP", "expert"),
+            ("TP+EP", "expert"),
+            ("tensor+expert", "expert"),
+        ] {
+            assert_eq!(parallelism_label(raw, 2), Ok(want), "{raw}");
+        }
+        assert!(parallelism_label("TP4", 2).unwrap_err().contains("names 4 ranks but the row has 2 nodes"));
+        assert!(parallelism_label("ring", 2).unwrap_err().contains("unknown parallelism `ring`"));
+        assert!(parallelism_label("TP+PP", 2).unwrap_err().contains("pipeline combined with another split"));
+        assert!(parallelism_label("", 2).unwrap_err().contains("no parallelism for 2 nodes"));
+    }
+
+    /// A node mix of machines (different chips in one cluster) reads each part as a system
+    /// label; a mix of sizes is left to the size reader; counts must agree.
+    #[test]
+    fn a_node_mix_of_machines_reads_each_part_as_a_system() {
+        let rs = rows(
+            "a,macbook pro,2,M4 Max 128GB + M5 Max 128GB,gpt-oss-120b,mxfp4,exo,pipeline,tb5-tcp,,,decode_tokens_per_s,68,tok/s,me,\n\
+             b,mac studio,3,\"2x mac studio m3 ultra 512gb, 1x mac studio m4 max 128gb\",gpt-oss-120b,mxfp4,exo,pipeline,tb5-tcp,,,decode_tokens_per_s,1,tok/s,me,\n\
+             c,mac-studio-m3-ultra,4,2x512gb+2x256gb,gpt-oss-120b,mxfp4,exo,pipeline,tb5-tcp,,,decode_tokens_per_s,1,tok/s,me,\n\
+             d,macbook pro,3,M4 Max 128GB + M5 Max 128GB,gpt-oss-120b,mxfp4,exo,pipeline,tb5-tcp,,,decode_tokens_per_s,1,tok/s,me,\n",
+        );
+        let mut said = Vec::new();
+        let a = named_mix(&rs[0], 2, &mut said).unwrap().unwrap();
+        assert_eq!(a, ["m4-max-40c-128gb", "macbook-pro-m5-max-40c-128gb"]);
+        assert!(said.iter().any(|s| s.contains("read as m4-max-40c-128gb + macbook-pro-m5-max-40c-128gb")), "{said:?}");
+        let b = named_mix(&rs[1], 3, &mut Vec::new()).unwrap().unwrap();
+        assert_eq!(b, ["m3-ultra-80c-512gb", "m3-ultra-80c-512gb", "m4-max-40c-128gb"]);
+        assert!(named_mix(&rs[2], 4, &mut Vec::new()).is_none());
+        let e = named_mix(&rs[3], 3, &mut Vec::new()).unwrap().unwrap_err();
+        assert!(e.contains("gives 2 nodes but `nodes` is 3"), "{e}");
     }
 
     /// llama.cpp named on several machines is its RPC backend, and the row's assumptions say so;
