@@ -198,6 +198,12 @@ fn mix_sizes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
 /// prefix of node ids (`macbook-pro-m5-max`, `gmktec-evo-x2`) with the memory the mix says
 /// (`128gb`), which must leave one preset per node.
 fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> Result<Vec<String>, String> {
+    if let Some((count, label)) = counted_system(&row.system) {
+        if count != n {
+            return Err(format!("system `{}` names {count} machines but `nodes` is {n}: make them agree", row.system.trim()));
+        }
+        return row_nodes(&MeasurementRow { system: label, ..row.clone() }, n, assumptions);
+    }
     if let Some(nodes) = named_mix(row, n, assumptions) {
         return nodes;
     }
@@ -267,6 +273,26 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
     Ok(list)
 }
 
+/// A system label that counts its machines (`2x DGX Spark`, `4 x Mac Studio M3 Ultra`,
+/// `DGX Spark x2`, `2× Framework Desktop`): the count and the label without it. A name that
+/// merely ends in `x2` (`GMKtec EVO-X2`) counts nothing.
+fn counted_system(system: &str) -> Option<(usize, String)> {
+    let t = system.trim().replace('×', "x");
+    let words: Vec<&str> = t.split_whitespace().collect();
+    let count = |c: &str| c.parse::<usize>().ok().filter(|c| *c > 0);
+    let is_x = |w: &str| w.eq_ignore_ascii_case("x");
+    let joined = |ws: &[&str]| (!ws.is_empty()).then(|| ws.join(" "));
+    let before_x = |w: &str| w.strip_suffix(['x', 'X']).and_then(count);
+    let after_x = |w: &str| w.strip_prefix(['x', 'X']).and_then(count);
+    match words.as_slice() {
+        [c, x, rest @ ..] if is_x(x) && count(c).is_some() => Some((count(c)?, joined(rest)?)),
+        [cx, rest @ ..] if before_x(cx).is_some() => Some((before_x(cx)?, joined(rest)?)),
+        [rest @ .., x, c] if is_x(x) && count(c).is_some() => Some((count(c)?, joined(rest)?)),
+        [rest @ .., xc] if after_x(xc).is_some() => Some((after_x(xc)?, joined(rest)?)),
+        _ => None,
+    }
+}
+
 /// The nodes of a mix that names machines rather than sizes (`m4-max 128gb + m5-max 128gb`,
 /// `1x mac studio m3 ultra 512gb, 1x macbook pro m4 max 128gb`, in the node mix or, with an
 /// empty mix, the system column): each `[COUNTx] LABEL` part read as a system label of its own.
@@ -329,7 +355,8 @@ fn parallelism_label(raw: &str, n: usize) -> Result<&'static str, String> {
         let ranks = &word[head.len()..].trim_start_matches('=');
         match head {
             "tp" | "tensor" => tensor = true,
-            "pp" | "pipeline" | "pipe" => pipeline = true,
+            // llama.cpp's RPC and `-sm layer` split the layers across machines: a pipeline.
+            "pp" | "pipeline" | "pipe" | "rpc" | "layer" | "layers" => pipeline = true,
             "ep" | "expert" | "experts" => expert = true,
             "parallel" | "parallelism" | "split" | "sharding" | "sharded" => continue,
             "none" if n == 1 => return Ok("none"),
@@ -862,7 +889,15 @@ pub fn row_scenario_in(
     }
     let model = row_model(row, csv_dir, &mut assumptions)?;
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
-    let parallelism = if n == 1 { "none" } else { parallelism_label(&row.parallelism, n)? };
+    let parallelism = match n {
+        1 => "none",
+        _ if strip_notes(&row.parallelism).is_empty() || strip_notes(&row.parallelism) == "unknown" => {
+            let default = engine.default_parallelism(n).id();
+            assumptions.push(format!("parallelism not stated: {}'s default on {n} nodes, {default}", engine.id()));
+            default
+        }
+        _ => parallelism_label(&row.parallelism, n)?,
+    };
     let (fabric, fabric_note) = fabric_label(&row.fabric, engine.id());
     let fabric_word = fabric.as_str();
     if n > 1 && row.fabric.contains("not stated") {
@@ -2107,6 +2142,8 @@ mod tests {
             ("EP", "expert"),
             ("TP+EP", "expert"),
             ("tensor+expert", "expert"),
+            ("rpc", "pipeline"),
+            ("layer split", "pipeline"),
         ] {
             assert_eq!(parallelism_label(raw, 2), Ok(want), "{raw}");
         }
@@ -2114,6 +2151,33 @@ mod tests {
         assert!(parallelism_label("ring", 2).unwrap_err().contains("unknown parallelism `ring`"));
         assert!(parallelism_label("TP+PP", 2).unwrap_err().contains("pipeline combined with another split"));
         assert!(parallelism_label("", 2).unwrap_err().contains("no parallelism for 2 nodes"));
+    }
+
+    /// System labels that count their machines; names that merely end in `X2` count nothing.
+    #[test]
+    fn system_labels_that_count_their_machines() {
+        for (raw, want) in [
+            ("2x DGX Spark", Some((2, "DGX Spark"))),
+            ("2 x DGX Spark", Some((2, "DGX Spark"))),
+            ("4× Mac Studio M3 Ultra 512GB", Some((4, "Mac Studio M3 Ultra 512GB"))),
+            ("DGX Spark x2", Some((2, "DGX Spark"))),
+            ("Framework Desktop x 4", Some((4, "Framework Desktop"))),
+            ("GMKtec EVO-X2", None),
+            ("dgx-spark", None),
+            ("Mac Studio M3 Ultra 512GB", None),
+            ("2x", None),
+        ] {
+            assert_eq!(counted_system(raw), want.map(|(c, l)| (c, l.to_string())), "{raw}");
+        }
+        let rs = rows(
+            "a,2x DGX Spark,2,,gpt-oss-120b,mxfp4,vllm,,cx7-roce,,,decode_tokens_per_s,70,tok/s,me,\n\
+             b,2x DGX Spark,3,,gpt-oss-120b,mxfp4,vllm,,cx7-roce,,,decode_tokens_per_s,70,tok/s,me,\n",
+        );
+        let (b, said) = row_scenario(&rs[0], &rs).unwrap();
+        let toml = b.to_toml();
+        assert!(toml.contains("dgx-spark") && toml.contains("parallelism = \"tensor\""), "{toml}");
+        assert!(said.iter().any(|a| a.contains("parallelism not stated: vllm's default on 2 nodes, tensor")), "{said:?}");
+        assert!(row_scenario(&rs[1], &rs).unwrap_err().contains("names 2 machines but `nodes` is 3"));
     }
 
     /// A node mix of machines (different chips in one cluster) reads each part as a system
