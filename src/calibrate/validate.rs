@@ -1499,7 +1499,14 @@ fn resolve_quant(
             }
             return Ok(found.id);
         }
-        Err(e @ QuantNameError::NoSingleFormat { .. }) => return Err(format!("quant `{}`: {e}", row.quant.trim())),
+        Err(e @ QuantNameError::NoSingleFormat { .. }) => {
+            // A width with its format in brackets (`INT4 (AWQ)`, `4-bit (GPTQ)`): the format.
+            let bracket = row.quant.split_once('(').map_or("", |(_, b)| b.trim_end_matches(')'));
+            let named = bracket
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .find_map(|w| crate::catalog::catalog().find_quant(w, family).ok().filter(|q| !q.by_width).map(|q| q.id));
+            return named.ok_or_else(|| format!("quant `{}`: {e}", row.quant.trim()));
+        }
         Ok(_) | Err(QuantNameError::Unknown(_)) => {}
     }
     let q = q.as_str();
@@ -2250,6 +2257,8 @@ mod tests {
             ("AWQ", "sglang", "awq-int4", 0),
             ("gptq", "vllm", "gptq-int4", 0),
             ("fp8", "sglang", "fp8", 0),
+            ("INT4 (AWQ)", "vllm", "awq-int4", 0),
+            ("4-bit (GPTQ)", "vllm", "gptq-int4", 0),
             ("4bit-DWQ", "mlx-lm", "mlx-4bit", 0),
             ("MLX 4-bit", "mlx-lm", "mlx-4bit", 0),
             ("mlx 8bit", "exo", "mlx-8bit", 0),

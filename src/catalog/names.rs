@@ -367,6 +367,12 @@ mod tests {
             ("NousResearch/Hermes-4-70B", "llama-3.3-70b"),
             ("NousResearch/Hermes-4-405B-FP8", "llama-3.1-405b"),
             ("NousResearch/Hermes-4-14B", "qwen3-14b"),
+            // ollama's library tags.
+            ("qwen3:30b", "qwen3-30b-a3b"),
+            ("qwen3:235b", "qwen3-235b-a22b"),
+            ("deepseek-r1:70b", "llama-3.3-70b"),
+            ("deepseek-r1:671b", "deepseek-r1"),
+            ("Qwen/Qwen2.5-VL-72B-Instruct", "qwen2.5-72b"),
             ("zai-org/GLM-4.6-FP8", "glm-4.6"),
             ("llama3.1:8b", "llama-3.1-8b"),
             ("llama3.1:8b-instruct-q4_K_M", "llama-3.1-8b"),
