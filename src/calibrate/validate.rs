@@ -863,7 +863,15 @@ pub fn row_scenario_in(
     csv_dir: Option<&Path>,
 ) -> Result<(ScenarioBuilder, Vec<String>), String> {
     let mut assumptions = Vec::new();
-    let n: usize = row.nodes.trim().parse().map_err(|_| format!("node count `{}` is not a number: write an integer", row.nodes))?;
+    let n: usize = match row.nodes.trim() {
+        // Unstated: the machines the system label counts (`2x DGX Spark`), else one.
+        "" => {
+            let n = counted_system(&row.system).map_or(1, |(c, _)| c);
+            assumptions.push(format!("node count not stated: {n}, as the system `{}` reads", row.system.trim()));
+            n
+        }
+        t => t.parse().map_err(|_| format!("node count `{}` is not a number: write an integer", row.nodes))?,
+    };
     let nodes = row_nodes(row, n, &mut assumptions)?;
     // The engines a row may name are the runtimes' measurement names; a runtime may add what
     // the twin assumes for its rows (vllm-mlx: its scheduler taken as mlx-lm's).
@@ -2185,6 +2193,11 @@ mod tests {
         assert!(toml.contains("dgx-spark") && toml.contains("parallelism = \"tensor\""), "{toml}");
         assert!(said.iter().any(|a| a.contains("parallelism not stated: vllm's default on 2 nodes, tensor")), "{said:?}");
         assert!(row_scenario(&rs[1], &rs).unwrap_err().contains("names 2 machines but `nodes` is 3"));
+        // An empty node count takes the system's.
+        let rs = rows("a,2x DGX Spark,,,gpt-oss-120b,mxfp4,vllm,TP2,cx7-roce,,,decode_tokens_per_s,70,tok/s,me,\n");
+        let (b, said) = row_scenario(&rs[0], &rs).unwrap();
+        assert!(b.to_toml().matches("dgx-spark").count() >= 2, "{}", b.to_toml());
+        assert!(said.iter().any(|a| a.contains("node count not stated: 2")), "{said:?}");
     }
 
     /// A node mix of machines (different chips in one cluster) reads each part as a system
