@@ -106,3 +106,39 @@ fn validate_reads_memory_in_the_system_and_fabric_words() {
     let rate = |id: &str| v["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap()["predicted"].as_f64().unwrap();
     assert!(rate("tb5") > rate("tb5tcp"), "RDMA beats TCP on the same cables: {} vs {}", rate("tb5"), rate("tb5tcp"));
 }
+
+/// Clusters as published rows write them, end to end: a system that counts its machines, a
+/// node mix of two different machines, the splits people write, llama.cpp across machines, and
+/// fine-tunes and ollama tags of a preset's shapes: each predicted as its plain spelling is.
+#[test]
+fn validate_reads_clusters_splits_and_fine_tunes_as_their_plain_spellings() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        "tp-plain,dgx-spark,2,,gpt-oss-120b,mxfp4,vllm,tensor,cx7-roce,,1,decode_tokens_per_s,70,tok/s,test,",
+        "tp-counted,2x DGX Spark,,,gpt-oss-120b,mxfp4,vLLM,TP2,ConnectX-7,,1,decode_tokens_per_s,70,tok/s,test,",
+        "tp-unstated,DGX Spark x2,2,,gpt-oss-120b,mxfp4,vllm,,cx7-roce,,1,decode_tokens_per_s,70,tok/s,test,",
+        "mix-plain,m4-max-40c-128gb,2,,gpt-oss-120b,mxfp4,exo,pipeline,tb5-tcp,,1,decode_tokens_per_s,68,tok/s,test,",
+        "mix-named,macbook pro,2,M4 Max 128GB + M4 Max 128GB,gpt-oss-120b,mxfp4,exo,PP,tb5-tcp,,1,decode_tokens_per_s,68,tok/s,test,",
+        "rpc-plain,framework-desktop-ai-max-395,2,128gb,llama-3.3-70b,q4_k_m,llama-cpp-rpc,pipeline,eth-5g,,1,decode_tokens_per_s,5,tok/s,test,",
+        "rpc-llama,2x Framework Desktop,2,128gb,llama-3.3-70b,Q4_K_M,llama.cpp,rpc,5GbE,,1,decode_tokens_per_s,5,tok/s,test,",
+        "distill,mac-studio-m3-ultra,1,512gb,deepseek-r1:70b,q4_k_m,ollama,none,none,,1,decode_tokens_per_s,14,tok/s,test,",
+        "llama70,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,ollama,none,none,,1,decode_tokens_per_s,14,tok/s,test,",
+    ];
+    let csv = format!("{HEADER}{}\n", lines.join("\n"));
+    let path = write_text(dir.path(), "clusters.csv", &csv);
+    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&path).assert().success().get_output().clone();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let get = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id} not scored: {v}")).clone();
+    let predicted = |id: &str| get(id)["predicted"].as_f64().unwrap();
+    let said = |id: &str, what: &str| get(id)["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what));
+    assert_eq!(predicted("tp-counted"), predicted("tp-plain"));
+    assert_eq!(predicted("tp-unstated"), predicted("tp-plain"));
+    assert!(said("tp-counted", "node count not stated: 2"), "{}", get("tp-counted"));
+    assert!(said("tp-unstated", "parallelism not stated: vllm's default on 2 nodes, tensor"), "{}", get("tp-unstated"));
+    assert_eq!(predicted("mix-named"), predicted("mix-plain"));
+    assert!(said("mix-named", "read as m4-max-40c-128gb + m4-max-40c-128gb"), "{}", get("mix-named"));
+    assert_eq!(predicted("rpc-llama"), predicted("rpc-plain"));
+    assert!(said("rpc-llama", "its RPC backend"), "{}", get("rpc-llama"));
+    assert_eq!(predicted("distill"), predicted("llama70"));
+}
