@@ -343,6 +343,26 @@ fn named_mix(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> O
     Some(Ok(nodes))
 }
 
+/// The split a row runs on `n` nodes: none on one node; the engine's default where the row
+/// does not say (said in `assumptions`); else [`parallelism_label`].
+fn row_parallelism(
+    row: &MeasurementRow,
+    n: usize,
+    engine: &dyn EngineRuntime,
+    assumptions: &mut Vec<String>,
+) -> Result<&'static str, String> {
+    let stated = strip_notes(&row.parallelism);
+    match n {
+        1 => Ok("none"),
+        _ if stated.is_empty() || stated == "unknown" => {
+            let default = engine.default_parallelism(n).id();
+            assumptions.push(format!("parallelism not stated: {}'s default on {n} nodes, {default}", engine.id()));
+            Ok(default)
+        }
+        _ => parallelism_label(&row.parallelism, n),
+    }
+}
+
 /// The split a row's parallelism column names, as the twin's (`tensor`, `pipeline`, `expert`):
 /// the words people write (`tensor parallel`, `TP`, `TP2`, `tp=2`, `PP`, `EP`, `TP+EP`: tensor
 /// parallel attention with experts spread across the ranks, the twin's `expert`). A rank count
@@ -897,15 +917,7 @@ pub fn row_scenario_in(
     }
     let model = row_model(row, csv_dir, &mut assumptions)?;
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
-    let parallelism = match n {
-        1 => "none",
-        _ if strip_notes(&row.parallelism).is_empty() || strip_notes(&row.parallelism) == "unknown" => {
-            let default = engine.default_parallelism(n).id();
-            assumptions.push(format!("parallelism not stated: {}'s default on {n} nodes, {default}", engine.id()));
-            default
-        }
-        _ => parallelism_label(&row.parallelism, n)?,
-    };
+    let parallelism = row_parallelism(row, n, engine, &mut assumptions)?;
     let (fabric, fabric_note) = fabric_label(&row.fabric, engine.id());
     let fabric_word = fabric.as_str();
     if n > 1 && row.fabric.contains("not stated") {

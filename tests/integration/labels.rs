@@ -10,6 +10,33 @@ use crate::{bin, write_text};
 const HEADER: &str =
     "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n";
 
+/// `validate --json` over `csv` (a header is added): the report, with look-ups by row id.
+struct Scored(Value);
+
+impl Scored {
+    fn of(csv_rows: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_text(dir.path(), "rows.csv", &format!("{HEADER}{csv_rows}"));
+        let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&path).assert().success().get_output().clone();
+        Scored(serde_json::from_slice(&out.stdout).unwrap())
+    }
+
+    /// A scored row (panics naming it when it was skipped).
+    fn get(&self, id: &str) -> Value {
+        let rows = self.0["rows"].as_array().unwrap();
+        rows.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id} not scored: {}", self.0)).clone()
+    }
+
+    fn predicted(&self, id: &str) -> f64 {
+        self.get(id)["predicted"].as_f64().unwrap()
+    }
+
+    /// Whether one of the row's assumptions contains `what`.
+    fn said(&self, id: &str, what: &str) -> bool {
+        self.get(id)["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what))
+    }
+}
+
 /// A decode row of Llama 3.2 3B (`model` and `quant` as given).
 fn row(id: &str, system: &str, mix: &str, quant: &str, engine: &str) -> String {
     format!("{id},{system},1,{mix},llama-3.2-3b,{quant},{engine},none,none,,1,decode_tokens_per_s,50,tok/s,test,\n")
@@ -17,7 +44,6 @@ fn row(id: &str, system: &str, mix: &str, quant: &str, engine: &str) -> String {
 
 #[test]
 fn validate_reads_chip_names_engine_spellings_and_lists_a_row_that_does_not_fit() {
-    let dir = tempfile::tempdir().unwrap();
     let mut csv = String::from(HEADER);
     for line in [
         row("strix", "AMD Ryzen AI Max+ 395", "128gb", "Q4_K_M", "llama.cpp (Vulkan)"),
@@ -34,13 +60,9 @@ fn validate_reads_chip_names_engine_spellings_and_lists_a_row_that_does_not_fit(
     ] {
         csv.push_str(&line);
     }
-    let path = write_text(dir.path(), "rows.csv", &csv);
-    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&path).assert().success().get_output().clone();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = v["rows"].as_array().unwrap();
-    let get = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id} not scored: {v}")).clone();
-    let predicted = |id: &str| get(id)["predicted"].as_f64().unwrap();
-    let said = |id: &str, what: &str| get(id)["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what));
+    let scored = Scored::of(csv.strip_prefix(HEADER).unwrap());
+    let v = &scored.0;
+    let (get, predicted, said) = (|id| scored.get(id), |id| scored.predicted(id), |id, what| scored.said(id, what));
     // The chip's marketing name is the Framework Desktop (the first preset of that chip and
     // memory), said so; the Vulkan backend (the AI Max+ default) is said.
     assert_eq!(predicted("strix"), predicted("framework"));
@@ -53,14 +75,14 @@ fn validate_reads_chip_names_engine_spellings_and_lists_a_row_that_does_not_fit(
     assert_eq!(predicted("lmstudio-mlx"), predicted("mlx"));
     assert_eq!(predicted("lmstudio-gguf"), predicted("gguf"));
     assert!(said("lmstudio-mlx", "LM Studio running an MLX file"), "{}", get("lmstudio-mlx"));
-    let why = |id: &str| crate::skip_reason(&v, id);
+    let why = |id: &str| crate::skip_reason(v, id);
     assert!(why("cpu").contains("CPU backend is not modelled"), "{v}");
     assert!(
         why("no-fit").starts_with("the twin refuses the row's scenario: kimi-k2-thinking (mlx-4bit) does not fit"),
         "{}",
         why("no-fit")
     );
-    assert_eq!(rows.len(), 9, "{v}");
+    assert_eq!(v["rows"].as_array().unwrap().len(), 9, "{v}");
 }
 
 /// Memory in the system label (`Mac Studio M3 Ultra 512GB`, `(M3 Ultra, 256GB)`) picks the box;
@@ -112,7 +134,6 @@ fn validate_reads_memory_in_the_system_and_fabric_words() {
 /// fine-tunes and ollama tags of a preset's shapes: each predicted as its plain spelling is.
 #[test]
 fn validate_reads_clusters_splits_and_fine_tunes_as_their_plain_spellings() {
-    let dir = tempfile::tempdir().unwrap();
     let lines = [
         "tp-plain,dgx-spark,2,,gpt-oss-120b,mxfp4,vllm,tensor,cx7-roce,,1,decode_tokens_per_s,70,tok/s,test,",
         "tp-counted,2x DGX Spark,,,gpt-oss-120b,mxfp4,vLLM,TP2,ConnectX-7,,1,decode_tokens_per_s,70,tok/s,test,",
@@ -124,14 +145,8 @@ fn validate_reads_clusters_splits_and_fine_tunes_as_their_plain_spellings() {
         "distill,mac-studio-m3-ultra,1,512gb,deepseek-r1:70b,q4_k_m,ollama,none,none,,1,decode_tokens_per_s,14,tok/s,test,",
         "llama70,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,ollama,none,none,,1,decode_tokens_per_s,14,tok/s,test,",
     ];
-    let csv = format!("{HEADER}{}\n", lines.join("\n"));
-    let path = write_text(dir.path(), "clusters.csv", &csv);
-    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&path).assert().success().get_output().clone();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = v["rows"].as_array().unwrap();
-    let get = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id} not scored: {v}")).clone();
-    let predicted = |id: &str| get(id)["predicted"].as_f64().unwrap();
-    let said = |id: &str, what: &str| get(id)["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what));
+    let scored = Scored::of(&format!("{}\n", lines.join("\n")));
+    let (get, predicted, said) = (|id| scored.get(id), |id| scored.predicted(id), |id, what| scored.said(id, what));
     assert_eq!(predicted("tp-counted"), predicted("tp-plain"));
     assert_eq!(predicted("tp-unstated"), predicted("tp-plain"));
     assert!(said("tp-counted", "node count not stated: 2"), "{}", get("tp-counted"));
