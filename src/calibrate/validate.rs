@@ -219,6 +219,13 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
     if candidates.is_empty() {
         candidates = nodes_by_words(&system);
     }
+    // A label whose words more presets' names hold than their ids do (`mac-studio`: every Mac
+    // Studio, whose ids mostly start with the chip): all of them, so the row's memory picks
+    // among the boxes the label names instead of stretching the one whose id matched.
+    let named = presets_named(&system);
+    if named.len() > candidates.len() && candidates.iter().all(|c| named.iter().any(|n| n.id == c.id)) {
+        candidates = named;
+    }
     if candidates.is_empty() {
         let families: Vec<&str> = FAMILIES.iter().map(|(f, _)| *f).collect();
         return Err(format!(
@@ -721,6 +728,16 @@ fn presets() -> impl Iterator<Item = &'static crate::hw::NodeSpec> {
     let cat = crate::catalog::catalog();
     let derived: Vec<&str> = cat.user.iter().filter(|o| o.section == "node" && o.file == DERIVED_NODES).map(|o| o.id.as_str()).collect();
     cat.nodes.iter().filter(move |n| !derived.contains(&n.id.as_str()))
+}
+
+/// The presets whose display names hold every word of a system label but sizes and makers'
+/// names (`mac studio` -> every `Mac Studio, ...` preset); none for a label without such words.
+fn presets_named(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
+    let words: Vec<String> = label_words(system).into_iter().filter(|w| !is_maker_word(w) && !is_size_word(w)).collect();
+    if words.is_empty() {
+        return Vec::new();
+    }
+    presets().filter(|n| words.iter().all(|w| label_words(&n.name).contains(w))).collect()
 }
 
 /// Whether a label word is a chip maker's name, which the preset ids leave out.
@@ -2210,6 +2227,25 @@ mod tests {
         let (b, said) = row_scenario(&rs[0], &rs).unwrap();
         assert!(b.to_toml().matches("dgx-spark").count() >= 2, "{}", b.to_toml());
         assert!(said.iter().any(|a| a.contains("node count not stated: 2")), "{said:?}");
+    }
+
+    /// A label every box of a line answers to (`Mac Studio`) picks among all of them by memory,
+    /// never stretching the one box whose id starts so to a size its chip never had.
+    #[test]
+    fn a_product_line_label_picks_its_box_by_memory() {
+        let rs = rows(
+            "a,Mac Studio,1,512gb,llama-3.3-70b,4bit,mlx-lm,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
+             b,mac-studio,2,512gb+256gb,llama-3.3-70b,4bit,exo,pipeline,tb5-tcp,,,decode_tokens_per_s,1,tok/s,me,\n\
+             c,Mac Studio,1,192gb,llama-3.3-70b,4bit,mlx-lm,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
+             d,Mac Studio,1,128gb,llama-3.3-70b,4bit,mlx-lm,none,none,,,decode_tokens_per_s,1,tok/s,me,\n",
+        );
+        let mut said = Vec::new();
+        assert_eq!(row_nodes(&rs[0], 1, &mut said).unwrap(), ["m3-ultra-80c-512gb"]);
+        assert_eq!(row_nodes(&rs[1], 2, &mut said).unwrap(), ["m3-ultra-80c-512gb", "m3-ultra-80c-256gb"]);
+        assert_eq!(row_nodes(&rs[2], 1, &mut said).unwrap(), ["m2-ultra-76c-192gb"]);
+        // Two chips come in 128 GB Mac Studios (M4 Max, M1 Ultra): refused, both named.
+        let e = row_nodes(&rs[3], 1, &mut said).unwrap_err();
+        assert!(e.contains("m4-max-40c-128gb") && e.contains("mac-studio-m1-ultra-64c-128gb"), "{e}");
     }
 
     /// A node mix of machines (different chips in one cluster) reads each part as a system
