@@ -262,6 +262,7 @@ pub fn to_rows(
                     vals.len(),
                     if r.backend == "jaccl" { "Jaccl" } else { "Ring" }
                 ),
+                metric_read_as: None,
             });
         }
     }

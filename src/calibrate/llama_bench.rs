@@ -573,6 +573,7 @@ pub fn to_rows(
                 None => format!("llama-bench {source} {test}"),
             },
             notes: notes.join("; "),
+            metric_read_as: None,
         });
     }
     Ok((rows, skipped))

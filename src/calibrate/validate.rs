@@ -61,6 +61,10 @@ pub struct MeasurementRow {
     /// Notes.
     #[serde(default)]
     pub notes: String,
+    /// How the row's metric was read, when it was written otherwise (`ttft_ms` as `ttft_s`, its
+    /// value converted): said in the row's assumptions. Not a CSV column.
+    #[serde(skip)]
+    pub metric_read_as: Option<String>,
 }
 
 /// A predicted row.
@@ -145,9 +149,64 @@ pub fn parse_csv(text: &str, name: &str) -> Result<Vec<MeasurementRow>, Validate
         if !row.value.is_finite() {
             return Err(ValidateError::Csv { path: name.to_string(), message: format!("row {}: value is not a finite number", row.id) });
         }
-        rows.push(row);
+        rows.push(canonical_metric(row));
     }
     Ok(rows)
+}
+
+/// Metrics people write for the ones `validate` predicts: the names, then the metric.
+const METRIC_ALIASES: &[(&[&str], &str)] = &[
+    (&["ttft", "ttft_ms", "time_to_first_token", "time_to_first_token_s", "time_to_first_token_ms"], "ttft_s"),
+    (&["tpot", "tpot_s", "time_per_output_token_ms", "itl", "itl_ms", "inter_token_latency_ms"], "tpot_ms"),
+    (&["pp_tokens_per_s", "prompt_tokens_per_s", "prompt_eval_tokens_per_s", "prefill_tps", "pp_tps"], "prefill_tokens_per_s"),
+    (&["tg_tokens_per_s", "eval_tokens_per_s", "generation_tokens_per_s", "decode_tps", "tg_tps"], "decode_tokens_per_s"),
+];
+
+/// Seconds in one of a time unit as a row writes it (its unit column, else its metric name's
+/// `_ms` / `_s` suffix); `None` when neither says.
+fn time_unit_s(unit: &str, metric: &str) -> Option<f64> {
+    match unit.trim().to_lowercase().as_str() {
+        "s" | "sec" | "secs" | "second" | "seconds" => Some(1.0),
+        "ms" | "msec" | "millisecond" | "milliseconds" => Some(1e-3),
+        _ if metric.ends_with("_ms") => Some(1e-3),
+        _ if metric.ends_with("_s") => Some(1.0),
+        _ => None,
+    }
+}
+
+/// A row with its metric as `validate` predicts it: an alias read as its metric (a time
+/// converted to that metric's unit from the row's unit or the alias's suffix; `ITL` read as the
+/// mean time per output token), said in [`MeasurementRow::metric_read_as`].
+fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
+    let written = row.metric.trim().to_lowercase();
+    let metric = METRIC_ALIASES.iter().find(|(names, _)| names.contains(&written.as_str())).map_or(written.as_str(), |(_, m)| *m);
+    let target_s = match metric {
+        "ttft_s" => Some(1.0),
+        "tpot_ms" => Some(1e-3),
+        _ => None,
+    };
+    let factor = target_s.and_then(|t| time_unit_s(&row.unit, &written).map(|u| u / t)).unwrap_or(1.0);
+    if metric == row.metric && factor == 1.0 {
+        return row;
+    }
+    let value = row.value * factor;
+    let unit = match metric {
+        "ttft_s" => "s",
+        "tpot_ms" => "ms",
+        _ => row.unit.as_str(),
+    }
+    .to_string();
+    row.metric_read_as = Some(format!(
+        "metric `{}` ({} {}) read as {metric} ({} {unit})",
+        row.metric.trim(),
+        row.value,
+        row.unit.trim(),
+        crate::util::round3(value)
+    ));
+    row.metric = metric.to_string();
+    row.value = value;
+    row.unit = unit;
+    row
 }
 
 fn first_word(s: &str) -> &str {
@@ -899,7 +958,7 @@ pub fn row_scenario_in(
     all: &[MeasurementRow],
     csv_dir: Option<&Path>,
 ) -> Result<(ScenarioBuilder, Vec<String>), String> {
-    let mut assumptions = Vec::new();
+    let mut assumptions: Vec<String> = row.metric_read_as.iter().cloned().collect();
     let n: usize = match row.nodes.trim() {
         // Unstated: the machines the system label counts (`2x DGX Spark`), else one.
         "" => {
@@ -2227,6 +2286,38 @@ mod tests {
         let (b, said) = row_scenario(&rs[0], &rs).unwrap();
         assert!(b.to_toml().matches("dgx-spark").count() >= 2, "{}", b.to_toml());
         assert!(said.iter().any(|a| a.contains("node count not stated: 2")), "{said:?}");
+    }
+
+    /// Metrics people write are read as the ones `validate` predicts, times converted to their
+    /// unit (from the unit column, else the written name's suffix), and the row says so; a
+    /// metric written as predicted, or unknown, is left as it is.
+    #[test]
+    fn metric_aliases_and_time_units_are_read_as_the_predicted_metrics() {
+        let rs = rows(
+            "a,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,1,ttft_ms,1234,ms,me,\n\
+             b,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,1,ttft_s,250,ms,me,\n\
+             c,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,1,tpot_s,0.02,s,me,\n\
+             d,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,1,itl_ms,21,ms,me,\n\
+             e,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,tg_tokens_per_s,59,tok/s,me,\n\
+             f,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,decode_tokens_per_s,59,tok/s,me,\n\
+             g,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,joules,59,J,me,\n",
+        );
+        let got: Vec<(&str, f64, &str, bool)> =
+            rs.iter().map(|r| (r.metric.as_str(), r.value, r.unit.as_str(), r.metric_read_as.is_some())).collect();
+        assert_eq!(
+            got,
+            [
+                ("ttft_s", 1.234, "s", true),
+                ("ttft_s", 0.25, "s", true),
+                ("tpot_ms", 20.0, "ms", true),
+                ("tpot_ms", 21.0, "ms", true),
+                ("decode_tokens_per_s", 59.0, "tok/s", true),
+                ("decode_tokens_per_s", 59.0, "tok/s", false),
+                ("joules", 59.0, "J", false),
+            ]
+        );
+        let (_, said) = row_scenario(&rs[0], &rs).unwrap();
+        assert!(said.iter().any(|a| a == "metric `ttft_ms` (1234 ms) read as ttft_s (1.234 s)"), "{said:?}");
     }
 
     /// A label every box of a line answers to (`Mac Studio`) picks among all of them by memory,
