@@ -994,7 +994,10 @@ pub fn row_scenario_in(
     let model = row_model(row, csv_dir, &mut assumptions)?;
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
     let parallelism = row_parallelism(row, n, engine, &mut assumptions)?;
-    let (fabric, fabric_note) = fabric_label(&row.fabric, engine.id());
+    let (fabric, fabric_note) = match fabric_label(&row.fabric, engine.id()) {
+        _ if n > 1 && is_plain_ethernet(&row.fabric) => builtin_ethernet(&row.fabric, &nodes)?,
+        read => read,
+    };
     let fabric_word = fabric.as_str();
     if n > 1 && row.fabric.contains("not stated") {
         assumptions.push(format!("fabric not stated: assumed {fabric_word}"));
@@ -1198,6 +1201,35 @@ fn fabric_label(raw: &str, engine: &str) -> (String, Option<String>) {
         }
     };
     (id.to_string(), Some(format!("fabric `{}` read as {id}", raw.trim())))
+}
+
+/// Whether a fabric label says Ethernet without a speed (`ethernet`, `LAN`, `Ethernet (switch)`).
+fn is_plain_ethernet(raw: &str) -> bool {
+    let t = strip_notes(raw);
+    matches!(t.as_str(), "ethernet" | "lan" | "eth" | "wired" | "wired ethernet" | "ethernet switch") && ethernet_gbps(&t).is_none()
+}
+
+/// Ethernet without a speed: the slowest built-in port of the row's nodes (catalog
+/// `ethernet_gbps`), the link a cluster cabled through its own ports runs at; said as assumed.
+fn builtin_ethernet(raw: &str, nodes: &[String]) -> Result<(String, Option<String>), String> {
+    let cat = crate::catalog::catalog();
+    let speed = nodes.iter().filter_map(|id| cat.node(id)).map(|n| n.ethernet_gbps).fold(f64::INFINITY, f64::min);
+    let id = match speed {
+        s if s >= 100.0 => "eth-100g",
+        s if s >= 50.0 => "eth-50g",
+        s if s >= 25.0 => "eth-25g",
+        s if s >= 10.0 => "eth-10g",
+        s if s >= 5.0 => "eth-5g",
+        s if s >= 2.5 => "eth-2.5g",
+        s if s > 0.0 => {
+            return Err(format!(
+                "fabric `{}`: a node's built-in port is {s} GbE, which the catalog has no fabric for; write the link (e.g. 10GbE)",
+                raw.trim()
+            ));
+        }
+        _ => return Err(format!("fabric `{}`: a node has no built-in Ethernet port; write the link (e.g. 10GbE)", raw.trim())),
+    };
+    Ok((id.to_string(), Some(format!("fabric `{}` without a speed: the nodes' built-in port, {id}", raw.trim()))))
 }
 
 /// The Ethernet speed a fabric label names, Gbit/s (`10GbE`, `2.5 GbE`, `25G`, `10 Gbit`).
@@ -2226,6 +2258,14 @@ mod tests {
             assert_eq!(fabric_label(raw, engine).0, want, "{raw}");
         }
         assert_eq!(fabric_label("ethernet", "exo"), ("ethernet".to_string(), None));
+        // Ethernet without a speed runs at the nodes' slowest built-in port.
+        let spark = ["dgx-spark".to_string(), "dgx-spark".to_string()];
+        assert_eq!(builtin_ethernet("ethernet", &spark).unwrap().0, "eth-10g");
+        let mixed = ["dgx-spark".to_string(), "framework-desktop-ai-max-395".to_string()];
+        assert_eq!(builtin_ethernet("LAN", &mixed).unwrap().0, "eth-5g");
+        let laptop = ["macbook-pro-m4-max-40c-128gb".to_string(), "macbook-pro-m4-max-40c-128gb".to_string()];
+        assert!(builtin_ethernet("ethernet", &laptop).unwrap_err().contains("no built-in Ethernet port"));
+        assert!(is_plain_ethernet("Ethernet") && is_plain_ethernet("LAN (switch)") && !is_plain_ethernet("10GbE"));
     }
 
     /// Splits as people write them, read as the twin's; a rank count that is not the row's node
