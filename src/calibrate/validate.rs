@@ -367,30 +367,21 @@ fn named_mix(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> O
     let source = if row.node_mix.trim().is_empty() { &row.system } else { &row.node_mix };
     let mix = strip_notes(source);
     let parts: Vec<&str> = mix.split(['+', ',']).map(str::trim).filter(|p| !p.is_empty()).collect();
-    let counted = |part: &str| -> (Option<usize>, String) {
-        let squeezed = part.replace(' ', "");
-        match squeezed.split_once('x') {
-            Some((c, rest)) if !c.is_empty() && c.chars().all(|d| d.is_ascii_digit()) => {
-                let label = part.split_once('x').map_or(part, |(_, r)| r).trim().to_string();
-                (c.parse().ok(), if label.is_empty() { rest.to_string() } else { label })
-            }
-            _ => (Some(1), part.to_string()),
-        }
+    // A part of sizes as `mix_sizes` reads them (`512gb`, `2x512gb`, `2x 512 GB`).
+    let is_size = |part: &str| {
+        let p = part.replace(' ', "");
+        let counted = p.split_once('x').filter(|(c, _)| !c.is_empty() && c.chars().all(|d| d.is_ascii_digit()));
+        let size = counted.map_or(p.as_str(), |(_, size)| size);
+        size.strip_suffix("gb").is_some_and(|g| !g.is_empty() && g.chars().all(|c| c.is_ascii_digit() || c == '.'))
     };
-    let is_size = |label: &str| {
-        let l = label.replace(' ', "");
-        l.strip_suffix("gb").is_some_and(|g| !g.is_empty() && g.chars().all(|c| c.is_ascii_digit() || c == '.'))
-    };
-    if parts.len() < 2 || parts.iter().all(|p| is_size(&counted(p).1)) {
+    if parts.len() < 2 || parts.iter().all(|p| is_size(p)) {
         return None;
     }
     let mut nodes = Vec::with_capacity(n);
     for part in &parts {
-        let (count, label) = counted(part);
-        let Some(count) = count.filter(|c| *c > 0) else {
-            return Some(Err(format!("node mix `{}`: `{part}` is not [COUNTx] MACHINE", source.trim())));
-        };
-        if is_size(&label) {
+        // `2x LABEL` as a counted system label reads it, else one machine.
+        let (count, label) = counted_system(part).unwrap_or((1, part.to_string()));
+        if is_size(part) {
             return Some(Err(format!(
                 "node mix `{}`: `{part}` is a size among machine names: write each part as a machine (e.g. `m3-ultra 512gb + m4-max 128gb`)",
                 source.trim()
@@ -438,14 +429,14 @@ fn parallelism_label(raw: &str, n: usize) -> Result<&'static str, String> {
     let (mut tensor, mut pipeline, mut expert) = (false, false, false);
     for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '=')).filter(|w| !w.is_empty()) {
         let head = word.trim_end_matches(|c: char| c.is_ascii_digit() || c == '=');
-        let ranks = &word[head.len()..].trim_start_matches('=');
+        let ranks = word[head.len()..].trim_start_matches('=');
         match head {
             "tp" | "tensor" => tensor = true,
             // llama.cpp's RPC and `-sm layer` split the layers across machines: a pipeline.
             "pp" | "pipeline" | "pipe" | "rpc" | "layer" | "layers" => pipeline = true,
             "ep" | "expert" | "experts" => expert = true,
             "parallel" | "parallelism" | "split" | "sharding" | "sharded" => continue,
-            "none" if n == 1 => return Ok("none"),
+            "none" => return Err(format!("parallelism `none` on {n} nodes: write tensor, pipeline or expert")),
             _ => {
                 return Err(format!("unknown parallelism `{}`: write tensor, pipeline or expert (or TP, PP, EP, TP+EP)", raw.trim()));
             }
@@ -669,7 +660,7 @@ fn holds_phrase(words: &[String], phrase: &str) -> bool {
 fn nodes_by_words(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
     // Chip makers' names, which the preset ids leave out (`NVIDIA DGX Spark` is dgx-spark), and
     // a memory size the label writes (`Framework Desktop 64GB`: the size is read apart).
-    let words: Vec<String> = label_words(system).into_iter().filter(|w| !is_maker_word(w) && !is_size_word(w)).collect();
+    let words = name_words(system);
     if words.is_empty() {
         return Vec::new();
     }
@@ -792,11 +783,16 @@ fn presets() -> impl Iterator<Item = &'static crate::hw::NodeSpec> {
 /// The presets whose display names hold every word of a system label but sizes and makers'
 /// names (`mac studio` -> every `Mac Studio, ...` preset); none for a label without such words.
 fn presets_named(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
-    let words: Vec<String> = label_words(system).into_iter().filter(|w| !is_maker_word(w) && !is_size_word(w)).collect();
+    let words = name_words(system);
     if words.is_empty() {
         return Vec::new();
     }
     presets().filter(|n| words.iter().all(|w| label_words(&n.name).contains(w))).collect()
+}
+
+/// A system label's words that name a box or chip: without sizes and makers' names.
+fn name_words(system: &str) -> Vec<String> {
+    label_words(system).into_iter().filter(|w| !is_maker_word(w) && !is_size_word(w)).collect()
 }
 
 /// Whether a label word is a chip maker's name, which the preset ids leave out.
@@ -1170,31 +1166,22 @@ fn fabric_label(raw: &str, engine: &str) -> (String, Option<String>) {
     let has = |ws: &[&str]| ws.iter().any(|w| t.contains(w));
     let tcp = has(&["tcp", "bridge", "ip over"]);
     let rdma = has(&["rdma", "jaccl", "roce"]);
+    // Thunderbolt 5 carries RDMA where the label says so, or under exo unless it says TCP.
+    let tb5 = if rdma || (!tcp && engine == "exo") { "tb5-rdma" } else { "tb5-tcp" };
     let id = if has(&["tb5", "tb 5", "thunderbolt 5", "thunderbolt5"]) {
-        if rdma || (!tcp && engine == "exo") { "tb5-rdma" } else { "tb5-tcp" }
+        tb5
     } else if has(&["tb4", "tb 4", "thunderbolt 4", "thunderbolt4"]) {
         "tb4-tcp"
     } else if has(&["usb4", "usb 4"]) {
         "usb4-tcp"
     } else if has(&["thunderbolt"]) && ethernet_gbps(&t).is_some() {
         // Thunderbolt by its link rate: 40 Gbit/s is Thunderbolt 4, 80 (120 boosted) Thunderbolt 5.
-        match ethernet_gbps(&t) {
-            Some(g) if g >= 80.0 => {
-                if rdma || (!tcp && engine == "exo") {
-                    "tb5-rdma"
-                } else {
-                    "tb5-tcp"
-                }
-            }
-            _ => "tb4-tcp",
-        }
+        if ethernet_gbps(&t).is_some_and(|g| g >= 80.0) { tb5 } else { "tb4-tcp" }
     } else if has(&["qsfp", "connectx", "cx7", "cx-7", "roce", "200g", "200 g"]) {
         if tcp { "cx7-tcp" } else { "cx7-roce" }
     } else if has(&["wifi", "wi-fi", "wlan"]) {
         "wifi"
     } else {
-        const ETHERNET: &[(f64, &str)] =
-            &[(2.5, "eth-2.5g"), (5.0, "eth-5g"), (10.0, "eth-10g"), (25.0, "eth-25g"), (50.0, "eth-50g"), (100.0, "eth-100g")];
         match ethernet_gbps(&t).and_then(|g| ETHERNET.iter().find(|(speed, _)| *speed == g)) {
             Some((_, id)) => id,
             None => return (first.to_string(), None),
@@ -1214,23 +1201,23 @@ fn is_plain_ethernet(raw: &str) -> bool {
 fn builtin_ethernet(raw: &str, nodes: &[String]) -> Result<(String, Option<String>), String> {
     let cat = crate::catalog::catalog();
     let speed = nodes.iter().filter_map(|id| cat.node(id)).map(|n| n.ethernet_gbps).fold(f64::INFINITY, f64::min);
-    let id = match speed {
-        s if s >= 100.0 => "eth-100g",
-        s if s >= 50.0 => "eth-50g",
-        s if s >= 25.0 => "eth-25g",
-        s if s >= 10.0 => "eth-10g",
-        s if s >= 5.0 => "eth-5g",
-        s if s >= 2.5 => "eth-2.5g",
-        s if s > 0.0 => {
+    // The fastest catalog Ethernet the slowest port runs.
+    let id = match ETHERNET.iter().rev().find(|(gbps, _)| *gbps <= speed) {
+        Some((_, id)) => *id,
+        None if speed > 0.0 => {
             return Err(format!(
-                "fabric `{}`: a node's built-in port is {s} GbE, which the catalog has no fabric for; write the link (e.g. 10GbE)",
+                "fabric `{}`: a node's built-in port is {speed} GbE, which the catalog has no fabric for; write the link (e.g. 10GbE)",
                 raw.trim()
             ));
         }
-        _ => return Err(format!("fabric `{}`: a node has no built-in Ethernet port; write the link (e.g. 10GbE)", raw.trim())),
+        None => return Err(format!("fabric `{}`: a node has no built-in Ethernet port; write the link (e.g. 10GbE)", raw.trim())),
     };
     Ok((id.to_string(), Some(format!("fabric `{}` without a speed: the nodes' built-in port, {id}", raw.trim()))))
 }
+
+/// The catalog's Ethernet fabrics by link rate, Gbit/s, slowest first.
+const ETHERNET: &[(f64, &str)] =
+    &[(2.5, "eth-2.5g"), (5.0, "eth-5g"), (10.0, "eth-10g"), (25.0, "eth-25g"), (50.0, "eth-50g"), (100.0, "eth-100g")];
 
 /// The Ethernet speed a fabric label names, Gbit/s (`10GbE`, `2.5 GbE`, `25G`, `10 Gbit`).
 fn ethernet_gbps(t: &str) -> Option<f64> {
@@ -2292,6 +2279,7 @@ mod tests {
         }
         assert!(parallelism_label("TP4", 2).unwrap_err().contains("names 4 ranks but the row has 2 nodes"));
         assert!(parallelism_label("ring", 2).unwrap_err().contains("unknown parallelism `ring`"));
+        assert!(parallelism_label("none", 2).unwrap_err().contains("parallelism `none` on 2 nodes"));
         assert!(parallelism_label("TP+PP", 2).unwrap_err().contains("pipeline combined with another split"));
         assert!(parallelism_label("", 2).unwrap_err().contains("no parallelism for 2 nodes"));
     }
