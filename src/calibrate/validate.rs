@@ -554,7 +554,7 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
     let (studio, studio_engine) = ["lmstudio", "lm-studio"]
         .iter()
         .find_map(|p| name.strip_prefix(p).map(|rest| (p.to_string(), rest.trim_start_matches('-'))))
-        .map_or((name.clone(), ""), |(p, rest)| (p, rest));
+        .unwrap_or((name.clone(), ""));
     // The engine in brackets (`LM Studio (MLX)`) where the name has none.
     const STUDIO_ENGINES: [&str; 4] = ["mlx", "gguf", "llama-cpp", "llamacpp"];
     let studio_engine = match (studio_engine, bracket) {
