@@ -366,7 +366,7 @@ fn counted_system(system: &str) -> Option<(usize, String)> {
 fn named_mix(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> Option<Result<Vec<String>, String>> {
     let source = if row.node_mix.trim().is_empty() { &row.system } else { &row.node_mix };
     let mix = strip_notes(source);
-    let parts: Vec<&str> = mix.split(['+', ',']).map(str::trim).filter(|p| !p.is_empty()).collect();
+    let parts: Vec<&str> = mix_parts(&mix).into_iter().map(str::trim).filter(|p| !p.is_empty()).collect();
     // A part of sizes as `mix_sizes` reads them (`512gb`, `2x512gb`, `2x 512 GB`).
     let is_size = |part: &str| {
         let p = part.replace(' ', "");
@@ -398,6 +398,22 @@ fn named_mix(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> O
     }
     assumptions.push(format!("node mix `{}` read as {}", source.trim(), nodes.join(" + ")));
     Some(Ok(nodes))
+}
+
+/// A node-mix label cut at its `,` and `+` separators, except the `+` of AMD's `Max+`
+/// (`AMD Ryzen AI Max+ 395` is one machine: the `+` written onto `Max`, as AMD names the chip).
+fn mix_parts(mix: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (i, c) in mix.char_indices() {
+        let amd_max_plus = c == '+' && mix[..i].to_lowercase().ends_with("max");
+        if c == ',' || (c == '+' && !amd_max_plus) {
+            parts.push(&mix[start..i]);
+            start = i + 1;
+        }
+    }
+    parts.push(&mix[start..]);
+    parts
 }
 
 /// The split a row runs on `n` nodes: none on one node; the engine's default where the row
@@ -617,6 +633,11 @@ const CHIP_WORDS: &[(&str, &str)] = &[
     ("strix-halo", "ryzen-ai-max-395"),
     ("ai-max-plus-395", "ryzen-ai-max-395"),
     ("ai-max-395", "ryzen-ai-max-395"),
+    // The chip's GPU (FACTS.md: "Radeon 8060S 40 CU"), as llama.cpp's Vulkan and ROCm device
+    // lines name the machine (`AMD Radeon 8060S Graphics (RADV GFX1151)`); gfx1151 is that
+    // GPU's LLVM target, which ROCm builds and toolboxes are named by.
+    ("radeon-8060s", "ryzen-ai-max-395"),
+    ("gfx1151", "ryzen-ai-max-395"),
     ("grace-blackwell", "gb10"),
     // Boxes of these chips that have no preset of their own (FACTS-2026 A3, A4): a row names the
     // box; the chip's preset of the row's memory stands for it (same chip and memory: the same
@@ -2140,6 +2161,12 @@ mod tests {
         for (system, n, mix, want, notes) in [
             ("ryzen-ai-max-395", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
             ("AMD Ryzen AI Max+ 395", 2, "2x128gb", vec!["framework-desktop-ai-max-395"; 2], 1),
+            // AMD's `Max+` is no node-mix `+`, with or without a mix column.
+            ("AMD Ryzen AI Max+ 395", 1, "", vec!["framework-desktop-ai-max-395"], 1),
+            ("Ryzen AI MAX+ 395", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
+            // The chip's GPU, as llama.cpp's device lines name the machine.
+            ("AMD Radeon 8060S Graphics (RADV GFX1151)", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
+            ("gfx1151", 1, "", vec!["framework-desktop-ai-max-395"], 1),
             ("strix-halo", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
             ("asus-gx10", 1, "128gb", vec!["asus-ascent-gx10"], 0),
             ("NVIDIA DGX Spark", 1, "128gb", vec!["dgx-spark"], 0),
@@ -2386,6 +2413,10 @@ mod tests {
         assert!(named_mix(&rs[2], 4, &mut Vec::new()).is_none());
         let e = named_mix(&rs[3], 3, &mut Vec::new()).unwrap().unwrap_err();
         assert!(e.contains("gives 2 nodes but `nodes` is 3"), "{e}");
+        // AMD's `Max+` stays inside its part; a spaced `+` between machines still cuts.
+        assert_eq!(mix_parts("AMD Ryzen AI Max+ 395"), ["AMD Ryzen AI Max+ 395"]);
+        assert_eq!(mix_parts("ai max+ 395 128gb + dgx spark"), ["ai max+ 395 128gb ", " dgx spark"]);
+        assert_eq!(mix_parts("M4 Max + M5 Max,x"), ["M4 Max ", " M5 Max", "x"]);
     }
 
     /// llama.cpp named on several machines is its RPC backend, and the row's assumptions say so;

@@ -66,8 +66,9 @@ pub fn model_key(name: &str) -> String {
     let lower = name.trim().to_lowercase();
     let base = lower.rsplit('/').next().unwrap_or(&lower);
     let base = base.strip_suffix(".gguf").unwrap_or(base);
-    // `-` and ollama's `:` separate tokens; `_` stays inside one (GGUF types: `q4_k_m`).
-    let mut tokens: Vec<&str> = base.split(['-', ':']).filter(|t| !t.is_empty()).collect();
+    // `-`, ollama's `:` and spaces (`Llama 3.3 70B Instruct`, as tables write names) separate
+    // tokens; `_` stays inside one (GGUF types: `q4_k_m`).
+    let mut tokens: Vec<&str> = base.split(|c: char| c == '-' || c == ':' || c.is_whitespace()).filter(|t| !t.is_empty()).collect();
     // `Meta-Llama-3.1-8B`: Meta's own name for its Llama releases.
     if tokens.len() > 1 && tokens[0] == "meta" && tokens[1].starts_with("llama") {
         tokens.remove(0);
@@ -553,5 +554,14 @@ mod tests {
         assert_eq!(model_key("unsloth/Qwen3-30B-A3B-GGUF:UD-Q4_K_XL"), "qwen330ba3b");
         assert_eq!(model_key("gpt-oss-120b-MXFP4-Q8"), "gptoss120b");
         assert_eq!(model_key("Qwen3-30B-A3B-Instruct-2507"), "qwen330ba3b");
+        // Names written with spaces, as tables and model cards write them: suffixes drop alike.
+        assert_eq!(model_key("Llama 3.3 70B Instruct"), "llama3370b");
+        assert_eq!(model_key("Qwen2.5 Coder 7B Instruct"), "qwen25coder7b");
+        assert_eq!(model_key("gemma 3 4B QAT"), "gemma34b");
+        assert_eq!(model_key("llama 7B Q4_0"), "llama7b");
+        let cat = crate::catalog::catalog();
+        for (name, id) in [("Llama 3.3 70B Instruct", "llama-3.3-70b"), ("gemma 3 4B QAT", "gemma-3-4b"), ("llama 7B Q4_0", "llama-2-7b")] {
+            assert_eq!(cat.find_model(name).map(|(p, _)| p.id.as_str()), Ok(id), "{name}");
+        }
     }
 }
