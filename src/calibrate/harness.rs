@@ -257,7 +257,8 @@ pub fn host_node(h: &HarnessFile) -> Result<NodeSpec, SourceError> {
         os: if h.device == "gpu" { crate::hw::Os::Macos } else { crate::hw::Os::Linux },
         gpu_cores: 0,
         cpu_cores: cores,
-        memory_gb: ram / 1e9,
+        // The OS reports RAM in bytes; the catalog's memory figure is GiB (`memory_bytes`).
+        memory_gb: ram / (1u64 << 30) as f64,
         mem_bw_gbs: membw / 1e9,
         fp16_tflops: flops / 1e12,
         price_usd: 0.0,

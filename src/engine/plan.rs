@@ -434,7 +434,7 @@ fn does_not_fit(inp: &PlanInput<'_>, i: usize, mem: &MemoryBreakdown, need: f64)
             mem.kv_cache_gb,
             mem.overhead_gb,
             mem.limit_gb,
-            100.0 * mem.limit_gb / node.memory_gb,
+            100.0 * mem.limit_gb * 1e9 / node.memory_bytes(),
             node.memory_gb,
             need
         ),

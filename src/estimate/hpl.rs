@@ -95,16 +95,11 @@ pub fn default_grid(ranks: u64) -> (u64, u64) {
     (p, ranks / p)
 }
 
-/// Bytes of physical memory of a node (its GB figure is binary: 512 GB = 512 GiB).
-fn ram_bytes(node: &NodeSpec) -> f64 {
-    node.memory_gb * (1u64 << 30) as f64
-}
-
 /// The grid of `nodes` with the scenario's overrides (0: the convention).
 pub fn grid(nodes: &[NodeSpec], n: u64, nb: u64, p: u64, q: u64) -> HplGrid {
     let nb = if nb > 0 { nb } else { DEFAULT_NB };
     let ranks: u64 = nodes.iter().map(|x| x.cpu_cores.max(1) as u64).sum();
-    let n = if n > 0 { n } else { default_n(nodes.iter().map(ram_bytes).sum(), nb) };
+    let n = if n > 0 { n } else { default_n(nodes.iter().map(NodeSpec::memory_bytes).sum(), nb) };
     let (p, q) = match (p, q) {
         (0, 0) => default_grid(ranks),
         (p, 0) => (p, (ranks / p).max(1)),

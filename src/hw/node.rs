@@ -30,7 +30,8 @@ pub struct NodeSpec {
     pub gpu_cores: u32,
     /// CPU cores.
     pub cpu_cores: u32,
-    /// Unified memory, GB.
+    /// Unified memory as the maker states it, GB; DRAM comes in binary sizes, so the figure is
+    /// GiB ([`NodeSpec::memory_bytes`]).
     pub memory_gb: f64,
     /// Peak memory bandwidth, GB/s.
     pub mem_bw_gbs: f64,
@@ -134,9 +135,16 @@ impl NodeSpec {
         self == other || strip(self) == strip(other)
     }
 
-    /// Memory the GPU may use, in bytes, for a wired fraction.
+    /// Bytes of physical memory. A maker's "GB" of DRAM is binary (a 128 GB box holds 128 GiB):
+    /// FACTS-2026 B1/B2, vLLM sees 121.63 GiB of GPU memory on a "128 GB" GB10, more than
+    /// 128e9 bytes (119.2 GiB) could give.
+    pub fn memory_bytes(&self) -> f64 {
+        self.memory_gb * (1u64 << 30) as f64
+    }
+
+    /// Memory the GPU may use, in bytes, for a wired fraction of [`NodeSpec::memory_bytes`].
     pub fn usable_bytes(&self, wired_fraction: f64) -> f64 {
-        self.memory_gb * 1e9 * wired_fraction
+        self.memory_bytes() * wired_fraction
     }
 
     /// Peak memory bandwidth in bytes per second.

@@ -949,17 +949,18 @@ fn check_workload_limits(
     model: &ModelSpec,
 ) -> Result<(), ScenarioError> {
     if let (WorkloadKind::Hpl, Some(h)) = (workload.kind, &w.hpl_n) {
-        let mem = nodes.iter().map(|n| n.memory_gb * 1e9).fold(f64::INFINITY, f64::min) * nodes.len() as f64;
+        let mem = nodes.iter().map(NodeSpec::memory_bytes).fold(f64::INFINITY, f64::min) * nodes.len() as f64;
         let max_n = (mem / 8.0).sqrt().floor() as u64;
         if workload.hpl_n > max_n {
-            let matrix_gb = 8.0 * (workload.hpl_n as f64).powi(2) / 1e9;
+            const GIB: f64 = (1u64 << 30) as f64;
+            let matrix_gib = 8.0 * (workload.hpl_n as f64).powi(2) / GIB;
             return Err(src
                 .error(
                     h.span(),
                     format!(
-                        "`workload.hpl_n` = {}: its matrix (8 N^2 bytes = {matrix_gb:.0} GB) does not fit in the {:.0} GB of the {} node(s)",
+                        "`workload.hpl_n` = {}: its matrix (8 N^2 bytes = {matrix_gib:.0} GiB) does not fit in the {:.0} GiB of the {} node(s)",
                         workload.hpl_n,
-                        mem / 1e9,
+                        mem / GIB,
                         nodes.len()
                     ),
                     Some(format!(

@@ -509,9 +509,9 @@ fn hpl_n_past_memory_and_a_prompt_past_the_context_window_are_refused() {
         bin().arg("run").arg(&hpl).args(["--no-write", "--json", "--set", "workload.hpl_n=10000000"]).assert().code(2).get_output().clone();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["kind"], "does-not-fit", "{v}");
-    assert!(v["detail"]["message"].as_str().unwrap().contains("does not fit in the 1024 GB"), "{v}");
-    assert!(v["detail"]["help"].as_str().unwrap().contains("at most 357770"), "{v}");
-    bin().arg("run").arg(&hpl).args(["--no-write", "--set", "workload.hpl_n=357770"]).assert().success();
+    assert!(v["detail"]["message"].as_str().unwrap().contains("does not fit in the 1024 GiB"), "{v}");
+    assert!(v["detail"]["help"].as_str().unwrap().contains("at most 370727"), "{v}");
+    bin().arg("run").arg(&hpl).args(["--no-write", "--set", "workload.hpl_n=370727"]).assert().success();
     let t = tempfile::tempdir().unwrap();
     // Llama 3.2 3B reads 131,072 tokens.
     let s = write(t.path(), "s.toml", &BASE.replace("prompt_tokens = 8", "prompt_tokens = 131070"));
