@@ -24,10 +24,13 @@ pub(super) fn lower_segments(plan: &Plan, tokens: u64) -> Lowered {
 }
 
 /// [`lower_segments`] with a driver's per-step cost `driver_ns` on node 0's CPU between the
-/// forward and node 0's host work (Ray dispatching a multi-node vLLM step; none when 0).
+/// forward and node 0's host work (Ray dispatching a multi-node vLLM step; none when 0). A
+/// runtime that launches kernels from the host (a CUDA engine run eagerly) launches the whole
+/// step ahead of its GPU, through the collectives ([`Builder::dispatch_ahead`]).
 pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -> Lowered {
     let mut b = Builder::new(plan);
     let n = plan.n();
+    let dispatch: Vec<Option<TaskId>> = (0..n).map(|i| b.dispatch_ahead(i)).collect();
     let model = &plan.model;
     let logits_all = plan.options.prefill_logits_all;
     let act_bytes = tokens * model.hidden * plan.options.activation_bytes;
@@ -60,7 +63,8 @@ pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -
         let deps: Vec<TaskId> = p.iter().copied().collect();
         let head = b.gpu(i, shared.clone(), logits_all, &deps);
         let ready = if i == 0 && driver_ns > 0 { b.cpu(0, driver_ns, "ray", &[head]) } else { head };
-        *p = Some(b.host(i, &[ready]));
+        let deps: Vec<TaskId> = std::iter::once(ready).chain(dispatch[i]).collect();
+        *p = Some(b.host(i, &deps));
     }
     b.finish(tokens)
 }

@@ -32,6 +32,10 @@ pub struct Lowered {
     /// `(task, node)` of every per-step host task: the runtime's host work after a forward,
     /// `host_per_step_us + B x host_per_seq_us` for B sampling sequences.
     pub host_tasks: Vec<(TaskId, usize)>,
+    /// Per node, the host's launch stream of the whole step where it launches ahead across
+    /// the step's collectives (a CUDA engine run eagerly on a tensor-parallel or single-node
+    /// step); `None` where a node's launches join each segment's GPU time instead.
+    pub dispatch_tasks: Vec<Option<TaskId>>,
     /// Tokens per step this graph was built for (payload sizes depend on it).
     pub tokens: u64,
     /// Bytes the engine put on links (for conservation checks).
@@ -91,13 +95,21 @@ impl Lowered {
         // Per node: its GPU tasks' time and its host's build of the next step's graph.
         let mut gpu_by_node = vec![0u64; plan.n()];
         let mut ahead_by_node = vec![0.0f64; plan.n()];
+        let mut dispatch_by_node = vec![0.0f64; plan.n()];
         for &(task, seg) in &self.gpu_tasks {
             let p = &self.seg_parts[seg];
             let gpu = p.by_context.iter().fold(p.gpu_ns, |acc, &j| acc + ctx_ns[j].0);
             let dispatch = p.by_context.iter().fold(p.dispatch_ns, |acc, &j| acc + ctx_ns[j].1);
             let node = self.segments[seg].node;
             ahead_by_node[node] += p.by_context.iter().fold(p.ahead_ns, |acc, &j| acc + ctx_ns[j].2);
-            let ns = LaunchCost::join(gpu, dispatch);
+            // Launched ahead across the step (the node's launch stream is its own task), or
+            // joined to this segment's GPU time.
+            let ns = if self.dispatch_tasks[node].is_some() {
+                dispatch_by_node[node] += dispatch;
+                gpu
+            } else {
+                LaunchCost::join(gpu, dispatch)
+            };
             // Clamp to ~11 days so sums of durations can never overflow.
             let ns = ns.round().clamp(0.0, 1e15) as Time;
             gpu_by_node[node] += ns;
@@ -117,6 +129,11 @@ impl Lowered {
             ahead_by_node.fill(0.0);
             gpu_by_node.fill(0);
             (ahead_by_node[last], gpu_by_node[last]) = (ahead, gpu);
+        }
+        for (node, task) in self.dispatch_tasks.iter().enumerate() {
+            if let Some(task) = *task {
+                self.graph.set_duration(task, dispatch_by_node[node].round().clamp(0.0, 1e15) as Time);
+            }
         }
         for &(task, node) in &self.host_tasks {
             let behind = (ahead_by_node[node].round().clamp(0.0, 1e15) as Time).saturating_sub(gpu_by_node[node]);

@@ -115,6 +115,9 @@ pub(super) struct Builder<'a> {
     pub(super) segments: Vec<Segment>,
     /// `(task, node)` of every per-step host task (re-timed per batch by [`Lowered::retime_rows`]).
     pub(super) host_tasks: Vec<(TaskId, usize)>,
+    /// Per node, its host's launch stream for the whole step, where the host launches ahead
+    /// across the step's collectives ([`Builder::dispatch_ahead`]).
+    pub(super) dispatch_tasks: Vec<Option<TaskId>>,
     pub(super) bytes_sent: u64,
     /// Cables the step's messages cross (unordered node pairs, see [`Net::route`]).
     pub(super) cables_crossed: std::collections::BTreeSet<(usize, usize)>,
@@ -140,6 +143,7 @@ impl<'a> Builder<'a> {
             gpu_tasks: Vec::new(),
             segments: Vec::new(),
             host_tasks: Vec::new(),
+            dispatch_tasks: vec![None; plan.n()],
             bytes_sent: 0,
             cables_crossed: Default::default(),
             in_context: true,
@@ -202,6 +206,22 @@ impl<'a> Builder<'a> {
 
     pub(super) fn cpu(&mut self, node: usize, ns: Time, label: &'static str, deps: &[TaskId]) -> TaskId {
         self.g.compute(self.net.cpu[node], ns, label, deps)
+    }
+
+    /// The host's launch stream of a whole step on `node`, begun with the step, where the
+    /// runtime launches each kernel from the host (a CUDA engine run eagerly): returns the
+    /// task the step's end must wait for, `None` where launches cost the host nothing. NCCL
+    /// collectives are enqueued on the CUDA stream like any kernel (asynchronous to the host),
+    /// so a tensor-parallel rank's host launches on through them and its step takes the longer
+    /// of its GPU timeline (compute and collectives) and its launches, as one GPU's does
+    /// ([`super::cost::LaunchCost`]). Timed by [`Lowered::retime_rows`].
+    pub(super) fn dispatch_ahead(&mut self, node: usize) -> Option<TaskId> {
+        if self.plan.cost(node).launch.dispatch_us <= 0.0 {
+            return None;
+        }
+        let t = self.cpu(node, 0, "dispatch", &[]);
+        self.dispatch_tasks[node] = Some(t);
+        Some(t)
     }
 
     /// The runtime's host work after a forward on `node` (timed for one sampling sequence until
@@ -448,6 +468,7 @@ impl<'a> Builder<'a> {
             gpu_tasks: self.gpu_tasks,
             segments: self.segments,
             host_tasks: self.host_tasks,
+            dispatch_tasks: self.dispatch_tasks,
             tokens,
             bytes_sent: self.bytes_sent,
             cables_crossed: self.cables_crossed.into_iter().collect(),

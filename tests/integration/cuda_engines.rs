@@ -133,19 +133,27 @@ fn eager_launches_overlap_the_gpu_and_cost_only_where_the_host_is_the_slower() {
     // CUDA launches are asynchronous: the host enqueues a kernel while the GPU runs earlier
     // ones, so a run of kernels takes the longer of the two timelines. gpt-oss-120b streams
     // ~3.5 GB per token on one Spark: the host's dispatch takes about as long as the GPU, and
-    // eager decode loses at most a tenth to graphs (kubis: 57.5 tok/s eager). Llama 3.2 1B streams a few hundred MB: the host's
-    // ~20 us per kernel from Python is the slower timeline and eager loses.
+    // eager decode loses at most a tenth to graphs (kubis: 57.5 tok/s eager). Qwen3 0.6B in FP8
+    // streams under a GB a token through 28 layers of small kernels: the host's ~20 us per
+    // kernel from Python is the slower timeline and eager loses.
     let big_graphs = vllm_decode("gpt-oss-120b", "mxfp4", 1, "");
     let big_eager = vllm_decode("gpt-oss-120b", "mxfp4", 1, "enforce_eager = true");
     assert!(big_eager <= big_graphs && big_eager > 0.9 * big_graphs, "eager {big_eager} vs graphs {big_graphs}");
-    let small_graphs = vllm_decode("llama-3.2-1b", "fp8", 1, "");
-    let small_eager = vllm_decode("llama-3.2-1b", "fp8", 1, "enforce_eager = true");
+    let small_graphs = vllm_decode("qwen3-0.6b", "fp8", 1, "");
+    let small_eager = vllm_decode("qwen3-0.6b", "fp8", 1, "enforce_eager = true");
     assert!(small_eager < 0.9 * small_graphs, "eager {small_eager} vs graphs {small_graphs}");
     // Tensor parallel halves each GPU's work but not the host's launches: eager's share of a
     // step grows with the split (FACTS-2026: +22% decode from graphs on a 4-Spark TP4 lane).
     let loss =
         |count| 1.0 - vllm_decode("llama-3.3-70b", "fp8", count, "enforce_eager = true") / vllm_decode("llama-3.3-70b", "fp8", count, "");
     assert!(loss(2) >= loss(1), "TP2 loses {} to eager, one Spark {}", loss(2), loss(1));
+    // NCCL's all-reduces are enqueued on the stream like any kernel, so a rank's host launches
+    // on through them: an eager TP2 step takes the longer of its GPU timeline and its launches
+    // over the whole step, and two Sparks decode a single gpt-oss-120b stream faster than one
+    // (it used to join the launches per all-reduce segment, 72 a step, and fell below one Spark).
+    let solo = vllm_decode("gpt-oss-120b", "mxfp4", 1, "enforce_eager = true");
+    let tp2 = vllm_decode("gpt-oss-120b", "mxfp4", 2, "enforce_eager = true");
+    assert!(tp2 > solo && tp2 < 2.0 * solo, "eager TP2 {tp2} vs one Spark {solo}");
 }
 
 #[test]

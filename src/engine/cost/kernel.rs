@@ -164,8 +164,10 @@ impl ExpertRowTile {
 /// run of kernels takes the longer of the two timelines, not their sum (first principles: the
 /// stream is a queue; FACTS-2026: eager costs a 4-Spark TP4 lane 22% of decode, where each GPU's
 /// share of the work is small, while one Spark decodes gpt-oss-120b eager at 57.5 tok/s).
-/// Assumed: the host cannot run ahead across a communication point (a segment's two timelines
-/// are joined at its end), a slight overestimate of eager steps under tensor parallel.
+/// NCCL collectives are enqueued on the stream too, so on a single-node or tensor-parallel step
+/// the host launches on through them and the step takes the longer of the GPU's whole timeline
+/// and the host's launches (`Builder::dispatch_ahead`); a pipeline stage's launches join its own
+/// GPU time (its inputs reach it through the host, `send_tensor_dict`'s metadata).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LaunchCost {
     /// Per kernel on the GPU's timeline, µs.
