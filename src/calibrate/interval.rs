@@ -19,6 +19,12 @@ use crate::util::Z90;
 /// integer-nanosecond rounding.
 const STEP: f64 = 1e-2;
 
+/// A prior whose one-sigma range moves a prediction by more than this (log units) is followed
+/// to both ends of that range rather than along its tangent: over such a range a prediction can
+/// bend (a host-bound step turns GPU-bound as the launch cost falls), and a tangent would carry
+/// the interval past what the physics allows on one side.
+const SECANT_ABOVE: f64 = 0.1;
+
 /// Headline outputs of an estimate that carry an interval (besides every `*_power_w` number).
 pub const HEADLINES: &[&str] = &["decode_tokens_per_s", "prefill_tokens_per_s", "ttft_s", "energy_j_per_token", "hpl_gflops"];
 
@@ -138,31 +144,69 @@ fn intervals_with(
     // a parameter the plan does not read: its re-run would give the same outputs, a gradient of
     // exactly 0).
     let paths: Vec<&str> = movable.iter().map(|&k| u.params[k].as_str()).chain(priors.iter().map(|(p, _)| p.as_str())).collect();
-    let grads: Vec<BTreeMap<String, f64>> = paths
+    // ln(output under `p` / output) per headline; empty where the plan does not read the
+    // nudged parameter or the estimate fails.
+    let log_change = |p: Option<Profile>| -> BTreeMap<String, f64> {
+        let Some(p) = p else { return BTreeMap::new() };
+        if reads_unchanged(sc, &reads, &p) {
+            return BTreeMap::new();
+        }
+        let Some(est2) = nudged(&p) else { return BTreeMap::new() };
+        let h2 = headlines(&est2);
+        base.iter().filter_map(|(key, y)| h2.get(key).map(|y2| (key.clone(), (y2 / y).ln()))).collect()
+    };
+    let grads: Vec<BTreeMap<String, f64>> =
+        paths.par_iter().map(|path| log_change(nudged_profile(profile, path)).into_iter().map(|(k, d)| (k, d / STEP)).collect()).collect();
+    // Priors whose range moves some output past the tangent's reach: both ends, re-run.
+    let ends: Vec<Option<[BTreeMap<String, f64>; 2]>> = priors
         .par_iter()
-        .map(|path| {
-            let Some(p) = nudged_profile(profile, path) else { return BTreeMap::new() };
-            if reads_unchanged(sc, &reads, &p) {
-                return BTreeMap::new();
-            }
-            let Some(est2) = nudged(&p) else { return BTreeMap::new() };
-            let h2 = headlines(&est2);
-            base.iter().filter_map(|(key, y)| h2.get(key).map(|y2| (key.clone(), (y2 / y).ln() / STEP))).collect()
+        .zip(&grads[movable.len()..])
+        .map(|((path, v), g)| {
+            let s = v.max(0.0).sqrt();
+            g.values().any(|d| (d * s).abs() > SECANT_ABOVE).then(|| [s, -s].map(|d| log_change(nudged_by(profile, path, d))))
         })
         .collect();
     let mut out = BTreeMap::new();
     for (key, y) in &base {
         let g: Vec<f64> = grads.iter().map(|m| m.get(key).copied().unwrap_or(0.0)).collect();
         let (fitted, held) = g.split_at(movable.len());
-        let own = parameter_variance(&u, &movable, fitted) + prior_variance(&priors, held);
+        let own = parameter_variance(&u, &movable, fitted);
+        let moves: Vec<PriorMove> = priors
+            .iter()
+            .zip(held)
+            .zip(&ends)
+            .map(|(((_, v), g), e)| match e {
+                Some([hi, lo]) => PriorMove::Ends(hi.get(key).copied().unwrap_or(0.0), lo.get(key).copied().unwrap_or(0.0)),
+                None => PriorMove::Tangent(g * g * v),
+            })
+            .collect();
+        let (down, up) = prior_spans(&moves);
         // The scatter of each kind the output adds, after the covariance (the sum's order kept).
-        let var = kinds_of(key).iter().fold(own, |var, kind| {
+        let scatter = kinds_of(key).iter().fold(0.0, |var, kind| {
             let s = u.scatter.get(*kind).or_else(|| u.scatter.get("all")).copied().unwrap_or(0.0);
             var + s * s
         });
-        out.insert(key.clone(), interval_around(*y, var));
+        out.insert(key.clone(), interval_between(*y, own + down + scatter, own + up + scatter));
     }
     out
+}
+
+/// How a prior-held parameter moves a prediction: along its tangent (the variance it adds, log
+/// units), or, past [`SECANT_ABOVE`], by the log-changes at the two ends of its one-sigma range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PriorMove {
+    Tangent(f64),
+    Ends(f64, f64),
+}
+
+/// The variances (log units) the priors add below and above a prediction: a tangent's on both
+/// sides; the ends' rise above and fall below (a prediction capped on one side, e.g. by the GPU
+/// once the host stops being the slower, widens only the other).
+fn prior_spans(moves: &[PriorMove]) -> (f64, f64) {
+    moves.iter().fold((0.0, 0.0), |(down, up), m| match *m {
+        PriorMove::Tangent(v) => (down + v, up + v),
+        PriorMove::Ends(a, b) => (down + a.min(b).min(0.0).powi(2), up + a.max(b).max(0.0).powi(2)),
+    })
 }
 
 /// The parameters of `u` that can move a prediction for `sc` (its chips', the shared ones)
@@ -392,9 +436,14 @@ fn plan_reads(sc: &Scenario, profile: &Profile) -> Option<PlanReads> {
 /// `profile` with parameter `path` one [`STEP`] up in its free variable; `None` when the
 /// profile lacks it.
 fn nudged_profile(profile: &Profile, path: &str) -> Option<Profile> {
+    nudged_by(profile, path, STEP)
+}
+
+/// `profile` with parameter `path` moved by `delta` in its free variable (log or logit).
+fn nudged_by(profile: &Profile, path: &str, delta: f64) -> Option<Profile> {
     let v = get_param(profile, path)?;
     let f = is_fraction(profile, path);
-    set_params(profile, &[path.to_string()], &[from_free(f, to_free(f, v) + STEP)]).ok()
+    set_params(profile, &[path.to_string()], &[from_free(f, to_free(f, v) + delta)]).ok()
 }
 
 /// The variance (log units) the parameter covariance gives a prediction whose log-gradient
@@ -409,10 +458,10 @@ fn parameter_variance(u: &Uncertainty, movable: &[usize], g: &[f64]) -> f64 {
     var
 }
 
-/// The 90% interval around prediction `y` of log-variance `var`.
-fn interval_around(y: f64, var: f64) -> Interval {
-    let s = var.max(0.0).sqrt();
-    Interval { p5: crate::util::sig(y * (-Z90 * s).exp()), p50: y, p95: crate::util::sig(y * (Z90 * s).exp()) }
+/// The 90% interval around prediction `y` of log-variance `down` below it and `up` above it.
+fn interval_between(y: f64, down: f64, up: f64) -> Interval {
+    let (d, u) = (down.max(0.0).sqrt(), up.max(0.0).sqrt());
+    Interval { p5: crate::util::sig(y * (-Z90 * d).exp()), p50: y, p95: crate::util::sig(y * (Z90 * u).exp()) }
 }
 
 /// The scatter (log units) `u` gives a measured metric: its own kind's when the fit measured
@@ -447,6 +496,45 @@ pub fn target_interval(data: &crate::calibrate::Dataset, i: usize, profile: &Pro
     let paths: Vec<&str> = movable.iter().map(|&k| u.params[k].as_str()).chain(priors.iter().map(|(p, _)| p.as_str())).collect();
     let grads: Vec<f64> = paths.par_iter().map(|path| row_log_gradient(data, i, &p.scenario, profile, &reads, path, predicted)).collect();
     let (fitted, held) = grads.split_at(movable.len());
-    let own = parameter_variance(&u, &movable, fitted) + prior_variance(&priors, held);
-    Some(interval_around(predicted, own + metric_scatter(&u, &p.row.metric).powi(2)))
+    // A prior that moves the row past the tangent's reach: both ends of its range, as `run` takes them.
+    let log_change = |q: Option<Profile>| match q.map(|q| data.predict_one(i, &q)) {
+        Some(Ok(y2)) if y2.is_finite() && y2 > 0.0 => (y2 / predicted).ln(),
+        _ => 0.0,
+    };
+    let moves: Vec<PriorMove> = priors
+        .par_iter()
+        .zip(held)
+        .map(|((path, v), g)| {
+            let s = v.max(0.0).sqrt();
+            if (g * s).abs() > SECANT_ABOVE {
+                PriorMove::Ends(log_change(nudged_by(profile, path, s)), log_change(nudged_by(profile, path, -s)))
+            } else {
+                PriorMove::Tangent(g * g * v)
+            }
+        })
+        .collect();
+    let (down, up) = prior_spans(&moves);
+    let own = parameter_variance(&u, &movable, fitted) + metric_scatter(&u, &p.row.metric).powi(2);
+    Some(interval_between(predicted, own + down, own + up))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tangent prior widens both sides alike; a prior followed to its ends widens each side by
+    /// what that side's end moves: a prediction capped above (a host-bound step that turns
+    /// GPU-bound as the launch cost falls: +5% at one end, -60% at the other) gains little room
+    /// above and much below.
+    #[test]
+    fn priors_followed_to_their_ends_widen_each_side_by_its_own_move() {
+        let (down, up) = prior_spans(&[PriorMove::Tangent(0.01), PriorMove::Ends(0.05f64.ln_1p(), (-0.6f64).ln_1p())]);
+        assert!((up - (0.01 + 1.05f64.ln().powi(2))).abs() < 1e-12, "{up}");
+        assert!((down - (0.01 + 0.4f64.ln().powi(2))).abs() < 1e-12, "{down}");
+        // Both ends on one side: the larger move counts on that side, none on the other.
+        assert_eq!(prior_spans(&[PriorMove::Ends(0.2, 0.1)]), (0.0, 0.2f64.powi(2)));
+        let iv = interval_between(100.0, 0.0, 0.01);
+        assert_eq!((iv.p5, iv.p50), (100.0, 100.0));
+        assert!((iv.p95 - 100.0 * (Z90 * 0.1).exp()).abs() < 0.01, "{iv:?}");
+    }
 }

@@ -154,6 +154,15 @@ fn eager_launches_overlap_the_gpu_and_cost_only_where_the_host_is_the_slower() {
     let solo = vllm_decode("gpt-oss-120b", "mxfp4", 1, "enforce_eager = true");
     let tp2 = vllm_decode("gpt-oss-120b", "mxfp4", 2, "enforce_eager = true");
     assert!(tp2 > solo && tp2 < 2.0 * solo, "eager TP2 {tp2} vs one Spark {solo}");
+    // Host-bound at the launch cost's prior, GPU-bound below it: the interval follows the
+    // prior to its ends, so its top stays near the GPU's rate (a tangent put it at 5x).
+    let text = "[cluster]\nnode = \"dgx-spark\"\ncount = 2\nfabric = \"cx7-roce\"\ntopology = \"full-mesh\"\n[model]\nname = \"gpt-oss-120b\"\nquant = \"mxfp4\"\n[engine]\nname = \"vllm\"\nenforce_eager = true\n[workload]\nprompt_tokens = 128\ngenerate_tokens = 32\n";
+    let s = sc(text);
+    let profile = Profile::default_profile();
+    let est = estimate(&s, &profile).unwrap();
+    let iv = supernode::calibrate::interval::intervals(&s, &profile, &est)["decode_tokens_per_s"];
+    let graphs = vllm_decode("gpt-oss-120b", "mxfp4", 2, "");
+    assert!(iv.p95 < 1.5 * graphs && iv.p5 < 0.5 * est.decode_tokens_per_s, "{iv:?}, graphs {graphs}");
 }
 
 #[test]
