@@ -161,6 +161,12 @@ const QUANT_LABELS: &[(&str, &str)] = &[
     // llm-compressor's weight-only int4 scheme (`W4A16`: int4 in groups of 128, run by vLLM's
     // Marlin kernels as a GPTQ checkpoint is): the gptq-int4 preset's bytes and kernel.
     ("w4a16", "gptq-int4"),
+    // NVIDIA's ModelOpt checkpoints name their NVFP4 weights `-FP4` (`nvidia/...-FP4`), and
+    // SGLang loads them as `--quantization modelopt_fp4` (FACTS-2026 B1): FP4 written alone is
+    // NVFP4 (MXFP4, gpt-oss's own format, is written as such).
+    ("fp4", "nvfp4"),
+    ("modelopt_fp4", "nvfp4"),
+    ("modelopt-fp4", "nvfp4"),
 ];
 
 /// A label as [`Catalog::find_quant`] compares it: trimmed, lower case, and llama.cpp's
@@ -505,6 +511,9 @@ mod tests {
             ("3bit", QuantFamily::Gguf, "q3_k_m", true, true),
             ("MXFP4_MOE", QuantFamily::Gguf, "mxfp4", false, false),
             ("W4A16", QuantFamily::Hf, "gptq-int4", false, false),
+            // NVIDIA's ModelOpt `-FP4` checkpoints and SGLang's `modelopt_fp4`: NVFP4.
+            ("FP4", QuantFamily::Hf, "nvfp4", false, false),
+            ("modelopt_fp4", QuantFamily::Hf, "nvfp4", false, false),
             ("4bit", QuantFamily::Mlx, "mlx-4bit", true, false),
             ("8-bit", QuantFamily::Mlx, "mlx-8bit", true, false),
             ("int4", QuantFamily::Gguf, "q4_k_m", true, true),
