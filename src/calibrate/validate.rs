@@ -1012,6 +1012,7 @@ pub fn row_scenario_in(
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
     let parallelism = row_parallelism(row, n, engine, &mut assumptions)?;
     let (fabric, fabric_note) = match fabric_label(&row.fabric, engine.id()) {
+        _ if n > 1 && is_unstated_link(&row.fabric) => machines_own_link(&row.fabric, &nodes, engine.id())?,
         _ if n > 1 && is_plain_ethernet(&row.fabric) => builtin_ethernet(&row.fabric, &nodes)?,
         read => read,
     };
@@ -1209,6 +1210,32 @@ fn fabric_label(raw: &str, engine: &str) -> (String, Option<String>) {
         }
     };
     (id.to_string(), Some(format!("fabric `{}` read as {id}", raw.trim())))
+}
+
+/// Whether a fabric label names no link: empty, `unknown`, `not stated`, or only the protocol
+/// (`TCP`).
+fn is_unstated_link(raw: &str) -> bool {
+    matches!(strip_notes(raw).as_str(), "" | "unknown" | "not stated" | "unstated" | "n/a" | "?" | "-" | "tcp" | "tcp/ip")
+}
+
+/// The link a cluster whose row names none runs on: the one its machines are built to be joined
+/// by. GB10 boxes: their ConnectX-7 QSFP ports (FACTS-2026 B3), NCCL over RoCE as NVIDIA's
+/// two-Spark guide sets it up; Thunderbolt 5 Macs: Thunderbolt 5, RDMA under exo (JACCL), TCP
+/// otherwise; other machines: their built-in Ethernet ([`builtin_ethernet`]). TCP where the row
+/// says so or the engine is llama.cpp's RPC (a TCP protocol). Said as assumed.
+fn machines_own_link(raw: &str, nodes: &[String], engine: &str) -> Result<(String, Option<String>), String> {
+    let cat = crate::catalog::catalog();
+    let specs: Vec<&crate::hw::NodeSpec> = nodes.iter().filter_map(|id| cat.node(id)).collect();
+    let tcp = strip_notes(raw).starts_with("tcp") || engine == "llama-cpp-rpc";
+    let id = if !specs.is_empty() && specs.iter().all(|n| n.qsfp_ports > 0) {
+        if tcp { "cx7-tcp" } else { "cx7-roce" }
+    } else if !specs.is_empty() && specs.iter().all(|n| n.tb_generation >= 5) {
+        if !tcp && engine == "exo" { "tb5-rdma" } else { "tb5-tcp" }
+    } else {
+        return builtin_ethernet(raw, nodes);
+    };
+    let written = if raw.trim().is_empty() { "not stated".to_string() } else { format!("`{}`", raw.trim()) };
+    Ok((id.to_string(), Some(format!("fabric {written}: the machines' own link, {id}"))))
 }
 
 /// Whether a fabric label says Ethernet without a speed (`ethernet`, `LAN`, `Ethernet (switch)`).
@@ -2280,6 +2307,25 @@ mod tests {
         let laptop = ["macbook-pro-m4-max-40c-128gb".to_string(), "macbook-pro-m4-max-40c-128gb".to_string()];
         assert!(builtin_ethernet("ethernet", &laptop).unwrap_err().contains("no built-in Ethernet port"));
         assert!(is_plain_ethernet("Ethernet") && is_plain_ethernet("LAN (switch)") && !is_plain_ethernet("10GbE"));
+        // No link named: the machines' own (Sparks' QSFP, Macs' Thunderbolt 5, else Ethernet),
+        // TCP where the row or the engine says so.
+        let studio = ["m3-ultra-80c-512gb".to_string(), "m3-ultra-80c-512gb".to_string()];
+        let framework = ["framework-desktop-ai-max-395".to_string(), "framework-desktop-ai-max-395".to_string()];
+        for (raw, nodes, engine, want) in [
+            ("", &spark, "vllm", "cx7-roce"),
+            ("unknown", &spark, "llama-cpp-rpc", "cx7-tcp"),
+            ("TCP", &spark, "vllm", "cx7-tcp"),
+            ("not stated", &studio, "exo", "tb5-rdma"),
+            ("", &studio, "llama-cpp-rpc", "tb5-tcp"),
+            ("", &framework, "llama-cpp-rpc", "eth-5g"),
+            ("", &mixed, "llama-cpp-rpc", "eth-5g"),
+        ] {
+            assert!(is_unstated_link(raw), "{raw:?}");
+            let (id, note) = machines_own_link(raw, nodes, engine).unwrap();
+            assert_eq!(id, want, "{raw:?} on {nodes:?} under {engine}");
+            assert!(note.is_some_and(|n| n.contains(want)), "{raw:?}");
+        }
+        assert!(!is_unstated_link("none") && !is_unstated_link("10GbE"));
     }
 
     /// Splits as people write them, read as the twin's; a rank count that is not the row's node
