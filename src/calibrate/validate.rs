@@ -1673,6 +1673,16 @@ fn resolve_quant(
         Ok(_) | Err(QuantNameError::Unknown(_)) => {}
     }
     let q = q.as_str();
+    // The weights as the model's makers release them (`native int4`, Kimi K2's own INT4): the
+    // preset's release format (its `default_quant`), said.
+    if matches!(q, "native" | "original" | "official")
+        && let RowModel::Preset(id) = model
+        && let Some((preset, _)) = crate::catalog::catalog().model(id)
+    {
+        let own = preset.default_quant.clone();
+        assumptions.push(format!("quant `{}`: the model's own release format, {own}", row.quant.trim()));
+        return Ok(own);
+    }
     // A GGUF runtime's row that does not say its type (`unknown`, `gguf 4-bit`, empty) gets a
     // guessed one; any other label is one the twin does not know.
     let unstated = matches!(q, "" | "unknown" | "gguf");
@@ -2494,6 +2504,10 @@ mod tests {
             resolve_quant(&rs[0], &rs, rt, &model, &mut assumed).map(|q| (q, assumed))
         };
         let quant = |label: &str, engine: &str| quant_of("llama-3.1-8b", label, engine).map(|(q, a)| (q, a.len()));
+        // The model's own release format: Kimi K2 Thinking's INT4 (group 32), said.
+        let (q, said) = quant_of("kimi-k2-thinking", "native int4", "exo").unwrap();
+        assert_eq!(q, "int4-g32");
+        assert!(said.iter().any(|a| a.contains("the model's own release format, int4-g32")), "{said:?}");
         for (label, engine, want, assumed) in [
             ("Q8_0", "llama-cpp", "q8_0", 0),
             ("UD-Q4_K_XL", "llama-cpp", "ud-q4_k_xl", 0),
