@@ -159,8 +159,28 @@ const METRIC_ALIASES: &[(&[&str], &str)] = &[
     (&["ttft", "ttft_ms", "time_to_first_token", "time_to_first_token_s", "time_to_first_token_ms"], "ttft_s"),
     (&["tpot", "tpot_s", "time_per_output_token_ms", "itl", "itl_ms", "inter_token_latency_ms"], "tpot_ms"),
     (&["pp_tokens_per_s", "prompt_tokens_per_s", "prompt_eval_tokens_per_s", "prefill_tps", "pp_tps"], "prefill_tokens_per_s"),
-    (&["tg_tokens_per_s", "eval_tokens_per_s", "generation_tokens_per_s", "decode_tps", "tg_tps"], "decode_tokens_per_s"),
+    (&["tg_tokens_per_s", "eval_tokens_per_s", "generation_tokens_per_s", "decode_tps", "tg_tps", "generation_tps"], "decode_tokens_per_s"),
 ];
+
+/// A metric written as llama-bench's own test name (`pp512`, `tg128`, `pp2048 @ d32768`, `tg32
+/// @ d4096`; its table's `test` column): the rate that test reports, with the test carried into
+/// the row's notes (where its generated tokens and depth are read) and its tokens into an empty
+/// prompt column (a prefill test's timed tokens; a decode test's depth). `None` for any other
+/// metric, or `pp+tg` (llama-bench's combined rate, not a phase's).
+fn llama_bench_test_metric(row: &mut MeasurementRow) -> Option<&'static str> {
+    let written = row.metric.trim().to_lowercase();
+    let (p, g, d) = parse_test(&written)?;
+    let (metric, prompt) = match (p, g) {
+        (p, 0) if p > 0 => ("prefill_tokens_per_s", p),
+        (0, g) if g > 0 => ("decode_tokens_per_s", d),
+        _ => return None,
+    };
+    row.notes = format!("{} llama-bench {written}", row.notes).trim().to_string();
+    if row.prompt_tokens.trim().is_empty() && prompt > 0 {
+        row.prompt_tokens = prompt.to_string();
+    }
+    Some(metric)
+}
 
 /// Seconds in one of a time unit as a row writes it (its unit column, else its metric name's
 /// `_ms` / `_s` suffix); `None` when neither says.
@@ -179,7 +199,10 @@ fn time_unit_s(unit: &str, metric: &str) -> Option<f64> {
 /// mean time per output token), said in [`MeasurementRow::metric_read_as`].
 fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
     let written = row.metric.trim().to_lowercase();
-    let metric = METRIC_ALIASES.iter().find(|(names, _)| names.contains(&written.as_str())).map_or(written.as_str(), |(_, m)| *m);
+    let test = llama_bench_test_metric(&mut row);
+    let metric = test.unwrap_or_else(|| {
+        METRIC_ALIASES.iter().find(|(names, _)| names.contains(&written.as_str())).map_or(written.as_str(), |(_, m)| *m)
+    });
     let target_s = match metric {
         "ttft_s" => Some(1.0),
         "tpot_ms" => Some(1e-3),
@@ -2429,6 +2452,30 @@ mod tests {
         );
         let (_, said) = row_scenario(&rs[0], &rs).unwrap();
         assert!(said.iter().any(|a| a == "metric `ttft_ms` (1234 ms) read as ttft_s (1.234 s)"), "{said:?}");
+        // llama-bench's test names as the metric: the phase's rate, the test carried into the
+        // notes (generated tokens, depth) and its tokens into an empty prompt column.
+        let rs = rows(
+            "t,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,tg32 @ d4096,50,t/s,me,-fa 1\n\
+             p,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,pp2048 @ d4096,1500,t/s,me,\n\
+             q,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,pp512,1800,t/s,me,\n\
+             c,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,pp512+tg128,900,t/s,me,\n",
+        );
+        let got: Vec<(&str, &str, &str)> = rs.iter().map(|r| (r.metric.as_str(), r.prompt_tokens.as_str(), r.notes.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("decode_tokens_per_s", "4096", "-fa 1 llama-bench tg32 @ d4096"),
+                ("prefill_tokens_per_s", "2048", "llama-bench pp2048 @ d4096"),
+                ("prefill_tokens_per_s", "512", "llama-bench pp512"),
+                // The combined rate is no phase's: left as written, for validate to refuse.
+                ("pp512+tg128", "", ""),
+            ]
+        );
+        assert_eq!(prefill_depth(&rs[1]), Ok(Some(4096)));
+        let (b, said) = row_scenario(&rs[0], &rs).unwrap();
+        // Decoded after the test's depth.
+        assert!(b.to_toml().contains("prompt_tokens = 4096"), "{}", b.to_toml());
+        assert!(said.iter().any(|a| a.contains("metric `tg32 @ d4096` (50 t/s) read as decode_tokens_per_s")), "{said:?}");
     }
 
     /// A label every box of a line answers to (`Mac Studio`) picks among all of them by memory,
