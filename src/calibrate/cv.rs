@@ -116,7 +116,7 @@ pub struct Linearized<'a> {
     pub evaluations: std::sync::atomic::AtomicUsize,
     /// Per row, the variance (log units) of the priors of the parameters it reads that no fold
     /// fits ([`super::interval::prior_row_variance`]): part of every fold's interval of it.
-    prior_var: Vec<f64>,
+    prior_var: Vec<(f64, f64)>,
     /// Per parameter, the spread of its kind's priors (free units, [`super::interval::prior_spread`]):
     /// the uncertainty a fold that holds it at its prior adds to the rows it moves.
     spread: Vec<f64>,
@@ -435,10 +435,11 @@ impl<'a> Linearized<'a> {
         Uncertainty { params: self.paths.clone(), covariance: cov, scatter }
     }
 
-    /// The 90% interval half-width (in log units) of target `i`'s prediction under `u`: the
-    /// parameter covariance through the row's sensitivity, the priors of the parameters no fold
-    /// fits, plus the scatter of its kind.
-    pub fn sigma(&self, i: usize, fold: &FoldFit, u: &Uncertainty) -> f64 {
+    /// The 90% interval's half-widths below and above target `i`'s prediction under `u` (log
+    /// units, before the z-score): the parameter covariance through the row's sensitivity, the
+    /// priors of the parameters no fold fits (each side its own,
+    /// [`super::interval::prior_row_variance`]), plus the scatter of its kind.
+    pub fn sigma(&self, i: usize, fold: &FoldFit, u: &Uncertainty) -> (f64, f64) {
         let pred_over_meas = 1.0 + fold.r[i];
         let n = self.paths.len();
         // d ln(prediction) / dx = J_i * measured / prediction.
@@ -451,12 +452,13 @@ impl<'a> Linearized<'a> {
         }
         let kind = kind_of(self.data, i);
         let s = u.scatter.get(&kind).or_else(|| u.scatter.get("all")).copied().unwrap_or(0.0);
-        let prior = self.prior_var.get(i).copied().unwrap_or(0.0);
+        let (prior_down, prior_up) = self.prior_var.get(i).copied().unwrap_or((0.0, 0.0));
         // The parameters this fold holds at their prior (too few training rows move them): the
         // row reads each with the spread of its kind's priors, as `run` does for a parameter no
         // fit moves.
         let held: f64 = (0..n).filter(|&k| fold.held[k]).map(|k| (g[k] * self.spread.get(k).copied().unwrap_or(0.0)).powi(2)).sum();
-        (var.max(0.0) + prior + held + s * s).sqrt()
+        let own = var.max(0.0) + held + s * s;
+        ((own + prior_down).sqrt(), (own + prior_up).sqrt())
     }
 }
 
@@ -572,8 +574,8 @@ pub fn cross_validate(
                     .iter()
                     .map(|&i| {
                         let predicted = lin.data.targets[i].measured * (1.0 + fold.r[i]);
-                        let s = lin.sigma(i, &fold, &u);
-                        HeldOut { index: i, predicted, p5: predicted * (-Z90 * s).exp(), p95: predicted * (Z90 * s).exp() }
+                        let (below, above) = lin.sigma(i, &fold, &u);
+                        HeldOut { index: i, predicted, p5: predicted * (-Z90 * below).exp(), p95: predicted * (Z90 * above).exp() }
                     })
                     .collect();
                 (rows, fold.steps)

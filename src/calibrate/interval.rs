@@ -302,20 +302,50 @@ fn prior_params(sc: &Scenario, profile: &Profile, u: &Uncertainty) -> Vec<(Strin
     held_params(sc, profile, &pinned)
 }
 
-/// The variance (log units) the priors of the parameters a published row's prediction reads
-/// but no fit over `fitted` moves give that prediction ([`prior_params`], with the parameters
-/// of `fitted` taken as pinned): what a cross-validation fold adds to the interval of a row it
-/// predicts. 0 for a harness target or a profile that was never fitted.
-pub fn prior_row_variance(data: &crate::calibrate::Dataset, i: usize, profile: &Profile, fitted: &[String]) -> f64 {
-    let crate::calibrate::TargetSource::Row(p) = &data.sources[i] else { return 0.0 };
+/// The variances (log units) below and above a published row's prediction that the priors of
+/// the parameters it reads but no fit over `fitted` moves give it ([`prior_params`], with the
+/// parameters of `fitted` taken as pinned; a prior past [`SECANT_ABOVE`] followed to both ends of
+/// its range, as `run` takes it): what a cross-validation fold adds to the interval of a row it
+/// predicts. (0, 0) for a harness target or a profile that was never fitted.
+pub fn prior_row_variance(data: &crate::calibrate::Dataset, i: usize, profile: &Profile, fitted: &[String]) -> (f64, f64) {
+    let crate::calibrate::TargetSource::Row(p) = &data.sources[i] else { return (0.0, 0.0) };
     let priors = held_params(&p.scenario, profile, &|path: &str| fitted.iter().any(|f| f == path));
     let y = match data.predict_one(i, profile) {
         Ok(y) if y.is_finite() && y > 0.0 => y,
-        _ => return 0.0,
+        _ => return (0.0, 0.0),
     };
     let reads = plan_reads(&p.scenario, profile);
     let grads: Vec<f64> = priors.iter().map(|(path, _)| row_log_gradient(data, i, &p.scenario, profile, &reads, path, y)).collect();
-    prior_variance(&priors, &grads)
+    prior_spans(&row_prior_moves(data, i, profile, &priors, &grads, y))
+}
+
+/// How each prior of `priors` (with its tangent `grads`) moves target `i`'s prediction `y`:
+/// its tangent's variance, or past [`SECANT_ABOVE`] the log-changes at the ends of its range.
+fn row_prior_moves(
+    data: &crate::calibrate::Dataset,
+    i: usize,
+    profile: &Profile,
+    priors: &[(String, f64)],
+    grads: &[f64],
+    y: f64,
+) -> Vec<PriorMove> {
+    use rayon::prelude::*;
+    let log_change = |q: Option<Profile>| match q.map(|q| data.predict_one(i, &q)) {
+        Some(Ok(y2)) if y2.is_finite() && y2 > 0.0 => (y2 / y).ln(),
+        _ => 0.0,
+    };
+    priors
+        .par_iter()
+        .zip(grads)
+        .map(|((path, v), g)| {
+            let s = v.max(0.0).sqrt();
+            if (g * s).abs() > SECANT_ABOVE {
+                PriorMove::Ends(log_change(nudged_by(profile, path, s)), log_change(nudged_by(profile, path, -s)))
+            } else {
+                PriorMove::Tangent(g * g * v)
+            }
+        })
+        .collect()
 }
 
 /// d ln(prediction of target `i`) / d(free variable of `path`) around its prediction `y` under
@@ -385,12 +415,6 @@ fn family_used(quant: &crate::llm::QuantSpec, path: &str) -> bool {
         "nvfp4" => *k == K::Nvfp4,
         _ => true,
     })
-}
-
-/// The variance (log units) the priors of the held parameters give a prediction whose
-/// log-gradient over them is `g`: independent priors, so a plain weighted sum.
-fn prior_variance(priors: &[(String, f64)], g: &[f64]) -> f64 {
-    priors.iter().zip(g).fold(0.0, |var, ((_, v), g)| var + g * g * v)
 }
 
 /// The uncertain parameters whose sensitivity [`intervals`] takes as 0 without a re-run for
@@ -497,22 +521,7 @@ pub fn target_interval(data: &crate::calibrate::Dataset, i: usize, profile: &Pro
     let grads: Vec<f64> = paths.par_iter().map(|path| row_log_gradient(data, i, &p.scenario, profile, &reads, path, predicted)).collect();
     let (fitted, held) = grads.split_at(movable.len());
     // A prior that moves the row past the tangent's reach: both ends of its range, as `run` takes them.
-    let log_change = |q: Option<Profile>| match q.map(|q| data.predict_one(i, &q)) {
-        Some(Ok(y2)) if y2.is_finite() && y2 > 0.0 => (y2 / predicted).ln(),
-        _ => 0.0,
-    };
-    let moves: Vec<PriorMove> = priors
-        .par_iter()
-        .zip(held)
-        .map(|((path, v), g)| {
-            let s = v.max(0.0).sqrt();
-            if (g * s).abs() > SECANT_ABOVE {
-                PriorMove::Ends(log_change(nudged_by(profile, path, s)), log_change(nudged_by(profile, path, -s)))
-            } else {
-                PriorMove::Tangent(g * g * v)
-            }
-        })
-        .collect();
+    let moves = row_prior_moves(data, i, profile, &priors, held, predicted);
     let (down, up) = prior_spans(&moves);
     let own = parameter_variance(&u, &movable, fitted) + metric_scatter(&u, &p.row.metric).powi(2);
     Some(interval_between(predicted, own + down, own + up))

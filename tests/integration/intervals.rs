@@ -83,8 +83,8 @@ fn a_prediction_on_unfitted_parameters_carries_their_prior_spread() {
 
 /// A cross-validation fold's interval of a published row adds the priors of what it reads and
 /// no fold fits: for the GB10's gpt-oss llama.cpp decode (its MXFP4 kernel multiplier and
-/// attention efficiency held at their priors) a positive variance; none once every parameter
-/// it reads counts as fitted.
+/// attention efficiency held at their priors) a positive variance on each side; none once every
+/// parameter it reads counts as fitted.
 #[test]
 fn a_fold_interval_carries_the_priors_no_fold_fits() {
     use supernode::calibrate::interval::prior_row_variance;
@@ -92,11 +92,11 @@ fn a_fold_interval_carries_the_priors_no_fold_fits() {
     let mut data = supernode::calibrate::Dataset::default();
     data.add_csv(&crate::measurements_csv(), &profile).unwrap();
     let i = data.targets.iter().position(|t| t.id == "n-gb10-gptoss120b-lcpp-tg32").unwrap();
-    let none_fitted = prior_row_variance(&data, i, &profile, &[]);
-    assert!(none_fitted > 0.0, "{none_fitted}");
+    let (below, above) = prior_row_variance(&data, i, &profile, &[]);
+    assert!(below > 0.0 && above > 0.0, "{below} {above}");
     use supernode::calibrate::interval::{CHIP_PRIOR_PARAMS, RUNTIME_PRIOR_PARAMS};
     let chip = CHIP_PRIOR_PARAMS.iter().map(|f| format!("chips.gb10.{f}"));
     let runtime = RUNTIME_PRIOR_PARAMS.iter().map(|f| format!("chips.gb10.runtimes.llama-cpp.{f}"));
     let all: Vec<String> = chip.into_iter().chain(runtime).collect();
-    assert_eq!(prior_row_variance(&data, i, &profile, &all), 0.0);
+    assert_eq!(prior_row_variance(&data, i, &profile, &all), (0.0, 0.0));
 }
