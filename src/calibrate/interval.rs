@@ -330,10 +330,7 @@ fn row_prior_moves(
     y: f64,
 ) -> Vec<PriorMove> {
     use rayon::prelude::*;
-    let log_change = |q: Option<Profile>| match q.map(|q| data.predict_one(i, &q)) {
-        Some(Ok(y2)) if y2.is_finite() && y2 > 0.0 => (y2 / y).ln(),
-        _ => 0.0,
-    };
+    let log_change = |q: Option<Profile>| q.and_then(|q| row_log_change(data, i, &q, y)).unwrap_or(0.0);
     priors
         .par_iter()
         .zip(grads)
@@ -363,10 +360,13 @@ fn row_log_gradient(
     if reads_unchanged(sc, reads, &q) {
         return 0.0;
     }
-    match data.predict_one(i, &q) {
-        Ok(y2) if y2.is_finite() && y2 > 0.0 => (y2 / y).ln() / STEP,
-        _ => 0.0,
-    }
+    row_log_change(data, i, &q, y).map_or(0.0, |d| d / STEP)
+}
+
+/// ln(prediction of target `i` under `q` / `y`); `None` where that prediction fails or is not
+/// a positive number.
+fn row_log_change(data: &crate::calibrate::Dataset, i: usize, q: &Profile, y: f64) -> Option<f64> {
+    data.predict_one(i, q).ok().filter(|y2| y2.is_finite() && *y2 > 0.0).map(|y2| (y2 / y).ln())
 }
 
 /// [`prior_params`] with `pinned` saying which parameters a fit constrained.

@@ -1249,14 +1249,16 @@ fn is_unstated_link(raw: &str) -> bool {
 fn machines_own_link(raw: &str, nodes: &[String], engine: &str) -> Result<(String, Option<String>), String> {
     let cat = crate::catalog::catalog();
     let specs: Vec<&crate::hw::NodeSpec> = nodes.iter().filter_map(|id| cat.node(id)).collect();
-    let tcp = strip_notes(raw).starts_with("tcp") || engine == "llama-cpp-rpc";
-    let id = if !specs.is_empty() && specs.iter().all(|n| n.qsfp_ports > 0) {
-        if tcp { "cx7-tcp" } else { "cx7-roce" }
+    let medium = if !specs.is_empty() && specs.iter().all(|n| n.qsfp_ports > 0) {
+        "ConnectX-7"
     } else if !specs.is_empty() && specs.iter().all(|n| n.tb_generation >= 5) {
-        if !tcp && engine == "exo" { "tb5-rdma" } else { "tb5-tcp" }
+        "Thunderbolt 5"
     } else {
         return builtin_ethernet(raw, nodes);
     };
+    // The medium's own rules pick RDMA or TCP ([`fabric_label`]).
+    let tcp = strip_notes(raw).starts_with("tcp") || engine == "llama-cpp-rpc";
+    let (id, _) = fabric_label(&if tcp { format!("{medium} TCP") } else { medium.to_string() }, engine);
     let written = if raw.trim().is_empty() { "not stated".to_string() } else { format!("`{}`", raw.trim()) };
     Ok((id.to_string(), Some(format!("fabric {written}: the machines' own link, {id}"))))
 }
