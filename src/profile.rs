@@ -269,6 +269,25 @@ pub struct MoeParams {
     pub expert_popularity_sigma: f64,
 }
 
+/// Kernel families whose rate the chips share: what one kind of kernel reaches against another
+/// on the same units, wherever it runs.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KernelParams {
+    /// The FLOP rate of a flash-attention kernel's QK and PV products (llama.cpp's GPU backends,
+    /// the CUDA engines' FlashAttention/FlashInfer) as a fraction of the chip's dense GEMM rate
+    /// (`compute_eff_dense`): the same matrix units, with the online softmax (row max, exp,
+    /// rescale of the running output) between the two products of every tile. 1 = the GEMM's.
+    pub flash_compute_ratio: f64,
+}
+
+impl Default for KernelParams {
+    /// The GEMM's rate: what every profile before the section assumed.
+    fn default() -> Self {
+        Self { flash_compute_ratio: 1.0 }
+    }
+}
+
 /// Fault models whose rates depend on load (used by a scenario's `[faults]`; see
 /// `estimate::faults`). Every value is a hand-set assumption or an observation, never fitted:
 /// no published failure log exists to fit them on.
@@ -375,6 +394,10 @@ pub struct Profile {
     pub misc: MiscParams,
     /// Mixture-of-experts routing.
     pub moe: MoeParams,
+    /// Kernel families across chips (a profile without the section gets
+    /// [`KernelParams::default`]).
+    #[serde(default)]
+    pub kernels: KernelParams,
     /// Load-dependent fault models (a profile without the section gets [`FaultParams::default`]).
     #[serde(default)]
     pub faults: FaultParams,
@@ -568,6 +591,11 @@ pub const MOE_FIELDS: &[Field<MoeParams>] = fields!(MoeParams:
     expert_popularity_sigma "" NonNegative,
 );
 
+/// Parameters of the `[kernels]` section.
+pub const KERNEL_FIELDS: &[Field<KernelParams>] = fields!(KernelParams:
+    flash_compute_ratio "" Fraction,
+);
+
 /// Parameters of the `[misc]` section.
 pub const MISC_FIELDS: &[Field<MiscParams>] = fields!(MiscParams:
     runtime_overhead_gb "GB" NonNegative, jitter_cv "" Cv,
@@ -602,7 +630,7 @@ fn find<'a, T>(fields: &'a [Field<T>], name: &str) -> Option<&'a Field<T>> {
 }
 
 impl Profile {
-    /// Every numeric parameter, in file order (chips, their runtimes, comm, moe, misc, faults).
+    /// Every numeric parameter, in file order (chips, their runtimes, comm, moe, kernels, misc, faults).
     pub fn params(&self) -> Vec<ParamInfo> {
         let mut out = Vec::new();
         for (chip, c) in &self.chips {
@@ -616,6 +644,7 @@ impl Profile {
         }
         info("comm.", &self.comm, COMM_FIELDS, &mut out);
         info("moe.", &self.moe, MOE_FIELDS, &mut out);
+        info("kernels.", &self.kernels, KERNEL_FIELDS, &mut out);
         info("misc.", &self.misc, MISC_FIELDS, &mut out);
         info("faults.", &self.faults, FAULT_FIELDS, &mut out);
         out
@@ -634,6 +663,7 @@ impl Profile {
             }
             ["comm", name] => find(COMM_FIELDS, name).map(|f| ((f.get)(&self.comm), f.bound)),
             ["moe", name] => find(MOE_FIELDS, name).map(|f| ((f.get)(&self.moe), f.bound)),
+            ["kernels", name] => find(KERNEL_FIELDS, name).map(|f| ((f.get)(&self.kernels), f.bound)),
             ["misc", name] => find(MISC_FIELDS, name).map(|f| ((f.get)(&self.misc), f.bound)),
             ["faults", name] => find(FAULT_FIELDS, name).map(|f| ((f.get)(&self.faults), f.bound)),
             _ => None,
@@ -656,6 +686,7 @@ impl Profile {
             }
             ["comm", name] => find(COMM_FIELDS, name).map(|f| (f.set)(&mut self.comm, v)).is_some(),
             ["moe", name] => find(MOE_FIELDS, name).map(|f| (f.set)(&mut self.moe, v)).is_some(),
+            ["kernels", name] => find(KERNEL_FIELDS, name).map(|f| (f.set)(&mut self.kernels, v)).is_some(),
             ["misc", name] => find(MISC_FIELDS, name).map(|f| (f.set)(&mut self.misc, v)).is_some(),
             ["faults", name] => find(FAULT_FIELDS, name).map(|f| (f.set)(&mut self.faults, v)).is_some(),
             _ => false,
@@ -966,6 +997,20 @@ mod tests {
         assert_eq!(p.chips["gb10"].runtimes["cuda"].bw_mult_fp8, 1.0, "set values are kept");
         let text = toml::to_string(&p).unwrap();
         assert_eq!(Profile::parse(&text, "again.toml").unwrap().chips["gb10"].runtimes["cuda"].bw_mult_fp8, 1.0);
+    }
+
+    #[test]
+    fn a_profile_from_before_the_kernels_section_runs_flash_attention_at_the_gemm_rate() {
+        let good = include_str!("../calibration/profiles/hand-set.toml");
+        let start = good.find("[kernels]\n").unwrap();
+        let end = start + good[start..].find("[misc]").unwrap();
+        let source = good.find("\"kernels.flash_compute_ratio\"").unwrap();
+        let source_end = source + good[source..].find('\n').unwrap() + 1;
+        let old = format!("{}{}{}", &good[..start], &good[end..source], &good[source_end..]);
+        assert!(!old.contains("flash_compute_ratio"));
+        let p = Profile::parse(&old, "old.toml").unwrap();
+        assert_eq!(p.kernels.flash_compute_ratio, 1.0);
+        assert_eq!(p.param("kernels.flash_compute_ratio"), Some((1.0, Bound::Fraction)));
     }
 
     #[test]

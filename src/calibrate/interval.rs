@@ -430,8 +430,9 @@ pub fn unread_params(sc: &Scenario, profile: &Profile) -> Vec<String> {
 }
 
 /// What [`plan_reads`] returns: per node the chip and runtime parameters, the communication
-/// parameters, the expert popularity.
-type PlanReads = (Vec<ChipParams>, Vec<RuntimeParams>, CommParams, f64);
+/// parameters, the expert popularity, and flash attention's compute ratio where the runtime
+/// runs flash attention.
+type PlanReads = (Vec<ChipParams>, Vec<RuntimeParams>, CommParams, f64, Option<f64>);
 
 /// Whether the nudged profile `nudged` leaves what `sc`'s plan reads as `reads` (the base
 /// profile's [`plan_reads`]) unchanged: its re-run can be skipped, its sensitivity is 0.
@@ -441,8 +442,9 @@ fn reads_unchanged(sc: &Scenario, reads: &Option<PlanReads>, nudged: &Profile) -
 
 /// The profile's values an estimate of `sc` reads, as its plan resolves them: every node's
 /// chip parameters and the runtime's it runs (an engine's own host costs and a borrowed chip's
-/// included; the chip's tables of other runtimes left out), the communication parameters and
-/// the expert popularity. The estimate reads the profile only
+/// included; the chip's tables of other runtimes left out), the communication parameters, the
+/// expert popularity and, where the runtime runs flash attention, its compute ratio. The
+/// estimate reads the profile only
 /// through its plan (faults aside, which no fit moves), so a nudged profile whose plan reads the
 /// same values gives the same estimate, and its re-run can be skipped (a test re-runs every one
 /// to check). `None` where no plan is built (HPL, a plan that fails): always re-run.
@@ -454,7 +456,8 @@ fn plan_reads(sc: &Scenario, profile: &Profile) -> Option<PlanReads> {
     // A chip's tables of every runtime and engine ride along in its parameters; the plan has
     // already resolved the one each node runs into `runtimes`.
     let chips = plan.chips.into_iter().map(|c| ChipParams { runtimes: Default::default(), engines: Default::default(), ..c }).collect();
-    Some((chips, plan.runtimes, plan.comm, plan.expert_skew))
+    let flash = plan.options.kind.runtime().flash_attention().then_some(plan.flash_compute_ratio);
+    Some((chips, plan.runtimes, plan.comm, plan.expert_skew, flash))
 }
 
 /// `profile` with parameter `path` one [`STEP`] up in its free variable; `None` when the

@@ -157,6 +157,10 @@ pub fn published_params() -> Vec<String> {
         // Expert popularity: the batched MoE rows of independent requests, vLLM on GB10 at 8
         // and 32 concurrent requests (n-spark1-gptoss120b-vllm-c8/-c32) against its c1 row.
         "moe.expert_popularity_sigma",
+        // Flash attention's FLOP rate against the GEMM's, one for every chip: the depth pairs
+        // of llama.cpp prefill (M3 Ultra pp512/pp4096 of Llama 3.2 3B, 3.3 70B and R1, M2 Ultra
+        // pp512/pp8192, GB10 pp2048 at d0/d32768) move it together.
+        "kernels.flash_compute_ratio",
     ]
     .iter()
     .map(|s| s.to_string())

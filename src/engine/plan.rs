@@ -124,6 +124,9 @@ pub struct Plan {
     pub comm: CommParams,
     /// Spread of log expert popularity (`[moe] expert_popularity_sigma`).
     pub expert_skew: f64,
+    /// A flash-attention kernel's FLOP rate against the dense GEMM's
+    /// (`[kernels] flash_compute_ratio`).
+    pub flash_compute_ratio: f64,
     /// Per-node shares.
     pub shares: Vec<Share>,
     /// Per-node memory.
@@ -236,6 +239,7 @@ impl Plan {
             runtimes,
             comm: inp.profile.comm.clone(),
             expert_skew: inp.profile.moe.expert_popularity_sigma,
+            flash_compute_ratio: inp.profile.kernels.flash_compute_ratio,
             shares,
             memory,
             jitter_cv: inp.profile.misc.jitter_cv,
@@ -318,6 +322,7 @@ impl Plan {
             mla: MlaOptions { per_head_cache: self.options.mla_per_head_cache, prefill_expanded: self.options.mla_prefill_expanded },
             fast_sync: self.fast_sync(),
             flash_attention: self.options.kind.runtime().flash_attention(),
+            flash_compute_ratio: self.flash_compute_ratio,
             kv_byte_scale: self.options.cuda.kv_byte_scale(),
             expert_ranks: if self.options.parallelism == Parallelism::Expert { self.n() } else { 1 },
             expert_skew: self.expert_skew,

@@ -252,10 +252,11 @@ fn llama_cpp_per_head_mla_cache_is_plain_multi_head_attention() {
     let decode = 81_920.0 * 4096.0 / (819.2e9 * chip.bw_eff_dense) * 1e9 + launch;
     assert!((per_head.cost(0).op_ns(&sdpa, 1, 4095) / decode - 1.0).abs() < 1e-9);
     // A 512-token chunk from an empty cache: 81,920 FLOPs per pair over a mean context of 256,
-    // flash attention's GEMMs at the dense compute efficiency.
+    // flash attention's GEMMs at the dense compute efficiency times the flash ratio.
     let flops = 81_920.0 * 512.0 * 256.0;
     let bytes = 81_920.0 * 512.0;
-    let prefill = (flops / (26.0e12 * chip.compute_eff_dense)).max(bytes / (819.2e9 * chip.bw_eff_dense)) * 1e9 + launch;
+    let flash_eff = chip.compute_eff_dense * p.kernels.flash_compute_ratio;
+    let prefill = (flops / (26.0e12 * flash_eff)).max(bytes / (819.2e9 * chip.bw_eff_dense)) * 1e9 + launch;
     assert!((per_head.cost(0).op_ns(&sdpa, 512, 0) / prefill - 1.0).abs() < 1e-9);
 }
 

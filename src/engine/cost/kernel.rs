@@ -74,6 +74,9 @@ pub struct NodeCost<'a> {
     /// over the KV cache per token per layer at the streaming rate of a weight GEMV, not at the
     /// chip's `bw_eff_attention` (MLX's SDPA).
     pub flash_attention: bool,
+    /// A flash-attention kernel's FLOP rate as a fraction of the dense GEMM's
+    /// (`[kernels] flash_compute_ratio`): its QK and PV products, in prefill.
+    pub flash_compute_ratio: f64,
     /// Bytes per KV element relative to the model's bf16 cache (fp8 KV cache: 0.5).
     pub kv_byte_scale: f64,
     /// Ranks the MoE experts are spread over whole (expert parallel; 1 otherwise): a rank
@@ -571,8 +574,15 @@ impl NodeCost<'_> {
             // same units as the weight GEMMs: the dense compute efficiency, as its decode read
             // takes the dense stream's (2026-12-06: `--cv row` 9.71 -> 9.48%, `--cv model`
             // 14.40 -> 13.71% on common rows; MLX's SDPA keeps the chip's attention efficiency,
-            // which only MLX rows then move).
-            compute_eff: if self.flash_attention { chip.compute_eff_dense } else { chip.compute_eff_attention },
+            // which only MLX rows then move), times the ratio every chip shares: between each
+            // tile's two products the kernel runs its online softmax (row max, exp, rescale of
+            // the running output), which a GEMM never waits for. FlashAttention-2 (Dao, 2023,
+            // arXiv 2307.08691) reaches 50-73% of the A100's peak where GEMMs reach 80-90%: a
+            // ratio near 0.72, the prior. The published depth pairs (llama-bench pp512/pp4096
+            // on the M3 Ultra, pp512/pp8192 on the M2 Ultra, pp2048 at d0 and d32768 on the
+            // GB10) all slow more with depth than the GEMM's rate gives; one ratio across chips
+            // is what carries to a chip or a depth no row measures (2026-12-06).
+            compute_eff: if self.flash_attention { chip.compute_eff_dense * self.flash_compute_ratio } else { chip.compute_eff_attention },
             // The rope-score mask streams through memory in its own kernels, before the
             // attention kernel: plain array traffic, at the dense bandwidth efficiency.
             side_bytes: score_bytes_per_ctx as f64 * shard * t * mean_ctx,
@@ -735,6 +745,7 @@ mod tests {
             launch: LaunchCost { serial_us: runtime.kernel_launch_us, dispatch_us: 0.0, ahead_us: 0.0 },
             fast_sync: false,
             flash_attention: false,
+            flash_compute_ratio: 1.0,
             kv_byte_scale: 1.0,
             expert_ranks: 1,
             expert_skew: 0.0,
@@ -903,6 +914,12 @@ mod tests {
         // the attention efficiency (0.4): 12.5 us.
         assert!(close(flash.op_ns(&op, 1000, 0), 10_000.0 + 10_000.0));
         assert!(close(sdpa.op_ns(&op, 1000, 0), 12_500.0 + 10_000.0));
+        // Flash attention's products at half the GEMM's rate ([kernels] flash_compute_ratio
+        // 0.5): 20 us; its decode read, a stream, is not slowed; MLX's SDPA ignores the ratio.
+        let half = NodeCost { flash_compute_ratio: 0.5, ..flash };
+        assert!(close(half.op_ns(&op, 1000, 0), 20_000.0 + 10_000.0));
+        assert!(close(half.op_ns(&op, 1, 32_767), 65_536.0 + 10_000.0));
+        assert!(close(NodeCost { flash_compute_ratio: 0.5, ..sdpa }.op_ns(&op, 1000, 0), 12_500.0 + 10_000.0));
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! times. Units and allowed ranges are the profile's own ([`crate::profile::CHIP_FIELDS`] and its
 //! siblings, checked on load), looked up rather than repeated.
 
-use crate::profile::{Bound, CHIP_FIELDS, COMM_FIELDS, Field, MOE_FIELDS, Profile, RUNTIME_FIELDS};
-use ParamSection::{Chip, Comm, Moe, Runtime};
+use crate::profile::{Bound, CHIP_FIELDS, COMM_FIELDS, Field, KERNEL_FIELDS, MOE_FIELDS, Profile, RUNTIME_FIELDS};
+use ParamSection::{Chip, Comm, Kernels, Moe, Runtime};
 
 /// The profile section a cost parameter lives in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +16,8 @@ pub enum ParamSection {
     Comm,
     /// `[moe]`: mixture-of-experts routing.
     Moe,
+    /// `[kernels]`: kernel families across chips.
+    Kernels,
 }
 
 /// One calibrated parameter of the cost model.
@@ -41,6 +43,7 @@ impl CostParameter {
             ParamSection::Runtime => look(RUNTIME_FIELDS, self.key),
             ParamSection::Comm => look(COMM_FIELDS, self.key),
             ParamSection::Moe => look(MOE_FIELDS, self.key),
+            ParamSection::Kernels => look(KERNEL_FIELDS, self.key),
         }
     }
 
@@ -55,6 +58,7 @@ impl CostParameter {
             }
             ParamSection::Comm => vec![format!("comm.{key}")],
             ParamSection::Moe => vec![format!("moe.{key}")],
+            ParamSection::Kernels => vec![format!("kernels.{key}")],
         }
     }
 }
@@ -110,6 +114,7 @@ pub const COST_PARAMETERS: &[CostParameter] = &[
     p(Comm, "nccl_simple_us", "extra start-up of NCCL's Simple protocol (bulk messages) over LL"),
     p(Comm, "ray_step_us", "Ray's host cost per forward step of multi-node vLLM"),
     p(Moe, "expert_popularity_sigma", "how many distinct experts a batch of independent sequences reads (skew of expert popularity)"),
+    p(Kernels, "flash_compute_ratio", "a flash-attention kernel's QK and PV FLOP rate against the dense GEMM's (prefill at depth)"),
 ];
 
 #[cfg(test)]
@@ -147,6 +152,12 @@ mod tests {
         for f in MOE_FIELDS {
             assert_eq!(listed(Moe, f.name), 1, "moe {}", f.name);
         }
-        assert_eq!(COST_PARAMETERS.len(), CHIP_FIELDS.len() - power.len() + RUNTIME_FIELDS.len() + COMM_FIELDS.len() + MOE_FIELDS.len());
+        for f in KERNEL_FIELDS {
+            assert_eq!(listed(Kernels, f.name), 1, "kernels {}", f.name);
+        }
+        assert_eq!(
+            COST_PARAMETERS.len(),
+            CHIP_FIELDS.len() - power.len() + RUNTIME_FIELDS.len() + COMM_FIELDS.len() + MOE_FIELDS.len() + KERNEL_FIELDS.len()
+        );
     }
 }
