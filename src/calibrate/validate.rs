@@ -930,6 +930,74 @@ fn memory_variant(
     }))
 }
 
+/// The GPU core count a system label states (`M1 7-Core GPU`, `M2 Max 38-core GPU`,
+/// `M3 Max (16c CPU, 30c GPU)`, `40c GPU`): a count of cores next to the word `gpu`.
+fn label_gpu_cores(system: &str) -> Option<u32> {
+    let words = label_words(system);
+    let count = |w: &str| w.strip_suffix('c').unwrap_or(w).parse::<u32>().ok().filter(|c| *c > 0);
+    words.iter().enumerate().find_map(|(i, w)| {
+        let next = |k: usize| words.get(i + k).map(String::as_str);
+        match (w.ends_with('c') || w.chars().all(|c| c.is_ascii_digit()), next(1), next(2)) {
+            // `38c gpu`, `38-core gpu`, `38 core gpu`.
+            (true, Some("gpu"), _) if w.ends_with('c') => count(w),
+            (true, Some("core" | "cores"), Some("gpu")) => count(w),
+            _ => None,
+        }
+    })
+}
+
+/// Apple's chip bins whose memory bus is narrower than the full chip's (Apple's published
+/// specs, not in FACTS): the 30-core M3 Max reads 300 GB/s (the 40-core 400), the 32-core
+/// M4 Max 410 GB/s (the 40-core 546). Other bins keep the full chip's bus.
+const NARROW_BINS: &[(&str, u32, f64)] = &[("m3-max", 30, 300.0), ("m4-max", 32, 410.0)];
+
+/// The node `id` with the GPU core count a row's system label states, where the preset has
+/// another (a binned chip: fewer cores at the same clock, so its peak FLOP/s scales with the
+/// count; its bandwidth is the full chip's unless [`NARROW_BINS`] says otherwise), said in the
+/// assumptions. The same id where the counts agree or the count is no bin of the chip (more
+/// cores than the preset's, or under half of them).
+fn gpu_core_bin(system: &str, id: &str, cores: u32, assumptions: &mut Vec<String>) -> Result<String, String> {
+    let cat = crate::catalog::catalog();
+    let Some(node) = cat.node(id) else { return Ok(id.to_string()) };
+    if node.gpu_cores == cores || cores > node.gpu_cores || 2 * cores < node.gpu_cores {
+        return Ok(id.to_string());
+    }
+    // A preset of that bin and memory (the 60-core M3 Ultra with 96 GB) is the box itself.
+    if let Some(bin) = presets().find(|n| n.chip == node.chip && n.gpu_cores == cores && n.memory_gb == node.memory_gb) {
+        return Ok(bin.id.clone());
+    }
+    let derived = format!("{id}-{cores}c");
+    let tflops = node.fp16_tflops * cores as f64 / node.gpu_cores as f64;
+    let bw = NARROW_BINS.iter().find(|(chip, c, _)| *chip == node.chip && *c == cores).map(|b| b.2);
+    let (bw_key, bw_source) = match bw {
+        Some(gbs) => (
+            format!("mem_bw_gbs = {gbs:?}\n"),
+            "mem_bw_gbs = \"Apple's published bandwidth of this bin (a manufacturer spec, not in FACTS)\"\n".to_string(),
+        ),
+        None => (String::new(), String::new()),
+    };
+    if cat.node(&derived).is_none() {
+        let text = format!(
+            "[[node]]\nid = \"{derived}\"\nlike = \"{id}\"\nname = \"{} with {cores} GPU cores\"\ngpu_cores = {cores}\nfp16_tflops = {tflops:?}\n{bw_key}[node.sources]\ngpu_cores = \"a measurement row's GPU core count (no preset of it)\"\nfp16_tflops = \"the preset's scaled by {cores}/{} cores (same clock)\"\n{bw_source}",
+            node.name, node.gpu_cores
+        );
+        crate::catalog::user::parse_catalog_file(DERIVED_NODES, &text).map_err(|e| e.to_string()).and_then(crate::catalog::install)?;
+    }
+    let bus = match bw {
+        Some(gbs) => format!("{gbs} GB/s, the bin's own bus"),
+        None => format!("{} GB/s, the full chip's bus", node.mem_bw_gbs),
+    };
+    let note = format!(
+        "system `{}` states {cores} GPU cores: modelled as {id} with {cores} of its {} ({derived}): peak FP16 {tflops:.2} TFLOPS, {bus}",
+        system.trim(),
+        node.gpu_cores
+    );
+    if !assumptions.contains(&note) {
+        assumptions.push(note);
+    }
+    Ok(derived)
+}
+
 /// The model of a row: a preset (by any name [`crate::catalog::Catalog::find_model`] knows), or
 /// the config the row's notes name (`config: PATH`), read from PATH as written (relative to the
 /// working directory), else from the `configs/` folder beside the CSV's folder
@@ -1009,6 +1077,10 @@ pub fn row_scenario_in(
         t => t.parse().map_err(|_| format!("node count `{}` is not a number: write an integer", row.nodes))?,
     };
     let nodes = row_nodes(row, n, &mut assumptions)?;
+    let nodes = match label_gpu_cores(&row.system) {
+        Some(cores) => nodes.iter().map(|id| gpu_core_bin(&row.system, id, cores, &mut assumptions)).collect::<Result<_, _>>()?,
+        None => nodes,
+    };
     // The engines a row may name are the runtimes' measurement names; a runtime may add what
     // the twin assumes for its rows (vllm-mlx: its scheduler taken as mlx-lm's).
     let (mut engine_name, engine_note) = engine_label(&row.engine, &row.quant)?;
@@ -2021,6 +2093,21 @@ pub fn table(r: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_label_states_gpu_cores_only_next_to_the_word_gpu() {
+        for (label, cores) in [
+            ("M1 7-Core GPU 8GB", Some(7)),
+            ("M2 Max 38-core GPU", Some(38)),
+            ("MacBook Pro M3 Max (16c CPU, 30c GPU)", Some(30)),
+            ("M4 Pro 20 cores GPU", Some(20)),
+            ("M3 Pro 12-core CPU", None),
+            ("m3-ultra-80c-512gb", None),
+            ("Mac Studio M3 Ultra", None),
+        ] {
+            assert_eq!(label_gpu_cores(label), cores, "{label}");
+        }
+    }
+
     use super::*;
 
     const HEADER: &str =
@@ -2174,7 +2261,8 @@ mod tests {
             ("gmktec-evo-x2", 2, "2x128gb", vec!["gmktec-evo-x2-128gb"; 2]),
             ("gmktec-evo-x2", 1, "unknown", vec!["gmktec-evo-x2-128gb"]),
             ("mac-mini-m4-pro", 1, "64gb", vec!["mac-mini-m4-pro-20c-64gb"]),
-            ("mac-mini", 1, "16gb", vec!["mac-mini-m4-10c-16gb"]),
+            ("mac-mini-m4", 1, "16gb", vec!["mac-mini-m4-10c-16gb"]),
+            ("mac-mini-m1", 1, "16gb", vec!["mac-mini-m1-8c-16gb"]),
             // A size the family's reference bin does not come in: the chip's preset of it.
             ("mac-studio-m3-ultra", 2, "96gb+512gb", vec!["m3-ultra-60c-96gb", "m3-ultra-80c-512gb"]),
             // Another chip's box of that size (same chip, same memory).
@@ -2197,11 +2285,22 @@ mod tests {
         assert_eq!((small.chip.as_str(), small.mem_bw_gbs, small.gpu_cores), (base.chip.as_str(), base.mem_bw_gbs, base.gpu_cores));
         for (system, n, mix, why) in [
             ("macbook-pro", 1, "128gb", "is ambiguous: macbook-pro-m4-max-40c-128gb, macbook-pro-m5-max-40c-128gb"),
-            ("mac-mini", 1, "unknown", "is ambiguous (mac-mini-m4-pro-20c-64gb, mac-mini-m4-10c-16gb)"),
+            (
+                "mac-mini",
+                1,
+                "unknown",
+                "is ambiguous (mac-mini-m4-pro-20c-64gb, mac-mini-m4-10c-16gb, mac-mini-m1-8c-16gb, mac-mini-m2-10c-24gb, mac-mini-m2-pro-19c-32gb)",
+            ),
+            ("mac-mini", 1, "16gb", "is ambiguous: mac-mini-m4-10c-16gb, mac-mini-m1-8c-16gb"),
             // The label names an M3, the catalog has only M3 Max boxes: not the same chip in
             // another size.
             ("macbook-pro-m3", 2, "128gb+16gb", "`16gb`: no node preset of that memory"),
-            ("macbook-pro-m3", 1, "16gb", "no node preset of that memory (macbook-pro-m3-max-40c-64gb, macbook-pro-m3-max-40c-128gb)"),
+            (
+                "macbook-pro-m3",
+                1,
+                "16gb",
+                "no node preset of that memory (macbook-pro-m3-max-40c-64gb, macbook-pro-m3-max-40c-128gb, macbook-pro-m3-pro-18c-36gb)",
+            ),
             ("mac-pro-m9", 1, "512gb", "has no node preset"),
             ("gmktec-evo-x2", 2, "3x128gb", "make them agree"),
         ] {

@@ -303,6 +303,45 @@ fn older_apple_chips_and_llama_bench_names_are_answered_as_extrapolations() {
     assert!(max.calibration.reasons.iter().any(|r| r.contains("m2-ultra")), "{:?}", max.calibration.reasons);
 }
 
+/// The smaller and older Apple chips of the published llama.cpp tables (M1, M2, M3, their Pro
+/// parts, the M2 Max) are answered, and a label's GPU core count (`M1 7-Core GPU`, `30c GPU`)
+/// picks the bin: fewer cores prefill slower at the same bandwidth, except where Apple narrowed
+/// the bus (the 30-core M3 Max's 300 GB/s decodes slower too).
+#[test]
+fn smaller_apple_chips_and_their_gpu_core_bins_are_answered() {
+    let text = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+         m1,M1 8-Core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,14,tok/s,a table,llama-bench tg128\n\
+         m1b,M1 7-Core GPU 8GB,1,,llama 7B,Q4_0,llama-cpp,none,none,512,1,prefill_tokens_per_s,100,tok/s,a table,llama-bench pp512\n\
+         m1c,M1 8-Core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,512,1,prefill_tokens_per_s,100,tok/s,a table,llama-bench pp512\n\
+         m2,M2 10-core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,21,tok/s,a table,llama-bench tg128\n\
+         m3,M3 10-core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,21,tok/s,a table,llama-bench tg128\n\
+         m1p,M1 Pro 16-core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,36,tok/s,a table,llama-bench tg128\n\
+         m2p,M2 Pro 19-core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,38,tok/s,a table,llama-bench tg128\n\
+         m3p,M3 Pro 18-core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,30,tok/s,a table,llama-bench tg128\n\
+         m2m,M2 Max 38-core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,65,tok/s,a table,llama-bench tg128\n\
+         m3m40,M3 Max 40-core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,66,tok/s,a table,llama-bench tg128\n\
+         m3m30,M3 Max 30-core GPU,1,,llama 7B,Q4_0,llama-cpp,none,none,,1,decode_tokens_per_s,50,tok/s,a table,llama-bench tg128\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::write_text(dir.path(), "apple.csv", text);
+    let out = crate::bin().args(["-q", "validate", "--json", "--against"]).arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["skipped"].as_array().unwrap().is_empty(), "{}", v["skipped"]);
+    let rows = v["rows"].as_array().unwrap();
+    let predicted = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id}"))["predicted"].as_f64().unwrap();
+    // Bandwidth orders decode: M1 68 GB/s < M2 = M3 100 < M3 Pro 150 < M1 Pro = M2 Pro 200 < M2 Max 400.
+    assert!(predicted("m1") < predicted("m2") && predicted("m2") < predicted("m3p"), "{rows:?}");
+    assert!(predicted("m3p") < predicted("m1p") && predicted("m1p") < predicted("m2m"), "{rows:?}");
+    // The 7-core M1 prefills at 7/8 of the 8-core's peak (the same clock, the same bus).
+    let bins = predicted("m1b") / predicted("m1c");
+    assert!(bins < 0.95 && bins > 0.8, "{bins}");
+    // The 30-core M3 Max has 300 GB/s of the 40-core's 400: it decodes slower.
+    assert!(predicted("m3m30") < 0.85 * predicted("m3m40"), "{} vs {}", predicted("m3m30"), predicted("m3m40"));
+    let said = |id: &str| rows.iter().find(|r| r["id"] == id).unwrap()["assumptions"].to_string();
+    assert!(said("m1b").contains("states 7 GPU cores"), "{}", said("m1b"));
+    assert!(said("m3m30").contains("300 GB/s, the bin's own bus"), "{}", said("m3m30"));
+}
+
 /// One M3 Ultra running `model` under mlx-lm after `context` tokens.
 fn m3_ultra_mlx(model: &str, context: u64) -> supernode::estimate::Estimate {
     let text = format!(

@@ -33,7 +33,7 @@ fn validate_resolves_the_names_people_write_and_says_why_it_refuses_the_rest() {
         // An M3 (not the catalog's M3 Max) in a size no preset has: refused, not derived.
         (
             "no-such-memory",
-            "system `macbook-pro-m3` with `16gb`: no node preset of that memory (macbook-pro-m3-max-40c-64gb, macbook-pro-m3-max-40c-128gb)",
+            "system `macbook-pro-m3` with `16gb`: no node preset of that memory (macbook-pro-m3-max-40c-64gb, macbook-pro-m3-max-40c-128gb, macbook-pro-m3-pro-18c-36gb)",
         ),
         ("unknown-quant", "quant `iq9_zz` unknown: name a quantization preset"),
         ("bits-on-cuda", "quant `4bit`: a 4-bit label names no single format for this engine"),
