@@ -946,6 +946,15 @@ fn label_gpu_cores(system: &str) -> Option<u32> {
     })
 }
 
+/// [`row_nodes`], each node in the GPU core bin the system label states ([`gpu_core_bin`]).
+fn binned_row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> Result<Vec<String>, String> {
+    let nodes = row_nodes(row, n, assumptions)?;
+    match label_gpu_cores(&row.system) {
+        Some(cores) => nodes.iter().map(|id| gpu_core_bin(&row.system, id, cores, assumptions)).collect(),
+        None => Ok(nodes),
+    }
+}
+
 /// Apple's chip bins whose memory bus is narrower than the full chip's (Apple's published
 /// specs, not in FACTS): the 30-core M3 Max reads 300 GB/s (the 40-core 400), the 32-core
 /// M4 Max 410 GB/s (the 40-core 546). Other bins keep the full chip's bus.
@@ -1076,11 +1085,7 @@ pub fn row_scenario_in(
         }
         t => t.parse().map_err(|_| format!("node count `{}` is not a number: write an integer", row.nodes))?,
     };
-    let nodes = row_nodes(row, n, &mut assumptions)?;
-    let nodes = match label_gpu_cores(&row.system) {
-        Some(cores) => nodes.iter().map(|id| gpu_core_bin(&row.system, id, cores, &mut assumptions)).collect::<Result<_, _>>()?,
-        None => nodes,
-    };
+    let nodes = binned_row_nodes(row, n, &mut assumptions)?;
     // The engines a row may name are the runtimes' measurement names; a runtime may add what
     // the twin assumes for its rows (vllm-mlx: its scheduler taken as mlx-lm's).
     let (mut engine_name, engine_note) = engine_label(&row.engine, &row.quant)?;
