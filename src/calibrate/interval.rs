@@ -91,6 +91,16 @@ fn params_chips(sc: &Scenario, profile: &Profile) -> Vec<String> {
     chips
 }
 
+/// The profile chips whose parameters a node of `sc` borrows: the node's own chip has no
+/// parameters of its own (`calibrated_as`, or the nearest generation; [`Profile::params_chip`]).
+fn borrowed_chips(sc: &Scenario, profile: &Profile) -> Vec<String> {
+    let mut chips: Vec<String> =
+        sc.nodes.iter().map(|n| (n, profile.params_chip(n))).filter(|(n, c)| *c != n.chip).map(|(_, c)| c).collect();
+    chips.sort_unstable();
+    chips.dedup();
+    chips
+}
+
 /// Whether parameter `path` can move a prediction for `sc`: a chip's parameters only move
 /// clusters whose nodes run with that chip's parameters (`chips`, [`params_chips`]).
 fn can_move(path: &str, chips: &[String]) -> bool {
@@ -293,8 +303,9 @@ pub fn prior_spread(profile: &Profile) -> Option<BTreeMap<PriorKind, f64>> {
 }
 
 /// The parameters a prediction for `sc` reads that the fit left without an uncertainty (held
-/// at their prior, never fitted, or fitted to no standard error), each with the variance of its
-/// prior in free units ([`prior_spread`]): the chips' efficiencies and energies, the launches
+/// at their prior, never fitted, or fitted to no standard error), or whose fitted value a node
+/// borrows for a chip no row measured ([`borrowed_chips`]: its efficiencies), each with the
+/// variance of its prior in free units ([`prior_spread`]): the chips' efficiencies and energies, the launches
 /// and kernel-family multipliers of the runtime each node runs, that engine's host costs. A
 /// parameter at 0 (a cost the runtime does not have) is left out: its prior is exact.
 fn prior_params(sc: &Scenario, profile: &Profile, u: &Uncertainty) -> Vec<(String, f64)> {
@@ -374,8 +385,12 @@ fn held_params(sc: &Scenario, profile: &Profile, pinned: &dyn Fn(&str) -> bool) 
     let Some(spread) = prior_spread(profile) else { return Vec::new() };
     let kind = sc.engine.kind;
     let runtime = kind.behaviour().kernels().id();
+    let borrowed = borrowed_chips(sc, profile);
     let mut out = Vec::new();
     for chip in params_chips(sc, profile) {
+        // A chip no row measured reads a measured chip's efficiencies: fitted there, a guess
+        // here, as far off as a prior (the fit's own evidence of how far priors miss).
+        let guessed = |path: &str| borrowed.contains(&chip) && path.rsplit('.').next().is_some_and(|f| CHIP_PRIOR_PARAMS.contains(&f));
         let mut paths: Vec<String> = CHIP_PRIOR_PARAMS.iter().map(|f| format!("chips.{chip}.{f}")).collect();
         paths.extend(RUNTIME_PRIOR_PARAMS.iter().map(|f| format!("chips.{chip}.runtimes.{runtime}.{f}")));
         // An engine's host costs, where the chip has them or borrows them (`Profile::engine_host`).
@@ -386,7 +401,7 @@ fn held_params(sc: &Scenario, profile: &Profile, pinned: &dyn Fn(&str) -> bool) 
         }
         for path in paths {
             let Some(v) = get_param(profile, &path) else { continue };
-            if v <= 0.0 || pinned(&path) || out.iter().any(|(p, _)| *p == path) || !family_used(&sc.quant, &path) {
+            if v <= 0.0 || (pinned(&path) && !guessed(&path)) || out.iter().any(|(p, _)| *p == path) || !family_used(&sc.quant, &path) {
                 continue;
             }
             let Some(kind) = PriorKind::of(&path) else { continue };

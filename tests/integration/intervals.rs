@@ -81,6 +81,30 @@ fn a_prediction_on_unfitted_parameters_carries_their_prior_spread() {
     assert!(width("mac-mini-m4-pro-20c-64gb", &profile) < 4.0_f64.ln());
 }
 
+/// A chip no row measured borrows a measured chip's fitted efficiencies, and its interval takes
+/// them as guesses, with the prior spread: the M1 Max (it reads the M2 Ultra's parameters)
+/// prefills Llama 3.1 8B under llama.cpp with a relatively wider interval than the M2 Ultra
+/// itself, whose fitted GEMM efficiency pins its own.
+#[test]
+fn a_chip_that_borrows_fitted_parameters_takes_them_with_the_prior_spread() {
+    use supernode::calibrate::interval::intervals;
+    let profile = Profile::default_profile();
+    let dir = tempfile::tempdir().unwrap();
+    let width = |node: &str| {
+        let text = format!(
+            "name = \"w\"\n[cluster]\nnode = \"{node}\"\ncount = 1\n[model]\nname = \"llama-3.1-8b\"\nquant = \"q4_k_m\"\n\
+             [engine]\nname = \"llama-cpp\"\n[workload]\nkind = \"generate\"\nprompt_tokens = 512\ngenerate_tokens = 128\n"
+        );
+        let path = crate::write_text(dir.path(), &format!("{node}.toml"), &text);
+        let sc = supernode::scenario::load(&path, &[]).unwrap();
+        let est = estimate(&sc, &profile).unwrap();
+        let iv = intervals(&sc, &profile, &est)["prefill_tokens_per_s"];
+        (iv.p95 / iv.p5).ln()
+    };
+    let (m1_max, m2_ultra) = (width("macbook-pro-m1-max-32c-64gb"), width("m2-ultra-76c-192gb"));
+    assert!(m1_max > 1.2 * m2_ultra, "M1 Max {m1_max:.3}, M2 Ultra {m2_ultra:.3} (log widths)");
+}
+
 /// A cross-validation fold's interval of a published row adds the priors of what it reads and
 /// no fold fits: for the GB10's gpt-oss llama.cpp decode (its MXFP4 kernel multiplier and
 /// attention efficiency held at their priors) a positive variance on each side; none once every
