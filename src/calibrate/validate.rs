@@ -532,7 +532,12 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
         Some((h, b)) => (h.trim(), Some(b.trim_end_matches(')').trim())),
         None => (text.as_str(), None),
     };
-    let mut words = head.split_whitespace();
+    let mut words = head.split_whitespace().peekable();
+    // Who packaged the runtime, before its name (`NVIDIA vLLM container 25.09`, `NGC SGLang`,
+    // `docker llama.cpp`): the runtime is the next word.
+    while words.peek().is_some_and(|w| PACKAGER_WORDS.contains(w)) && head.split_whitespace().count() > 1 {
+        words.next();
+    }
     let first = words.next().unwrap_or("");
     let mut name = first.replace(['.', '_'], "-");
     let named = |t: &str| t.split(|c: char| !c.is_ascii_alphanumeric()).find(|w| BACKENDS.contains(w)).map(String::from);
@@ -636,6 +641,10 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
         _ => Ok((name, None)),
     }
 }
+
+/// Words before a runtime's name in an engine label that name who packaged it (NVIDIA's NGC
+/// containers, a Docker image), not the runtime.
+const PACKAGER_WORDS: &[&str] = &["nvidia", "ngc", "docker", "nvidia's", "official"];
 
 /// The GPU backend a whole engine label names when it names nothing else (`vulkan-radv`,
 /// `rocm-7-1`, `rocm7-nightlies`, `radv`, `amdvlk`), as the label's first token without its
@@ -2403,6 +2412,10 @@ mod tests {
             ("rocm7-nightlies", "q4_k_m", "llama-cpp", Some("rocm")),
             ("amdvlk", "q4_k_m", "llama-cpp", Some("vulkan")),
             ("Vulkan", "q4_k_m", "llama-cpp", Some("vulkan")),
+            // Who packaged it, before the runtime's name.
+            ("NVIDIA vLLM container 25.09", "fp8", "vllm", None),
+            ("NGC SGLang", "fp8", "sglang", None),
+            ("docker llama.cpp (Vulkan)", "q4_k_m", "llama-cpp", Some("vulkan")),
         ] {
             let (name, said) = engine_label(raw, quant).unwrap();
             assert_eq!(name, want, "{raw}");
