@@ -532,12 +532,11 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
         Some((h, b)) => (h.trim(), Some(b.trim_end_matches(')').trim())),
         None => (text.as_str(), None),
     };
-    let mut words = head.split_whitespace().peekable();
     // Who packaged the runtime, before its name (`NVIDIA vLLM container 25.09`, `NGC SGLang`,
-    // `docker llama.cpp`): the runtime is the next word.
-    while words.peek().is_some_and(|w| PACKAGER_WORDS.contains(w)) && head.split_whitespace().count() > 1 {
-        words.next();
-    }
+    // `docker llama.cpp`): the runtime is the next word (a label of such words alone keeps its last).
+    let all: Vec<&str> = head.split_whitespace().collect();
+    let packager = all.iter().take_while(|w| PACKAGER_WORDS.contains(w)).count().min(all.len().saturating_sub(1));
+    let mut words = all[packager..].iter().copied();
     let first = words.next().unwrap_or("");
     let mut name = first.replace(['.', '_'], "-");
     let named = |t: &str| t.split(|c: char| !c.is_ascii_alphanumeric()).find(|w| BACKENDS.contains(w)).map(String::from);
@@ -946,10 +945,10 @@ fn label_gpu_cores(system: &str) -> Option<u32> {
     let count = |w: &str| w.strip_suffix('c').unwrap_or(w).parse::<u32>().ok().filter(|c| *c > 0);
     words.iter().enumerate().find_map(|(i, w)| {
         let next = |k: usize| words.get(i + k).map(String::as_str);
-        match (w.ends_with('c') || w.chars().all(|c| c.is_ascii_digit()), next(1), next(2)) {
+        match (next(1), next(2)) {
             // `38c gpu`, `38-core gpu`, `38 core gpu`.
-            (true, Some("gpu"), _) if w.ends_with('c') => count(w),
-            (true, Some("core" | "cores"), Some("gpu")) => count(w),
+            (Some("gpu"), _) if w.ends_with('c') => count(w),
+            (Some("core" | "cores"), Some("gpu")) => count(w),
             _ => None,
         }
     })
@@ -2107,6 +2106,15 @@ pub fn table(r: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    const HEADER: &str =
+        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n";
+
+    fn rows(body: &str) -> Vec<MeasurementRow> {
+        parse_csv(&format!("{HEADER}{body}"), "t.csv").unwrap()
+    }
+
     #[test]
     fn a_label_states_gpu_cores_only_next_to_the_word_gpu() {
         for (label, cores) in [
@@ -2120,15 +2128,6 @@ mod tests {
         ] {
             assert_eq!(label_gpu_cores(label), cores, "{label}");
         }
-    }
-
-    use super::*;
-
-    const HEADER: &str =
-        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n";
-
-    fn rows(body: &str) -> Vec<MeasurementRow> {
-        parse_csv(&format!("{HEADER}{body}"), "t.csv").unwrap()
     }
 
     #[test]
