@@ -146,10 +146,11 @@ pub fn published_params() -> Vec<String> {
         "chips.gb10.runtimes.cuda.bw_mult_8bit",
         "chips.gb10.runtimes.cuda.bw_mult_fp8",
         "chips.gb10.engines.sglang.host_per_seq_us",
-        // MLX's launches on the M4 Max apart from vllm-mlx's host costs: the Qwen3-30B-A3B rows
-        // (48 MoE layers, many kernels) against the Llama-3.2-1B ones (16 dense layers), with
-        // the batching engine's per-step cost from FACTS as the prior.
-        "chips.m4-max.runtimes.mlx.kernel_launch_us",
+        // MLX's launch cost on the M4 Max is not fitted: the vllm-mlx rows cannot tell it from
+        // vllm-mlx's own per-step and per-sequence host costs (fitted, its standard error was
+        // +-60%, and reading n-m4max-q3-30b-a3b-vllmmlx-c5 with its benchmark's 256 tokens moved
+        // it 1.6 -> 3.5 us), while FACTS.md's mlx-lm simple-mode decode of Llama-3.2-3B (200.1
+        // tok/s, GPU-bound, no batching engine) gives it alone: its prior (hand-set.toml).
         // K-quant dequantisation in the Metal GEMM apart from the GEMM's own efficiency: the
         // M2 Ultra's Llama 3 70B Q4_K_M prefill rows (pp512, pp8192) against its f16 pp512 row.
         "chips.m2-ultra.compute_eff_dense",

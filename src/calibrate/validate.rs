@@ -1629,12 +1629,14 @@ fn notes_generated(row: &MeasurementRow) -> Option<u64> {
 }
 
 /// Whether two rows come from one benchmark run: same system, memory mix, model, quant, engine
-/// and source (its parenthesised detail aside).
+/// and source (the quant's and the source's parenthesised detail aside: a page's first row often
+/// names the file, `mlx-4bit (mlx-community/Qwen3-30B-A3B-4bit)`, and the next ones only its
+/// format).
 fn same_run(a: &MeasurementRow, b: &MeasurementRow) -> bool {
     a.system == b.system
         && a.node_mix == b.node_mix
         && a.model == b.model
-        && a.quant == b.quant
+        && source_stem(&a.quant) == source_stem(&b.quant)
         && a.engine == b.engine
         && source_stem(&a.source) == source_stem(&b.source)
 }
@@ -2211,6 +2213,27 @@ mod tests {
         ] {
             assert_eq!(notes(text), want, "{text}");
         }
+    }
+
+    #[test]
+    fn a_silent_serving_row_takes_its_runs_request_size_whatever_detail_the_first_row_gives_its_quant() {
+        // One results page: its first row names the file beside the format and states the
+        // request size, the next row gives the format alone; a row of another format is another
+        // run and keeps the default.
+        let rs = rows(
+            "c1,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,mlx-4bit (mlx-community/Qwen3-30B-A3B-4bit),vllm-mlx,none,none,,1,aggregate_decode_tokens_per_s,98,tok/s,docs (llm.md),\"Test: 5 prompts, 256 max tokens\"\n\
+             c5,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,mlx-4bit,vllm-mlx,none,none,,5,aggregate_decode_tokens_per_s,233,tok/s,docs (guide),Batch column\n\
+             q8,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,mlx-8bit,vllm-mlx,none,none,,5,aggregate_decode_tokens_per_s,150,tok/s,docs,Batch column\n",
+        );
+        let (prepared, skipped) = prepare(&rs, &Profile::default_profile());
+        assert!(skipped.is_empty(), "{skipped:?}");
+        let by = |id: &str| prepared.iter().find(|p| p.row.id == id).unwrap();
+        assert!(
+            by("c5").assumptions.iter().any(|a| a == "generated tokens: 256, as the other rows of its benchmark run say"),
+            "{:?}",
+            by("c5").assumptions
+        );
+        assert!(by("q8").assumptions.iter().any(|a| a == "generated tokens not published: assumed 128"), "{:?}", by("q8").assumptions);
     }
 
     #[test]
