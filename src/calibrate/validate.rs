@@ -1636,9 +1636,9 @@ fn same_run(a: &MeasurementRow, b: &MeasurementRow) -> bool {
     a.system == b.system
         && a.node_mix == b.node_mix
         && a.model == b.model
-        && source_stem(&a.quant) == source_stem(&b.quant)
+        && label_stem(&a.quant) == label_stem(&b.quant)
         && a.engine == b.engine
-        && source_stem(&a.source) == source_stem(&b.source)
+        && label_stem(&a.source) == label_stem(&b.source)
 }
 
 /// The `[engine]` options a row's notes are silent on but the other rows of its benchmark run
@@ -1651,7 +1651,7 @@ fn run_options(row: &MeasurementRow, all: &[MeasurementRow], engine: &dyn Engine
     let mut stated: Vec<(&'static str, toml::Value, String)> = Vec::new();
     let mut disputed: Vec<&str> = Vec::new();
     let same_invocation = |r: &&MeasurementRow| {
-        r.id != row.id && source_stem(&r.source) == source_stem(&row.source) && r.system == row.system && r.engine == row.engine
+        r.id != row.id && label_stem(&r.source) == label_stem(&row.source) && r.system == row.system && r.engine == row.engine
     };
     for sibling in all.iter().filter(same_invocation) {
         for (k, v) in engine.measurement_options(&row_text(sibling)) {
@@ -1683,8 +1683,9 @@ fn is_power(metric: &str) -> bool {
 const POWER_METRICS: [&str; 6] =
     ["node_power_w", "cluster_power_w", "node_power_w_decode", "cluster_power_w_decode", "node_power_w_prefill", "cluster_power_w_prefill"];
 
-/// The source without its parenthesised detail: rows of one benchmark run share it.
-fn source_stem(s: &str) -> &str {
+/// A label (a source, a quant) without its parenthesised detail: rows of one benchmark run
+/// share it.
+fn label_stem(s: &str) -> &str {
     s.split('(').next().unwrap_or("").trim()
 }
 
