@@ -312,6 +312,7 @@ impl Plan {
                 Runtime::Cuda => SparseGather::Always,
             },
             sequential_recurrence: self.options.kind.runtime() == Runtime::Mlx,
+            per_row_matvec: self.options.kind.runtime() == Runtime::Mlx,
             os: spec.os,
             chip: &self.chips[node],
             runtime: &self.runtimes[node],

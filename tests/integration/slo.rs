@@ -123,7 +123,9 @@ fn slo_plan_names_its_answer_and_refuses_options_over_the_budget() {
     write_text(t.path(), "spec.toml", &SPEC.replace("probe_requests = 60", "probe_requests = 60\nbudget_usd = 5000"));
     let (j, _) = slo_json(t.path(), "2");
     let options = j["options"].as_array().unwrap();
-    let best = options.iter().max_by(|a, b| a["capacity"].as_f64().unwrap().total_cmp(&b["capacity"].as_f64().unwrap())).unwrap();
+    // The highest capacity; the two options cost the same, so a tie goes to the first listed.
+    let top = options.iter().map(|o| o["capacity"].as_f64().unwrap()).fold(f64::MIN, f64::max);
+    let best = options.iter().find(|o| o["capacity"].as_f64().unwrap() == top).unwrap();
     assert_eq!(j["answer"], best["label"]);
     assert_eq!(options[0]["cluster"], "1x m4-max-40c-128gb, mlx-lm none, mlx-4bit");
     for o in options {

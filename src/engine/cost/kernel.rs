@@ -21,6 +21,16 @@ pub const DEQUANT_TOKEN_TILE: u64 = 32;
 /// from `qmv` to `qmm` at a similar batch. Assumed 8 for every backend.
 pub const GEMV_MAX_ROWS: f64 = 8.0;
 
+/// ALU instruction slots per weight per row, beyond the row's multiply-add, of MLX's quantized
+/// matrix-vector kernel (`qmv`), which dequantises every weight again for each row of the step.
+/// Derived from FACTS.md's M3 Max figures for a 5120x17408 4-bit matmul (M = 1 / 4 / 8: 0.129 /
+/// 0.165 / 0.323 ms): 0.165 / 4 and 0.323 / 8 are both 0.0404 ms per row, M = 1 is the weight
+/// stream, so a row costs 0.0404 ms x 13.0 TFLOPS (the catalog's M3 Max) x 0.95 (the M3 Ultra's
+/// fitted `compute_eff_dense`) / 89.1 M weights = 5.6 FLOPs per weight: 2 for the multiply-add
+/// and 1.8 issue slots (2 FLOPs each) of unpacking, as the kernel's pre-scaled activations
+/// leave it (a mask and a convert per weight). Assumed the same for 8-bit and MXFP4 codes.
+pub const MLX_QMV_OPS_PER_ROW: f64 = 1.8;
+
 /// How the runtime runs MLA attention (the engine options that change its cost).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MlaOptions {
@@ -51,6 +61,12 @@ pub struct NodeCost<'a> {
     /// sequential loop over the step's tokens, scalar ALU work: [`recurrence_alu_fraction`])
     /// rather than as llama.cpp's chunked delta-net of matrix multiplications.
     pub sequential_recurrence: bool,
+    /// Whether the runtime's quantized matrix-vector kernel dequantises every weight once per
+    /// row (MLX's `qmv`, [`MLX_QMV_OPS_PER_ROW`]) and its tiled GEMM computes at least one whole
+    /// tile of [`DEQUANT_TOKEN_TILE`] rows (MLX's `qmm`): a small batch runs whichever is
+    /// cheaper, as MLX's batch limit chooses. Elsewhere (llama.cpp's multi-row `mul_mv`, CUDA's
+    /// MMVQ) a GEMV of up to [`GEMV_MAX_ROWS`] rows dequantises once, hidden under the stream.
+    pub per_row_matvec: bool,
     /// Operating system (the GPU<->CPU crossing off macOS is the fast one).
     pub os: Os,
     /// The chip's kernel efficiencies.
@@ -255,6 +271,11 @@ struct OpTerms {
     /// Dequantisation's ALU work in FLOP units (one instruction issue slot = one fused
     /// multiply-add = 2 FLOPs of the peak), issued beside `flops` on the same ALUs.
     dequant_flops: f64,
+    /// The part of `dequant_flops` the power model does not charge: a matrix-vector kernel's
+    /// first unpacking of each weight. No runtime's GEMV is charged for it (llama.cpp's and
+    /// CUDA's are not modelled at all, and `pj_per_flop` is fitted without it), so runtimes
+    /// compare alike at batch 1; MLX's repeat of it for every further row is charged.
+    uncharged_flops: f64,
     compute_eff: f64,
     side_bytes: f64,
     side_bw_eff: f64,
@@ -326,7 +347,7 @@ impl NodeCost<'_> {
         }
         let c = self.terms(op, tokens, context, routed);
         let scale = self.runtime.compute_scale;
-        let alu = c.flops + c.dequant_flops;
+        let alu = c.flops + c.dequant_flops - c.uncharged_flops;
         let issued_flops = if alu > 0.0 { alu / (c.compute_eff * scale).max(1e-6) } else { 0.0 };
         Work { bytes: c.bytes + c.side_bytes, flops: c.flops, issued_flops }
     }
@@ -405,14 +426,38 @@ impl NodeCost<'_> {
         // The expanded MLA form runs the latent up-projections over the whole cache.
         let rows = if mla.expanded && op.expands_latent { context + tokens } else { tokens };
         let weights = op.params as f64 * shard;
+        let (flops, dequant_flops, uncharged_flops) = self.matmul_alu(op, weights, rows as f64);
         OpTerms {
             bytes: op.weight_bytes(op.params as f64) * shard,
             bw_eff: streaming_eff(chip.bw_eff_dense, rt.kernel_bw_mult(op.format.kernel)),
-            flops: 2.0 * weights * rows as f64,
-            dequant_flops: self.dequant_flops(op, weights, rows as f64, 1.0),
+            flops,
+            dequant_flops,
+            uncharged_flops,
             compute_eff: chip.compute_eff_dense * self.precision_gain(op),
             ..base
         }
+    }
+
+    /// ALU work of one dense matmul of `weights` over `rows` token rows, FLOP units of the
+    /// op's peak: (multiply-add FLOPs, dequantisation FLOPs, the part of those the power model
+    /// does not charge). A GEMM's, unless the runtime dequantises per row in its matrix-vector
+    /// kernel ([`Self::per_row_matvec`]): then a quantized step of fewer rows than a tile runs
+    /// as the cheaper of that kernel (every row unpacks every weight again, on the plain ALUs)
+    /// and one whole tile of the GEMM. Both grow with the rows or stay flat, so a step never
+    /// gets cheaper with more rows.
+    fn matmul_alu(&self, op: &Op, weights: f64, rows: f64) -> (f64, f64, f64) {
+        let gemm = (2.0 * weights * rows, self.dequant_flops(op, weights, rows, 1.0), 0.0);
+        let tile = DEQUANT_TOKEN_TILE as f64;
+        let ops = self.runtime.dequant_ops(op.format.kernel);
+        if !self.per_row_matvec || ops == 0.0 || rows >= tile || self.alu_flops <= 0.0 {
+            return gemm;
+        }
+        // The matrix-vector kernel issues on the plain ALUs (not an M5's matrix units).
+        let alu_scale = self.peak_flops / self.alu_flops;
+        let unpack_per_row = 2.0 * MLX_QMV_OPS_PER_ROW * weights * alu_scale;
+        let matvec = (2.0 * weights * rows * alu_scale, unpack_per_row * rows, unpack_per_row);
+        let padded = (2.0 * weights * tile, 2.0 * ops * weights, 0.0);
+        if matvec.0 + matvec.1 <= padded.0 + padded.1 { matvec } else { padded }
     }
 
     /// Dequantisation's ALU work in a multi-row GEMM, FLOP units: `matrices` weight matrices of
@@ -734,6 +779,7 @@ mod tests {
             fp8_flops: 0.0,
             sparse_gather: SparseGather::Always,
             sequential_recurrence: false,
+            per_row_matvec: false,
             os: Os::Macos,
             chip,
             runtime,
@@ -843,6 +889,48 @@ mod tests {
         let w = n.op_work(&op, 1000, 0);
         assert_eq!(w.flops, 2e12);
         assert!(close(w.issued_flops, 2.256e12 / 0.5));
+    }
+
+    #[test]
+    fn an_mlx_quantized_matvec_pays_every_row_on_the_alus_as_facts_m3_max_kernel_does() {
+        // FACTS.md: an M3 Max (400 GB/s, 13.0 TFLOPS in the catalog), 5120x17408 4-bit:
+        // M = 1 / 4 / 8 rows 0.129 / 0.165 / 0.323 ms. The stream's efficiency is set to the
+        // single-row figure; the rows' cost is the model's.
+        let m = comm();
+        let c = ChipParams { compute_eff_dense: 0.946, bw_eff_dense: 0.97, ..chip() };
+        let r = RuntimeParams { dequant_ops_affine: 4.0, kernel_launch_us: 0.0, ..runtime() };
+        let n = NodeCost { mem_bw: 400e9, peak_flops: 13.0e12, alu_flops: 13.0e12, per_row_matvec: true, ..node(&c, &r, &m) };
+        let mut op = Op::dense("w", TensorRole::Mlp, 5120 * 17408, Placement::Replicated);
+        op.format = crate::llm::TensorFormat { bits: 4.5, kernel: crate::llm::KernelFamily::Affine4 };
+        let ms = |rows: u64| n.op_ns(&op, rows, 0) / 1e6;
+        for (rows, measured) in [(1, 0.129), (4, 0.165), (8, 0.323)] {
+            assert!((ms(rows) / measured - 1.0).abs() < 0.05, "{rows} rows: {} ms vs {measured}", ms(rows));
+        }
+        // The matrix-vector kernel up to 12 rows (12 x 5.6 FLOPs per weight), one whole 32-row
+        // tile of the GEMM from 13 (64 + 2 x 4): flat to 32 rows, then the rows' FLOPs.
+        assert!(ms(13) < 13.0 / 12.0 * ms(12));
+        assert!(close(ms(13), ms(32)));
+        assert!(ms(64) > ms(32));
+        // A step never gets cheaper with more rows, and within a tile the aggregate rate never
+        // falls.
+        for rows in 1..256 {
+            assert!(ms(rows + 1) >= ms(rows), "{rows} rows");
+            if rows < 32 {
+                assert!(ms(rows + 1) / (rows + 1) as f64 <= ms(rows) / rows as f64 * (1.0 + 1e-12), "{rows} rows");
+            }
+        }
+        // The power model charges the unpacking repeated for each further row, not the first
+        // pass every runtime's GEMV makes (uncharged everywhere): 2 + 3.6 x 7 / 8 per weight-row.
+        let w = 5120.0 * 17408.0;
+        assert!((n.op_work(&op, 1, 0).issued_flops / (2.0 * w / 0.946) - 1.0).abs() < 1e-9);
+        assert!((n.op_work(&op, 8, 0).issued_flops / ((16.0 + 3.6 * 7.0) * w / 0.946) - 1.0).abs() < 1e-9);
+        // A runtime whose GEMV dequantises once (llama.cpp, CUDA) stays flat to 8 rows; a
+        // 16-bit matrix and a long prefill are the GEMM's either way.
+        let once = NodeCost { per_row_matvec: false, ..n };
+        assert!(close(once.op_ns(&op, 8, 0), once.op_ns(&op, 1, 0)));
+        assert!(close(once.op_ns(&op, 512, 0), n.op_ns(&op, 512, 0)));
+        let half = Op::dense("w", TensorRole::Mlp, 5120 * 17408, Placement::Replicated);
+        assert!(close(once.op_ns(&half, 8, 0), n.op_ns(&half, 8, 0)));
     }
 
     #[test]
