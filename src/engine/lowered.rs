@@ -4,7 +4,7 @@
 use crate::llm::Op;
 use crate::sim::{TaskGraph, TaskId, Time};
 
-use super::cost::{LaunchCost, Work};
+use super::cost::{LaunchCost, NodeCost, Work};
 use super::plan::Plan;
 
 /// A run of operations on one node's GPU between two communication points.
@@ -91,7 +91,9 @@ impl Lowered {
         self.split_parts(plan, head_rows);
         // Each distinct context-dependent op once; a segment adds its ops' times in its order,
         // so the sums are the same bits as timing every op of every segment.
-        let ctx_ns: Vec<(f64, f64, f64)> = self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(plan, *node, op, rows)).collect();
+        // Each node's cost model built once for the step (it is read per op below).
+        let costs: Vec<NodeCost<'_>> = (0..plan.n()).map(|node| plan.cost(node)).collect();
+        let ctx_ns: Vec<(f64, f64, f64)> = self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(&costs[*node], op, rows)).collect();
         // Per node: its GPU tasks' time and its host's build of the next step's graph.
         let mut gpu_by_node = vec![0u64; plan.n()];
         let mut ahead_by_node = vec![0.0f64; plan.n()];
@@ -137,7 +139,7 @@ impl Lowered {
         }
         for &(task, node) in &self.host_tasks {
             let behind = (ahead_by_node[node].round().clamp(0.0, 1e15) as Time).saturating_sub(gpu_by_node[node]);
-            self.graph.set_duration(task, plan.cost(node).host_ns(head_rows) + behind);
+            self.graph.set_duration(task, costs[node].host_ns(head_rows) + behind);
         }
     }
 
@@ -167,9 +169,10 @@ impl Lowered {
     pub fn work_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) -> Vec<Work> {
         self.split_parts(plan, head_rows);
         let mut out = vec![Work::default(); plan.n()];
+        let costs: Vec<NodeCost<'_>> = (0..plan.n()).map(|node| plan.cost(node)).collect();
         for &(_, seg) in &self.gpu_tasks {
             let node = self.segments[seg].node;
-            let cost = plan.cost(node);
+            let cost = &costs[node];
             let p = &self.seg_parts[seg];
             out[node] += p.work;
             for &j in &p.by_context {
@@ -222,8 +225,7 @@ impl Lowered {
 /// A context-dependent op over every sequence of a batch, each over its own context; kernel
 /// launches are paid once for the batch. Returns its GPU time, its host dispatch and its host
 /// build for the next step, ns.
-fn per_sequence_ns(plan: &Plan, node: usize, op: &Op, rows: &[(u64, u64)]) -> (f64, f64, f64) {
-    let cost = plan.cost(node);
+fn per_sequence_ns(cost: &NodeCost<'_>, op: &Op, rows: &[(u64, u64)]) -> (f64, f64, f64) {
     let mut ns = cost.op_ns(op, rows[0].0, rows[0].1);
     for &(t, c) in &rows[1..] {
         ns += cost.op_ns(op, t, c) - cost.launch_ns(op, t);

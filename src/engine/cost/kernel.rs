@@ -446,18 +446,19 @@ impl NodeCost<'_> {
     /// and one whole tile of the GEMM. Both grow with the rows or stay flat, so a step never
     /// gets cheaper with more rows.
     fn matmul_alu(&self, op: &Op, weights: f64, rows: f64) -> (f64, f64, f64) {
-        let gemm = (2.0 * weights * rows, self.dequant_flops(op, weights, rows, 1.0), 0.0);
         let tile = DEQUANT_TOKEN_TILE as f64;
-        let ops = self.runtime.dequant_ops(op.format.kernel);
-        if !self.per_row_matvec || ops == 0.0 || rows >= tile || self.alu_flops <= 0.0 {
-            return gemm;
+        if self.per_row_matvec && rows < tile && self.alu_flops > 0.0 {
+            let ops = self.runtime.dequant_ops(op.format.kernel);
+            if ops > 0.0 {
+                // The matrix-vector kernel issues on the plain ALUs (not an M5's matrix units).
+                let alu_scale = self.peak_flops / self.alu_flops;
+                let unpack_per_row = 2.0 * MLX_QMV_OPS_PER_ROW * weights * alu_scale;
+                let matvec = (2.0 * weights * rows * alu_scale, unpack_per_row * rows, unpack_per_row);
+                let padded = (2.0 * weights * tile, 2.0 * ops * weights, 0.0);
+                return if matvec.0 + matvec.1 <= padded.0 + padded.1 { matvec } else { padded };
+            }
         }
-        // The matrix-vector kernel issues on the plain ALUs (not an M5's matrix units).
-        let alu_scale = self.peak_flops / self.alu_flops;
-        let unpack_per_row = 2.0 * MLX_QMV_OPS_PER_ROW * weights * alu_scale;
-        let matvec = (2.0 * weights * rows * alu_scale, unpack_per_row * rows, unpack_per_row);
-        let padded = (2.0 * weights * tile, 2.0 * ops * weights, 0.0);
-        if matvec.0 + matvec.1 <= padded.0 + padded.1 { matvec } else { padded }
+        (2.0 * weights * rows, self.dequant_flops(op, weights, rows, 1.0), 0.0)
     }
 
     /// Dequantisation's ALU work in a multi-row GEMM, FLOP units: `matrices` weight matrices of
