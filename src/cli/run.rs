@@ -94,15 +94,15 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         crate::util::write_atomic(&path, format!("{body}\n").as_bytes())
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
     }
-    let warning = est.serve.as_ref().and_then(|sv| sv.truncation_warning());
+    let warnings = est.serve.as_ref().map(|sv| sv.warnings()).unwrap_or_default();
     let text = if args.json.json {
-        if let Some(w) = &warning {
+        for w in &warnings {
             eprintln!("{w}");
         }
         format!("{body}\n")
     } else {
         let mut table = report::run_table_with(&est, &intervals);
-        if let Some(w) = &warning {
+        for w in &warnings {
             table.push_str(&format!("  {w}\n"));
         }
         table

@@ -73,6 +73,18 @@ pub struct ServeMetrics {
 }
 
 impl ServeMetrics {
+    /// The warnings a serving run prints: a truncated run, and a window in which no request
+    /// completed (its per-request rate and latency percentiles then read 0).
+    pub fn warnings(&self) -> Vec<String> {
+        let empty = (self.requests_completed == 0).then(|| {
+            format!(
+                "warning: no request that arrived after the warm-up completed in the {:.1} s window, so it reports no per-request rate or latency (0 in JSON): raise workload.duration_s (or lower the load)",
+                self.simulated_window_s
+            )
+        });
+        self.truncation_warning().into_iter().chain(empty).collect()
+    }
+
     /// The warning a truncated run prints (none when the whole workload was simulated).
     pub fn truncation_warning(&self) -> Option<String> {
         self.truncated.then(|| {

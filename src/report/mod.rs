@@ -154,10 +154,17 @@ fn fault_rows(s: &mut String, e: &Estimate) {
 fn serve_rows(s: &mut String, e: &Estimate, sv: &crate::estimate::ServeMetrics) {
     let row = row_to;
     row(s, "aggregate decode", format!("{:.2} tok/s  (goodput {:.2})", sv.aggregate_decode_tokens_per_s, sv.goodput_tokens_per_s));
-    row(s, "per-request decode", format!("{:.2} tok/s", sv.per_request_decode_tokens_per_s));
+    // No request completed in the window: its per-request figures are not measured (0 in JSON).
+    let none = sv.requests_completed == 0;
+    let per_request = if none {
+        "n/a (no request completed in the window)".to_string()
+    } else {
+        format!("{:.2} tok/s", sv.per_request_decode_tokens_per_s)
+    };
+    row(s, "per-request decode", per_request);
     row(s, "requests", format!("{} completed, {} rejected", sv.requests_completed, sv.requests_rejected));
     let q = |p: &crate::estimate::Quantiles, scale: f64, unit: &str| {
-        format!("{:.3} / {:.3} / {:.3} {unit}", p.p50 * scale, p.p90 * scale, p.p99 * scale)
+        if none { "n/a".to_string() } else { format!("{:.3} / {:.3} / {:.3} {unit}", p.p50 * scale, p.p90 * scale, p.p99 * scale) }
     };
     row(s, "TTFT p50 / p90 / p99", q(&sv.ttft_percentiles_s, 1.0, "s"));
     let tpot = crate::estimate::Quantiles { p50: e.tpot_ms.p50, p90: e.tpot_ms.p90.unwrap_or(0.0), p99: e.tpot_ms.p99 };

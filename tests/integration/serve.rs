@@ -318,3 +318,31 @@ fn closed_loop_p99_ttft_rises_with_users_under_exponential_think() {
     let (nine, twelve) = (ttft(9, "fixed"), ttft(12, "fixed"));
     assert!(nine > twelve, "fixed think: 9 users {nine:.2} s, 12 users {twelve:.2} s");
 }
+
+/// A window too short for any request that arrives after the warm-up to finish: the table says
+/// the per-request figures are not measured (not a rate of 0) and tells the user what to raise.
+#[test]
+fn a_window_in_which_no_request_completes_says_so_instead_of_printing_zeros() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("short.toml");
+    // 3B on one M3 Ultra, 4 closed-loop users of 4,000 generated tokens each (tens of seconds
+    // per request) measured over 3 s after a 1 s warm-up.
+    let text = format!(
+        "name = \"short window\"\n{SMALL_MLX}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 4\nthink_s = 0.0\nprompt_tokens = 64\ngenerate_tokens = 4000\nduration_s = 4\nwarmup_s = 1\n"
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = bin().args(["run", "--no-write"]).arg(&file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("0 completed"), "{table}");
+    assert!(table.contains("per-request decode     n/a (no request completed in the window)"), "{table}");
+    assert!(table.contains("TTFT p50 / p90 / p99   n/a"), "{table}");
+    assert!(table.contains("warning: no request that arrived after the warm-up completed in the 3.0 s window"), "{table}");
+    assert!(table.contains("raise workload.duration_s"), "{table}");
+    // The JSON keeps its keys (0, as the contract has them) and the warning goes to stderr.
+    let out = bin().args(["run", "--no-write", "--json"]).arg(&file).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests_completed"], 0);
+    assert_eq!(v["per_request_decode_tokens_per_s"], 0.0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no request that arrived after the warm-up completed"));
+}
