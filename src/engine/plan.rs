@@ -312,7 +312,8 @@ impl Plan {
                 Runtime::Cuda => SparseGather::Always,
             },
             sequential_recurrence: self.options.kind.runtime() == Runtime::Mlx,
-            per_row_matvec: self.options.kind.runtime() == Runtime::Mlx,
+            // FACTS.md measures Metal's `qmv`; MLX on a CPU (the harness host) or CUDA (GB10) runs other kernels.
+            per_row_matvec: self.options.kind.runtime() == Runtime::Mlx && spec.os == Os::Macos,
             os: spec.os,
             chip: &self.chips[node],
             runtime: &self.runtimes[node],
