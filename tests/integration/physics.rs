@@ -689,3 +689,47 @@ fn a_larger_llama_cpp_micro_batch_never_slows_prefill_and_fills_moe_tiles() {
     // (64 rows) neither pays much, so ROCm gains more from the larger micro-batch.
     assert!(ratios[6] < ratios[5], "gpt-oss-120b on an AI Max+, ub 512 / 2048: rocm {} vs vulkan {}", ratios[6], ratios[5]);
 }
+
+/// MLX's quantized mat-vec on Metal unpacks every weight again for each row of a step (FACTS.md:
+/// an M3 Max 4-bit matmul at 1 / 4 / 8 rows takes 0.129 / 0.165 / 0.323 ms), so an 8-row
+/// decode step's dense weights cost more than one row's on a Mac. MLX's CPU and CUDA backends,
+/// llama.cpp's multi-row GEMV and 16-bit weights charge no unpacking: a 4-row step stays at the
+/// weight stream's time.
+#[test]
+fn an_mlx_step_of_eight_rows_pays_its_rows_on_metal_only() {
+    use supernode::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanInput};
+    use supernode::hw::Topology;
+    use supernode::llm::OpClass;
+    let c = catalog();
+    let (_, model) = c.model("llama-3.2-3b").unwrap();
+    let ratio = |node: &str, kind: EngineKind, quant: &str, rows: u64| {
+        let plan = Plan::new(PlanInput {
+            nodes: &[c.node(node).unwrap().clone()],
+            fabric: c.fabric("none").unwrap(),
+            topology: Topology::None,
+            model,
+            quant: c.quant(quant).unwrap(),
+            options: &EngineOptions::december_2025(kind, Parallelism::None),
+            wired_limit_fraction: None,
+            context: 4096,
+            profile: profile(),
+        })
+        .unwrap();
+        let cost = plan.cost(0);
+        let ops = plan.layer_ops(0);
+        let mlp = ops.iter().filter(|o| o.class == OpClass::Dense).max_by_key(|o| o.params).unwrap();
+        let t = |rows: u64| cost.op_ns(mlp, rows, 0) - cost.launch_ns(mlp, rows);
+        t(rows) / t(1)
+    };
+    let metal = ratio("m4-max-40c-128gb", EngineKind::MlxLm, "mlx-4bit", 8);
+    assert!(metal > 1.5, "MLX on an M4 Max: 8 rows cost {metal:.2}x one row");
+    assert!(ratio("m4-max-40c-128gb", EngineKind::MlxLm, "mlx-4bit", 4) > 1.0);
+    for (node, kind, quant) in [
+        ("dgx-spark", EngineKind::MlxLm, "mlx-4bit"),
+        ("m4-max-40c-128gb", EngineKind::LlamaCpp, "q4_0"),
+        ("m4-max-40c-128gb", EngineKind::MlxLm, "bf16"),
+    ] {
+        let r = ratio(node, kind, quant, 4);
+        assert!((r - 1.0).abs() < 1e-9, "{node} {kind:?} {quant}: 4 rows cost {r:.3}x one row");
+    }
+}

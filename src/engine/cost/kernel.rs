@@ -62,7 +62,7 @@ pub struct NodeCost<'a> {
     /// rather than as llama.cpp's chunked delta-net of matrix multiplications.
     pub sequential_recurrence: bool,
     /// Whether the runtime's quantized matrix-vector kernel dequantises every weight once per
-    /// row (MLX's `qmv`, [`MLX_QMV_OPS_PER_ROW`]) and its tiled GEMM computes at least one whole
+    /// row (MLX's Metal `qmv`, [`MLX_QMV_OPS_PER_ROW`]; not MLX's CPU or CUDA backends) and its tiled GEMM computes at least one whole
     /// tile of [`DEQUANT_TOKEN_TILE`] rows (MLX's `qmm`): a small batch runs whichever is
     /// cheaper, as MLX's batch limit chooses. Elsewhere (llama.cpp's multi-row `mul_mv`, CUDA's
     /// MMVQ) a GEMV of up to [`GEMV_MAX_ROWS`] rows dequantises once, hidden under the stream.
