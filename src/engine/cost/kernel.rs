@@ -17,8 +17,9 @@ pub const DEQUANT_TOKEN_TILE: u64 = 32;
 
 /// Most token rows a quantized matmul still runs as a matrix-vector kernel (dequantising in
 /// registers, hidden under the weight stream) before it switches to the tiled GEMM: llama.cpp's
-/// Metal backend runs `mul_mv` up to 8 rows and `mul_mm` above (`ne11_mm_min`); MLX switches
-/// from `qmv` to `qmm` at a similar batch. Assumed 8 for every backend.
+/// Metal backend runs `mul_mv` up to 8 rows and `mul_mm` above (`ne11_mm_min`). Assumed 8 for
+/// every backend but MLX on Metal, whose `qmv` pays every row and gives way to `qmm` where that
+/// is cheaper ([`NodeCost::per_row_matvec`]).
 pub const GEMV_MAX_ROWS: f64 = 8.0;
 
 /// ALU instruction slots per weight per row, beyond the row's multiply-add, of MLX's quantized
@@ -62,10 +63,11 @@ pub struct NodeCost<'a> {
     /// rather than as llama.cpp's chunked delta-net of matrix multiplications.
     pub sequential_recurrence: bool,
     /// Whether the runtime's quantized matrix-vector kernel dequantises every weight once per
-    /// row (MLX's Metal `qmv`, [`MLX_QMV_OPS_PER_ROW`]; not MLX's CPU or CUDA backends) and its tiled GEMM computes at least one whole
-    /// tile of [`DEQUANT_TOKEN_TILE`] rows (MLX's `qmm`): a small batch runs whichever is
-    /// cheaper, as MLX's batch limit chooses. Elsewhere (llama.cpp's multi-row `mul_mv`, CUDA's
-    /// MMVQ) a GEMV of up to [`GEMV_MAX_ROWS`] rows dequantises once, hidden under the stream.
+    /// row (MLX's Metal `qmv`, `MLX_QMV_OPS_PER_ROW`; not MLX's CPU or CUDA backends) and its
+    /// tiled GEMM computes at least one whole tile of `DEQUANT_TOKEN_TILE` rows (MLX's `qmm`): a
+    /// small batch runs whichever is cheaper, as MLX's batch limit chooses. Elsewhere
+    /// (llama.cpp's multi-row `mul_mv`, CUDA's MMVQ) a GEMV of up to `GEMV_MAX_ROWS` rows
+    /// dequantises once, hidden under the stream.
     pub per_row_matvec: bool,
     /// Operating system (the GPU<->CPU crossing off macOS is the fast one).
     pub os: Os,
