@@ -471,7 +471,7 @@ impl Uncertainty {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ParamSource {
-    /// The source: a fact with its reference, a hand-set rule, or "fitted on <data>".
+    /// The source: a fact with its reference, a hand-set rule, or "fitted on `<data>`".
     pub source: String,
     /// The value the source speaks for (checked against the parameter on load).
     #[serde(default, skip_serializing_if = "Option::is_none")]

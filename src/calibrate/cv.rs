@@ -5,7 +5,7 @@
 //! taken once at the full fit (one prediction per parameter, each row's column computed through
 //! the same estimator), and each fold starts from the full fit (warm start) and takes a few
 //! Gauss-Newton steps with that Jacobian (a chord method): the step solves the same robust,
-//! prior-regularised least-squares problem as [`super::fit`] on the linear model, and the
+//! prior-regularised least-squares problem as [`super::fit()`] on the linear model, and the
 //! residuals it is taken from are the twin's own, re-predicted after each step for the rows the
 //! step moves (a row's prediction depends only on the parameters whose Jacobian column touches
 //! it). Folds run in parallel; each fold is sequential arithmetic and results are collected in

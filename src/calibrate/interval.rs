@@ -314,8 +314,8 @@ fn prior_params(sc: &Scenario, profile: &Profile, u: &Uncertainty) -> Vec<(Strin
 }
 
 /// The variances (log units) below and above a published row's prediction that the priors of
-/// the parameters it reads but no fit over `fitted` moves give it ([`prior_params`], with the
-/// parameters of `fitted` taken as pinned; a prior past [`SECANT_ABOVE`] followed to both ends of
+/// the parameters it reads but no fit over `fitted` moves give it (`prior_params`, with the
+/// parameters of `fitted` taken as pinned; a prior past `SECANT_ABOVE` followed to both ends of
 /// its range, as `run` takes it): what a cross-validation fold adds to the interval of a row it
 /// predicts. (0, 0) for a harness target or a profile that was never fitted.
 pub fn prior_row_variance(data: &crate::calibrate::Dataset, i: usize, profile: &Profile, fitted: &[String]) -> (f64, f64) {

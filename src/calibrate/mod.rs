@@ -6,7 +6,7 @@
 //! minimises exactly what `validate` reports. Parameters are fitted in log space (all of them are
 //! positive: efficiencies, costs in microseconds, watts), efficiencies in logit space.
 //!
-//! - [`fit`]: the least-squares problem, robust rounds, prior, identifiability.
+//! - [`fit`](mod@fit): the least-squares problem, robust rounds, prior, identifiability.
 //! - [`cv`]: fast grouped cross-validation, the parameter budget and the fit's uncertainty.
 //! - [`interval`]: prediction intervals of `run`'s headline outputs.
 //! - [`params`]: parameter paths, free-space transforms, default parameter sets.

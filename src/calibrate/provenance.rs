@@ -1,6 +1,6 @@
 //! What `calibrate` writes: the fitted profile's provenance (method, data, envelope) and, for
 //! every parameter, its source, value, uncertainty and the data it came from: "fitted on
-//! <data>" for fitted values, the base profile's source for the values it kept.
+//! `<data>`" for fitted values, the base profile's source for the values it kept.
 
 use std::collections::BTreeMap;
 

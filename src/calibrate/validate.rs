@@ -1844,7 +1844,7 @@ const ROCM_WMMA_MMQ_FROM: &str = "2025-12-01";
 
 /// Why a row the twin reads with a later build's kernels than it measured should not be
 /// fitted, if so: a ROCm row of llama.cpp dated (every `YYYY-MM-DD` in its source and notes)
-/// before [`ROCM_WMMA_MMQ_FROM`] whose metric runs multi-row steps (prefill, TTFT, batched
+/// before `ROCM_WMMA_MMQ_FROM` whose metric runs multi-row steps (prefill, TTFT, batched
 /// decode; one-row decode runs the same mat-vec in every build).
 pub fn build_mismatch(row: &MeasurementRow, scenario: &scenario::Scenario) -> Option<String> {
     let rocm = scenario.engine.kind.runtime() == crate::engine::Runtime::LlamaCpp

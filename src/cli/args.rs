@@ -51,7 +51,7 @@ impl JobsArg {
 /// `--out DIR` and `--no-charts` of the commands that write a sweep result set.
 #[derive(Debug, Clone, Args)]
 pub struct SweepOutArgs {
-    /// Output directory (default: output/sweep-<name>, plus shard-<i>-of-<n> for a shard).
+    /// Output directory (default: `output/sweep-<name>`, plus `shard-<i>-of-<n>` for a shard).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Do not draw charts.

@@ -53,7 +53,7 @@ pub struct CalibrateArgs {
     /// `--json` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub json: JsonArg,
-    /// Keep the values of the --profile's own fit and only compute its [uncertainty] (for
+    /// Keep the values of the --profile's own fit and only compute its `[uncertainty]` (for
     /// prediction intervals) and the rows that move each fitted parameter, on these
     /// measurements: for a profile fitted before `calibrate` wrote them.
     #[arg(long, conflicts_with = "params")]

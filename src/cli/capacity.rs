@@ -107,9 +107,9 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,
     /// Serving capacity under an SLO: for each cluster option of this spec (TOML: a serving
-    /// scenario with [slo], the axis `rate` or `users`, [[option]] overrides), the highest
+    /// scenario with `[slo]`, the axis `rate` or `users`, `[[option]]` overrides), the highest
     /// Poisson rate (or most users) meeting the targets, by bisection; writes the
-    /// latency-vs-load chart (PNG, SVG) and slo.json to --out DIR (default output/slo-<spec>).
+    /// latency-vs-load chart (PNG, SVG) and slo.json to --out DIR (default `output/slo-<spec>`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["spec", "model", "target_tokens_per_s", "budget_usd", "max_power_w", "goal"])]
     pub slo: Option<PathBuf>,
     /// Model preset (required, here or in --spec).

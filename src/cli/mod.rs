@@ -43,7 +43,7 @@ pub struct Cli {
     /// No progress bars or progress notes on stderr (errors and warnings still print).
     #[arg(short, long, global = true)]
     pub quiet: bool,
-    /// A user catalog file ([[node]], [[fabric]], [[quant]], [[model]]; repeatable), added to
+    /// A user catalog file (`[[node]]`, `[[fabric]]`, `[[quant]]`, `[[model]]`; repeatable), added to
     /// the built-ins for this command; `$SUPERNODE_CATALOG` names more (':'-separated).
     #[arg(long = "catalog", global = true, value_name = "FILE")]
     pub catalogs: Vec<std::path::PathBuf>,

@@ -1,8 +1,8 @@
 //! The one estimator behind `run`, `sweep`, `plan` and `validate`: resolve a scenario into a
 //! plan, lower each forward step, execute it on the discrete-event core ([`generate`]), and turn
 //! the timeline into throughput, latency, power, energy and cost ([`power`]). HPL has its own
-//! model ([`hpl`]); [`envelope`] says whether the profile covers the scenario; [`trace`] records
-//! a run for Perfetto (through the [`recorder`]), and [`gantt`] keeps one step of it for a chart.
+//! model ([`hpl`]); [`envelope()`] says whether the profile covers the scenario; [`trace`] records
+//! a run for Perfetto (through the [`recorder`]), and [`gantt()`] keeps one step of it for a chart.
 
 use std::sync::Arc;
 

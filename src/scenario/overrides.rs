@@ -117,7 +117,7 @@ fn split(arg: &str) -> Result<Override<'_>, ScenarioError> {
 }
 
 /// Applies `key.path=value` overrides to a source. A known key's value is typed by the key
-/// (see [`KEYS`]); others are read as TOML (`32768`, `true`, `"x"`, `[1, 2]`), falling back to
+/// (see `KEYS`); others are read as TOML (`32768`, `true`, `"x"`, `[1, 2]`), falling back to
 /// a bare string. Errors point at the `--set` argument.
 pub fn apply_overrides(source: Source, overrides: &[String]) -> Result<Source, ScenarioError> {
     if overrides.is_empty() {

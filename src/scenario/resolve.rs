@@ -1,5 +1,5 @@
 //! Validation of a raw scenario into a typed [`Scenario`], one section at a time. The rules
-//! themselves live with the physics (cabling in [`crate::hw::cabling`], splits in
+//! themselves live with the physics (cabling in [`crate::hw::cabling`](mod@crate::hw::cabling), splits in
 //! [`crate::engine::split`]); this file locates their errors in the file and says how to fix them.
 
 // Errors carry the source text for rendering; they are the cold path, so their size is fine.

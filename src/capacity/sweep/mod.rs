@@ -17,8 +17,8 @@
 //! `i % n`. Lines are written in index order whatever the thread count, so the output bytes do
 //! not depend on `--jobs`, and `merge` of all shards equals the unsharded run byte for byte.
 //!
-//! Files: [`grammar`] (axes and points), [`run`] (running, resuming, sharding), [`manifest`],
-//! [`results`] (result lines written and read back), [`table`] (the CSV view), [`merge`].
+//! Files: [`grammar`] (axes and points), [`run`](mod@run) (running, resuming, sharding), [`manifest`],
+//! [`results`] (result lines written and read back), [`table`] (the CSV view), [`merge`](mod@merge).
 
 // Errors carry the source text for rendering; they are the cold path.
 #![allow(clippy::result_large_err)]
@@ -50,7 +50,7 @@ pub const RESULTS_CSV: &str = "results.csv";
 /// What the directory holds: sweep hash, shard, point counts.
 pub const MANIFEST: &str = "manifest.json";
 /// Largest sweep accepted (points, and values of one range axis). Up to it a sweep streams:
-/// range axes are never expanded and points are built on demand in blocks of [`BLOCK`], so
+/// range axes are never expanded and points are built on demand in blocks of `BLOCK`, so
 /// memory does not grow with the number of points (a 1e9-point sweep is long, not large; shard
 /// it). Beyond it the sweep is refused up front with the count and a fix.
 pub const MAX_POINTS: u64 = 1_000_000_000;

@@ -137,7 +137,7 @@ impl ExpertRowTile {
     /// No tile modelled: FLOPs follow the routed rows (MLX, the CUDA engines).
     pub const NONE: Self = Self { widths: &[], min_step_rows: u64::MAX, covers_half: false };
     /// llama.cpp's CUDA MMQ on an NVIDIA GPU with tensor cores (build 6918, `mmq.cuh`
-    /// `mul_mat_q_case`): the tile width `mmq_x` is the first of [`CUDA_MMQ_WIDTHS`] that takes
+    /// `mul_mat_q_case`): the tile width `mmq_x` is the first of `CUDA_MMQ_WIDTHS` that takes
     /// the step's rows in the fewest tiles, chosen from the step's row count (`ncols_max =
     /// ne12`); every expert's rows then run in tiles of that width (`expert_bounds`). MoE steps
     /// of 2 or more rows take this path (`ggml_cuda_mul_mat_id`: one row goes to MMVQ);
@@ -145,7 +145,7 @@ impl ExpertRowTile {
     pub const CUDA_MMQ: Self = Self { widths: CUDA_MMQ_WIDTHS, min_step_rows: 2, covers_half: false };
     /// llama.cpp's HIP (ROCm) MMQ on an AMD RDNA3/RDNA4 GPU, as built from December 2025
     /// (xllamacpp 0.2.7 to 0.2.12: `amd_wmma_available`, and `ggml_cuda_should_use_mmq` takes MMQ
-    /// for every batch): the CUDA selection over [`ROCM_MMQ_WIDTHS`], from 5 rows
+    /// for every batch): the CUDA selection over `ROCM_MMQ_WIDTHS`, from 5 rows
     /// (`MMVQ_MMID_MAX_BATCH_SIZE` 4 run as mat-vec); quantized types only. Not modelled: the
     /// builds before (xllamacpp 0.2.5, 2025-11) ran steps of 64+ rows per expert through a
     /// dequantisation to f16 and hipBLAS (`ggml_cuda_mul_mat_id`'s fallback loop); their rows

@@ -47,7 +47,7 @@ impl NetCost<'_> {
     /// RDMA under another library (ConnectX-7 RoCE, NCCL's fabrics): alpha = the wire latency
     /// alone. `jaccl_round_us` was fitted on JACCL over Thunderbolt 5 and describes JACCL's
     /// software, not a verbs round on a CX-7 (whose `ib_write_lat` floor the catalog latency
-    /// already is, FACTS-2026 B3); NCCL's own software costs are its priors in [`super::nccl`].
+    /// already is, FACTS-2026 B3); NCCL's own software costs are its priors in `engine::cost::nccl`.
     ///
     /// TCP: alpha = the wire latency + one message's software cost (syscalls, copies).
     ///
@@ -66,7 +66,7 @@ impl NetCost<'_> {
 
     /// An NCCL all-reduce of `bytes` (each rank's buffer) over `ranks` ranks, one per node, ns:
     /// tree on the LL protocol for small messages, ring on Simple for bulk, the cheaper one (the
-    /// model and its sources: [`super::nccl`]). 0 on one rank.
+    /// model and its sources: `engine::cost::nccl`). 0 on one rank.
     pub fn nccl_all_reduce_ns(&self, bytes: u64, ranks: usize) -> Time {
         self.nccl_all_reduce(bytes, ranks).ns
     }

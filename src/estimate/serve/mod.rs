@@ -1,6 +1,6 @@
 //! The serve workload: requests arrive (closed loop, Poisson, trace), a runtime's scheduler
 //! ([`sched`]) batches them, and every forward it decides on is lowered and executed on the
-//! event core exactly like a `generate` step ([`ServeSim::forward`]): a workload, not a second
+//! event core exactly like a `generate` step (`ServeSim::forward`): a workload, not a second
 //! estimator. KV cache is reserved per node at admission (prompt + output at the split's share)
 //! against what the wired limit leaves after weights; statistics stream ([`stats`]).
 //!

@@ -1,6 +1,6 @@
 //! Each runtime's serving scheduler, as read from its source (FACTS.md, "Serving concurrent
 //! requests"). One iteration of the server loop per call; every forward goes through
-//! [`super::ServeSim::forward`], the same lowering and event core as `generate`.
+//! `ServeSim::forward`, the same lowering and event core as `generate`.
 
 use crate::engine::Plan;
 use crate::engine::runtimes::ServingLoop;

@@ -1,4 +1,4 @@
-//! The figures drawn from a sweep: per model, scaling / power / cost vs nodes ([`NodeChart`]),
+//! The figures drawn from a sweep: per model, scaling / power / cost vs nodes (`NodeChart`),
 //! TTFT vs prompt length, the equal-budget comparison; and the memory-fit grid over all models.
 
 use plotters::prelude::*;
