@@ -92,7 +92,7 @@ impl Lowered {
         // Each distinct context-dependent op once; a segment adds its ops' times in its order,
         // so the sums are the same bits as timing every op of every segment.
         // Each node's cost model built once for the step (it is read per op below).
-        let costs: Vec<NodeCost<'_>> = (0..plan.n()).map(|node| plan.cost(node)).collect();
+        let costs = plan.costs();
         let ctx_ns: Vec<(f64, f64, f64)> = self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(&costs[*node], op, rows)).collect();
         // Per node: its GPU tasks' time and its host's build of the next step's graph.
         let mut gpu_by_node = vec![0u64; plan.n()];
@@ -169,7 +169,7 @@ impl Lowered {
     pub fn work_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) -> Vec<Work> {
         self.split_parts(plan, head_rows);
         let mut out = vec![Work::default(); plan.n()];
-        let costs: Vec<NodeCost<'_>> = (0..plan.n()).map(|node| plan.cost(node)).collect();
+        let costs = plan.costs();
         for &(_, seg) in &self.gpu_tasks {
             let node = self.segments[seg].node;
             let cost = &costs[node];

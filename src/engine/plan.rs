@@ -292,6 +292,11 @@ impl Plan {
         ((m.limit_gb - m.weights_gb - m.overhead_gb) * 1e9).max(0.0)
     }
 
+    /// Every node's cost model, by node: for a step that reads them per op.
+    pub fn costs(&self) -> Vec<NodeCost<'_>> {
+        (0..self.n()).map(|node| self.cost(node)).collect()
+    }
+
     /// The cost model of `node`: its kernels, launches, crossings and host work.
     pub fn cost(&self, node: usize) -> NodeCost<'_> {
         let spec = &self.nodes[node];

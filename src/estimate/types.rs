@@ -76,13 +76,19 @@ impl ServeMetrics {
     /// The warnings a serving run prints: a truncated run, and a window in which no request
     /// completed (its per-request rate and latency percentiles then read 0).
     pub fn warnings(&self) -> Vec<String> {
-        let empty = (self.requests_completed == 0).then(|| {
+        let empty = self.none_completed().then(|| {
             format!(
                 "warning: no request that arrived after the warm-up completed in the {:.1} s window, so it reports no per-request rate or latency (0 in JSON): raise workload.duration_s (or lower the load)",
                 self.simulated_window_s
             )
         });
         self.truncation_warning().into_iter().chain(empty).collect()
+    }
+
+    /// Whether no request that arrived after the warm-up completed in the window: the
+    /// per-request rate and latency percentiles are then not measured (0 in JSON).
+    pub fn none_completed(&self) -> bool {
+        self.requests_completed == 0
     }
 
     /// The warning a truncated run prints (none when the whole workload was simulated).

@@ -154,8 +154,7 @@ fn fault_rows(s: &mut String, e: &Estimate) {
 fn serve_rows(s: &mut String, e: &Estimate, sv: &crate::estimate::ServeMetrics) {
     let row = row_to;
     row(s, "aggregate decode", format!("{:.2} tok/s  (goodput {:.2})", sv.aggregate_decode_tokens_per_s, sv.goodput_tokens_per_s));
-    // No request completed in the window: its per-request figures are not measured (0 in JSON).
-    let none = sv.requests_completed == 0;
+    let none = sv.none_completed();
     let per_request = if none {
         "n/a (no request completed in the window)".to_string()
     } else {
