@@ -191,8 +191,14 @@ pub(super) fn estimate_error(sc: &Scenario, err: EstimateError) -> CliError {
 /// `path` and moved into place when complete (memory flat in the trace's length). At most
 /// `max_tasks` tasks ([`crate::estimate::MAX_TRACE_EVENTS`] by default) are written; the note says when the cap cut it.
 fn write_trace(sc: &Scenario, profile: &Profile, path: &Path, steps: u64, max_tasks: u64) -> Result<(), CliError> {
-    if sc.workload.kind != WorkloadKind::Generate {
-        return Err(CliError::input("--trace records generate workloads (prefill and decode steps) and serving runs, not HPL"));
+    match sc.workload.kind {
+        WorkloadKind::Generate => {}
+        WorkloadKind::BatchedBench => {
+            return Err(CliError::input(
+                "--trace records generate workloads (prefill and decode steps) and serving runs, not batched-bench (use kind = \"generate\", or \"serve\" with `concurrency`)",
+            ));
+        }
+        _ => return Err(CliError::input("--trace records generate workloads (prefill and decode steps) and serving runs, not HPL")),
     }
     let cannot = |e: String| CliError::failure(format!("cannot write the trace {}: {e}", path.display()));
     let plan = crate::estimate::trace_plan(sc, profile).map_err(|e| cannot(e.to_string()))?;

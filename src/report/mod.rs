@@ -43,7 +43,7 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
     // An estimate exists only for a scenario that fits (see `estimate::Fits`).
     row(&mut s, "fits", "yes".into());
     if let Some(sv) = &e.serve {
-        serve_rows(&mut s, e, sv);
+        serve_rows(&mut s, e, sv, iv);
     } else {
         row(&mut s, "decode", format!("{:.2} tok/s{}", e.decode_tokens_per_s, range(iv, "decode_tokens_per_s", 2)));
         row(
@@ -151,9 +151,20 @@ fn fault_rows(s: &mut String, e: &Estimate) {
 }
 
 /// The rows of a serving run: rates, latency percentiles, SLO, queue and KV.
-fn serve_rows(s: &mut String, e: &Estimate, sv: &crate::estimate::ServeMetrics) {
+/// The serving headlines' 90% intervals (`decode_tokens_per_s` is the aggregate rate, `ttft_s`
+/// the mean TTFT) print beside them.
+fn serve_rows(s: &mut String, e: &Estimate, sv: &crate::estimate::ServeMetrics, iv: &Intervals) {
     let row = row_to;
-    row(s, "aggregate decode", format!("{:.2} tok/s  (goodput {:.2})", sv.aggregate_decode_tokens_per_s, sv.goodput_tokens_per_s));
+    row(
+        s,
+        "aggregate decode",
+        format!(
+            "{:.2} tok/s  (goodput {:.2}){}",
+            sv.aggregate_decode_tokens_per_s,
+            sv.goodput_tokens_per_s,
+            range(iv, "decode_tokens_per_s", 2)
+        ),
+    );
     let none = sv.none_completed();
     let per_request = if none {
         "n/a (no request completed in the window)".to_string()
@@ -165,7 +176,11 @@ fn serve_rows(s: &mut String, e: &Estimate, sv: &crate::estimate::ServeMetrics) 
     let q = |p: &crate::estimate::Quantiles, scale: f64, unit: &str| {
         if none { "n/a".to_string() } else { format!("{:.3} / {:.3} / {:.3} {unit}", p.p50 * scale, p.p90 * scale, p.p99 * scale) }
     };
-    row(s, "TTFT p50 / p90 / p99", q(&sv.ttft_percentiles_s, 1.0, "s"));
+    let ttft_mean = match iv.get("ttft_s") {
+        Some(i) if !none => format!("  (mean {:.3} s, 90%: {:.3}-{:.3})", e.ttft_s, i.p5, i.p95),
+        _ => String::new(),
+    };
+    row(s, "TTFT p50 / p90 / p99", format!("{}{ttft_mean}", q(&sv.ttft_percentiles_s, 1.0, "s")));
     let tpot = crate::estimate::Quantiles { p50: e.tpot_ms.p50, p90: e.tpot_ms.p90.unwrap_or(0.0), p99: e.tpot_ms.p99 };
     row(s, "TPOT p50 / p90 / p99", q(&tpot, 1.0, "ms"));
     row(s, "e2e p50 / p90 / p99", q(&sv.e2e_s, 1.0, "s"));

@@ -226,7 +226,20 @@ fn trace_is_a_perfetto_file_of_the_same_run() {
     let hpl = scenario("m3-ultra-hpl-2x.toml");
     let out =
         bin().arg("run").arg(&hpl).args(["--no-write", "--trace"]).arg(dir.path().join("h.json")).assert().code(2).get_output().clone();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace records generate workloads"));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(err.contains("--trace records generate workloads") && err.contains("not HPL"), "{err}");
+    // A batched-bench run is named as what it is, with the kinds that trace.
+    let out = bin()
+        .arg("run")
+        .arg(&f)
+        .args(["--no-write", "--set", "workload.kind=batched-bench", "--set", "workload.batch=4", "--trace"])
+        .arg(dir.path().join("b.json"))
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(err.contains("not batched-bench") && err.contains("kind = \"generate\""), "{err}");
 }
 
 #[test]
