@@ -95,7 +95,7 @@ pub struct ChipParams {
 /// Engines that may have their own host costs in a chip's `engines` table: the host keys of
 /// the runtime registry (`engine::runtimes::host_keys`, pinned equal by a test there; listed
 /// here because the profile sits below the engine layer and must not import it).
-pub const HOST_ENGINES: &[&str] = &["exo", "vllm-mlx", "sglang"];
+pub const HOST_ENGINES: &[&str] = &["exo", "vllm-mlx", "omlx", "sglang"];
 
 /// Host costs of an engine on a chip (see [`ChipParams::engines`]).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]

@@ -19,6 +19,9 @@ pub enum EngineKind {
     /// has none). Its scheduler is taken as mlx-lm's `BatchGenerator` (an assumption: FACTS.md
     /// describes mlx-lm's, not vllm-mlx's).
     VllmMlx,
+    /// oMLX on one node: MLX kernels behind its own server loop (host costs `[engines.omlx]`),
+    /// its scheduler taken as mlx-lm's `BatchGenerator` (an assumption, as for vllm-mlx).
+    Omlx,
     /// vLLM V1 on CUDA nodes (GB10): PyTorch/FlashInfer kernels (the chip's `cuda` runtime
     /// parameters), the V1 token-budget scheduler, paged KV, CUDA graphs unless eager.
     Vllm,
@@ -33,7 +36,7 @@ pub enum EngineKind {
 /// The kernel library an engine runs: the key of a chip's runtime parameters in a profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Runtime {
-    /// MLX (exo, mlx-lm, vllm-mlx): MLX formats.
+    /// MLX (exo, mlx-lm, vllm-mlx, oMLX): MLX formats.
     Mlx,
     /// llama.cpp (llama-cpp, llama-cpp-rpc, ollama): GGUF formats.
     LlamaCpp,

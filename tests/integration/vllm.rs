@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use supernode::calibrate::validate::{read_csv, row_scenario};
+use supernode::calibrate::validate::{parse_csv, read_csv, row_scenario};
 use supernode::calibrate::{Dataset, calibrate};
 use supernode::engine::{EngineKind, lower_step};
 use supernode::estimate::{ServeSim, estimate};
@@ -196,4 +196,38 @@ fn calibrate_recovers_host_per_seq_us_from_synthetic_concurrency_rows() {
     let got = |k: usize| fitted.param(&params[k]).unwrap().0;
     assert!((got(0) - 600.0).abs() < 6.0 && (got(1) - 850.0).abs() < 8.5, "{} {} ({report:?})", got(0), got(1));
     assert!(report.rms_percent < 0.1, "{}", report.rms_percent);
+}
+
+/// oMLX (FACTS.md: jundot/omlx issue 1783) is MLX's kernels behind a server loop of its own:
+/// one user's decode step is mlx-lm's plus the loop's per-step and per-sequence host costs
+/// (`[chips.m4-max.engines.omlx]`, priors read from FACTS.md's one-user figure, not fitted), so
+/// the FACTS anchor it was derived from comes back (Qwen3-Coder-Next 6-bit on an M4 Max,
+/// 1,024-token prompts: 78.4 tok/s for one user); `validate` maps an `omlx` row to it.
+#[test]
+fn omlx_is_mlx_kernels_behind_its_own_loop_with_host_costs_from_facts() {
+    let mut p = Profile::default_profile();
+    p.misc.jitter_cv = 0.0;
+    let host = p.chips["m4-max"].engines.get("omlx").cloned().expect("the shipped profile has oMLX's host costs on the M4 Max");
+    assert_eq!((host.host_per_step_us, host.host_per_seq_us), (2870.0, 100.0), "FACTS-derived priors, not fitted");
+    let one = |engine: &str| {
+        let text = format!(
+            "[cluster]\nnode = \"m4-max-40c-128gb\"\n[model]\nname = \"qwen3-coder-next\"\nquant = \"mlx-6bit\"\n[engine]\nname = \"{engine}\"\n[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 1\nrequests = 1\nprompt_tokens = 1024\ngenerate_tokens = 64\n"
+        );
+        let s = sc(&text);
+        let e = estimate(&s, &p).unwrap();
+        (s.engine.kind, e.tpot_ms.p50, e.serve.unwrap().per_request_decode_tokens_per_s)
+    };
+    let (kind, omlx_ms, omlx_rate) = one("omlx");
+    assert_eq!(kind, EngineKind::Omlx);
+    assert_eq!(kind.runtime().id(), "mlx");
+    let (_, mlx_ms, _) = one("mlx-lm");
+    assert!((omlx_ms - mlx_ms - 2.97).abs() < 0.01, "oMLX {omlx_ms} ms = mlx-lm {mlx_ms} ms + 2.87 + 0.1 ms");
+    assert!((omlx_rate / 78.4 - 1.0).abs() < 0.02, "{omlx_rate} tok/s vs FACTS 78.4");
+    // A published oMLX row is predicted on it, with the scheduler assumption said.
+    let csv = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+               o8,mac-studio-m4-max,1,128gb,qwen3-coder-next,6bit,omlx,none,none,1024,8,aggregate_decode_tokens_per_s,180.2,tok/s,jundot/omlx issue 1783,256 generated tokens\n";
+    let rows = parse_csv(csv, "omlx.csv").unwrap();
+    let (b, assumed) = row_scenario(&rows[0], &rows).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.build().unwrap_or_else(|e| panic!("{e}")).engine.kind, EngineKind::Omlx);
+    assert!(assumed.iter().any(|a| a.contains("oMLX scheduler taken as mlx-lm's BatchGenerator")), "{assumed:?}");
 }

@@ -12,6 +12,7 @@ pub mod llama_cpp;
 pub mod llama_cpp_rpc;
 pub mod mlx_lm;
 pub mod ollama;
+pub mod omlx;
 pub mod sglang;
 pub mod trtllm;
 pub mod vllm;
@@ -47,13 +48,14 @@ pub(crate) fn vllm_v1_loop(max_batch: Option<u64>, options: &EngineOptions) -> S
 }
 
 /// Every runtime module, in the order scenario names are listed (aliases included).
-pub const RUNTIMES: [&dyn EngineRuntime; 9] = [
+pub const RUNTIMES: [&dyn EngineRuntime; 10] = [
     &exo::Exo,
     &mlx_lm::MlxLm,
     &llama_cpp::LlamaCpp,
     &llama_cpp_rpc::LlamaCppRpc,
     &ollama::Ollama,
     &vllm_mlx::VllmMlx,
+    &omlx::Omlx,
     &vllm::Vllm,
     &sglang::Sglang,
     &trtllm::TrtLlm,
@@ -68,6 +70,7 @@ impl EngineKind {
             Self::LlamaCpp => &llama_cpp::LlamaCpp,
             Self::LlamaCppRpc => &llama_cpp_rpc::LlamaCppRpc,
             Self::VllmMlx => &vllm_mlx::VllmMlx,
+            Self::Omlx => &omlx::Omlx,
             Self::Vllm => &vllm::Vllm,
             Self::Sglang => &sglang::Sglang,
             Self::TrtLlm => &trtllm::TrtLlm,
@@ -556,6 +559,7 @@ mod tests {
             EngineKind::LlamaCpp,
             EngineKind::LlamaCppRpc,
             EngineKind::VllmMlx,
+            EngineKind::Omlx,
             EngineKind::Vllm,
             EngineKind::Sglang,
             EngineKind::TrtLlm,
@@ -565,7 +569,20 @@ mod tests {
         }
         assert_eq!(
             EngineKind::names(),
-            ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "ollama", "vllm-mlx", "vllm", "sglang", "trtllm", "trt-llm", "tensorrt-llm"]
+            [
+                "exo",
+                "mlx-lm",
+                "llama-cpp",
+                "llama-cpp-rpc",
+                "ollama",
+                "vllm-mlx",
+                "omlx",
+                "vllm",
+                "sglang",
+                "trtllm",
+                "trt-llm",
+                "tensorrt-llm"
+            ]
         );
     }
 
@@ -592,6 +609,8 @@ mod tests {
         assert_eq!(EngineKind::Sglang.host_key(), Some("sglang"));
         assert_eq!(EngineKind::Vllm.host_key(), None);
         assert_eq!(EngineKind::VllmMlx.runtime(), Runtime::Mlx);
+        assert_eq!(EngineKind::Omlx.host_key(), Some("omlx"));
+        assert_eq!(EngineKind::Omlx.runtime(), Runtime::Mlx);
     }
 
     #[test]
