@@ -714,9 +714,11 @@ impl ParamBudget {
     }
 
     /// One line: `N parameters fitted on M rows (X rows per parameter)`, then the warning.
+    /// The ratio is printed from the counts, not from the rounded `rows_per_parameter`, so it
+    /// reads as the warning does (34 / 22 is 1.55 in both, not 1.545 rounded again to 1.54).
     pub fn line(&self) -> String {
-        let mut s =
-            format!("{} parameters fitted on {} rows ({:.2} rows per parameter)", self.parameters, self.rows, self.rows_per_parameter);
+        let per = if self.parameters == 0 { f64::INFINITY } else { self.rows as f64 / self.parameters as f64 };
+        let mut s = format!("{} parameters fitted on {} rows ({per:.2} rows per parameter)", self.parameters, self.rows);
         if let Some(w) = &self.warning {
             s.push_str(&format!("\nWARNING: {w}"));
         }

@@ -135,15 +135,14 @@ pub fn published_params() -> Vec<String> {
         // The CUDA engines on GB10: the eager launch cost (vLLM rows with --enforce-eager,
         // n-spark1-gptoss120b-vllm-c1/-c8/-c32; it overlaps the GPU, so on these GPU-bound
         // rows it moves nothing and `calibrate` drops it), vLLM's host work per sequence (their c8/c32)
-        // and SGLang's own (its b32), the MXFP4 MoE kernel and the 8-bit one of gpt-oss's other
-        // weights (the vLLM rows; the fit drops the 8-bit one when the same rows cannot tell the
-        // two apart), and the FP8 W8A8 kernel (SGLang's Llama 3.1 8B FP8 rows), a family of its
-        // own since 2026-12-05. The graph replay cost stays at its prior: only two rows ran
-        // graphs, and the FP8 multiplier already moves with them.
+        // and SGLang's own (its b32), and the FP8 W8A8 kernel (SGLang's Llama 3.1 8B FP8 rows), a
+        // family of its own since 2026-12-05. vLLM's MXFP4 MoE and 8-bit multipliers stay at 1
+        // (the chip's expert and dense rates, as llama.cpp's kernels stream): fitted, the three
+        // vLLM rows could not tell them apart and put the experts at 255 GB/s, above the GB10's
+        // measured 231-234 GB/s read ceiling (FACTS-2026 B2). The graph replay cost stays at its
+        // prior: only two rows ran graphs, and the FP8 multiplier already moves with them.
         "chips.gb10.runtimes.cuda.kernel_launch_us",
         "chips.gb10.runtimes.cuda.host_per_seq_us",
-        "chips.gb10.runtimes.cuda.bw_mult_mxfp4",
-        "chips.gb10.runtimes.cuda.bw_mult_8bit",
         "chips.gb10.runtimes.cuda.bw_mult_fp8",
         "chips.gb10.engines.sglang.host_per_seq_us",
         // MLX's launch cost on the M4 Max is not fitted: the vllm-mlx rows cannot tell it from
