@@ -1,7 +1,10 @@
 //! vllm-mlx on one node: MLX kernels (the chip's `mlx` runtime parameters) behind its own
-//! server loop, whose host costs are the chip's `[engines.vllm-mlx]` (mlx-lm's where a chip has
-//! none). Its scheduler is taken as mlx-lm's `BatchGenerator` (an assumption: FACTS.md
-//! describes mlx-lm's, not vllm-mlx's). The planner does not enumerate it.
+//! server loop, whose host costs are the chip's `[engines.vllm-mlx]` (borrowed from another
+//! chip where a chip has none). Its scheduler is taken as mlx-lm's `BatchGenerator` (an
+//! assumption: FACTS.md describes mlx-lm's, not vllm-mlx's). The planner does not enumerate it.
+//!
+//! [`MlxServer`] is the shape every such MLX server shares (oMLX's too: [`super::omlx`]): only
+//! its names, label and host-cost key differ.
 
 use crate::hw::NodeSpec;
 
@@ -15,37 +18,56 @@ use super::{
     single_node_split,
 };
 
-/// vllm-mlx: MLX kernels behind vllm-mlx's own server loop.
-pub struct VllmMlx;
+/// An MLX server of its own on one node: MLX kernels, mlx-lm's `BatchGenerator` scheduler
+/// (assumed), and the server loop's own host costs per step and per sequence, read from a
+/// chip's `[engines.<host_key>]`.
+pub struct MlxServer {
+    /// The engine kind it registers as.
+    pub kind: EngineKind,
+    /// Scenario names (the first is its id and its host-cost key).
+    pub names: &'static [&'static str],
+    /// Report label.
+    pub label: &'static str,
+    /// What a measurement row of it is read as.
+    pub assumption: &'static str,
+}
 
-impl EngineRuntime for VllmMlx {
+/// vllm-mlx: MLX kernels behind vllm-mlx's own server loop.
+pub const VLLM_MLX: MlxServer = MlxServer {
+    kind: EngineKind::VllmMlx,
+    names: &["vllm-mlx"],
+    label: "vllm-mlx",
+    assumption: "vllm-mlx scheduler taken as mlx-lm's BatchGenerator (MLX kernels, vllm-mlx host costs)",
+};
+
+impl EngineRuntime for MlxServer {
     fn kind(&self) -> EngineKind {
-        EngineKind::VllmMlx
+        self.kind
     }
 
     fn names(&self) -> &'static [&'static str] {
-        &["vllm-mlx"]
+        self.names
     }
 
     fn id(&self) -> &'static str {
-        "vllm-mlx"
+        self.names[0]
     }
 
     fn label(&self) -> &'static str {
-        "vllm-mlx"
+        self.label
     }
 
     fn measurement_assumption(&self) -> Option<&'static str> {
-        Some("vllm-mlx scheduler taken as mlx-lm's BatchGenerator (MLX kernels, vllm-mlx host costs)")
+        Some(self.assumption)
     }
 
     fn kernels(&self) -> Runtime {
         Runtime::Mlx
     }
 
-    /// Its own Python scheduler, detokenising and streaming: `[chips.<chip>.engines.vllm-mlx]`.
+    /// Its own Python scheduler, detokenising and streaming: `[chips.<chip>.engines.<id>]`.
     fn host_key(&self) -> Option<&'static str> {
-        Some("vllm-mlx")
+        Some(self.names[0])
     }
 
     fn version_defaults(&self) -> VersionDefaults {
@@ -69,9 +91,9 @@ impl EngineRuntime for VllmMlx {
     }
 
     /// Taken as mlx-lm's BatchGenerator with mlx_lm.server's limits (an assumption: FACTS.md
-    /// reads mlx-lm's scheduler, not vllm-mlx's; vllm-mlx batches through mlx-lm's
+    /// reads mlx-lm's scheduler, not this server's; vllm-mlx batches through mlx-lm's
     /// BatchGenerator). Its own Python scheduler, detokenising and streaming show as its host
-    /// costs (`[chips.<chip>.engines.vllm-mlx]`).
+    /// costs (`[chips.<chip>.engines.<id>]`).
     fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
         MlxLm.serving_loop(max_batch, options)
     }
