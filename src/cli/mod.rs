@@ -133,7 +133,7 @@ pub(crate) use note;
 /// Arguments of `catalog`.
 #[derive(Debug, Args)]
 pub struct CatalogArgs {
-    /// Only one section: nodes, fabrics, models or quants.
+    /// Only one section: nodes, fabrics, models, quants or engines.
     pub section: Option<String>,
 }
 
@@ -245,8 +245,8 @@ fn install_user_catalogs(flags: &[std::path::PathBuf]) -> Result<(), CliError> {
 
 fn catalog_command(a: &CatalogArgs) -> Result<(), CliError> {
     if let Some(s) = &a.section {
-        if !["nodes", "fabrics", "models", "quants"].contains(&s.as_str()) {
-            return Err(CliError::input(format!("unknown catalog section `{s}` (use nodes, fabrics, models or quants)")));
+        if !["nodes", "fabrics", "models", "quants", "engines"].contains(&s.as_str()) {
+            return Err(CliError::input(format!("unknown catalog section `{s}` (use nodes, fabrics, models, quants or engines)")));
         }
     }
     print!("{}", report::catalog_table(catalog(), a.section.as_deref()));

@@ -163,7 +163,20 @@ fn catalog_lists_everything_with_sources() {
     ] {
         assert!(t.contains(id), "catalog lacks {id}");
     }
-    bin().args(["catalog", "gpus"]).assert().code(2);
+    let out = bin().args(["catalog", "gpus"]).assert().code(2).get_output().clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("engines"), "the error lists the sections");
+    // The engines: every scenario name, its kernels, its host-cost table and where it runs.
+    let o = bin().args(["catalog", "engines"]).assert().success().get_output().clone();
+    let t = String::from_utf8(o.stdout).unwrap();
+    for name in supernode::engine::EngineKind::names() {
+        assert!(t.contains(name), "engines lack {name}:\n{t}");
+    }
+    let line = |id: &str| t.lines().find(|l| l.split_whitespace().next() == Some(id)).unwrap_or_else(|| panic!("{id}:\n{t}")).to_string();
+    assert!(line("omlx").contains("mlx") && line("omlx").contains("engines.omlx") && line("omlx").contains("one node"), "{t}");
+    assert!(line("vllm").contains("cuda") && line("vllm").contains("tensor, pipeline, expert"), "{t}");
+    assert!(line("ollama").contains("runs llama-cpp's kernels"), "{t}");
+    assert!(t.contains("runs on chips: gb10\n"), "the CUDA engines run on the GB10 only:\n{t}");
+    assert!(!t.contains("NODES"), "one section");
 }
 
 #[test]
