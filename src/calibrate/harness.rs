@@ -277,6 +277,7 @@ pub fn host_node(h: &HarnessFile) -> Result<NodeSpec, SourceError> {
         gpu_memory_limit_gb: None,
         mlx_gemm_tflops: None,
         fp8_gemm_tflops: None,
+        read_ceiling_gbs: None,
         power_modes_w: Vec::new(),
         power_mode_w: None,
         planner: false,

@@ -126,7 +126,10 @@ pub fn published_params() -> Vec<String> {
         // The AI Max+ 395's expert rate and launch cost stay at their FACTS priors (hand-set.toml):
         // the launch cost from a published 8B decode on a Ryzen AI MAX 385, the expert rate as
         // the dense mat-vec's. Fitted, the one 2025-08 MXFP4 row (fw-gptoss120b-1) set both and
-        // every small model and small-active MoE on the chip read half as fast held out.
+        // every small model and small-active MoE on the chip read half as fast held out. The
+        // dense rate's prior is the chip's measured read ceiling (212 GB/s, FACTS-2026 A3), which
+        // the cost model caps every stream at: its rows would push it above, so `calibrate`
+        // finds it unconstrained and keeps the prior (2026-12-06).
         "chips.ryzen-ai-max-395.bw_eff_dense",
         // vllm-mlx's own host costs, per step and per sequence: its concurrency rows at 1 and 8
         // requests (m4max-l32-1b-vllm-c1, -c8) pin them apart.

@@ -429,6 +429,9 @@ fn check_node(file: &UserFile, span: &Range<usize>, n: &NodeSpec) -> Result<(), 
     if let Some(t) = n.fp8_gemm_tflops {
         out_of_range(file, span, "fp8_gemm_tflops", t, 0.001, 100_000.0, "TFLOPS")?;
     }
+    if let Some(r) = n.read_ceiling_gbs {
+        out_of_range(file, span, "read_ceiling_gbs", r, 0.001, n.mem_bw_gbs.max(0.001), "GB/s (at most mem_bw_gbs)")?;
+    }
     for &w in &n.power_modes_w {
         out_of_range(file, span, "power_modes_w", w, 1.0, 100_000.0, "W")?;
     }

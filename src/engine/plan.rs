@@ -302,6 +302,7 @@ impl Plan {
         let spec = &self.nodes[node];
         NodeCost {
             mem_bw: spec.mem_bw(),
+            read_ceiling: spec.read_ceiling(),
             // MLX on a chip with neural accelerators (M5) issues its GEMMs there; a power mode
             // caps what the chip's energy per FLOP allows (hw::NodeSpec::issued_flops).
             peak_flops: spec.issued_flops(self.options.kind.runtime() == Runtime::Mlx, self.chips[node].pj_per_flop),

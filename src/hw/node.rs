@@ -86,6 +86,11 @@ pub struct NodeSpec {
     /// at the chip's GEMM efficiencies; every other format and runtime reads `fp16_tflops`.
     #[serde(default)]
     pub fp8_gemm_tflops: Option<f64>,
+    /// The sustained DRAM read bandwidth measured on this box, GB/s (a saturating-read kernel),
+    /// where a source gives one: no kernel streams faster, whatever its fitted efficiency
+    /// (`engine::cost` caps every weight and KV stream at it). None: the spec `mem_bw_gbs`.
+    #[serde(default)]
+    pub read_ceiling_gbs: Option<f64>,
     /// The SoC power limits, W, the box's firmware offers (AI Max+ 395 boards: 55/85/120 W,
     /// FACTS-2026 A3); empty when the box has no user-set mode.
     #[serde(default)]
@@ -167,6 +172,12 @@ impl NodeSpec {
             _ => self.flops(),
         };
         self.power_capped(peak, pj_per_flop)
+    }
+
+    /// The fraction of the spec bandwidth a stream can reach at most: the measured sustained
+    /// read over `mem_bw_gbs` (`read_ceiling_gbs`), 1 where no source measures it.
+    pub fn read_ceiling(&self) -> f64 {
+        self.read_ceiling_gbs.map_or(1.0, |r| (r / self.mem_bw_gbs).min(1.0))
     }
 
     /// The FP8 tensor-core FLOP/s an FP8 W8A8 GEMM can issue on this node (`fp8_gemm_tflops`,

@@ -415,6 +415,9 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
             if let Some(t) = n.fp8_gemm_tflops {
                 let _ = writeln!(s, "      FP8 GEMM on the tensor cores (vLLM, SGLang FP8 checkpoints): {t} TFLOPS");
             }
+            if let Some(r) = n.read_ceiling_gbs {
+                let _ = writeln!(s, "      measured sustained read: {r} GB/s (no stream runs faster)");
+            }
             if !n.power_modes_w.is_empty() {
                 let chosen =
                     n.power_mode_w.map_or(" (none chosen: cluster.power_mode_w picks one)".to_string(), |w| format!(", running at {w} W"));

@@ -343,7 +343,10 @@ fn usage_errors_exit_2_and_help_exits_0() {
         "{help}"
     );
     let out = bin().args(["catalog", "gpus"]).assert().code(2).get_output().clone();
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "error: unknown catalog section `gpus` (use nodes, fabrics, models or quants)\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: unknown catalog section `gpus` (use nodes, fabrics, models, quants or engines)\n"
+    );
 }
 
 /// Issue 14 item 5: `--set` values are typed by the target key: a string key takes `26.3` as the

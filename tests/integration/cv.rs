@@ -256,18 +256,18 @@ fn validate_published_json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn validate_prints_the_parameter_budget_and_warns_below_two_rows_per_parameter() {
-    // The shipped profile's fit: 22 parameters on 58 rows (the 59th, an old ROCm build's
-    // prefill, is predicted but not fitted), 2.64 per parameter: no warning.
+    // The shipped profile's fit: 21 parameters on 58 rows (the 59th, an old ROCm build's
+    // prefill, is predicted but not fitted), 2.76 per parameter: no warning.
     let out = bin().args(["validate", "--against"]).arg(measurements_csv()).assert().success().get_output().clone();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("in-sample: profile `default` has 22 parameters fitted on 58 rows (2.64 rows per parameter)"), "{text}");
+    assert!(text.contains("in-sample: profile `default` has 21 parameters fitted on 58 rows (2.76 rows per parameter)"), "{text}");
     assert!(!text.contains("WARNING: only"), "{text}");
     let out = bin().args(["validate", "--json", "--against"]).arg(measurements_csv()).assert().success().get_output().clone();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["fit_budget"]["parameters"], 22);
+    assert_eq!(v["fit_budget"]["parameters"], 21);
     assert_eq!(v["fit_budget"]["rows"], 58);
     assert!(v["fit_budget"].get("warning").is_none(), "{v}");
-    // The same profile as if its 22 parameters had been fitted on 34 rows: 1.55 per parameter.
+    // The same profile as if its 21 parameters had been fitted on 34 rows: 1.62 per parameter.
     let mut thin = supernode::profile::Profile::default_profile();
     thin.fit.as_mut().expect("the shipped profile is fitted").residuals.truncate(34);
     let dir = tempfile::tempdir().unwrap();
@@ -275,8 +275,8 @@ fn validate_prints_the_parameter_budget_and_warns_below_two_rows_per_parameter()
     let out =
         bin().args(["validate", "--profile"]).arg(&path).arg("--against").arg(measurements_csv()).assert().success().get_output().clone();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("22 parameters fitted on 34 rows (1.55 rows per parameter)"), "{text}");
-    assert!(text.contains("WARNING: only 1.55 rows per fitted parameter (below 2)"), "{text}");
+    assert!(text.contains("21 parameters fitted on 34 rows (1.62 rows per parameter)"), "{text}");
+    assert!(text.contains("WARNING: only 1.62 rows per fitted parameter (below 2)"), "{text}");
 }
 
 #[test]
@@ -313,7 +313,10 @@ fn plain_validate_gives_every_row_the_interval_run_gives_and_counts_the_coverage
         let run = calibrate::interval::intervals(&p.scenario, &profile, &est)[metric];
         let predicted = d.predict_one(i, &profile).unwrap();
         let row = calibrate::interval::target_interval(&d, i, &profile, predicted).unwrap();
-        assert_eq!((row.p5, row.p95), (run.p5, run.p95), "{id}");
+        // The same interval; each side rounds its own figures to 6 significant digits, so the
+        // last printed digit may differ by one.
+        let same = |a: f64, b: f64| (a - b).abs() <= 1e-5 * b.abs();
+        assert!(same(row.p5, run.p5) && same(row.p95, run.p95), "{id}: {row:?} vs {run:?}");
         let json = rows.iter().find(|r| r["id"] == id).unwrap();
         assert_eq!((json["p5"].as_f64(), json["p95"].as_f64()), (Some(row.p5), Some(row.p95)), "{id}");
     }

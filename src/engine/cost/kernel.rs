@@ -47,6 +47,9 @@ pub struct MlaOptions {
 pub struct NodeCost<'a> {
     /// Peak memory bandwidth, bytes/s.
     pub mem_bw: f64,
+    /// The fraction of `mem_bw` no stream exceeds: the node's measured sustained read over its
+    /// spec (`hw::NodeSpec::read_ceiling`; 1 where no source measures it).
+    pub read_ceiling: f64,
     /// Peak FP16 compute, FLOP/s.
     pub peak_flops: f64,
     /// The GPU's plain ALU peak, FLOP/s: `peak_flops` without neural accelerators (an M5's
@@ -313,15 +316,18 @@ impl NodeCost<'_> {
     /// `routed` tokens while its FLOPs still run over every row. Other ops ignore `routed`.
     pub fn op_ns_routed(&self, op: &Op, tokens: u64, context: u64, routed: u64) -> f64 {
         let bw = self.mem_bw * self.runtime.bw_scale;
+        // No stream reads faster than the node's measured sustained read, whatever its fitted
+        // efficiency and multipliers say (`read_ceiling`).
+        let rate = |eff: f64| (bw * eff).min(self.mem_bw * self.read_ceiling);
         let peak = self.peak_flops * self.runtime.compute_scale;
         let c = self.terms(op, tokens, context, routed);
         let launch = self.launches_ns(c.kernels);
         let secs = if c.bw_eff > 0.0 {
-            let side = if c.side_bytes > 0.0 { c.side_bytes / (bw * c.side_bw_eff) } else { 0.0 };
-            (c.bytes / (bw * c.bw_eff)).max((c.flops + c.dequant_flops) / (peak * c.compute_eff)) + side
+            let side = if c.side_bytes > 0.0 { c.side_bytes / rate(c.side_bw_eff) } else { 0.0 };
+            (c.bytes / rate(c.bw_eff)).max((c.flops + c.dequant_flops) / (peak * c.compute_eff)) + side
         } else {
-            // Elementwise kernels: plain array traffic at the full bandwidth.
-            c.bytes / bw
+            // Elementwise kernels: plain array traffic at the full bandwidth (the ceiling's).
+            c.bytes / rate(1.0)
         };
         secs * 1e9 + launch
     }
@@ -777,6 +783,7 @@ mod tests {
     fn node<'a>(chip: &'a ChipParams, runtime: &'a RuntimeParams, comm: &'a CommParams) -> NodeCost<'a> {
         NodeCost {
             mem_bw: 1e12,
+            read_ceiling: 1.0,
             peak_flops: 1e14,
             alu_flops: 1e14,
             fp8_flops: 0.0,
