@@ -497,34 +497,39 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
         }
     }
     if want("engines") {
-        let _ = writeln!(s, "ENGINES");
-        let _ = writeln!(s, "  {:<14} {:<10} {:<16} {:<28} names", "id", "kernels", "host costs", "splits on a cluster");
-        for r in crate::engine::RUNTIMES.iter().filter(|r| r.names().first() == Some(&r.id())) {
-            use crate::engine::Parallelism;
-            let splits: Vec<&str> = [Parallelism::Tensor, Parallelism::Pipeline, Parallelism::Expert]
-                .into_iter()
-                .filter(|&p| r.check_split(r.id(), p).is_ok())
-                .map(|p| p.id())
-                .collect();
-            let splits = if splits.is_empty() { "one node".to_string() } else { splits.join(", ") };
-            let host = r.host_key().map_or("the runtime's".to_string(), |k| format!("engines.{k}"));
-            let _ = writeln!(s, "  {:<14} {:<10} {:<16} {:<28} {}", r.id(), r.kernels().id(), host, splits, r.names().join(", "));
-            let mut chips: Vec<&str> = c.nodes.iter().filter(|n| r.runs_on(n)).map(|n| n.chip.as_str()).collect();
-            chips.sort_unstable();
-            chips.dedup();
-            let _ =
-                writeln!(s, "      runs on chips: {}", if chips.is_empty() { "none in the catalog".to_string() } else { chips.join(", ") });
-            if let Some(a) = r.measurement_assumption() {
-                let _ = writeln!(s, "      a measurement row of it is read as: {a}");
-            }
-        }
-        // Aliases with a module of their own (ollama runs llama.cpp's kernels under its name).
-        for r in crate::engine::RUNTIMES.iter().filter(|r| r.names().first() != Some(&r.id())) {
-            let _ =
-                writeln!(s, "  {:<14} {:<10} runs {}'s kernels under its own name ({})", r.names()[0], r.kernels().id(), r.id(), r.label());
-        }
+        engines_table(&mut s, c);
     }
     s
+}
+
+/// The `engines` section of [`catalog_table`]: every runtime module with its names, kernel
+/// library, host-cost table, the splits it allows, the chips it runs on and how a measurement
+/// row of it is read.
+fn engines_table(s: &mut String, c: &Catalog) {
+    let _ = writeln!(s, "ENGINES");
+    let _ = writeln!(s, "  {:<14} {:<10} {:<16} {:<28} names", "id", "kernels", "host costs", "splits on a cluster");
+    for r in crate::engine::RUNTIMES.iter().filter(|r| r.names().first() == Some(&r.id())) {
+        use crate::engine::Parallelism;
+        let splits: Vec<&str> = [Parallelism::Tensor, Parallelism::Pipeline, Parallelism::Expert]
+            .into_iter()
+            .filter(|&p| r.check_split(r.id(), p).is_ok())
+            .map(|p| p.id())
+            .collect();
+        let splits = if splits.is_empty() { "one node".to_string() } else { splits.join(", ") };
+        let host = r.host_key().map_or("the runtime's".to_string(), |k| format!("engines.{k}"));
+        let _ = writeln!(s, "  {:<14} {:<10} {:<16} {:<28} {}", r.id(), r.kernels().id(), host, splits, r.names().join(", "));
+        let mut chips: Vec<&str> = c.nodes.iter().filter(|n| r.runs_on(n)).map(|n| n.chip.as_str()).collect();
+        chips.sort_unstable();
+        chips.dedup();
+        let _ = writeln!(s, "      runs on chips: {}", if chips.is_empty() { "none in the catalog".to_string() } else { chips.join(", ") });
+        if let Some(a) = r.measurement_assumption() {
+            let _ = writeln!(s, "      a measurement row of it is read as: {a}");
+        }
+    }
+    // Aliases with a module of their own (ollama runs llama.cpp's kernels under its name).
+    for r in crate::engine::RUNTIMES.iter().filter(|r| r.names().first() != Some(&r.id())) {
+        let _ = writeln!(s, "  {:<14} {:<10} runs {}'s kernels under its own name ({})", r.names()[0], r.kernels().id(), r.id(), r.label());
+    }
 }
 pub mod charts;
 pub mod html;

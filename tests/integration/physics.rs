@@ -697,24 +697,12 @@ fn a_larger_llama_cpp_micro_batch_never_slows_prefill_and_fills_moe_tiles() {
 /// weight stream's time.
 #[test]
 fn an_mlx_step_of_eight_rows_pays_its_rows_on_metal_only() {
-    use supernode::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanInput};
-    use supernode::hw::Topology;
+    use supernode::engine::EngineKind;
     use supernode::llm::OpClass;
     let c = catalog();
     let (_, model) = c.model("llama-3.2-3b").unwrap();
     let ratio = |node: &str, kind: EngineKind, quant: &str, rows: u64| {
-        let plan = Plan::new(PlanInput {
-            nodes: &[c.node(node).unwrap().clone()],
-            fabric: c.fabric("none").unwrap(),
-            topology: Topology::None,
-            model,
-            quant: c.quant(quant).unwrap(),
-            options: &EngineOptions::december_2025(kind, Parallelism::None),
-            wired_limit_fraction: None,
-            context: 4096,
-            profile: profile(),
-        })
-        .unwrap();
+        let plan = one_node_plan(c.node(node).unwrap(), model, quant, kind).unwrap();
         let cost = plan.cost(0);
         let ops = plan.layer_ops(0);
         let mlp = ops.iter().filter(|o| o.class == OpClass::Dense).max_by_key(|o| o.params).unwrap();
@@ -744,8 +732,7 @@ fn an_mlx_step_of_eight_rows_pays_its_rows_on_metal_only() {
 /// experts at 255 GB/s and MLX's 8-bit one the M3 Ultra's weights at 720).
 #[test]
 fn no_stream_beats_its_nodes_measured_read_ceiling() {
-    use supernode::engine::{EngineKind, EngineOptions, Parallelism, Plan, PlanInput};
-    use supernode::hw::Topology;
+    use supernode::engine::EngineKind;
     let c = catalog();
     for (chip, gbs) in [("gb10", 234.0), ("m3-ultra", 692.0), ("ryzen-ai-max-395", 212.0)] {
         let nodes: Vec<_> = c.nodes.iter().filter(|n| n.chip == chip).collect();
@@ -766,17 +753,7 @@ fn no_stream_beats_its_nodes_measured_read_ceiling() {
                     continue;
                 }
                 let (_, model) = c.model(model_id).unwrap();
-                let plan = match Plan::new(PlanInput {
-                    nodes: std::slice::from_ref(node),
-                    fabric: c.fabric("none").unwrap(),
-                    topology: Topology::None,
-                    model,
-                    quant: c.quant(quant).unwrap(),
-                    options: &EngineOptions::december_2025(kind, Parallelism::None),
-                    wired_limit_fraction: None,
-                    context: 4096,
-                    profile: profile(),
-                }) {
+                let plan = match one_node_plan(node, model, quant, kind) {
                     Ok(plan) => plan,
                     Err(e) if e.to_string().contains("does not fit") => continue,
                     Err(e) => panic!("{} {kind:?} {model_id} {quant}: {e}", node.id),
@@ -800,4 +777,27 @@ fn no_stream_beats_its_nodes_measured_read_ceiling() {
         }
     }
     assert!(checked > 300, "{checked} ops checked");
+}
+
+/// The plan of `model` in `quant` on one `node` under `kind` (December 2025 defaults, a 4,096-token
+/// context, the shipped profile): what the per-op checks above read their cost model from.
+fn one_node_plan(
+    node: &supernode::hw::NodeSpec,
+    model: &supernode::llm::ModelSpec,
+    quant: &str,
+    kind: supernode::engine::EngineKind,
+) -> Result<supernode::engine::Plan, supernode::engine::PlanError> {
+    use supernode::engine::{EngineOptions, Parallelism, Plan, PlanInput};
+    let c = catalog();
+    Plan::new(PlanInput {
+        nodes: std::slice::from_ref(node),
+        fabric: c.fabric("none").unwrap(),
+        topology: supernode::hw::Topology::None,
+        model,
+        quant: c.quant(quant).unwrap(),
+        options: &EngineOptions::december_2025(kind, Parallelism::None),
+        wired_limit_fraction: None,
+        context: 4096,
+        profile: profile(),
+    })
 }
