@@ -88,7 +88,8 @@ pub struct NodeSpec {
     pub fp8_gemm_tflops: Option<f64>,
     /// The sustained DRAM read bandwidth measured on this box, GB/s (a saturating-read kernel),
     /// where a source gives one: no kernel streams faster, whatever its fitted efficiency
-    /// (`engine::cost` caps every weight and KV stream at it). None: the spec `mem_bw_gbs`.
+    /// (`engine::cost` caps every stream at it: weights, KV, side kernels and elementwise
+    /// traffic). None: the spec `mem_bw_gbs`.
     #[serde(default)]
     pub read_ceiling_gbs: Option<f64>,
     /// The SoC power limits, W, the box's firmware offers (AI Max+ 395 boards: 55/85/120 W,
