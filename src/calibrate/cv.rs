@@ -616,11 +616,17 @@ pub enum FoldMethod {
     Fast(usize),
     /// A full Levenberg-Marquardt refit per fold (slow: for checking the fast method).
     Exact,
+    /// A full Levenberg-Marquardt refit per fold started from the prior's centre, not from the
+    /// full fit (slower still): a fold that never sees the fit of its held-out rows, so a basin
+    /// the full fit found with their help cannot carry into their prediction.
+    Cold,
 }
 
-/// What the exact refits of `--cv-exact` did.
+/// What the exact refits of `--cv-exact` (or `--cv-cold`) did.
 #[derive(Clone, Debug, serde::Serialize, PartialEq)]
 pub struct ExactCheck {
+    /// Where each refit started: `full fit` (`--cv-exact`) or `prior` (`--cv-cold`).
+    pub start: String,
     /// Folds refitted exactly.
     pub refitted: usize,
     /// Largest |exact - fast| held-out difference over the refitted folds, percent of measured.
@@ -851,14 +857,16 @@ pub fn run(data: &Dataset, input: &CvInput<'_>, tick: &(dyn Fn() + Sync)) -> Res
     }
     let mut folds = cross_validate(&lin, &full, input.grouping, input.selected, fast_steps(input.method), tick);
     let mut exact = None;
-    if input.method == FoldMethod::Exact {
+    if matches!(input.method, FoldMethod::Exact | FoldMethod::Cold) {
+        let cold = input.method == FoldMethod::Cold;
         let mut worst: f64 = 0.0;
         let mut refitted = 0;
         let mut fallbacks = Vec::new();
         for f in folds.iter_mut() {
             let train: Vec<bool> = (0..lin.rows()).map(|i| input.grouping.key(data, i) != f.group && data.targets[i].fitted).collect();
             let Ok(rows) = f.rows.as_mut() else { continue };
-            match exact_fold(&lin, &full, &train, &f.indices, input.prior_weight) {
+            let start = if cold { &lin.center } else { &full.x };
+            match exact_fold(&lin, start, &train, &f.indices, input.prior_weight) {
                 Ok(ex) => {
                     refitted += 1;
                     for (h, e) in rows.iter_mut().zip(ex) {
@@ -873,7 +881,8 @@ pub fn run(data: &Dataset, input: &CvInput<'_>, tick: &(dyn Fn() + Sync)) -> Res
             }
             tick();
         }
-        exact = Some(ExactCheck { refitted, max_diff_percent: crate::util::round3(worst), fallbacks });
+        let start = if cold { "prior" } else { "full fit" }.to_string();
+        exact = Some(ExactCheck { start, refitted, max_diff_percent: crate::util::round3(worst), fallbacks });
     }
     let priors = row_priors(&lin, input.profile)?;
     Ok(report(data, &lin, input.grouping, &folds, exact, &priors))
@@ -882,19 +891,25 @@ pub fn run(data: &Dataset, input: &CvInput<'_>, tick: &(dyn Fn() + Sync)) -> Res
 fn fast_steps(m: FoldMethod) -> usize {
     match m {
         FoldMethod::Fast(n) => n,
-        FoldMethod::Exact => FOLD_STEPS,
+        FoldMethod::Exact | FoldMethod::Cold => FOLD_STEPS,
     }
 }
 
-/// A full Levenberg-Marquardt refit on the training rows (warm start at the full fit, held
-/// parameters at the prior's centre, the same prior), predicting the rows `idx`. A parameter
-/// the refit finds unconstrained at its start (a small fitted value whose finite-difference
-/// step moves no prediction by a nanosecond) stays where the full fit put it, as the fast
-/// folds keep it, and the refit runs on the others.
-fn exact_fold(lin: &Linearized<'_>, full: &FoldFit, train: &[bool], idx: &[usize], prior_weight: f64) -> Result<Vec<f64>, CalibrateError> {
+/// A full Levenberg-Marquardt refit on the training rows (started at `start`: the full fit, or
+/// the prior's centre for a cold fold; held parameters at the prior's centre, the same prior),
+/// predicting the rows `idx`. A parameter the refit finds unconstrained at its start (a small
+/// value whose finite-difference step moves no prediction by a nanosecond) stays where it
+/// started, as the fast folds keep it, and the refit runs on the others.
+fn exact_fold(
+    lin: &Linearized<'_>,
+    start: &DVector<f64>,
+    train: &[bool],
+    idx: &[usize],
+    prior_weight: f64,
+) -> Result<Vec<f64>, CalibrateError> {
     let mut held = lin.budget(train);
     let center = lin.values(&lin.center);
-    let mut x = full.x.clone();
+    let mut x = start.clone();
     for k in (0..x.len()).filter(|&k| held[k]) {
         x[k] = lin.center[k];
     }
@@ -1032,8 +1047,8 @@ pub fn table(r: &CvReport) -> String {
     if let Some(x) = &r.exact {
         let _ = writeln!(
             s,
-            "exact refits: {} folds refitted; their held-out predictions differ from the fast folds' by at most {:.2}% of measured",
-            x.refitted, x.max_diff_percent
+            "exact refits (started from the {}): {} folds refitted; their held-out predictions differ from the fast folds' by at most {:.2}% of measured",
+            x.start, x.refitted, x.max_diff_percent
         );
         if !x.fallbacks.is_empty() {
             let _ = writeln!(s, "exact refits that failed ({} folds keep the fast prediction):", x.fallbacks.len());

@@ -44,6 +44,10 @@ pub struct ValidateArgs {
     /// per fold: for checking the fast folds, whose difference it reports).
     #[arg(long)]
     pub cv_exact: bool,
+    /// As `--cv-exact`, each refit started from the prior's centre instead of the full fit (a
+    /// fold that never sees the fit of the rows it predicts; slowest).
+    #[arg(long, conflicts_with = "cv_exact")]
+    pub cv_cold: bool,
     /// Prior weight of the cross-validation refits (as `calibrate --prior-weight`).
     #[arg(long, default_value_t = crate::calibrate::PRIOR_WEIGHT, value_parser = crate::calibrate::parse_prior_weight)]
     pub prior_weight: f64,
@@ -252,15 +256,22 @@ fn cv_section(
     let groups = cv::groups(data, grouping, selected).len();
     super::note!("validate --cv {}: refitting without each of {groups} groups...", grouping.name());
     let t0 = std::time::Instant::now();
-    // With --cv-exact each fold ticks twice: its fast fold, then its exact refit.
-    let pb = super::progress_bar(groups as u64 * if args.cv_exact { 2 } else { 1 }, "folds");
+    // With --cv-exact (or --cv-cold) each fold ticks twice: its fast fold, then its exact refit.
+    let refit = args.cv_exact || args.cv_cold;
+    let pb = super::progress_bar(groups as u64 * if refit { 2 } else { 1 }, "folds");
     let input = cv::CvInput {
         profile,
         paths: cv_paths(data, profile),
         prior_weight: args.prior_weight,
         grouping,
         selected,
-        method: if args.cv_exact { FoldMethod::Exact } else { FoldMethod::Fast(args.cv_steps as usize) },
+        method: if args.cv_cold {
+            FoldMethod::Cold
+        } else if args.cv_exact {
+            FoldMethod::Exact
+        } else {
+            FoldMethod::Fast(args.cv_steps as usize)
+        },
     };
     let r = cv::run(data, &input, &|| pb.inc(1)).map_err(|e| CliError::failure(format!("cross-validation: {e}")))?;
     pb.finish_and_clear();
@@ -268,6 +279,7 @@ fn cv_section(
     let how = match input.method {
         FoldMethod::Fast(n) => format!("at most {n} Gauss-Newton steps from the full fit"),
         FoldMethod::Exact => "a full Levenberg-Marquardt refit per fold".into(),
+        FoldMethod::Cold => "a full Levenberg-Marquardt refit per fold, started from the prior".into(),
     };
     out.text.push_str(&format!("\ncross-validation by {} (each group predicted by a fit without it; {how}):\n", grouping.name()));
     out.text.push_str(&cv::table(&r));
