@@ -87,11 +87,13 @@ pub enum SplitError {
         /// Engine name as written.
         engine: String,
     },
-    /// An engine whose kernels do not run on a node's chip (vLLM/SGLang need CUDA).
-    #[error("engine `{engine}` needs an NVIDIA GPU (CUDA) and does not run on node `{node}` ({chip}); engines that run there: {engines}")]
+    /// An engine that does not run on a node (vLLM/SGLang need CUDA, the MLX servers a Mac).
+    #[error("engine `{engine}` needs {needs} and does not run on node `{node}` ({chip}); engines that run there: {engines}")]
     WrongDevice {
         /// Engine name as written.
         engine: String,
+        /// What it needs ([`super::runtimes::EngineRuntime::needs`]).
+        needs: &'static str,
         /// The node id.
         node: String,
         /// Its chip.
@@ -113,7 +115,10 @@ impl SplitError {
             }
             Self::NoPipeline { .. } => "use parallelism = \"tensor\" (or count = 1)".into(),
             Self::NoExpertParallel { .. } => "use parallelism = \"tensor\", or engine = \"vllm\" on GB10 nodes".into(),
-            Self::WrongDevice { engines, .. } => format!("use a GB10 node (dgx-spark, dell-pro-max-gb10), or one of: {engines}"),
+            Self::WrongDevice { engines, needs, .. } if needs.contains("CUDA") => {
+                format!("use a GB10 node (dgx-spark, dell-pro-max-gb10), or one of: {engines}")
+            }
+            Self::WrongDevice { engines, .. } => format!("use a Mac node, or one of: {engines}"),
             Self::IllegalTensorSplit { legal, .. } | Self::IllegalVllmTensorSplit { legal, .. } => {
                 let ok: Vec<String> = legal.iter().map(u64::to_string).collect();
                 format!("use a node count in {{{}}}, or parallelism = \"pipeline\"", ok.join(", "))
@@ -150,6 +155,7 @@ pub fn check_fleet(engine: &str, kind: EngineKind, nodes: &[NodeSpec]) -> Result
     if let Some(n) = nodes.iter().find(|n| !kind.behaviour().runs_on(n)) {
         return Err(SplitError::WrongDevice {
             engine: engine.to_string(),
+            needs: kind.behaviour().needs(),
             node: n.id.clone(),
             chip: n.chip.clone(),
             engines: EngineKind::names_on(n).join(", "),

@@ -203,6 +203,19 @@ fn calibrate_recovers_host_per_seq_us_from_synthetic_concurrency_rows() {
 /// (`[chips.m4-max.engines.omlx]`, priors read from FACTS.md's one-user figure, not fitted), so
 /// the FACTS anchor it was derived from comes back (Qwen3-Coder-Next 6-bit on an M4 Max,
 /// 1,024-token prompts: 78.4 tok/s for one user); `validate` maps an `omlx` row to it.
+/// The MLX servers are built for Apple Silicon: on a Linux box (an AI Max+, a GB10) a scenario
+/// naming one is refused, with what they need and the engines that run there instead.
+#[test]
+fn the_mlx_servers_run_on_macs_only() {
+    for (node, engine) in [("framework-desktop-ai-max-395", "omlx"), ("dgx-spark", "vllm-mlx")] {
+        let text = format!("[cluster]\nnode = \"{node}\"\n[model]\nname = \"llama-3.2-3b\"\n[engine]\nname = \"{engine}\"\n");
+        let e = parse(Source { path: "x.toml".into(), dir: PathBuf::new(), text }).unwrap_err().to_string();
+        assert!(e.contains(&format!("engine `{engine}` needs a Mac (Apple Silicon, macOS)")), "{e}");
+        assert!(e.contains("llama-cpp") && !e.contains("omlx,") && !e.contains("vllm-mlx,"), "{e}");
+    }
+    sc("[cluster]\nnode = \"m4-max-40c-128gb\"\n[model]\nname = \"llama-3.2-3b\"\n[engine]\nname = \"omlx\"\n");
+}
+
 #[test]
 fn omlx_is_mlx_kernels_behind_its_own_loop_with_host_costs_from_facts() {
     let mut p = Profile::default_profile();

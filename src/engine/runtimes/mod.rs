@@ -316,9 +316,16 @@ pub trait EngineRuntime: Sync {
     }
     /// Whether it can run one cluster over `nodes` of more than one chip.
     fn mixes_chips(&self, nodes: &[&NodeSpec]) -> bool;
-    /// Whether its kernels run on `node` (the CUDA engines need an NVIDIA GPU).
+    /// Whether it runs on `node` (the CUDA engines need an NVIDIA GPU).
     fn runs_on(&self, node: &NodeSpec) -> bool {
         self.kernels().runs_on_chip(&node.chip)
+    }
+    /// What [`Self::runs_on`] asks of a node, for the error on one it refuses.
+    fn needs(&self) -> &'static str {
+        match self.kernels() {
+            Runtime::Cuda => "an NVIDIA GPU (CUDA)",
+            Runtime::Mlx | Runtime::LlamaCpp => "a supported chip",
+        }
     }
     /// Whether it speaks TCP sockets only (llama.cpp RPC): on an RDMA fabric it runs that
     /// fabric's TCP sibling over the same cables ([`crate::hw::FabricSpec::tcp_fabric`]).

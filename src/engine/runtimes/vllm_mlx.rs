@@ -65,6 +65,17 @@ impl EngineRuntime for MlxServer {
         Runtime::Mlx
     }
 
+    /// A Mac only: both servers are built on MLX's Metal backend for Apple Silicon (every
+    /// benchmark of theirs FACTS.md cites ran on a Mac; oMLX is a macOS app). MLX's Linux builds
+    /// run on a CPU or CUDA, which neither server targets.
+    fn runs_on(&self, node: &NodeSpec) -> bool {
+        node.os == crate::hw::Os::Macos
+    }
+
+    fn needs(&self) -> &'static str {
+        "a Mac (Apple Silicon, macOS)"
+    }
+
     /// Its own Python scheduler, detokenising and streaming: `[chips.<chip>.engines.<id>]`.
     fn host_key(&self) -> Option<&'static str> {
         Some(self.names[0])
