@@ -210,7 +210,8 @@ impl Dataset {
                         }
                     }
                     counts.insert(p.scenario.nodes.len() as u32);
-                    mechanisms.extend(p.scenario.model.mechanisms().into_iter().map(String::from));
+                    let runtime = p.scenario.engine.kind.runtime();
+                    mechanisms.extend(p.scenario.model.mechanisms().into_iter().map(|m| crate::estimate::mechanism_on(m, runtime)));
                     chips.extend(p.scenario.nodes.iter().map(|n| n.chip.clone()));
                     let w = &p.scenario.workload;
                     ctx = ctx.max(w.context_tokens + w.prompt_tokens + w.generate_tokens);

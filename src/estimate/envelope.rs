@@ -84,6 +84,14 @@ pub fn tcp_only_note(s: &Scenario) -> Option<String> {
     ))
 }
 
+/// A model mechanism as a profile records it calibrated: the mechanism and the kernel library
+/// that ran it (`Gated DeltaNet recurrence on mlx`): each library implements a mechanism with
+/// its own kernels (MLX's one sequential Metal kernel for the delta rule, llama.cpp's chunked
+/// graph of ops), so a row of one does not calibrate another.
+pub fn mechanism_on(mechanism: &str, runtime: crate::engine::Runtime) -> String {
+    format!("{mechanism} on {}", runtime.id())
+}
+
 /// Whether two setups are the same but for their concurrency.
 pub fn same_setup(a: &CalibratedSetup, b: &CalibratedSetup) -> bool {
     (&a.chip, &a.engine, &a.parallelism, &a.fabric, &a.quant_family) == (&b.chip, &b.engine, &b.parallelism, &b.fabric, &b.quant_family)
@@ -186,9 +194,24 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
         }
     }
     if !meta.calibrated_mechanisms.is_empty() && s.workload.kind != WorkloadKind::Hpl {
+        let rt = s.engine.kind.runtime();
         for m in s.model.mechanisms() {
-            if !meta.calibrated_mechanisms.iter().any(|c| c == m) {
+            // An entry without a runtime (profiles of 2026-12-05) covers every runtime.
+            let on = mechanism_on(m, rt);
+            if meta.calibrated_mechanisms.iter().any(|c| c == m || *c == on) {
+                continue;
+            }
+            let prefix = format!("{m} on ");
+            let elsewhere: Vec<&str> = meta.calibrated_mechanisms.iter().filter_map(|c| c.strip_prefix(&prefix)).collect();
+            if elsewhere.is_empty() {
                 push(format!("extrapolated: no calibration row's model has {m} ({})", s.model.arch));
+            } else {
+                push(format!(
+                    "extrapolated: no calibration row ran {m} on {} ({}; measured on {})",
+                    rt.id(),
+                    s.model.arch,
+                    elsewhere.join(", ")
+                ));
             }
         }
     }

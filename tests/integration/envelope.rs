@@ -84,3 +84,35 @@ fn a_model_mechanism_no_calibration_row_had_is_extrapolated() {
     // What the rows had is not flagged: DeepSeek V3.1 itself stays inside.
     assert_eq!(calibration(&f, &[])["status"], "inside");
 }
+
+/// The shipped profile's envelope is its data's: the node counts, chips, context, setups and
+/// model mechanisms (each with the kernel library that ran it) `calibrate` would record from the
+/// published rows today, so a change to how rows are read cannot leave a stale envelope behind.
+#[test]
+fn the_shipped_profiles_envelope_is_its_datas() {
+    let profile = supernode::profile::Profile::default_profile();
+    let mut data = supernode::calibrate::Dataset::default();
+    data.add_csv(&crate::measurements_csv(), &profile).unwrap();
+    let cov = data.envelope();
+    let m = &profile.meta;
+    assert_eq!(m.calibrated_mechanisms, cov.mechanisms);
+    assert_eq!((&m.calibrated_node_counts, &m.calibrated_chips, m.calibrated_max_context), (&cov.node_counts, &cov.chips, cov.max_context));
+    assert_eq!(m.calibrated_setups, cov.setups);
+}
+
+/// A mechanism is calibrated per kernel library: Gated DeltaNet ran on MLX in the published rows
+/// (Qwen3.5 on vllm-mlx), never on llama.cpp, whose delta rule is a graph of its own ops; MLA
+/// ran on both.
+#[test]
+fn a_mechanism_measured_on_another_library_is_extrapolated_and_says_where_it_was_measured() {
+    let f = scenario("qwen3-next-1x-m3-ultra-mlx-32k.toml");
+    let mlx = reasons(&calibration(&f, &[]));
+    assert!(!mlx.iter().any(|x| x.contains("Gated DeltaNet")), "{mlx:?}");
+    let lcpp = reasons(&calibration(&f, &["engine.name=llama-cpp", "model.quant=q4_k_m"]));
+    assert!(
+        lcpp.iter().any(|x| x.contains("no calibration row ran Gated DeltaNet recurrence on llama-cpp (qwen3_next; measured on mlx)")),
+        "{lcpp:?}"
+    );
+    let ds = reasons(&calibration(&scenario("geerling-1x-m3-ultra-deepseek-v3.1-llama-cpp.toml"), &[]));
+    assert!(!ds.iter().any(|x| x.contains("MLA")), "{ds:?}");
+}
