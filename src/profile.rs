@@ -38,8 +38,8 @@ pub struct ProfileMeta {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calibrated_setups: Vec<CalibratedSetup>,
     /// The model mechanisms (`ModelSpec::mechanisms`) the calibration rows' models exercised,
-    /// each with the kernel library that ran it (`routed experts on cuda`,
-    /// [`crate::estimate::mechanism_on`]); an entry without one (profiles of 2026-12-05) covers
+    /// each with the kernel library that ran it (`routed experts on cuda`, as the envelope
+    /// check writes them); an entry without one (profiles of 2026-12-05) covers
     /// every library. Absent (profiles written before 2026-12-05): not checked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calibrated_mechanisms: Vec<String>,

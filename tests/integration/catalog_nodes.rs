@@ -128,15 +128,16 @@ fn mlx_prefills_on_the_m5_neural_accelerators_and_llama_cpp_does_not() {
     let m5 = embedded().node("macbook-pro-m5-max-40c-128gb").unwrap();
     let pj = p.chip("m4-max").unwrap().pj_per_flop;
     assert!((m5.issued_flops(true, pj) - 58.2e12).abs() < 1e3);
-    assert!((m5.issued_flops(false, pj) - 32.3e12).abs() < 1e3);
+    assert!((m5.issued_flops(false, pj) - 12.33e12).abs() < 1e3);
     let mlx = |node: &str| run(&one(node, "llama-3.1-8b", "mlx-4bit", "mlx-lm", 2048), &p);
     let gguf = |node: &str| run(&one(node, "llama-3.1-8b", "q4_k_m", "llama-cpp", 2048), &p);
     let (m5_mlx, m4_mlx) = (mlx("macbook-pro-m5-max-40c-128gb"), mlx("macbook-pro-m4-max-40c-128gb"));
     let (m5_gguf, m4_gguf) = (gguf("macbook-pro-m5-max-40c-128gb"), gguf("macbook-pro-m4-max-40c-128gb"));
-    // Same fitted parameters (the M5 Max reads the M4 Max's): only the peaks differ.
+    // Same fitted parameters (the M5 Max reads the M4 Max's): only the peaks differ. llama.cpp
+    // runs on the ALUs, an M5 core's 0.808 against an M4 core's 0.852 (FACTS-2026 A2): no gain.
     let mlx_gain = m5_mlx.prefill_tokens_per_s / m4_mlx.prefill_tokens_per_s;
     let gguf_gain = m5_gguf.prefill_tokens_per_s / m4_gguf.prefill_tokens_per_s;
-    assert!(mlx_gain > gguf_gain && gguf_gain > 1.0, "MLX x{mlx_gain:.2}, llama.cpp x{gguf_gain:.2}");
+    assert!(mlx_gain > 2.0 && (0.9..=1.0).contains(&gguf_gain), "MLX x{mlx_gain:.2}, llama.cpp x{gguf_gain:.2}");
     // 614 vs 546 GB/s: decode gains at most the bandwidth ratio.
     let decode_gain = m5_mlx.decode_tokens_per_s / m4_mlx.decode_tokens_per_s;
     assert!(decode_gain > 1.0 && decode_gain <= 614.0 / 546.0 * 1.005, "x{decode_gain:.3}");
@@ -268,4 +269,42 @@ fn like_reaches_an_entry_of_a_file_read_earlier_and_not_a_later_one() {
     let (code, text) = plan(&big);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("m4-max-30gb-limit"), "{text}");
+}
+
+/// Nodes that read one chip's fitted efficiencies (their own chip or its `calibrated_as`) state
+/// their GEMM peak on that chip's basis: compute per GPU core within 10% across them (clocks and
+/// generations differ that little), so a bigger GPU of a family never prefills slower. An M4 Pro
+/// once stated FACTS-2026's double-rate 0.852 TFLOPS per core against the M4 Max's 0.325 and,
+/// reading the M4 Max's efficiencies, out-prefilled it with half the cores.
+#[test]
+fn nodes_reading_one_chips_efficiencies_state_their_compute_on_its_basis() {
+    let p = profile();
+    let cat = embedded();
+    let mut by_chip: std::collections::BTreeMap<String, Vec<(String, f64)>> = Default::default();
+    for n in &cat.nodes {
+        if n.os != supernode::hw::Os::Macos {
+            continue;
+        }
+        by_chip.entry(p.params_chip(n)).or_default().push((n.id.clone(), n.fp16_tflops / n.gpu_cores as f64));
+    }
+    for (chip, nodes) in &by_chip {
+        let (lo, hi) = nodes.iter().fold((f64::MAX, 0.0_f64), |(lo, hi), (_, c)| (lo.min(*c), hi.max(*c)));
+        assert!(hi <= 1.1 * lo, "nodes reading `{chip}`: TFLOPS per GPU core {nodes:?}");
+    }
+    // Through the estimator: the 40-core M4 Max prefills faster than the 20-core M4 Pro.
+    let prefill = |node: &str| run(&one(node, "llama-3.1-8b", "q4_k_m", "llama-cpp", 2048), &p).prefill_tokens_per_s;
+    let (max, pro) = (prefill("m4-max-40c-128gb"), prefill("mac-mini-m4-pro-20c-64gb"));
+    assert!(max > 1.5 * pro, "M4 Max {max:.0} vs M4 Pro {pro:.0} tok/s");
+}
+
+/// FACTS-2026 A2 (Apple ML Research, MLX on M5): time to first token up to ~4x an M4's on a
+/// 24 GB MacBook Pro (Qwen3-14B 4-bit: ~36 s -> ~8 s), from the M5's neural accelerators. The
+/// twin's M5 (its measured MLX GEMM peak) against the M4 (the M4 Max basis) on a long
+/// compute-bound prompt lands in that range; on the 0.852-per-core figure it read 1.7x.
+#[test]
+fn mlx_prefill_on_an_m5_is_about_four_times_an_m4s() {
+    let p = profile();
+    let ttft = |node: &str| run(&one(node, "llama-3.1-8b", "mlx-4bit", "mlx-lm", 4096), &p).ttft_s;
+    let gain = ttft("mac-mini-m4-10c-16gb") / ttft("macbook-pro-m5-10c-24gb");
+    assert!((3.0..=5.0).contains(&gain), "M5 TTFT gain x{gain:.2}");
 }
