@@ -44,6 +44,15 @@ fn input<'a>(profile: &'a Profile, data: &Dataset, grouping: Grouping, selected:
     CvInput { profile, paths: calibrate::default_params(data), prior_weight, grouping, selected, method: FoldMethod::Fast(cv::FOLD_STEPS) }
 }
 
+/// `start` with one parameter changed: the Framework Desktop's dense bandwidth efficiency, 10%
+/// lower (its path, and the profile).
+fn framework_bandwidth_10_percent_low(start: &Profile) -> (String, Profile) {
+    let path = "chips.ryzen-ai-max-395.bw_eff_dense".to_string();
+    let v = calibrate::get_param(start, &path).unwrap();
+    let truth = set_params(start, std::slice::from_ref(&path), &[v * 0.9]).unwrap();
+    (path, truth)
+}
+
 #[test]
 fn grouped_cv_on_noise_free_data_finds_the_known_answer() {
     // The truth differs from the start in one parameter: the Framework Desktop's dense
@@ -52,9 +61,7 @@ fn grouped_cv_on_noise_free_data_finds_the_known_answer() {
     // and those rows are predicted exactly as the start profile predicts them; every other
     // system's rows are predicted exactly.
     let s = start();
-    let path = "chips.ryzen-ai-max-395.bw_eff_dense".to_string();
-    let v = calibrate::get_param(&s, &path).unwrap();
-    let truth = set_params(&s, std::slice::from_ref(&path), &[v * 0.9]).unwrap();
+    let (path, truth) = framework_bandwidth_10_percent_low(&s);
     let data = synthetic(&truth, |_| 1.0);
     let selected: Vec<usize> = (0..data.targets.len()).collect();
     // With the default prior (without one, near-collinear parameters make the normal equations
@@ -343,6 +350,16 @@ fn plain_validate_counts_rows_the_profile_never_saw_apart() {
     assert!(text.contains(" p5 ") && text.contains(" p95"), "{text}");
 }
 
+/// The Framework Desktop's LLM rows of `all` (its HPL row left out).
+fn framework_rows(all: &Dataset) -> Dataset {
+    let keep: Vec<bool> = all
+        .sources
+        .iter()
+        .map(|src| matches!(src, calibrate::TargetSource::Row(p) if p.row.system.starts_with("framework") && p.row.engine != "hpl"))
+        .collect();
+    all.subset(&keep)
+}
+
 /// `--cv-exact`: every fold refitted by Levenberg-Marquardt is counted, and on noise-free data
 /// (truth = the start, Framework rows only) the exact refits agree with the fast folds; a fold
 /// whose refit failed would be listed as a fallback, never counted as exact.
@@ -350,12 +367,7 @@ fn plain_validate_counts_rows_the_profile_never_saw_apart() {
 fn exact_folds_are_counted_and_agree_with_the_fast_ones_on_noise_free_data() {
     let s = start();
     let all = synthetic(&s, |_| 1.0);
-    let keep: Vec<bool> = all
-        .sources
-        .iter()
-        .map(|src| matches!(src, calibrate::TargetSource::Row(p) if p.row.system.starts_with("framework") && p.row.engine != "hpl"))
-        .collect();
-    let data = all.subset(&keep);
+    let data = framework_rows(&all);
     assert!(data.targets.len() >= 4, "{}", data.targets.len());
     let selected: Vec<usize> = (0..data.targets.len()).collect();
     let paths = vec!["chips.ryzen-ai-max-395.bw_eff_dense".to_string()];
@@ -378,16 +390,9 @@ fn exact_folds_are_counted_and_agree_with_the_fast_ones_on_noise_free_data() {
 #[test]
 fn cold_folds_start_from_the_prior_and_reach_the_same_fit() {
     let s = start();
-    let path = "chips.ryzen-ai-max-395.bw_eff_dense".to_string();
-    let v = calibrate::get_param(&s, &path).unwrap();
-    let truth = set_params(&s, std::slice::from_ref(&path), &[v * 0.9]).unwrap();
+    let (path, truth) = framework_bandwidth_10_percent_low(&s);
     let all = synthetic(&truth, |_| 1.0);
-    let keep: Vec<bool> = all
-        .sources
-        .iter()
-        .map(|src| matches!(src, calibrate::TargetSource::Row(p) if p.row.system.starts_with("framework") && p.row.engine != "hpl"))
-        .collect();
-    let data = all.subset(&keep);
+    let data = framework_rows(&all);
     let selected: Vec<usize> = (0..data.targets.len()).collect();
     let mut inp = input(&s, &data, Grouping::Row, &selected, calibrate::PRIOR_WEIGHT);
     inp.paths = vec![path];
