@@ -43,6 +43,12 @@ pub struct ProfileMeta {
     /// every library. Absent (profiles written before 2026-12-05): not checked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calibrated_mechanisms: Vec<String>,
+    /// The weight kernels the calibration rows streamed: each kernel family of the bulk weights
+    /// (attention, and the dense FFN or the routed experts) with the library and chip that ran
+    /// it (`kquant weights on llama-cpp, m3-ultra`). Absent (profiles written before
+    /// 2026-12-06): not checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibrated_kernels: Vec<String>,
 }
 
 /// One setup a profile's calibration rows covered.

@@ -45,8 +45,11 @@ pub struct Coverage {
     pub chips: Vec<String>,
     /// Setups of the published rows with their largest concurrency, sorted.
     pub setups: Vec<crate::profile::CalibratedSetup>,
-    /// Model mechanisms (`ModelSpec::mechanisms`) of the published rows, sorted.
+    /// Model mechanisms (`ModelSpec::mechanisms`) of the published rows, each with the kernel
+    /// library that ran it, sorted.
     pub mechanisms: Vec<String>,
+    /// Weight kernels the published rows streamed ([`crate::estimate::scenario_kernels`]), sorted.
+    pub kernels: Vec<String>,
 }
 
 impl Dataset {
@@ -200,6 +203,7 @@ impl Dataset {
         let mut ctx = 0;
         let mut setups: Vec<crate::profile::CalibratedSetup> = Vec::new();
         let mut mechanisms = BTreeSet::new();
+        let mut kernels = BTreeSet::new();
         for s in &self.sources {
             match s {
                 TargetSource::Row(p) => {
@@ -212,6 +216,9 @@ impl Dataset {
                     counts.insert(p.scenario.nodes.len() as u32);
                     let runtime = p.scenario.engine.kind.runtime();
                     mechanisms.extend(p.scenario.model.mechanisms().into_iter().map(|m| crate::estimate::mechanism_on(m, runtime)));
+                    if p.scenario.workload.kind != crate::scenario::WorkloadKind::Hpl {
+                        kernels.extend(crate::estimate::scenario_kernels(&p.scenario));
+                    }
                     chips.extend(p.scenario.nodes.iter().map(|n| n.chip.clone()));
                     let w = &p.scenario.workload;
                     ctx = ctx.max(w.context_tokens + w.prompt_tokens + w.generate_tokens);
@@ -229,6 +236,7 @@ impl Dataset {
             chips: chips.into_iter().collect(),
             setups,
             mechanisms: mechanisms.into_iter().collect(),
+            kernels: kernels.into_iter().collect(),
         }
     }
 }

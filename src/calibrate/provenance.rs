@@ -40,6 +40,7 @@ pub fn describe_fit(fitted: &mut Profile, base: &Profile, report: &FitReport, ct
         calibrated_max_context: cov.max_context,
         calibrated_setups: cov.setups,
         calibrated_mechanisms: cov.mechanisms,
+        calibrated_kernels: cov.kernels,
     };
     fitted.fit = Some(report.clone());
     fitted.sources = param_sources(fitted, base);

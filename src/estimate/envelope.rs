@@ -1,6 +1,6 @@
 //! Whether a prediction is inside the calibrated envelope of the profile.
 
-use crate::llm::QuantFamily;
+use crate::llm::{QuantFamily, TensorClass};
 use crate::profile::{CalibratedSetup, Profile};
 use crate::scenario::{Arrival, Scenario, WorkloadKind};
 
@@ -82,6 +82,27 @@ pub fn tcp_only_note(s: &Scenario) -> Option<String> {
         f.latency_us,
         f.bandwidth_gbs
     ))
+}
+
+/// The weight kernels a scenario streams: each kernel family of its bulk weights (attention,
+/// and the dense FFN or the routed experts, in the middle layer) with the library and the chip
+/// of each node that runs them (`mxfp4 weights on llama-cpp, gb10`). A kernel rate fitted on one
+/// family (an efficiency, a family's multiplier) says little of another's: vLLM's NVFP4 on a
+/// GB10 is not calibrated by its MXFP4 rows.
+pub fn scenario_kernels(s: &Scenario) -> Vec<String> {
+    let shape = s.model.quant_shape();
+    let bulk = if s.model.moe.is_some() { TensorClass::RoutedExpert } else { TensorClass::DenseMlp };
+    let runtime = s.engine.kind.runtime().id();
+    let mut out: Vec<String> = Vec::new();
+    for chip in s.nodes.iter().map(|n| &n.chip) {
+        for class in [TensorClass::Attention, bulk] {
+            let entry = format!("{} weights on {runtime}, {chip}", s.quant.class_format(class, &shape).kernel.id());
+            if !out.contains(&entry) {
+                out.push(entry);
+            }
+        }
+    }
+    out
 }
 
 /// A model mechanism as a profile records it calibrated: the mechanism and the kernel library
@@ -212,6 +233,13 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
                     s.model.arch,
                     elsewhere.join(", ")
                 ));
+            }
+        }
+    }
+    if !meta.calibrated_kernels.is_empty() && s.workload.kind != WorkloadKind::Hpl {
+        for k in scenario_kernels(s) {
+            if !meta.calibrated_kernels.contains(&k) {
+                push(format!("extrapolated: no calibration row ran {k}"));
             }
         }
     }

@@ -28,7 +28,7 @@ pub mod types;
 
 pub use batched::simulate_batched_bench;
 pub use bounds::{BOUND_MARGIN, Bounds, RunMemo, estimate_memo, nominal_bounds};
-pub use envelope::{envelope, mechanism_on, same_setup, scenario_setups};
+pub use envelope::{envelope, mechanism_on, same_setup, scenario_kernels, scenario_setups};
 pub use gantt::{Gantt, GanttError, GanttRow, GanttSpan, GanttTask, TaskKind, gantt};
 pub use generate::{
     GenerateRun, MAX_SIMULATED_DECODE_STEPS, MAX_SIMULATED_PREFILL_CHUNKS, Schedule, sample_generate, simulate_generate,

@@ -85,8 +85,8 @@ fn a_model_mechanism_no_calibration_row_had_is_extrapolated() {
     assert_eq!(calibration(&f, &[])["status"], "inside");
 }
 
-/// The shipped profile's envelope is its data's: the node counts, chips, context, setups and
-/// model mechanisms (each with the kernel library that ran it) `calibrate` would record from the
+/// The shipped profile's envelope is its data's: the node counts, chips, context, setups, model
+/// mechanisms (each with the kernel library that ran it) and weight kernels `calibrate` would record from the
 /// published rows today, so a change to how rows are read cannot leave a stale envelope behind.
 #[test]
 fn the_shipped_profiles_envelope_is_its_datas() {
@@ -96,6 +96,7 @@ fn the_shipped_profiles_envelope_is_its_datas() {
     let cov = data.envelope();
     let m = &profile.meta;
     assert_eq!(m.calibrated_mechanisms, cov.mechanisms);
+    assert_eq!(m.calibrated_kernels, cov.kernels);
     assert_eq!((&m.calibrated_node_counts, &m.calibrated_chips, m.calibrated_max_context), (&cov.node_counts, &cov.chips, cov.max_context));
     assert_eq!(m.calibrated_setups, cov.setups);
 }
