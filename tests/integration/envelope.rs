@@ -117,3 +117,14 @@ fn a_mechanism_measured_on_another_library_is_extrapolated_and_says_where_it_was
     let ds = reasons(&calibration(&scenario("geerling-1x-m3-ultra-deepseek-v3.1-llama-cpp.toml"), &[]));
     assert!(!ds.iter().any(|x| x.contains("MLA")), "{ds:?}");
 }
+
+/// A weight kernel family is calibrated per library and chip: the GB10's vLLM rows streamed
+/// MXFP4 and FP8 weights, so FP8 is inside and NVFP4 (Marlin) is an extrapolation that says so.
+#[test]
+fn a_kernel_family_no_row_streamed_is_extrapolated() {
+    let f = scenario("spark-vllm-gptoss120b.toml");
+    let fp8 = reasons(&calibration(&f, &["model.name=llama-3.1-8b", "model.quant=fp8"]));
+    assert!(!fp8.iter().any(|x| x.contains("weights on cuda")), "{fp8:?}");
+    let nvfp4 = reasons(&calibration(&f, &["model.name=llama-3.1-8b", "model.quant=nvfp4"]));
+    assert!(nvfp4.iter().any(|x| x.contains("no calibration row ran nvfp4 weights on cuda, gb10")), "{nvfp4:?}");
+}
