@@ -8,6 +8,24 @@ use crate::llm::ModelSpec;
 
 use super::options::{EngineKind, Parallelism};
 
+/// What an engine asks of a node it refuses to run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceNeed {
+    /// An NVIDIA GPU (vLLM, SGLang, TensorRT-LLM: CUDA).
+    NvidiaGpu,
+    /// A Mac (vllm-mlx, oMLX: MLX's Metal backend on Apple Silicon).
+    Mac,
+}
+
+impl std::fmt::Display for DeviceNeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::NvidiaGpu => "an NVIDIA GPU (CUDA)",
+            Self::Mac => "a Mac (Apple Silicon, macOS)",
+        })
+    }
+}
+
 /// Why a runtime cannot split a model as asked.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SplitError {
@@ -93,7 +111,7 @@ pub enum SplitError {
         /// Engine name as written.
         engine: String,
         /// What it needs ([`super::runtimes::EngineRuntime::needs`]).
-        needs: &'static str,
+        needs: DeviceNeed,
         /// The node id.
         node: String,
         /// Its chip.
@@ -115,10 +133,10 @@ impl SplitError {
             }
             Self::NoPipeline { .. } => "use parallelism = \"tensor\" (or count = 1)".into(),
             Self::NoExpertParallel { .. } => "use parallelism = \"tensor\", or engine = \"vllm\" on GB10 nodes".into(),
-            Self::WrongDevice { engines, needs, .. } if needs.contains("CUDA") => {
+            Self::WrongDevice { engines, needs: DeviceNeed::NvidiaGpu, .. } => {
                 format!("use a GB10 node (dgx-spark, dell-pro-max-gb10), or one of: {engines}")
             }
-            Self::WrongDevice { engines, .. } => format!("use a Mac node, or one of: {engines}"),
+            Self::WrongDevice { engines, needs: DeviceNeed::Mac, .. } => format!("use a Mac node, or one of: {engines}"),
             Self::IllegalTensorSplit { legal, .. } | Self::IllegalVllmTensorSplit { legal, .. } => {
                 let ok: Vec<String> = legal.iter().map(u64::to_string).collect();
                 format!("use a node count in {{{}}}, or parallelism = \"pipeline\"", ok.join(", "))

@@ -23,7 +23,7 @@ use crate::hw::{Backend, NodeSpec};
 use super::lowered::Lowered;
 use super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism, Runtime};
 use super::plan::Plan;
-use super::split::{SplitError, TensorSplitRule};
+use super::split::{DeviceNeed, SplitError, TensorSplitRule};
 
 /// The split rule of a CUDA engine that runs one node or tensor parallel only (SGLang
 /// `--tp N`, TensorRT-LLM `--tp_size N`): pipeline and expert parallel refused, naming `engine`.
@@ -320,12 +320,10 @@ pub trait EngineRuntime: Sync {
     fn runs_on(&self, node: &NodeSpec) -> bool {
         self.kernels().runs_on_chip(&node.chip)
     }
-    /// What [`Self::runs_on`] asks of a node, for the error on one it refuses.
-    fn needs(&self) -> &'static str {
-        match self.kernels() {
-            Runtime::Cuda => "an NVIDIA GPU (CUDA)",
-            Runtime::Mlx | Runtime::LlamaCpp => "a supported chip",
-        }
+    /// What [`Self::runs_on`] asks of a node, for the error on one it refuses: by default an
+    /// NVIDIA GPU (CUDA's are the only kernels [`Runtime::runs_on_chip`] refuses a chip for).
+    fn needs(&self) -> DeviceNeed {
+        DeviceNeed::NvidiaGpu
     }
     /// Whether it speaks TCP sockets only (llama.cpp RPC): on an RDMA fabric it runs that
     /// fabric's TCP sibling over the same cables ([`crate::hw::FabricSpec::tcp_fabric`]).

@@ -11,7 +11,7 @@ use crate::hw::NodeSpec;
 use super::super::lowered::Lowered;
 use super::super::options::{EngineKind, EngineOptions, Parallelism, Runtime};
 use super::super::plan::Plan;
-use super::super::split::SplitError;
+use super::super::split::{DeviceNeed, SplitError};
 use super::mlx_lm::MlxLm;
 use super::{
     CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, MLX_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults, client_crash_reloads_every_node,
@@ -72,8 +72,8 @@ impl EngineRuntime for MlxServer {
         node.os == crate::hw::Os::Macos
     }
 
-    fn needs(&self) -> &'static str {
-        "a Mac (Apple Silicon, macOS)"
+    fn needs(&self) -> DeviceNeed {
+        DeviceNeed::Mac
     }
 
     /// Its own Python scheduler, detokenising and streaming: `[chips.<chip>.engines.<id>]`.
