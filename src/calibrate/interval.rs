@@ -394,7 +394,7 @@ fn held_params(sc: &Scenario, profile: &Profile, pinned: &dyn Fn(&str) -> bool) 
         let mut paths: Vec<String> = CHIP_PRIOR_PARAMS.iter().map(|f| format!("chips.{chip}.{f}")).collect();
         paths.extend(RUNTIME_PRIOR_PARAMS.iter().map(|f| format!("chips.{chip}.runtimes.{runtime}.{f}")));
         // An engine's host costs, where the chip has them or borrows them (`Profile::engine_host`).
-        if let Some(host) = kind.host_key()
+        if let Some(host) = sc.engine.host_key()
             && let Some((host_chip, _)) = profile.engine_host(&chip, host)
         {
             paths.extend(["host_per_step_us", "host_per_seq_us"].iter().map(|f| format!("chips.{host_chip}.engines.{host}.{f}")));

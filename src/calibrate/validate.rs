@@ -556,6 +556,11 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
     if name == "trtllm-serve" {
         name = "trtllm".into();
     }
+    // vllm-mlx's benchmark command, which times its simple engine (the row's text then reads
+    // as the simple mode, `stated_continuous_batching`).
+    if name == "vllm-mlx-bench" {
+        name = "vllm-mlx".into();
+    }
     // llama.cpp spanning machines through its RPC backend, written as a word after the name
     // (`llama.cpp rpc`, `llama.cpp (RPC)`).
     let says_rpc = head
@@ -1267,6 +1272,31 @@ fn depth_test(row: &MeasurementRow) -> Option<(u64, u64)> {
     })
 }
 
+/// The first llama-bench test a row's notes name (`tg32 @ d4096`, `tg128`, `pp512`), with its
+/// depth: (prompt, generated, depth) tokens. The first is the row's own; later ones are asides
+/// ("pp512; tg32 @ d32768 = 3.82").
+fn first_test(row: &MeasurementRow) -> Option<(u64, u64, u64)> {
+    let words: Vec<&str> =
+        row.notes.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"')).filter(|w| !w.is_empty()).collect();
+    (0..words.len()).find_map(|i| {
+        let (p, g, _) = parse_test(words[i]).filter(|(p, g, _)| *p > 0 || *g > 0)?;
+        let depth = match words.get(i + 1..i + 3) {
+            Some([at, d]) if *at == "@" => parse_test(&format!("tg1 @ {d}")).map_or(0, |t| t.2),
+            _ => 0,
+        };
+        Some((p, g, depth))
+    })
+}
+
+/// The context a decode row without a prompt column was measured at: `tgN @ dD` as the first
+/// test its notes name (llama-bench decodes after D tokens already in context).
+fn decode_depth(row: &MeasurementRow) -> Option<u64> {
+    match first_test(row)? {
+        (0, g, d) if g > 0 && d > 0 => Some(d),
+        _ => None,
+    }
+}
+
 /// The depth of a prefill row measured after a filled context ([`depth_test`]), checked against
 /// its prompt column: that column holds the N timed tokens or the whole D + N.
 fn prefill_depth(row: &MeasurementRow) -> Result<Option<u64>, String> {
@@ -1409,10 +1439,17 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
                 // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
                 // context: 0).
                 Ok(p) => (p.max(1), 128),
-                Err(_) => {
-                    assumptions.push("prompt length not published: assumed 128".into());
-                    (128, 128)
-                }
+                Err(_) => match decode_depth(row) {
+                    Some(d) => {
+                        assumptions
+                            .push(format!("decode after {d} tokens already in context, as the row's llama-bench test (`@ d{d}`) says"));
+                        (d, 128)
+                    }
+                    None => {
+                        assumptions.push("prompt length not published: assumed 128".into());
+                        (128, 128)
+                    }
+                },
             }
         }
         "prefill_tokens_per_s" => match depth_test(row) {
@@ -2626,6 +2663,19 @@ mod tests {
         // Decoded after the test's depth.
         assert!(b.to_toml().contains("prompt_tokens = 4096"), "{}", b.to_toml());
         assert!(said.iter().any(|a| a.contains("metric `tg32 @ d4096` (50 t/s) read as decode_tokens_per_s")), "{said:?}");
+        // A decode row whose prompt column is empty and whose notes name its test at a depth
+        // decodes after that depth; a depth in a later aside is another test's.
+        let rs = rows(
+            "d,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,decode_tokens_per_s,50,tok/s,me,llama-bench tg32 @ d8192 -fa 1
+             a,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,decode_tokens_per_s,60,tok/s,me,\"llama-bench tg128; tg32 @ d32768 = 3.82\"
+",
+        );
+        let (b, said) = row_scenario(&rs[0], &rs).unwrap();
+        assert!(b.to_toml().contains("prompt_tokens = 8192"), "{}", b.to_toml());
+        assert!(said.iter().any(|a| a.contains("decode after 8192 tokens already in context")), "{said:?}");
+        let (b, said) = row_scenario(&rs[1], &rs).unwrap();
+        assert!(b.to_toml().contains("prompt_tokens = 128"), "{}", b.to_toml());
+        assert!(said.iter().any(|a| a == "prompt length not published: assumed 128"), "{said:?}");
     }
 
     /// A label every box of a line answers to (`Mac Studio`) picks among all of them by memory,

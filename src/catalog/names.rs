@@ -285,6 +285,12 @@ impl Catalog {
         if let Some((id, assumed)) = unsloth_dynamic(self, &q) {
             return Ok(QuantName { id, by_width: false, assumed: Some(assumed) });
         }
+        // A checkpoint's repository or file name (`mlx-community/Qwen3-Coder-Next-4bit`,
+        // `unsloth/Qwen3-30B-A3B-GGUF:Q4_K_M`, `Llama-3.1-8B-Instruct-Q8_0.gguf`): the format its
+        // name ends with.
+        if let Some(found) = self.repo_quant(&q, family) {
+            return Ok(found);
+        }
         // The framework written before the format (`mlx-mxfp4-q8`, `MLX 8-bit`, `mlx-bf16`,
         // `mlx-community 4bit`): the format in MLX's family. An id that starts so (`mlx-4bit`)
         // was found above.
@@ -310,6 +316,24 @@ impl Catalog {
             _ => return Err(QuantNameError::NoSingleFormat { bits }),
         };
         Ok(QuantName { id: id.to_string(), by_width: true, assumed })
+    }
+
+    /// The format a checkpoint's repository or file name ends with (a label with `/`, `:` or a
+    /// `.gguf` suffix): after the tag (`:Q4_K_M`) if any, else the last one to three
+    /// `-`-separated words of the name, longest first (`MXFP4-Q8`, `4bit-DWQ`, `4bit`); an
+    /// `mlx-community/` repository holds MLX files. `None` when the name ends with no format.
+    fn repo_quant(&self, q: &str, family: QuantFamily) -> Option<QuantName> {
+        if !(q.contains('/') || q.contains(':') || q.ends_with(".gguf")) {
+            return None;
+        }
+        let family = if q.starts_with("mlx-community/") { QuantFamily::Mlx } else { family };
+        let name = q.rsplit('/').next().unwrap_or(q).trim_end_matches(".gguf");
+        let name = name.rsplit_once(':').map_or(name, |(_, tag)| tag);
+        let words: Vec<&str> = name.split('-').filter(|w| !w.is_empty()).collect();
+        (1..=words.len().min(3)).rev().find_map(|k| {
+            let tail = words[words.len() - k..].join("-");
+            self.find_quant(&tail, family).ok()
+        })
     }
 
     /// Whether `label` names a 16-bit file (`f16`, `F16`, `bf16`, `fp16`, `bfloat16`: every label
@@ -543,6 +567,16 @@ mod tests {
             ("UD-IQ2_XXS", QuantFamily::Gguf, "iq2_xxs", false, true),
             ("UD-IQ1_S", QuantFamily::Gguf, "iq1_s", false, true),
             ("ud-iq3_xxs", QuantFamily::Gguf, "iq3_xxs", false, true),
+            // A checkpoint's repository or file name: the format its name ends with.
+            ("mlx-community/Qwen3-Coder-Next-4bit", QuantFamily::Mlx, "mlx-4bit", true, false),
+            ("mlx-community/Qwen3-30B-A3B-4bit-DWQ", QuantFamily::Any, "mlx-4bit", false, false),
+            ("mlx-community/gpt-oss-120b-MXFP4-Q8", QuantFamily::Mlx, "mxfp4", false, false),
+            ("mlx-community/Llama-3.3-70B-Instruct-bf16", QuantFamily::Mlx, "bf16", false, false),
+            ("unsloth/Qwen3-30B-A3B-GGUF:Q4_K_M", QuantFamily::Gguf, "q4_k_m", false, false),
+            ("unsloth/GLM-4.6-GGUF:UD-Q4_K_XL", QuantFamily::Gguf, "ud-q4_k_xl", false, false),
+            ("Llama-3.1-8B-Instruct-Q8_0.gguf", QuantFamily::Gguf, "q8_0", false, false),
+            ("nvidia/Llama-3.1-8B-Instruct-FP4", QuantFamily::Hf, "nvfp4", false, false),
+            ("RedHatAI/Qwen3-30B-A3B-FP8-dynamic", QuantFamily::Hf, "fp8", false, false),
         ] {
             assert_eq!(q(label, family), Ok((id.to_string(), width, assumed)), "{label}");
         }
@@ -551,6 +585,8 @@ mod tests {
         // Q8_K is no file type: a Q8_K_XL is read as Q8_0 (through its preset).
         assert_eq!(c.find_quant("UD-Q8_K_XL", QuantFamily::Gguf).unwrap().id, "ud-q8_k_xl");
         assert_eq!(q("4bit", QuantFamily::Hf), Err(QuantNameError::NoSingleFormat { bits: 4 }));
+        // A repository whose name ends with no format is no quant.
+        assert_eq!(q("Qwen/Qwen3-30B-A3B", QuantFamily::Hf), Err(QuantNameError::Unknown("Qwen/Qwen3-30B-A3B".into())));
         for unknown in ["mlx-", "mlx-q9", "IQ5_XS", "TQ1_0", "UD-TQ1_0", "Q9_K_XL", "UD-BF16", "UD-", "_XL", "IQ4_XS - Medium"] {
             assert_eq!(q(&format!(" {unknown} "), QuantFamily::Gguf), Err(QuantNameError::Unknown(unknown.into())), "{unknown}");
         }

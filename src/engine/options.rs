@@ -233,6 +233,10 @@ pub struct EngineOptions {
     /// llama.cpp's GPU backend on a Linux node whose GPU is neither Apple's (Metal) nor
     /// NVIDIA's (CUDA): the AI Max+ 395's Radeon runs either (FACTS.md). Inert elsewhere.
     pub llama_backend: LlamaBackend,
+    /// Whether an MLX server batches requests (vllm-mlx `--continuous-batching`, oMLX always)
+    /// or serves one at a time through mlx-lm's generate loop with none of the batching
+    /// engine's own host work (vllm-mlx's simple mode). Inert on every other engine.
+    pub continuous_batching: bool,
 }
 
 /// llama.cpp's GPU backend on an AMD GPU (`[engine] backend`): the two run different MoE
@@ -281,6 +285,12 @@ impl CudaOptions {
 }
 
 impl EngineOptions {
+    /// The key of the engine's own host costs (`[chips.<chip>.engines.<key>]`): none for
+    /// vllm-mlx's simple mode, which runs mlx-lm's generate loop without its batching engine.
+    pub fn host_key(&self) -> Option<&'static str> {
+        self.kind.host_key().filter(|_| self.continuous_batching)
+    }
+
     /// The JACCL RDMA frame size on a macOS version: 4 KiB up to 26.2, 512 KiB from 26.3.
     pub fn jaccl_frame_bytes_on_macos(major: u32, minor: u32) -> u64 {
         if (major, minor) >= (26, 3) { 512 * 1024 } else { 4096 }
@@ -304,6 +314,7 @@ impl EngineOptions {
             mla_per_head_cache: false,
             cuda: defaults.cuda,
             llama_backend: LlamaBackend::Vulkan,
+            continuous_batching: true,
         }
     }
 }

@@ -404,7 +404,7 @@ fn node_params(inp: &PlanInput<'_>, node: &NodeSpec, runtime: &str) -> Result<(C
     // brings its own host costs; a chip without them borrows another chip's (CPU work:
     // `Profile::engine_host`; the envelope says so), and keeps the runtime's only when no
     // chip has them.
-    if let Some((_, h)) = inp.options.kind.host_key().and_then(|k| inp.profile.engine_host(&params_chip, k)) {
+    if let Some((_, h)) = inp.options.host_key().and_then(|k| inp.profile.engine_host(&params_chip, k)) {
         rt.host_per_step_us = h.host_per_step_us;
         rt.host_per_seq_us = h.host_per_seq_us;
     }

@@ -149,7 +149,7 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
         push(format!("{n} nodes: calibrated on {:?}", meta.calibrated_node_counts));
     }
     let runtime = s.engine.kind.runtime().id();
-    let host_key = s.engine.kind.host_key();
+    let host_key = s.engine.host_key();
     let fitted: Vec<&str> = profile.fit.as_ref().map(|f| f.params.iter().map(|p| p.name.as_str()).collect()).unwrap_or_default();
     for node in &s.nodes {
         let params_chip = profile.params_chip(node);

@@ -50,6 +50,7 @@ pub const KEYS: &[&str] = &[
     "engine.max_num_batched_tokens",
     "engine.max_num_seqs",
     "engine.gpu_memory_utilization",
+    "engine.continuous_batching",
     "workload.kind",
     "workload.prompt_tokens",
     "workload.generate_tokens",
@@ -122,6 +123,7 @@ fn empty_engine() -> RawEngine {
         max_num_batched_tokens: None,
         max_num_seqs: None,
         gpu_memory_utilization: None,
+        continuous_batching: None,
     }
 }
 
@@ -339,6 +341,7 @@ impl ScenarioBuilder {
             "engine.max_num_batched_tokens" => self.engine_mut().max_num_batched_tokens = Some(sp(v.int()?)),
             "engine.max_num_seqs" => self.engine_mut().max_num_seqs = Some(sp(v.int()?)),
             "engine.gpu_memory_utilization" => self.engine_mut().gpu_memory_utilization = Some(sp(v.float()?)),
+            "engine.continuous_batching" => self.engine_mut().continuous_batching = Some(sp(v.bool()?)),
             "workload.kind" => self.workload_mut().kind = Some(sp(v.string()?)),
             "workload.prompt_tokens" => self.workload_mut().prompt_tokens = Some(sp(RawLength::Fixed(v.int()?))),
             "workload.generate_tokens" => self.workload_mut().generate_tokens = Some(sp(RawLength::Fixed(v.int()?))),
@@ -431,6 +434,7 @@ impl ScenarioBuilder {
             key(&mut t, "max_num_batched_tokens", i(&e.max_num_batched_tokens));
             key(&mut t, "max_num_seqs", i(&e.max_num_seqs));
             key(&mut t, "gpu_memory_utilization", e.gpu_memory_utilization.as_ref().map(|x| toml::Value::Float(*x.get_ref())));
+            key(&mut t, "continuous_batching", e.continuous_batching.as_ref().map(|b| toml::Value::Boolean(*b.get_ref())));
         }
         if let Some(w) = &r.workload {
             let w = w.get_ref();

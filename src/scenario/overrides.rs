@@ -57,6 +57,7 @@ const KEYS: &[(&str, KeyType)] = &[
     ("engine.max_num_batched_tokens", KeyType::Int),
     ("engine.max_num_seqs", KeyType::Int),
     ("engine.gpu_memory_utilization", KeyType::Float),
+    ("engine.continuous_batching", KeyType::Bool),
     ("workload.kind", KeyType::Str),
     ("workload.prompt_tokens", KeyType::Int),
     ("workload.generate_tokens", KeyType::Int),

@@ -69,6 +69,7 @@ pub(super) struct RawEngine {
     pub(super) max_num_batched_tokens: Option<Spanned<i64>>,
     pub(super) max_num_seqs: Option<Spanned<i64>>,
     pub(super) gpu_memory_utilization: Option<Spanned<f64>>,
+    pub(super) continuous_batching: Option<Spanned<bool>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -745,6 +745,18 @@ fn engine_options(
             " (on a Linux GPU that is neither Apple's nor NVIDIA's: Metal and CUDA nodes run their own)",
         )?;
     }
+    if let Some(c) = &e.continuous_batching {
+        if options.kind != EngineKind::VllmMlx {
+            return Err(src
+                .error(
+                    c.span(),
+                    format!("`engine.continuous_batching` picks vllm-mlx's mode; engine `{engine_name}` has no such option"),
+                    Some("remove it, or use engine vllm-mlx (oMLX and mlx-lm's server always batch)".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        options.continuous_batching = *c.get_ref();
+    }
     cuda_options(src, e, engine_name, options)
 }
 

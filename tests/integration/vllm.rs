@@ -244,3 +244,54 @@ fn omlx_is_mlx_kernels_behind_its_own_loop_with_host_costs_from_facts() {
     assert_eq!(b.build().unwrap_or_else(|e| panic!("{e}")).engine.kind, EngineKind::Omlx);
     assert!(assumed.iter().any(|a| a.contains("oMLX scheduler taken as mlx-lm's BatchGenerator")), "{assumed:?}");
 }
+
+/// vllm-mlx's simple mode (`continuous_batching = false`; FACTS.md: "a simple one-request
+/// mode"): mlx-lm's generate loop, so one request decodes exactly as mlx-lm does, without the
+/// batching engine's own host costs, and concurrent requests are served one at a time (each
+/// forward holds one sequence; the aggregate rate stays one stream's). The mode is vllm-mlx's
+/// alone, and `validate` reads it from what a row states first.
+#[test]
+fn vllm_mlx_simple_mode_is_mlx_lms_generate_loop_one_request_at_a_time() {
+    let p = with_host(2200.0, 100.0);
+    let engine = |name: &str, extra: &str| VLLM_M4.replace("name = \"vllm-mlx\"", &format!("name = \"{name}\"\n{extra}"));
+    let generate = |text: String| estimate(&sc(&format!("{text}[workload]\nprompt_tokens = 128\ngenerate_tokens = 64\n")), &p).unwrap();
+    let simple = generate(engine("vllm-mlx", "continuous_batching = false"));
+    let mlx = generate(engine("mlx-lm", ""));
+    let batching = generate(engine("vllm-mlx", "continuous_batching = true"));
+    assert_eq!(simple.decode_tokens_per_s, mlx.decode_tokens_per_s, "simple mode is mlx-lm's loop");
+    assert_eq!(simple.ttft_s, mlx.ttft_s);
+    let step = |e: &supernode::estimate::Estimate| 1e3 / e.decode_tokens_per_s;
+    assert!((step(&batching) - step(&simple) - 2.3).abs() < 0.01, "the batching engine adds 2.2 + 0.1 ms a step");
+    assert_eq!(generate(VLLM_M4.to_string()).decode_tokens_per_s, batching.decode_tokens_per_s, "a scenario batches by default");
+
+    // Four users at once: continuous batching decodes them together; the simple mode one by one.
+    let four = |extra: &str| {
+        let text = serve(4, 32).replace("name = \"vllm-mlx\"", &format!("name = \"vllm-mlx\"\n{extra}"));
+        estimate(&sc(&text), &p).unwrap().serve.unwrap()
+    };
+    let (one_by_one, together) = (four("continuous_batching = false"), four(""));
+    assert!((one_by_one.mean_batch - 1.0).abs() < 1e-9, "{}", one_by_one.mean_batch);
+    assert!(together.mean_batch > 2.0, "{}", together.mean_batch);
+    assert!(one_by_one.aggregate_decode_tokens_per_s <= simple.decode_tokens_per_s * 1.001);
+    assert!(together.aggregate_decode_tokens_per_s > 1.5 * one_by_one.aggregate_decode_tokens_per_s);
+
+    let other = "[cluster]\nnode = \"m4-max-40c-128gb\"\n[model]\nname = \"llama-3.2-1b\"\n[engine]\nname = \"omlx\"\ncontinuous_batching = false\n";
+    let e = parse(Source { path: "x.toml".into(), dir: PathBuf::new(), text: other.into() }).unwrap_err().to_string();
+    assert!(e.contains("`engine.continuous_batching` picks vllm-mlx's mode; engine `omlx` has no such option"), "{e}");
+
+    // Rows: the mode a row states first is its own ("continuous-batching mode; the non-batching
+    // table gives ..."); `vllm-mlx-bench` times the simple engine; a silent row batches.
+    let csv = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+        cb,mac-studio-m4-max,1,128gb,llama-3.2-3b,mlx-4bit,vllm-mlx,none,none,,1,decode_tokens_per_s,137.6,tok/s,docs,\"continuous-batching mode; the non-batching vllm-mlx-bench table gives 200.1\"\n\
+        simple,mac-studio-m4-max,1,128gb,llama-3.2-3b,mlx-4bit,vllm-mlx,none,none,,1,decode_tokens_per_s,200.1,tok/s,other docs,\"non-batching table; the --continuous-batching server gives 137.6\"\n\
+        bench,mac-studio-m4-max,1,128gb,llama-3.2-3b,mlx-4bit,vllm-mlx-bench,none,none,,1,decode_tokens_per_s,200.1,tok/s,bench,\n\
+        silent,mac-studio-m4-max,1,128gb,llama-3.2-3b,mlx-4bit,vllm-mlx,none,none,,1,decode_tokens_per_s,137.6,tok/s,blog,\n";
+    let rows = parse_csv(csv, "modes.csv").unwrap();
+    for (id, batches) in [("cb", true), ("simple", false), ("bench", false), ("silent", true)] {
+        let row = rows.iter().find(|r| r.id == id).unwrap();
+        let (b, notes) = row_scenario(row, &rows).unwrap();
+        let s = b.build().unwrap();
+        assert_eq!(s.engine.kind, EngineKind::VllmMlx, "{id}");
+        assert_eq!(s.engine.continuous_batching, batches, "{id}: {notes:?}");
+    }
+}

@@ -37,8 +37,49 @@ pub const VLLM_MLX: MlxServer = MlxServer {
     kind: EngineKind::VllmMlx,
     names: &["vllm-mlx"],
     label: "vllm-mlx",
-    assumption: "vllm-mlx scheduler taken as mlx-lm's BatchGenerator (MLX kernels, vllm-mlx host costs)",
+    assumption: "vllm-mlx scheduler taken as mlx-lm's BatchGenerator (MLX kernels, vllm-mlx host costs); its simple mode as mlx-lm's generate loop, one request at a time",
 };
+
+/// Phrases by which a benchmark states that vllm-mlx ran its continuous-batching engine.
+const BATCHING_PHRASES: &[&str] = &[
+    "--continuous-batching",
+    "continuous-batching mode",
+    "continuous batching mode",
+    "continuous batching server",
+    "continuous batching results",
+    "with continuous batching",
+    "batching engine",
+];
+
+/// Phrases by which a benchmark states that vllm-mlx ran its simple mode (one request at a
+/// time; `vllm-mlx-bench` times the simple engine).
+const SIMPLE_PHRASES: &[&str] = &[
+    "simple mode",
+    "simple engine",
+    "simpleengine",
+    "non-batching",
+    "non batching",
+    "vllm-mlx-bench",
+    "without --continuous-batching",
+    "without continuous batching",
+    "no continuous batching",
+    "single-request mode",
+    "one-request mode",
+];
+
+/// The vllm-mlx mode a benchmark's text states (`Some(true)`: continuous batching), by the
+/// earliest statement of either: a row describes its own mode before it quotes the other's
+/// figure ("continuous-batching mode; the non-batching table gives ..."). `None` when silent.
+pub fn stated_continuous_batching(text: &str) -> Option<bool> {
+    let text = text.to_lowercase();
+    let first = |phrases: &[&str]| phrases.iter().filter_map(|p| text.find(p)).min();
+    match (first(BATCHING_PHRASES), first(SIMPLE_PHRASES)) {
+        (Some(b), Some(s)) => Some(b < s),
+        (Some(_), None) => Some(true),
+        (None, Some(_)) => Some(false),
+        (None, None) => None,
+    }
+}
 
 impl EngineRuntime for MlxServer {
     fn kind(&self) -> EngineKind {
@@ -59,6 +100,15 @@ impl EngineRuntime for MlxServer {
 
     fn measurement_assumption(&self) -> Option<&'static str> {
         Some(self.assumption)
+    }
+
+    /// vllm-mlx's mode where the row states it (`--continuous-batching`, or its simple mode /
+    /// `vllm-mlx-bench`); oMLX has one mode.
+    fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
+        match stated_continuous_batching(notes).filter(|_| self.kind == EngineKind::VllmMlx) {
+            Some(b) => vec![("engine.continuous_batching", toml::Value::Boolean(b))],
+            None => Vec::new(),
+        }
     }
 
     fn kernels(&self) -> Runtime {
@@ -105,8 +155,10 @@ impl EngineRuntime for MlxServer {
     /// reads mlx-lm's scheduler, not this server's; vllm-mlx batches through mlx-lm's
     /// BatchGenerator). Its own Python scheduler, detokenising and streaming show as its host
     /// costs (`[chips.<chip>.engines.<id>]`).
+    /// vllm-mlx's simple mode (`continuous_batching = false`, its CLI default) serves one
+    /// request at a time: its `SimpleEngine` runs mlx-lm's generate loop per request.
     fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
-        MlxLm.serving_loop(max_batch, options)
+        if options.continuous_batching { MlxLm.serving_loop(max_batch, options) } else { MlxLm.serving_loop(Some(1), options) }
     }
 
     fn crash_reloads_every_node(&self, _parallelism: Parallelism, node: usize) -> bool {
