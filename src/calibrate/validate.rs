@@ -498,7 +498,9 @@ fn parallelism_label(raw: &str, n: usize) -> Result<&'static str, String> {
 /// Words of a quant label that name a file format, not a quantization (`MLX 4-bit`). `gguf`
 /// is not one of them: `gguf 4-bit` is a GGUF row that does not say its type, which
 /// [`resolve_quant`] reads from the row's siblings.
-const FORMAT_WORDS: &[&str] = &["mlx", "mlx-community", "hf", "safetensors"];
+/// (`QAT` names how a checkpoint was trained, quantization-aware, not how it is stored: Gemma 3's
+/// `QAT 4bit` / `Q4_0 QAT` files are the ordinary format of that width.)
+const FORMAT_WORDS: &[&str] = &["mlx", "mlx-community", "hf", "safetensors", "qat"];
 
 /// The quant label of a row, lower case: its first word (`Q4_K_M (unsloth)` -> `q4_k_m`), or,
 /// when that word alone is a file format's name (`MLX 4-bit`, `mlx 8bit`), the next word.
@@ -2762,6 +2764,8 @@ mod tests {
             ("MXFP4", "llama-cpp", "mxfp4", 0),
             ("mxfp4 (native)", "vllm", "mxfp4", 0),
             ("4bit", "mlx-lm", "mlx-4bit", 0),
+            ("QAT 4bit", "mlx-lm", "mlx-4bit", 0),
+            ("Q4_0 QAT", "llama-cpp", "q4_0", 0),
             ("8-bit", "exo", "mlx-8bit", 0),
             ("6bit", "mlx-lm", "mlx-6bit", 0),
             ("4-bit", "llama-cpp", "q4_k_m", 1),
