@@ -356,6 +356,10 @@ pub struct FittedParam {
     /// Ids of the measurements whose prediction moves with this parameter.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rows: Vec<String>,
+    /// The kernel libraries (`mlx`, `llama-cpp`, `cuda`) those measurements ran, sorted: a
+    /// chip's kernel efficiency fitted on one library's rows is a guess for another's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtimes: Vec<String>,
 }
 
 /// Residual of one measurement after the fit.

@@ -158,6 +158,15 @@ impl Dataset {
         d
     }
 
+    /// The kernel library target `i` ran (`mlx`, `llama-cpp`, `cuda`): a row's engine's, and
+    /// MLX for a harness measurement (the harness runs MLX's kernels).
+    pub fn runtime_of(&self, i: usize) -> &'static str {
+        match &self.sources[i] {
+            TargetSource::Row(p) => p.scenario.engine.kind.behaviour().kernels().id(),
+            TargetSource::Harness(..) => crate::engine::Runtime::Mlx.id(),
+        }
+    }
+
     /// Whether any target is a published row.
     pub fn has_rows(&self) -> bool {
         self.sources.iter().any(|s| matches!(s, TargetSource::Row(_)))

@@ -336,6 +336,7 @@ fn result(mut prob: Problem<'_>, initial: &[f64], report: &MinimizationReport<f6
             value: sig(values[k]),
             std_error: std_errors[k].map(sig),
             rows: Vec::new(),
+            runtimes: Vec::new(),
         })
         .collect();
     let residuals: Vec<Residual> =

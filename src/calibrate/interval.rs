@@ -239,6 +239,21 @@ pub const CHIP_PRIOR_PARAMS: &[&str] = &[
     "pj_per_flop",
 ];
 
+/// The chip parameters that describe kernels rather than the chip alone: a fraction of a peak
+/// that one library's kernels reach (energies per byte and per FLOP are the chip's).
+const KERNEL_EFFICIENCIES: &[&str] =
+    &["bw_eff_dense", "bw_eff_expert", "bw_eff_attention", "compute_eff_dense", "compute_eff_expert", "compute_eff_attention"];
+
+/// Whether the fit set parameter `path` only from rows of kernel libraries other than
+/// `runtime` (its report names them; an older profile without them: false).
+fn fitted_on_other_kernels(profile: &Profile, path: &str, runtime: &str) -> bool {
+    profile
+        .fit
+        .as_ref()
+        .and_then(|f| f.params.iter().find(|p| p.name == path))
+        .is_some_and(|p| !p.runtimes.is_empty() && !p.runtimes.iter().any(|r| r == runtime))
+}
+
 /// The runtime parameters of the same kind: launches and the kernel families' bandwidth.
 pub const RUNTIME_PRIOR_PARAMS: &[&str] =
     &["kernel_launch_us", "graph_kernel_us", "bw_mult_half", "bw_mult_8bit", "bw_mult_mxfp4", "bw_mult_nvfp4", "bw_mult_fp8"];
@@ -389,8 +404,14 @@ fn held_params(sc: &Scenario, profile: &Profile, pinned: &dyn Fn(&str) -> bool) 
     let mut out = Vec::new();
     for chip in params_chips(sc, profile) {
         // A chip no row measured reads a measured chip's efficiencies: fitted there, a guess
-        // here, as far off as a prior (the fit's own evidence of how far priors miss).
-        let guessed = |path: &str| borrowed.contains(&chip) && path.rsplit('.').next().is_some_and(|f| CHIP_PRIOR_PARAMS.contains(&f));
+        // here, as far off as a prior (the fit's own evidence of how far priors miss). So is a
+        // kernel efficiency fitted only on another kernel library's rows (MLX's GEMMs on a chip
+        // whose efficiency llama.cpp's rows set: the two libraries' kernels differ).
+        let guessed = |path: &str| {
+            let field = path.rsplit('.').next().unwrap_or(path);
+            (borrowed.contains(&chip) && CHIP_PRIOR_PARAMS.contains(&field))
+                || (KERNEL_EFFICIENCIES.contains(&field) && fitted_on_other_kernels(profile, path, runtime))
+        };
         let mut paths: Vec<String> = CHIP_PRIOR_PARAMS.iter().map(|f| format!("chips.{chip}.{f}")).collect();
         paths.extend(RUNTIME_PRIOR_PARAMS.iter().map(|f| format!("chips.{chip}.runtimes.{runtime}.{f}")));
         // An engine's host costs, where the chip has them or borrows them (`Profile::engine_host`).

@@ -202,21 +202,35 @@ pub fn default_params(data: &Dataset) -> Vec<String> {
     v
 }
 
+/// What moves one fitted parameter: the ids of the rows, and the kernel libraries they ran.
+pub type Movers = (Vec<String>, Vec<String>);
+
 /// The uncertainty of a fitted profile (for prediction intervals) and, per fitted parameter, the
-/// ids of the rows that move it: the twin linearised at the fit, the parameter covariance and
-/// the per-kind scatter of leave-one-out residuals (see [`cv::Linearized::uncertainty`]).
+/// ids of the rows that move it and their kernel libraries: the twin linearised at the fit, the
+/// parameter covariance and the per-kind scatter of leave-one-out residuals (see
+/// [`cv::Linearized::uncertainty`]).
 pub fn fit_uncertainty(
     data: &Dataset,
     fitted: &Profile,
     report: &FitReport,
     prior_weight: f64,
-) -> Result<(crate::profile::Uncertainty, Vec<Vec<String>>), CalibrateError> {
+) -> Result<(crate::profile::Uncertainty, Vec<Movers>), CalibrateError> {
     let paths: Vec<String> = report.params.iter().map(|p| p.name.clone()).collect();
     let center: Vec<f64> = report.params.iter().map(|p| p.initial).collect();
     let lin = cv::Linearized::new(data, fitted, paths, &center, prior_weight)?;
     let all = vec![true; lin.rows()];
     let at = cv::full_fit(&lin, 0)?;
     let u = lin.uncertainty(&at, &all);
-    let rows = lin.movers().iter().map(|rows| rows.iter().map(|&i| data.targets[i].id.clone()).collect()).collect();
+    let rows = lin
+        .movers()
+        .iter()
+        .map(|rows| {
+            let ids = rows.iter().map(|&i| data.targets[i].id.clone()).collect();
+            let mut runtimes: Vec<String> = rows.iter().map(|&i| data.runtime_of(i).to_string()).collect();
+            runtimes.sort_unstable();
+            runtimes.dedup();
+            (ids, runtimes)
+        })
+        .collect();
     Ok((u, rows))
 }

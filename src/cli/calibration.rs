@@ -252,7 +252,10 @@ fn attach_uncertainty(data: &Dataset, fitted: &mut Profile, prior_weight: f64) {
         Ok((u, rows)) => {
             fitted.uncertainty = Some(u);
             if let Some(f) = fitted.fit.as_mut() {
-                f.params.iter_mut().zip(rows).for_each(|(p, r)| p.rows = r);
+                f.params.iter_mut().zip(rows).for_each(|(p, (ids, runtimes))| {
+                    p.rows = ids;
+                    p.runtimes = runtimes;
+                });
             }
         }
         Err(e) => eprintln!("warning: no prediction intervals in the profile: {e}"),

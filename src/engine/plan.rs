@@ -341,6 +341,7 @@ impl Plan {
                     LlamaBackend::Vulkan => ExpertRowTile::VULKAN_MM_ID,
                     LlamaBackend::Rocm => ExpertRowTile::ROCM_MMQ,
                 },
+                Runtime::Mlx if spec.os == Os::Macos => ExpertRowTile::MLX_GATHER_QMM,
                 _ => ExpertRowTile::NONE,
             },
             launch: self.launch_cost(node),

@@ -132,6 +132,7 @@ fn intervals_cover_held_out_rows_under_known_noise_at_any_thread_count() {
                 value: calibrate::get_param(&s, &p.name).unwrap(),
                 std_error: None,
                 rows: vec![],
+                runtimes: vec![],
             })
             .collect(),
         residuals: vec![],
@@ -145,6 +146,15 @@ fn intervals_cover_held_out_rows_under_known_noise_at_any_thread_count() {
     let all = u.scatter["all"];
     assert!(all > 0.5 * sigma && all < 2.0 * sigma, "scatter {all} for noise {sigma}");
     assert_eq!(rows.len(), report.params.len());
+    // Each parameter's rows come with the kernel libraries they ran, sorted, once each: the
+    // vllm-mlx host costs only MLX rows, the GB10's dense stream llama.cpp's and the CUDA engines'.
+    for (ids, runtimes) in &rows {
+        assert_eq!(ids.is_empty(), runtimes.is_empty(), "{ids:?} {runtimes:?}");
+        assert!(runtimes.is_sorted() && runtimes.iter().all(|r| ["cuda", "llama-cpp", "mlx"].contains(&r.as_str())), "{runtimes:?}");
+    }
+    let of = |name: &str| &rows[report.params.iter().position(|p| p.name == name).unwrap()].1;
+    assert_eq!(of("chips.m4-max.engines.vllm-mlx.host_per_step_us"), &["mlx"]);
+    assert_eq!(of("chips.gb10.bw_eff_dense"), &["cuda", "llama-cpp"]);
     // The profile carries it through a TOML round trip.
     let mut p = s.clone();
     p.sources.clear();

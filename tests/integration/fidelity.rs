@@ -102,8 +102,9 @@ const COVERAGE_FLOOR: f64 = 80.0;
 /// A FACTS.md figure no calibration row carries, as an out-of-sample check of MoE prefill on a
 /// chip whose expert GEMM rate is a prior: exo's profiled pipeline of Qwen3.5-397B-A17B 4-bit
 /// over two M4 Max Mac Studios on TB5 RDMA (exo PR 1929 trace) prefilled a 16,010-token prompt
-/// at 467 tok/s. The shipped profile gives 471 (with the M4 Max's expert prior at 0.38, the M3
-/// Ultra's untiled value, it gave 305: 35% slow).
+/// at 467 tok/s. The shipped profile gives 453 (502 before MLX's sorted expert GEMM paid its
+/// 16-row tiles, 2026-12-06; with the M4 Max's expert prior at 0.38, the M3 Ultra's untiled
+/// value, it gave 305: 35% slow).
 #[test]
 fn an_exo_pipeline_of_two_m4_max_prefills_qwen3_5_397b_as_exos_trace_shows() {
     let mut b = supernode::scenario::ScenarioBuilder::new("exo PR 1929: 2x M4 Max, Qwen3.5-397B-A17B 4-bit, 16k prompt");

@@ -280,7 +280,11 @@ fn decode_and_prefill_stay_under_their_rooflines() {
                 }
                 // Every prompt token's FLOPs run on some node's ALUs: prefill is at most the
                 // cluster's peak over the FLOPs per token.
-                let chunk = s.engine.prefill_chunk.min(c.prompt).max(1);
+                // The prefill's largest step: mlx-lm runs the last prompt token alone (a 128-token
+                // prompt is a 127-token step and a 1-token one), and a kernel may change with the
+                // step's rows (MLX sorts experts into 16-row tiles from 4 rows an expert).
+                let timed = if s.engine.prefill_last_token_alone { c.prompt - 1 } else { c.prompt };
+                let chunk = s.engine.prefill_chunk.min(timed).max(1);
                 let Some(prefill) = work_per_node(&s, chunk, 0) else { continue };
                 let flops_per_token = prefill.iter().map(|(_, f)| f).sum::<f64>() / chunk as f64;
                 // An FP8 checkpoint under a CUDA engine issues its GEMMs on the FP8 tensor cores.

@@ -128,6 +128,14 @@ pub struct ExpertRowTile {
     /// Whether 16-bit expert weights take the tiled path too (llama.cpp's MMQ covers only
     /// quantized types; f16/bf16 experts go to other kernels).
     pub covers_half: bool,
+    /// Fewest token-expert rows (`rows x k`) in a step, and fewest per expert on average
+    /// (`rows x k / experts`), for which the tiled kernel runs (0: no such condition).
+    pub min_routed_rows: u64,
+    /// See [`Self::min_routed_rows`].
+    pub min_mean_rows_per_expert: u64,
+    /// Token rows per dequantisation of a weight tile on the tiled path: each tile of an
+    /// expert's rows dequantises the weights it multiplies again.
+    pub dequant_rows: u64,
 }
 
 /// llama.cpp CUDA MMQ widths on a GPU with tensor cores (`mul_mat_q_case`: `mmq_x` in steps of
@@ -137,15 +145,25 @@ const CUDA_MMQ_WIDTHS: &[u64] = &[8, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128];
 const ROCM_MMQ_WIDTHS: &[u64] = &[16, 32, 48, 64, 80, 96, 112, 128];
 
 impl ExpertRowTile {
-    /// No tile modelled: FLOPs follow the routed rows (MLX, the CUDA engines).
-    pub const NONE: Self = Self { widths: &[], min_step_rows: u64::MAX, covers_half: false };
+    /// No tile modelled: FLOPs follow the routed rows (the CUDA engines, MLX off Metal).
+    pub const NONE: Self = Self { widths: &[], min_step_rows: u64::MAX, covers_half: false, ..Self::NO_ROUTED_MINIMUM };
+    /// The fields the llama.cpp tiles share: no condition on the routed rows, dequantisation per
+    /// [`DEQUANT_TOKEN_TILE`] rows.
+    const NO_ROUTED_MINIMUM: Self = Self {
+        widths: &[],
+        min_step_rows: 0,
+        covers_half: false,
+        min_routed_rows: 0,
+        min_mean_rows_per_expert: 0,
+        dequant_rows: DEQUANT_TOKEN_TILE,
+    };
     /// llama.cpp's CUDA MMQ on an NVIDIA GPU with tensor cores (build 6918, `mmq.cuh`
     /// `mul_mat_q_case`): the tile width `mmq_x` is the first of `CUDA_MMQ_WIDTHS` that takes
     /// the step's rows in the fewest tiles, chosen from the step's row count (`ncols_max =
     /// ne12`); every expert's rows then run in tiles of that width (`expert_bounds`). MoE steps
     /// of 2 or more rows take this path (`ggml_cuda_mul_mat_id`: one row goes to MMVQ);
     /// quantized types only.
-    pub const CUDA_MMQ: Self = Self { widths: CUDA_MMQ_WIDTHS, min_step_rows: 2, covers_half: false };
+    pub const CUDA_MMQ: Self = Self { widths: CUDA_MMQ_WIDTHS, min_step_rows: 2, covers_half: false, ..Self::NO_ROUTED_MINIMUM };
     /// llama.cpp's HIP (ROCm) MMQ on an AMD RDNA3/RDNA4 GPU, as built from December 2025
     /// (xllamacpp 0.2.7 to 0.2.12: `amd_wmma_available`, and `ggml_cuda_should_use_mmq` takes MMQ
     /// for every batch): the CUDA selection over `ROCM_MMQ_WIDTHS`, from 5 rows
@@ -153,18 +171,40 @@ impl ExpertRowTile {
     /// builds before (xllamacpp 0.2.5, 2025-11) ran steps of 64+ rows per expert through a
     /// dequantisation to f16 and hipBLAS (`ggml_cuda_mul_mat_id`'s fallback loop); their rows
     /// are read with these tiles.
-    pub const ROCM_MMQ: Self = Self { widths: ROCM_MMQ_WIDTHS, min_step_rows: 5, covers_half: false };
+    pub const ROCM_MMQ: Self = Self { widths: ROCM_MMQ_WIDTHS, min_step_rows: 5, covers_half: false, ..Self::NO_ROUTED_MINIMUM };
     /// llama.cpp's Metal `kernel_mul_mm_id` (build 6918, `ggml-metal-ops.cpp`): threadgroups of
     /// 32 rows per expert, used once a step has 32 rows or more (`ne21_mm_id_min`; below, the
     /// matrix-vector `mul_mv_id`); every weight type.
-    pub const METAL_MM_ID: Self = Self { widths: &[32], min_step_rows: 32, covers_half: true };
+    pub const METAL_MM_ID: Self = Self { widths: &[32], min_step_rows: 32, covers_half: true, ..Self::NO_ROUTED_MINIMUM };
     /// llama.cpp's Vulkan `mul_mm` with `MUL_MAT_ID` on an AMD GPU (xllamacpp 0.2.4 and 0.2.12,
     /// `ggml-vulkan.cpp`): the small pipeline's 32-row tile up to 32 rows in the step, the
     /// medium one's 64 above (`ggml_vk_guess_matmul_id_pipeline`; the large 128-row pipeline is
     /// off on AMD, `mul_mat_id_l = false`); a workgroup per tile of an expert's rows, those past
     /// the expert's count exiting. Steps of up to 8 rows run the mat-vec `mul_mat_vec_id`
     /// (`ggml_vk_use_mul_mat_vec_id`, 2026 builds); every type.
-    pub const VULKAN_MM_ID: Self = Self { widths: &[32, 64], min_step_rows: 9, covers_half: true };
+    pub const VULKAN_MM_ID: Self = Self { widths: &[32, 64], min_step_rows: 9, covers_half: true, ..Self::NO_ROUTED_MINIMUM };
+    /// MLX's sorted gather of quantized experts on Metal (`gather_qmm_rhs`, mlx-metal 0.32.4:
+    /// every affine, MXFP4, NVFP4 and MXFP8 instance in its metallib is `bm_16_bn_32_bk_32`):
+    /// each expert's rows in 16-row tiles (`schedule_row_tile`), the last one padded, and the
+    /// weight tile dequantised again for each. mlx-lm sorts a step's rows by expert when it
+    /// routes 64 or more token-expert rows (`SwitchGLU`: `do_sort = indices.size >= 64`,
+    /// mlx-lm 0.32.2); MLX takes the sorted kernel when the experts get 4 or more rows on
+    /// average (`GatherQMM::eval_gpu`, `B / E >= 4`: recalled from MLX's quantized.cpp, which
+    /// the wheel does not ship; an assumption), else a matrix-vector kernel per row. Quantized
+    /// experts only (bf16 experts run the steel `gather_mm`, 32- or 64-row tiles, not modelled).
+    pub const MLX_GATHER_QMM: Self =
+        Self { widths: &[16], min_step_rows: 1, covers_half: false, min_routed_rows: 64, min_mean_rows_per_expert: 4, dequant_rows: 16 };
+
+    /// [`Self::width`] for a routed op of `experts` (total, chosen per token), under the
+    /// kernel's conditions on the token-expert rows.
+    pub fn width_routed(self, rows: u64, experts: Option<(u64, u64)>, family: crate::llm::KernelFamily) -> Option<u64> {
+        let (e, k) = experts.unwrap_or((1, 1));
+        let pairs = rows * k;
+        if pairs < self.min_routed_rows || pairs < self.min_mean_rows_per_expert * e {
+            return None;
+        }
+        self.width(rows, family)
+    }
 
     /// The tile width, rows, a step of `rows` rows runs its experts in (`None`: untiled): the
     /// first width that takes the step in the fewest tiles (llama.cpp's loop keeps a width only
@@ -478,11 +518,16 @@ impl NodeCost<'_> {
     /// dequantises in registers while it waits on the weight stream, which bounds it (FACTS.md:
     /// decode is memory-bound); not modelled is a GEMV whose dequantisation outruns the stream.
     fn dequant_flops(&self, op: &Op, weights: f64, rows: f64, matrices: f64) -> f64 {
+        self.dequant_flops_per(op, weights, rows, matrices, DEQUANT_TOKEN_TILE)
+    }
+
+    /// [`Self::dequant_flops`] with the weights dequantised once per `tile_rows` token rows.
+    fn dequant_flops_per(&self, op: &Op, weights: f64, rows: f64, matrices: f64, tile_rows: u64) -> f64 {
         let ops = self.runtime.dequant_ops(op.format.kernel);
         if rows <= GEMV_MAX_ROWS || ops == 0.0 {
             return 0.0;
         }
-        let tiles = (rows / DEQUANT_TOKEN_TILE as f64).ceil();
+        let tiles = (rows / tile_rows as f64).ceil();
         2.0 * ops * weights * matrices * tiles
     }
 
@@ -513,15 +558,18 @@ impl NodeCost<'_> {
         let routed_flops = 2.0 * op.active_params() as f64 * shard * tokens as f64;
         // A tiled MoE GEMM computes whole tiles: each expert's rows rounded up to the tile.
         // Rows of identical sequences (`routed` < `tokens`) count `tokens / routed` times.
-        let tiled_flops = self.expert_tile.width(tokens, op.format.kernel).map_or(0.0, |width| {
+        let width = self.expert_tile.width_routed(tokens, op.experts, op.format.kernel);
+        let tiled_flops = width.map_or(0.0, |width| {
             let tile_in_routed = width as f64 * routed as f64 / tokens as f64;
             2.0 * op.params as f64 * shard * width as f64 * op.expert_row_tiles(routed, self.expert_skew, tile_in_routed)
         });
+        // The tiled path dequantises each weight tile once per tile of rows (its own count).
+        let dequant_rows = if width.is_some() { self.expert_tile.dequant_rows } else { DEQUANT_TOKEN_TILE };
         OpTerms {
             bytes: op.weight_bytes(op.params as f64) * touched * shard,
             bw_eff: streaming_eff(chip.bw_eff_expert, rt.kernel_bw_mult(op.format.kernel)),
             flops: routed_flops.max(tiled_flops),
-            dequant_flops: self.dequant_flops(op, op.params as f64 * shard, rows_per_expert, touched),
+            dequant_flops: self.dequant_flops_per(op, op.params as f64 * shard, rows_per_expert, touched, dequant_rows),
             compute_eff: chip.compute_eff_expert * self.precision_gain(op),
             ..base
         }
@@ -1067,6 +1115,39 @@ mod tests {
         let on_vulkan = NodeCost { expert_tile: vulkan, ..untiled };
         let ratio = on_vulkan.op_work(&gpt, 512, 0).flops / untiled.op_work(&gpt, 512, 0).flops;
         assert!((ratio - 4.0).abs() < 1e-3, "{ratio}");
+    }
+
+    #[test]
+    fn mlx_sorts_quantized_experts_into_16_row_tiles_once_they_average_4_rows() {
+        use crate::llm::KernelFamily::{Affine4, Half};
+        let mlx = ExpertRowTile::MLX_GATHER_QMM;
+        // 128 experts, 8 active: mlx-lm sorts from 64 routed rows (8 tokens), MLX's sorted
+        // kernel needs 4 rows an expert on average (64 tokens); 16-bit experts run another kernel.
+        let experts = Some((128, 8));
+        assert_eq!([7, 8, 63, 64, 2048].map(|r| mlx.width_routed(r, experts, Affine4)), [None, None, None, Some(16), Some(16)]);
+        assert_eq!(mlx.width_routed(2048, experts, Half), None);
+        // A step of 2048 tokens over 128 experts of 8 active: ~128 rows each (the routing
+        // spreads them: some experts' last tile padded, ~6% more FLOPs), each expert's weights
+        // dequantised per 16 rows, twice as often as a quantized GEMM's 32-row tile:
+        // 2 x 4 x 1e6 x 128 x 8 = 8.192e9 FLOP units (4.096e9 untiled) beside the
+        // 2 x 8 x 1e6 x 2048 = 3.2768e10 routed FLOPs, over 2.5e13 FLOP/s, plus 3 launches (the
+        // 72 MB of weights take 0.29 ms: compute-bound).
+        let (c, m) = (chip(), comm());
+        let r = RuntimeParams { dequant_ops_affine: 4.0, ..runtime() };
+        let untiled = node(&c, &r, &m);
+        let tiled = NodeCost { expert_tile: mlx, ..untiled };
+        let mut op = Op::experts("e", 1_000_000, 3, 128, 8);
+        op.format = crate::llm::TensorFormat { bits: 4.5, kernel: Affine4 };
+        let dequant = |n: &NodeCost| (n.op_ns(&op, 2048, 0) - 30_000.0) * 2.5e13 / 1e9 - n.op_work(&op, 2048, 0).flops;
+        assert!((dequant(&untiled) - 4.096e9).abs() < 1e4 && (dequant(&tiled) - 8.192e9).abs() < 1e4);
+        let padding = tiled.op_work(&op, 2048, 0).flops / untiled.op_work(&op, 2048, 0).flops;
+        assert!(close(untiled.op_work(&op, 2048, 0).flops, 3.2768e10) && (1.0..1.1).contains(&padding), "{padding}");
+        // 512 experts, 10 active, a 1024-token chunk (Qwen3-Next): ~20 rows an expert, one or
+        // two 16-row tiles each: 1.3-1.7x the routed FLOPs.
+        let mut next = Op::experts("e", 1_000_000, 3, 512, 10);
+        next.format.kernel = Affine4;
+        let ratio = tiled.op_work(&next, 1024, 0).flops / untiled.op_work(&next, 1024, 0).flops;
+        assert!((1.3..1.7).contains(&ratio), "{ratio}");
     }
 
     #[test]
