@@ -859,14 +859,16 @@ fn name_words(system: &str) -> Vec<String> {
     label_words(system).into_iter().filter(|w| !is_maker_word(w) && !is_size_word(w)).collect()
 }
 
-/// Whether a label word is a chip maker's name, which the preset ids leave out.
+/// Whether a label word is a chip maker's name or an edition's, which the preset ids leave out
+/// (`NVIDIA DGX Spark Founders Edition` is dgx-spark).
 fn is_maker_word(w: &str) -> bool {
-    matches!(w, "nvidia" | "apple" | "amd")
+    matches!(w, "nvidia" | "apple" | "amd" | "founders" | "edition")
 }
 
-/// Whether a label word is a GPU core count or a memory size (`40c`, `128gb`).
+/// Whether a label word is a GPU core count, a memory size or a storage size (`40c`, `128gb`,
+/// `4tb`: the SSD, which no prediction reads).
 fn is_size_word(w: &str) -> bool {
-    let digits = w.strip_suffix("gb").or_else(|| w.strip_suffix('c'));
+    let digits = w.strip_suffix("gb").or_else(|| w.strip_suffix("tb")).or_else(|| w.strip_suffix('c'));
     digits.is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
 }
 
@@ -2412,6 +2414,9 @@ mod tests {
             ("strix-halo", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
             ("asus-gx10", 1, "128gb", vec!["asus-ascent-gx10"], 0),
             ("NVIDIA DGX Spark", 1, "128gb", vec!["dgx-spark"], 0),
+            // An edition's name and the SSD's size name no other box.
+            ("NVIDIA DGX Spark Founders Edition", 1, "128gb", vec!["dgx-spark"], 0),
+            ("ASUS Ascent GX10 1TB", 1, "128gb", vec!["asus-ascent-gx10"], 0),
             ("m5-max", 1, "128gb", vec!["macbook-pro-m5-max-40c-128gb"], 0),
             ("Apple M3 Ultra", 1, "256gb", vec!["m3-ultra-80c-256gb"], 0),
             ("HP Z2 Mini G1a", 1, "128gb", vec!["hp-z2-mini-g1a-128gb"], 0),
