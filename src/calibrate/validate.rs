@@ -517,6 +517,21 @@ fn quant_label(raw: &str) -> String {
     head.split_whitespace().map(str::to_lowercase).find(|w| !FORMAT_WORDS.contains(&w.as_str())).unwrap_or(first)
 }
 
+/// The runtime behind one of its own commands, or the name as written: llama.cpp's tools
+/// (`llama-server`, `llama-bench`, `llama-batched-bench`), mlx-lm's (`mlx_lm.server`,
+/// `mlx_lm.generate`, `mlx_lm.benchmark`), TensorRT-LLM's `trtllm-serve`, and vllm-mlx's
+/// benchmark `vllm-mlx-bench`, which times its simple engine (the row's text then reads as the
+/// simple mode, `stated_continuous_batching`).
+fn runtime_of_command(name: String) -> String {
+    match name.as_str() {
+        "llamacpp" | "llama-server" | "llama-bench" | "llama-cli" | "llama-batched-bench" => "llama-cpp".into(),
+        n if n.starts_with("mlx-lm-") => "mlx-lm".into(),
+        "trtllm-serve" => "trtllm".into(),
+        "vllm-mlx-bench" => "vllm-mlx".into(),
+        _ => name,
+    }
+}
+
 /// llama.cpp backends people name beside the engine (`llama.cpp (Vulkan)`, `llama-cpp-rocm`).
 const BACKENDS: &[&str] = &["vulkan", "rocm", "hip", "cuda", "metal", "cpu"];
 
@@ -547,22 +562,7 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
         backend = Some(b.to_string());
         name = stem.to_string();
     }
-    if matches!(name.as_str(), "llamacpp" | "llama-server" | "llama-bench" | "llama-cli" | "llama-batched-bench") {
-        name = "llama-cpp".into();
-    }
-    // A runtime's own commands: mlx-lm's `mlx_lm.server`, `mlx_lm.generate`, `mlx_lm.benchmark`,
-    // TensorRT-LLM's `trtllm-serve` (the engine that runs behind each).
-    if name.starts_with("mlx-lm-") {
-        name = "mlx-lm".into();
-    }
-    if name == "trtllm-serve" {
-        name = "trtllm".into();
-    }
-    // vllm-mlx's benchmark command, which times its simple engine (the row's text then reads
-    // as the simple mode, `stated_continuous_batching`).
-    if name == "vllm-mlx-bench" {
-        name = "vllm-mlx".into();
-    }
+    let name = runtime_of_command(name);
     // llama.cpp spanning machines through its RPC backend, written as a word after the name
     // (`llama.cpp rpc`, `llama.cpp (RPC)`).
     let says_rpc = head
