@@ -106,6 +106,16 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
 
     if let Some((w, _)) = &raw_workload {
         check_workload_limits(src, w, &workload, &nodes, &model)?;
+        // vllm-mlx's simple mode serves one request at a time: a larger batch cannot be asked of it.
+        if let Some(m) = w.max_batch.as_ref().filter(|m| *m.get_ref() > 1 && !options.continuous_batching) {
+            return Err(src
+                .error(
+                    m.span(),
+                    format!("`workload.max_batch` = {} under vllm-mlx's simple mode, which serves one request at a time", m.get_ref()),
+                    Some("remove max_batch, or set engine.continuous_batching = true".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
     }
     let slo = match &raw.slo {
         Some(x) => serve::slo(src, x.get_ref())?,

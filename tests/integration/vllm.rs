@@ -275,6 +275,9 @@ fn vllm_mlx_simple_mode_is_mlx_lms_generate_loop_one_request_at_a_time() {
     assert!(one_by_one.aggregate_decode_tokens_per_s <= simple.decode_tokens_per_s * 1.001);
     assert!(together.aggregate_decode_tokens_per_s > 1.5 * one_by_one.aggregate_decode_tokens_per_s);
 
+    let batch = serve(4, 8).replace("name = \"vllm-mlx\"", "name = \"vllm-mlx\"\ncontinuous_batching = false") + "max_batch = 4\n";
+    let e = parse(Source { path: "x.toml".into(), dir: PathBuf::new(), text: batch }).unwrap_err().to_string();
+    assert!(e.contains("`workload.max_batch` = 4 under vllm-mlx's simple mode"), "{e}");
     let other = "[cluster]\nnode = \"m4-max-40c-128gb\"\n[model]\nname = \"llama-3.2-1b\"\n[engine]\nname = \"omlx\"\ncontinuous_batching = false\n";
     let e = parse(Source { path: "x.toml".into(), dir: PathBuf::new(), text: other.into() }).unwrap_err().to_string();
     assert!(e.contains("`engine.continuous_batching` picks vllm-mlx's mode; engine `omlx` has no such option"), "{e}");
