@@ -317,6 +317,39 @@ pub fn prior_spread(profile: &Profile) -> Option<BTreeMap<PriorKind, f64>> {
     Some([PriorKind::Efficiency, PriorKind::Scale, PriorKind::Cost].into_iter().map(|k| (k, rms(k).unwrap_or(efficiency))).collect())
 }
 
+/// The root mean square, in log, of how far this profile's fitted efficiencies moved from their
+/// priors (0.14 in the 2026-12-06 fit): the relative miss of a prior efficiency. `None` for a
+/// profile never fitted or with fewer than two fitted efficiencies.
+fn efficiency_log_spread(profile: &Profile) -> Option<f64> {
+    let fit = profile.fit.as_ref()?;
+    let moves: Vec<f64> = fit
+        .params
+        .iter()
+        .filter(|p| PriorKind::of(&p.name) == Some(PriorKind::Efficiency))
+        .filter(|p| p.initial > 0.0 && p.value > 0.0 && p.initial < 1.0 && p.value < 1.0)
+        .map(|p| (p.value / p.initial).ln())
+        .collect();
+    (moves.len() >= 2).then(|| (moves.iter().map(|d| d * d).sum::<f64>() / moves.len() as f64).sqrt())
+}
+
+/// The one-sigma spread, in the free variable, of a prior of `kind` at `value`: its kind's
+/// ([`prior_spread`]), and for an efficiency near its peak at least the logit distance of a
+/// miss downward by the efficiencies' relative spread ([`efficiency_log_spread`]). The logit
+/// compresses a fraction near 1: at 0.95 the efficiencies' 0.66 would put the miss within
+/// -5%, where the fitted efficiencies missed their priors by 14% on average (log): such a prior
+/// is taken as far off as that, downward, 0.95 -> 0.82 (the ends are followed, so the
+/// interval widens below the prediction; no efficiency passes 1). Elsewhere the logit's spread
+/// is the wider and stays.
+fn prior_sd(kind: PriorKind, spread: &BTreeMap<PriorKind, f64>, log_spread: Option<f64>, value: f64) -> f64 {
+    let sd = spread[&kind];
+    match log_spread {
+        Some(l) if kind == PriorKind::Efficiency && value > 0.0 && value < 1.0 => {
+            sd.max(to_free(true, value) - to_free(true, value * (-l).exp()))
+        }
+        _ => sd,
+    }
+}
+
 /// The parameters a prediction for `sc` reads that the fit left without an uncertainty (held
 /// at their prior, never fitted, or fitted to no standard error), or whose fitted value a node
 /// borrows for a chip no row measured ([`borrowed_chips`]: its efficiencies), each with the
@@ -398,6 +431,7 @@ fn row_log_change(data: &crate::calibrate::Dataset, i: usize, q: &Profile, y: f6
 /// [`prior_params`] with `pinned` saying which parameters a fit constrained.
 fn held_params(sc: &Scenario, profile: &Profile, pinned: &dyn Fn(&str) -> bool) -> Vec<(String, f64)> {
     let Some(spread) = prior_spread(profile) else { return Vec::new() };
+    let log_spread = efficiency_log_spread(profile);
     let kind = sc.engine.kind;
     let runtime = kind.behaviour().kernels().id();
     let borrowed = borrowed_chips(sc, profile);
@@ -426,7 +460,7 @@ fn held_params(sc: &Scenario, profile: &Profile, pinned: &dyn Fn(&str) -> bool) 
                 continue;
             }
             let Some(kind) = PriorKind::of(&path) else { continue };
-            let sd = spread[&kind];
+            let sd = prior_sd(kind, &spread, log_spread, v);
             out.push((path, sd * sd));
         }
     }
@@ -584,5 +618,24 @@ mod tests {
         let iv = interval_between(100.0, 0.0, 0.01);
         assert_eq!((iv.p5, iv.p50), (100.0, 100.0));
         assert!((iv.p95 - 100.0 * (Z90 * 0.1).exp()).abs() < 0.01, "{iv:?}");
+    }
+
+    /// An efficiency prior near its peak is taken as far off as the efficiencies' relative
+    /// spread downward (the logit would compress it); lower down the logit spread is the wider
+    /// and stays; other kinds keep theirs.
+    #[test]
+    fn an_efficiency_prior_near_its_peak_may_miss_by_the_relative_spread_downward() {
+        let spread = BTreeMap::from([(PriorKind::Efficiency, 0.66), (PriorKind::Scale, 0.2), (PriorKind::Cost, 1.6)]);
+        let down = |sd: f64, v: f64| from_free(true, to_free(true, v) - sd);
+        // 0.95 with a 14% relative spread: one sigma below is 0.95 x exp(-0.14) = 0.826 (the
+        // logit's 0.66 alone would reach only 0.907).
+        let sd = prior_sd(PriorKind::Efficiency, &spread, Some(0.14), 0.95);
+        assert!((down(sd, 0.95) - 0.95 * (-0.14f64).exp()).abs() < 1e-9, "{sd}");
+        assert!(from_free(true, to_free(true, 0.95) + sd) < 1.0);
+        for v in [0.3, 0.6] {
+            assert_eq!(prior_sd(PriorKind::Efficiency, &spread, Some(0.14), v), 0.66, "{v}");
+        }
+        assert_eq!(prior_sd(PriorKind::Efficiency, &spread, None, 0.95), 0.66);
+        assert_eq!(prior_sd(PriorKind::Scale, &spread, Some(0.14), 0.95), 0.2);
     }
 }
