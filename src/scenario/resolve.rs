@@ -105,17 +105,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     }
 
     if let Some((w, _)) = &raw_workload {
-        check_workload_limits(src, w, &workload, &nodes, &model)?;
-        // vllm-mlx's simple mode serves one request at a time: a larger batch cannot be asked of it.
-        if let Some(m) = w.max_batch.as_ref().filter(|m| *m.get_ref() > 1 && !options.continuous_batching) {
-            return Err(src
-                .error(
-                    m.span(),
-                    format!("`workload.max_batch` = {} under vllm-mlx's simple mode, which serves one request at a time", m.get_ref()),
-                    Some("remove max_batch, or set engine.continuous_batching = true".into()),
-                )
-                .with_kind(ErrorKind::BadValue));
-        }
+        check_workload_limits(src, w, &workload, &nodes, &model).and_then(|()| check_one_at_a_time(src, w, &options))?;
     }
     let slo = match &raw.slo {
         Some(x) => serve::slo(src, x.get_ref())?,
@@ -768,6 +758,21 @@ fn engine_options(
         options.continuous_batching = *c.get_ref();
     }
     cuda_options(src, e, engine_name, options)
+}
+
+/// vllm-mlx's simple mode serves one request at a time: a larger `workload.max_batch` cannot be
+/// asked of it.
+fn check_one_at_a_time(src: &Source, w: &RawWorkload, options: &EngineOptions) -> Result<(), ScenarioError> {
+    match w.max_batch.as_ref().filter(|m| *m.get_ref() > 1 && !options.continuous_batching) {
+        Some(m) => Err(src
+            .error(
+                m.span(),
+                format!("`workload.max_batch` = {} under vllm-mlx's simple mode, which serves one request at a time", m.get_ref()),
+                Some("remove max_batch, or set engine.continuous_batching = true".into()),
+            )
+            .with_kind(ErrorKind::BadValue)),
+        None => Ok(()),
+    }
 }
 
 /// The CUDA engines' `[engine]` keys (vLLM, SGLang): `enforce_eager`, `kv_cache_dtype`,
