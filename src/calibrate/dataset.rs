@@ -162,7 +162,7 @@ impl Dataset {
     /// MLX for a harness measurement (the harness runs MLX's kernels).
     pub fn runtime_of(&self, i: usize) -> &'static str {
         match &self.sources[i] {
-            TargetSource::Row(p) => p.scenario.engine.kind.behaviour().kernels().id(),
+            TargetSource::Row(p) => p.scenario.engine.kind.runtime().id(),
             TargetSource::Harness(..) => crate::engine::Runtime::Mlx.id(),
         }
     }

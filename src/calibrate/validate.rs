@@ -1267,9 +1267,7 @@ pub(crate) fn parse_test(s: &str) -> Option<(u64, u64, u64)> {
 /// over the N new tokens only, the depth's own prefill untimed.
 fn depth_test(row: &MeasurementRow) -> Option<(u64, u64)> {
     [row.notes.as_str(), row.source.as_str()].into_iter().find_map(|text| {
-        let words: Vec<&str> =
-            text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"')).filter(|w| !w.is_empty()).collect();
-        words.windows(3).filter(|w| w[1] == "@").find_map(|w| match parse_test(&w.join(" "))? {
+        test_words(text).windows(3).filter(|w| w[1] == "@").find_map(|w| match parse_test(&w.join(" "))? {
             (n, 0, d) if n > 0 && d > 0 => Some((n, d)),
             _ => None,
         })
@@ -1280,16 +1278,16 @@ fn depth_test(row: &MeasurementRow) -> Option<(u64, u64)> {
 /// depth: (prompt, generated, depth) tokens. The first is the row's own; later ones are asides
 /// ("pp512; tg32 @ d32768 = 3.82").
 fn first_test(row: &MeasurementRow) -> Option<(u64, u64, u64)> {
-    let words: Vec<&str> =
-        row.notes.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"')).filter(|w| !w.is_empty()).collect();
+    let words = test_words(&row.notes);
     (0..words.len()).find_map(|i| {
-        let (p, g, _) = parse_test(words[i]).filter(|(p, g, _)| *p > 0 || *g > 0)?;
-        let depth = match words.get(i + 1..i + 3) {
-            Some([at, d]) if *at == "@" => parse_test(&format!("tg1 @ {d}")).map_or(0, |t| t.2),
-            _ => 0,
-        };
-        Some((p, g, depth))
+        let with_depth = words.get(i..i + 3).filter(|w| w[1] == "@").and_then(|w| parse_test(&w.join(" ")));
+        with_depth.or_else(|| parse_test(words[i])).filter(|(p, g, _)| *p > 0 || *g > 0)
     })
+}
+
+/// The words of a text llama-bench test names are read from (`tg32 @ d4096` is three).
+fn test_words(text: &str) -> Vec<&str> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '"')).filter(|w| !w.is_empty()).collect()
 }
 
 /// The context a decode row without a prompt column was measured at: `tgN @ dD` as the first

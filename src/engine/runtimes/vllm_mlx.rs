@@ -70,7 +70,7 @@ const SIMPLE_PHRASES: &[&str] = &[
 /// The vllm-mlx mode a benchmark's text states (`Some(true)`: continuous batching), by the
 /// earliest statement of either: a row describes its own mode before it quotes the other's
 /// figure ("continuous-batching mode; the non-batching table gives ..."). `None` when silent.
-pub fn stated_continuous_batching(text: &str) -> Option<bool> {
+fn stated_continuous_batching(text: &str) -> Option<bool> {
     let text = text.to_lowercase();
     let first = |phrases: &[&str]| phrases.iter().filter_map(|p| text.find(p)).min();
     match (first(BATCHING_PHRASES), first(SIMPLE_PHRASES)) {
@@ -158,7 +158,7 @@ impl EngineRuntime for MlxServer {
     /// vllm-mlx's simple mode (`continuous_batching = false`, its CLI default) serves one
     /// request at a time: its `SimpleEngine` runs mlx-lm's generate loop per request.
     fn serving_loop(&self, max_batch: Option<u64>, options: &EngineOptions) -> ServingLoop {
-        if options.continuous_batching { MlxLm.serving_loop(max_batch, options) } else { MlxLm.serving_loop(Some(1), options) }
+        MlxLm.serving_loop(if options.continuous_batching { max_batch } else { Some(1) }, options)
     }
 
     fn crash_reloads_every_node(&self, _parallelism: Parallelism, node: usize) -> bool {
