@@ -393,7 +393,11 @@ pub struct Identified {
 fn identify_model(r: &BenchRecord, file: Option<&GgufName>, cat: &Catalog, how: &mut Vec<String>) -> Result<String, String> {
     let by_arch = || presets_by_architecture(&r.model_type, r.n_params, cat);
     let arch_note = |ids: &[String], why: &str| {
-        let twins = if ids.len() > 1 { format!("; {} has the same architecture and size", ids[1..].join(", ")) } else { String::new() };
+        let twins = match ids.len() {
+            0 | 1 => String::new(),
+            2 => format!("; {} has the same architecture and size", ids[1]),
+            _ => format!("; {} have the same architecture and size", ids[1..].join(", ")),
+        };
         format!("model {} from model_type `{}` (architecture and parameter count{why}{twins})", ids[0], r.model_type)
     };
     let Some(f) = file else {
@@ -746,7 +750,7 @@ mod tests {
         let got = identify(&record("deepseek2 671B Q4_K - Medium", Some(671.03e9), Some("my-merge-Q4_K_M.gguf")), cat).unwrap();
         assert_eq!(got.model, "deepseek-v3.1");
         assert!(got.how[0].contains("file name `my-merge-Q4_K_M.gguf` names no catalog model (compared as `mymerge`)"), "{:?}", got.how);
-        assert!(got.how[0].contains("deepseek-r1 has the same architecture and size"), "{:?}", got.how);
+        assert!(got.how[0].contains("deepseek-r1, deepseek-v3 have the same architecture and size"), "{:?}", got.how);
         // An older llama.cpp printed F16 for an MXFP4 gpt-oss (the fw-gptoss120b-1 row): the label decides.
         let got = identify(&record("gpt-oss ?B F16", Some(116.8e9), Some("gpt-oss-120b-mxfp4-00001-of-00003.gguf")), cat).unwrap();
         assert_eq!(got.quant, "mxfp4");

@@ -1148,15 +1148,7 @@ pub fn row_scenario_in(
     let (kind_prompt, generate) = row_tokens(row, all, &mut assumptions)?;
     let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
     b.name(row.id.clone()).seed(1).nodes(&nodes).quant(&quant).engine(engine.id()).parallelism(parallelism);
-    match model {
-        RowModel::Preset(id) => {
-            b.model(&id);
-        }
-        RowModel::Config(path) => {
-            assumptions.push(format!("model `{}` imported from {} (the row's `config:` note)", row.model.trim(), path.display()));
-            b.set("model.hf_config", &toml::Value::String(path.display().to_string())).map_err(|e| e.message)?;
-        }
-    }
+    set_row_model(&mut b, model, row, engine, &mut assumptions)?;
     if n > 1 {
         // Thunderbolt is cabled as a full mesh (no Thunderbolt switch exists); Ethernet, Wi-Fi
         // and other fabrics that cannot be meshed go through a switch.
@@ -1355,6 +1347,33 @@ fn fabric_label(raw: &str, engine: &str) -> (String, Option<String>) {
         }
     };
     (id.to_string(), Some(format!("fabric `{}` read as {id}", raw.trim())))
+}
+
+/// The row's model in its scenario: a preset (saying when its GGUFs keep llama.cpp's per-head
+/// MLA cache, the preset's default there) or a config file the notes name.
+fn set_row_model(
+    b: &mut ScenarioBuilder,
+    model: RowModel,
+    row: &MeasurementRow,
+    engine: &dyn EngineRuntime,
+    assumptions: &mut Vec<String>,
+) -> Result<(), String> {
+    match model {
+        RowModel::Preset(id) => {
+            let per_head = crate::catalog::catalog().model(&id).is_some_and(|(p, _)| p.gguf_per_head_mla);
+            if per_head && engine.kind().runtime().has_per_head_mla_cache() {
+                assumptions.push(format!(
+                    "{id}'s GGUFs predate llama.cpp's MLA metadata: attention over a per-head K/V cache (the preset's mla_cache)"
+                ));
+            }
+            b.model(&id);
+        }
+        RowModel::Config(path) => {
+            assumptions.push(format!("model `{}` imported from {} (the row's `config:` note)", row.model.trim(), path.display()));
+            b.set("model.hf_config", &toml::Value::String(path.display().to_string())).map_err(|e| e.message)?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether a fabric label names no link: empty, `unknown`, `not stated`, or only the protocol

@@ -32,6 +32,12 @@ pub struct ModelPreset {
     pub default_quant: String,
     /// Where the config comes from.
     pub source: String,
+    /// MLA models only: the GGUFs people run of this checkpoint were converted before
+    /// llama.cpp's converter wrote MLA metadata (`key_length_mla`, split `attn_k_b`/`attn_v_b`),
+    /// so llama.cpp runs their attention as multi-head attention over a per-head cache: the
+    /// default `engine.mla_cache` of llama.cpp engines for this model.
+    #[serde(default)]
+    pub gguf_per_head_mla: bool,
     /// Hugging Face config.json keys.
     pub config: toml::Table,
 }

@@ -99,7 +99,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     if parallelism.slices_layers() && !hpl {
         check_tensor_split(kind.behaviour().tensor_split_rule(), &model, n).map_err(|e| split_error(src, &spans, e))?;
     }
-    let mut options = EngineOptions::december_2025(kind, parallelism);
+    let mut options = model_engine_defaults(EngineOptions::december_2025(kind, parallelism), cat, &rm);
     if let Some(e) = &re {
         engine_options(src, e, &fabric, &engine_name, &mut options)?;
     }
@@ -476,6 +476,16 @@ fn model(
             Some(format!("known models: {}", cat.model_ids().join(", "))),
         )),
     }
+}
+
+/// The engine's defaults as the model's files decide them: llama.cpp runs the MLA of a preset
+/// whose GGUFs predate MLA metadata over a per-head cache
+/// ([`crate::catalog::ModelPreset::gguf_per_head_mla`]); an imported config.json is read as
+/// converted today (the latent cache). `[engine]` keys override these.
+fn model_engine_defaults(mut options: EngineOptions, cat: &Catalog, rm: &RawModel) -> EngineOptions {
+    let per_head = rm.name.as_ref().and_then(|n| cat.find_model(n.get_ref()).ok()).is_some_and(|(p, _)| p.gguf_per_head_mla);
+    options.mla_per_head_cache = per_head && options.kind.runtime().has_per_head_mla_cache();
+    options
 }
 
 /// A model imported from a Hugging Face `config.json` (path relative to the scenario file), with

@@ -126,6 +126,13 @@ fn set_overrides_any_key() {
     assert!(mem(&per_head) > mem(&latent) + 15.0, "a 4096-token per-head cache is ~20 GB");
     assert!((mem(&per_head) - mem(&latent) - (kv(&per_head) - kv(&latent))).abs() < 0.01, "only the cache grows");
     assert!(per_head["decode_tokens_per_s"].as_f64().unwrap() < latent["decode_tokens_per_s"].as_f64().unwrap());
+    // R1's and V3's GGUFs predate llama.cpp's MLA metadata: per-head unless the file says otherwise.
+    for model in ["model.name=deepseek-r1", "model.name=deepseek-ai/DeepSeek-V3"] {
+        let default = run(&[model]);
+        assert_eq!(default["memory"], per_head["memory"], "{model}");
+        assert_eq!(default["decode_tokens_per_s"], per_head["decode_tokens_per_s"], "{model}");
+        assert_eq!(run(&[model, "engine.mla_cache=latent"])["memory"], latent["memory"], "{model}");
+    }
 }
 
 #[test]
