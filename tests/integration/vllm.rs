@@ -298,3 +298,61 @@ fn vllm_mlx_simple_mode_is_mlx_lms_generate_loop_one_request_at_a_time() {
         assert_eq!(s.engine.continuous_batching, batches, "{id}: {notes:?}");
     }
 }
+
+/// vLLM V1's batch queue on a pipeline (`max_concurrent_batches` = the pipeline size): eight
+/// users decoding on two Sparks run as two batches of four in flight together, one token each
+/// per round, and a round lasts the longer of one batch's pass through both stages and the
+/// busiest resource's (a stage's GPU, the host's) work for both batches. Prefill steps and a
+/// lone user run one batch at a time, as before.
+#[test]
+fn a_vllm_pipeline_decodes_one_batch_per_stage_in_flight() {
+    let text = "[cluster]\nnode = \"dgx-spark\"\ncount = 2\nfabric = \"cx7-roce\"\ntopology = \"full-mesh\"\n[model]\nname = \"llama-3.3-70b\"\nquant = \"fp8\"\n[engine]\nname = \"vllm\"\nparallelism = \"pipeline\"\n[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 8\nrequests = 8\nprompt_tokens = 64\ngenerate_tokens = 24\n";
+    let s = sc(text);
+    let mut p = Profile::default_profile();
+    p.misc.jitter_cv = 0.0;
+    let plan = s.plan(128, &p).unwrap();
+    let sv = s.workload.serve.as_ref().unwrap();
+    // (start, sequences, span, busy per (node, GPU?)) of every forward.
+    let mut forwards: Vec<(u64, usize, u64, std::collections::BTreeMap<(u32, bool), u64>)> = Vec::new();
+    ServeSim::new(&plan, sv, &s.slo, s.seed)
+        .with_exact_steps()
+        .with_observer(|f| {
+            let mut busy = std::collections::BTreeMap::new();
+            for r in f.lowered.graph.resource_ids() {
+                let res = f.lowered.graph.resource(r);
+                if matches!(res.kind(), ResourceKind::Gpu | ResourceKind::Cpu) {
+                    *busy.entry((res.node(), res.kind() == ResourceKind::Gpu)).or_insert(0) += f.timeline.busy(r);
+                }
+            }
+            forwards.push((f.start, f.sequences, f.timeline.makespan() - f.start, busy));
+        })
+        .run();
+    let mut rounds = 0;
+    let mut i = 0;
+    while i + 1 < forwards.len() {
+        let (a, b) = (&forwards[i], &forwards[i + 1]);
+        if a.0 != b.0 {
+            // One batch at a time: the next forward starts when this one ends.
+            assert_eq!(forwards.get(i + 1).map(|f| f.0), Some(a.0 + a.2), "forward {i} alone");
+            i += 1;
+            continue;
+        }
+        // Two decode batches of four in flight together.
+        assert_eq!((a.1, b.1), (4, 4), "forward {i}: two batches of four");
+        let load = a.3.iter().map(|(k, t)| t + b.3[k]).max().unwrap();
+        let round = a.2.max(b.2).max(load);
+        assert!(round < a.2 + b.2, "the stages overlap: {round} vs {} one after the other", a.2 + b.2);
+        if let Some(next) = forwards.get(i + 2) {
+            assert_eq!(next.0, a.0 + round, "round at forward {i}");
+        }
+        rounds += 1;
+        i += 2;
+    }
+    assert!(rounds >= 20, "{rounds} pipelined rounds of 24 tokens");
+    // One user: every forward alone.
+    let one = sc(&text.replace("concurrency = 8\nrequests = 8", "concurrency = 1\nrequests = 1"));
+    let sv1 = one.workload.serve.as_ref().unwrap();
+    let mut starts = Vec::new();
+    ServeSim::new(&plan, sv1, &one.slo, one.seed).with_exact_steps().with_observer(|f| starts.push(f.start)).run();
+    assert!(starts.windows(2).all(|w| w[0] < w[1]), "one user's forwards never overlap");
+}

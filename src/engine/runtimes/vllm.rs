@@ -121,10 +121,10 @@ impl CudaEngine for Vllm {
 /// bytes, `models/llama.py`) to stage r + 1 with an NCCL send (`send_tensor_dict`); the last
 /// stage computes the LM head and samples, and the step closes on node 0 (the engine core: Ray's
 /// dispatch, then the host work). The stages run one after another within a step, so one
-/// sequence never runs faster than on one node. Not modelled: `send_tensor_dict`'s metadata
-/// message on the CPU (gloo) group, and V1's `max_concurrent_batches = pp_size` batch queue that
-/// overlaps the stages of consecutive batches under load (a pipelined serving run is a bound
-/// from below).
+/// sequence never runs faster than on one node. V1's `max_concurrent_batches = pp_size` batch
+/// queue, which overlaps the stages of different batches under load, is the serving loop's
+/// (`estimate::serve`, decode steps). Not modelled: `send_tensor_dict`'s metadata message on the
+/// CPU (gloo) group.
 fn lower_pipeline(plan: &Plan, tokens: u64, ray_ns: crate::sim::Time) -> Lowered {
     let mut b = Builder::new(plan);
     let n = plan.n();

@@ -616,6 +616,17 @@ impl<'a> ServeSim<'a> {
     /// `generate` step; `running` sequences are in the server meanwhile. A forward of a shape
     /// already run reuses that run's timing (unless [`ServeSim::with_exact_steps`]).
     pub(crate) fn forward(&mut self, rows: &[(u64, u64)], head_rows: u64, running: usize) {
+        let (span, events) = self.run_forward(rows, head_rows);
+        self.events += events;
+        self.forwards += 1;
+        self.stats.span(span, running, self.waiting.len());
+        self.now += span;
+    }
+
+    /// Times one forward over `rows` and adds its busy time and work to the run's totals
+    /// (not its span to the clock): (span, events). A shape already run reuses that run's
+    /// timing (unless [`ServeSim::with_exact_steps`]).
+    fn run_forward(&mut self, rows: &[(u64, u64)], head_rows: u64) -> (Time, u64) {
         self.step_key.clear();
         self.step_key.extend_from_slice(rows);
         self.step_key.push((head_rows, u64::MAX));
@@ -636,7 +647,7 @@ impl<'a> ServeSim<'a> {
             self.keep_step(st);
         }
         let reused = if self.reuse_steps { self.steps.get(&self.step_key[..]) } else { None };
-        let (span, events) = match reused {
+        match reused {
             Some(st) => {
                 st.add_to(&mut self.busy_gpu, &mut self.busy_cpu, &mut self.work);
                 self.reused += 1;
@@ -651,11 +662,32 @@ impl<'a> ServeSim<'a> {
                 }
                 out
             }
-        };
+        }
+    }
+
+    /// One round of `lanes` forwards kept in flight at once over a pipeline's stages (vLLM V1's
+    /// batch queue): `rows` split into `lanes` batches of consecutive sequences, each through
+    /// every stage in turn while the others occupy the other stages. Every batch gets its next
+    /// token once per round, which lasts the longer of one batch's own pass through the stages
+    /// and the busiest resource's work for all of them (a stage's GPU, or the host that
+    /// dispatches every batch): each batch still reads its stage's weights, so a memory-bound
+    /// decode gains only on the per-sequence work (KV, the experts a smaller batch leaves
+    /// untouched). `running` sequences are in the server meanwhile.
+    pub(crate) fn pipelined_forwards(&mut self, rows: &[(u64, u64)], lanes: usize, running: usize) {
+        let per = rows.len().div_ceil(lanes.max(1));
+        let (mut round, mut events) = (0, 0);
+        let (gpu0, cpu0) = (self.busy_gpu.clone(), self.busy_cpu.clone());
+        for batch in rows.chunks(per) {
+            let (span, ev) = self.run_forward(batch, batch.len() as u64);
+            round = round.max(span);
+            events += ev;
+            self.forwards += 1;
+        }
+        let loads = self.busy_gpu.iter().zip(&gpu0).chain(self.busy_cpu.iter().zip(&cpu0)).map(|(after, before)| after - before);
+        round = round.max(loads.max().unwrap_or(0));
         self.events += events;
-        self.forwards += 1;
-        self.stats.span(span, running, self.waiting.len());
-        self.now += span;
+        self.stats.span(round, running, self.waiting.len());
+        self.now += round;
     }
 
     /// Keeps a shape's timing (the current `step_key`) for reuse; the table restarts past

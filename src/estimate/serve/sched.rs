@@ -2,8 +2,8 @@
 //! requests"). One iteration of the server loop per call; every forward goes through
 //! `ServeSim::forward`, the same lowering and event core as `generate`.
 
-use crate::engine::Plan;
 use crate::engine::runtimes::ServingLoop;
+use crate::engine::{EngineKind, Parallelism, Plan};
 use crate::scenario::Serve;
 
 use super::super::generate::prefill_piece;
@@ -79,6 +79,8 @@ pub enum Policy {
     /// request is preempted (its blocks freed, back to the front of the queue, recomputed from
     /// its prompt and the tokens it had generated: V1's only preemption mode). Prefix-cache hits
     /// need shared prefixes; the model's requests share none, so the cache never hits here.
+    /// On a pipeline split vLLM keeps one batch per stage in flight (its batch queue): decode
+    /// steps run as that many batches at once (`ServeSim::pipelined_forwards`).
     VllmV1 {
         /// Most running sequences.
         max_num_seqs: u64,
@@ -268,9 +270,34 @@ impl ServeSim<'_> {
         if sched.is_empty() {
             return false;
         }
-        self.fused_forward(&sched);
+        let lanes = self.batches_in_flight();
+        if lanes > 1 && sched.len() >= lanes && sched.iter().all(|s| self.decoding.iter().any(|d| d.id == s.0)) {
+            self.pipelined_decode(&sched, lanes);
+        } else {
+            self.fused_forward(&sched);
+        }
         paged.record_peak(self, block);
         true
+    }
+
+    /// Batches vLLM keeps in flight: V1's batch queue holds `max_concurrent_batches` =
+    /// `pipeline_parallel_size` (`v1/engine/core.py` `step_with_batch_queue`, v0.11), so on a
+    /// pipeline split the stages work on different batches at once; one elsewhere.
+    fn batches_in_flight(&self) -> usize {
+        let o = &self.plan.options;
+        if o.kind == EngineKind::Vllm && o.parallelism == Parallelism::Pipeline { self.plan.n() } else { 1 }
+    }
+
+    /// A decode-only step of vLLM's scheduler under its batch queue: the running requests
+    /// split into `lanes` batches in flight together (a request is in one batch at a time; a
+    /// burst of arrivals alternates between them as each batch returns), one token each per
+    /// round ([`ServeSim::pipelined_forwards`]). Not modelled: the overlap of steps that carry
+    /// prefill chunks, which run one batch at a time (a bound from below).
+    fn pipelined_decode(&mut self, sched: &[(u64, u64)], lanes: usize) {
+        let rows: Vec<(u64, u64)> = sched.iter().map(|&(id, _)| (1, self.req(id).prompt + self.req(id).generated)).collect();
+        let running = self.prefilling.len() + self.decoding.len();
+        self.pipelined_forwards(&rows, lanes, running);
+        self.decoded();
     }
 
     /// One SGLang iteration: a prefill (extend) batch when there are prompts to run, else one
