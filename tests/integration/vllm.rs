@@ -313,7 +313,8 @@ fn a_vllm_pipeline_decodes_one_batch_per_stage_in_flight() {
     let plan = s.plan(128, &p).unwrap();
     let sv = s.workload.serve.as_ref().unwrap();
     // (start, sequences, span, busy per (node, GPU?)) of every forward.
-    let mut forwards: Vec<(u64, usize, u64, std::collections::BTreeMap<(u32, bool), u64>)> = Vec::new();
+    type Busy = std::collections::BTreeMap<(u32, bool), u64>;
+    let mut forwards: Vec<(u64, usize, u64, Busy)> = Vec::new();
     ServeSim::new(&plan, sv, &s.slo, s.seed)
         .with_exact_steps()
         .with_observer(|f| {
