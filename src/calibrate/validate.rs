@@ -1150,10 +1150,7 @@ pub fn row_scenario_in(
     b.name(row.id.clone()).seed(1).nodes(&nodes).quant(&quant).engine(engine.id()).parallelism(parallelism);
     set_row_model(&mut b, model, row, engine, &mut assumptions)?;
     if n > 1 {
-        // Thunderbolt is cabled as a full mesh (no Thunderbolt switch exists); Ethernet, Wi-Fi
-        // and other fabrics that cannot be meshed go through a switch.
-        let meshable = crate::catalog::catalog().fabric(fabric_word).is_none_or(|f| f.topologies.contains(&crate::hw::Topology::FullMesh));
-        b.fabric(fabric_word).topology(if meshable { "full-mesh" } else { "switch" });
+        b.fabric(fabric_word).topology(row_topology(fabric_word, &nodes, &mut assumptions));
     }
     b.tokens(kind_prompt, generate);
     if let Some(depth) = prefill_depth(row)? {
@@ -1374,6 +1371,29 @@ fn set_row_model(
         }
     }
     Ok(())
+}
+
+/// How a row's nodes are cabled: a full mesh where the fabric can be meshed and every node has
+/// the ports for it (Thunderbolt: no Thunderbolt switch exists; a direct ConnectX-7 pair), else
+/// through a switch (Ethernet and Wi-Fi, and more Sparks than their two QSFP ports mesh, as
+/// people cable them: FACTS-2026 B3), said when the fabric could have been meshed.
+fn row_topology(fabric_word: &str, nodes: &[String], assumptions: &mut Vec<String>) -> &'static str {
+    use crate::hw::{Topology, cabling};
+    let cat = crate::catalog::catalog();
+    let Some(fabric) = cat.fabric(fabric_word) else { return "full-mesh" };
+    if !fabric.topologies.contains(&Topology::FullMesh) {
+        return "switch";
+    }
+    let n = nodes.len();
+    let meshed = nodes.iter().filter_map(|id| cat.node(id)).try_for_each(|node| cabling::check_node(node, fabric, Topology::FullMesh, n));
+    match meshed.and_then(|()| cabling::check_cluster(fabric, Topology::FullMesh, n)) {
+        Ok(()) => "full-mesh",
+        Err(e) if fabric.topologies.contains(&Topology::Switch) => {
+            assumptions.push(format!("{n} nodes on {fabric_word} through a switch: no full mesh ({e})"));
+            "switch"
+        }
+        Err(_) => "full-mesh",
+    }
 }
 
 /// Whether a fabric label names no link: empty, `unknown`, `not stated`, or only the protocol
@@ -2570,6 +2590,22 @@ mod tests {
             assert!(note.is_some_and(|n| n.contains(want)), "{raw:?}");
         }
         assert!(!is_unstated_link("none") && !is_unstated_link("10GbE"));
+    }
+
+    /// Two Sparks on one direct cable and four Macs meshed over Thunderbolt are full meshes;
+    /// four Sparks have two QSFP ports each, so they go through a switch, and the row says so;
+    /// Ethernet always does.
+    #[test]
+    fn nodes_that_cannot_mesh_their_fabric_go_through_a_switch_and_say_so() {
+        let nodes = |id: &str, n: usize| vec![id.to_string(); n];
+        let mut said = Vec::new();
+        assert_eq!(row_topology("cx7-roce", &nodes("dgx-spark", 2), &mut said), "full-mesh");
+        assert_eq!(row_topology("tb5-rdma", &nodes("m3-ultra-80c-512gb", 4), &mut said), "full-mesh");
+        assert_eq!(row_topology("eth-10g", &nodes("m3-ultra-80c-512gb", 4), &mut said), "switch");
+        assert!(said.is_empty(), "{said:?}");
+        assert_eq!(row_topology("cx7-roce", &nodes("dgx-spark", 4), &mut said), "switch");
+        assert_eq!(said.len(), 1);
+        assert!(said[0].starts_with("4 nodes on cx7-roce through a switch") && said[0].contains("`dgx-spark` has 2"), "{said:?}");
     }
 
     /// Splits as people write them, read as the twin's; a rank count that is not the row's node
