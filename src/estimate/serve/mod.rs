@@ -673,11 +673,16 @@ impl<'a> ServeSim<'a> {
     /// dispatches every batch): each batch still reads its stage's weights, so a memory-bound
     /// decode gains only on the per-sequence work (KV, the experts a smaller batch leaves
     /// untouched). `running` sequences are in the server meanwhile.
+    ///
+    /// Each batch is executed (and traced) from when the first stage is done with the batches
+    /// before it in the round, as the stages' occupancy is laid out in steady state.
     pub(crate) fn pipelined_forwards(&mut self, rows: &[(u64, u64)], lanes: usize, running: usize) {
         let per = rows.len().div_ceil(lanes.max(1));
-        let (mut round, mut events) = (0, 0);
+        let (start, mut round, mut events) = (self.now, 0, 0);
         let (gpu0, cpu0) = (self.busy_gpu.clone(), self.busy_cpu.clone());
         for batch in rows.chunks(per) {
+            // The first stage (node 0) is free once it has run the round's earlier batches.
+            self.now = start + (self.busy_gpu[0] - gpu0[0]);
             let (span, ev) = self.run_forward(batch, batch.len() as u64);
             round = round.max(span);
             events += ev;
@@ -687,7 +692,7 @@ impl<'a> ServeSim<'a> {
         round = round.max(loads.max().unwrap_or(0));
         self.events += events;
         self.stats.span(round, running, self.waiting.len());
-        self.now += round;
+        self.now = start + round;
     }
 
     /// Keeps a shape's timing (the current `step_key`) for reuse; the table restarts past
