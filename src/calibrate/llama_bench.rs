@@ -750,7 +750,7 @@ mod tests {
         let got = identify(&record("deepseek2 671B Q4_K - Medium", Some(671.03e9), Some("my-merge-Q4_K_M.gguf")), cat).unwrap();
         assert_eq!(got.model, "deepseek-v3.1");
         assert!(got.how[0].contains("file name `my-merge-Q4_K_M.gguf` names no catalog model (compared as `mymerge`)"), "{:?}", got.how);
-        assert!(got.how[0].contains("deepseek-r1, deepseek-v3 have the same architecture and size"), "{:?}", got.how);
+        assert!(got.how[0].contains("deepseek-r1, deepseek-r1-0528, deepseek-v3 have the same architecture and size"), "{:?}", got.how);
         // An older llama.cpp printed F16 for an MXFP4 gpt-oss (the fw-gptoss120b-1 row): the label decides.
         let got = identify(&record("gpt-oss ?B F16", Some(116.8e9), Some("gpt-oss-120b-mxfp4-00001-of-00003.gguf")), cat).unwrap();
         assert_eq!(got.quant, "mxfp4");

@@ -63,6 +63,16 @@ fn is_suffix(token: &str) -> bool {
 /// release or format suffixes, with an ollama tag joined as a suffix (`llama3.1:8b` ->
 /// `llama3.1-8b`), letters and digits only (`llama318b`).
 pub fn model_key(name: &str) -> String {
+    key_of(name, false)
+}
+
+/// [`model_key`] keeping a trailing release date code (`DeepSeek-R1-0528-GGUF` ->
+/// `deepseekr10528`): how a name finds a preset of its own dated release first.
+pub fn dated_key(name: &str) -> String {
+    key_of(name, true)
+}
+
+fn key_of(name: &str, keep_date: bool) -> String {
     let lower = name.trim().to_lowercase();
     let base = lower.rsplit('/').next().unwrap_or(&lower);
     let base = base.strip_suffix(".gguf").unwrap_or(base);
@@ -73,7 +83,7 @@ pub fn model_key(name: &str) -> String {
     if tokens.len() > 1 && tokens[0] == "meta" && tokens[1].starts_with("llama") {
         tokens.remove(0);
     }
-    while tokens.len() > 1 && tokens.last().is_some_and(|t| is_suffix(t)) {
+    while tokens.len() > 1 && tokens.last().is_some_and(|t| is_suffix(t) && !(keep_date && is_date_code(t))) {
         tokens.pop();
     }
     tokens.concat().chars().filter(char::is_ascii_alphanumeric).collect()
@@ -98,12 +108,17 @@ impl Catalog {
         if let Some(m) = self.model(name.trim()) {
             return Ok(m);
         }
-        let key = model_key(name);
-        let hits: Vec<&(ModelPreset, ModelSpec)> = self
-            .models
-            .iter()
-            .filter(|(p, _)| !key.is_empty() && std::iter::once(&p.id).chain(&p.aliases).any(|n| model_key(n) == key))
-            .collect();
+        // A dated release with a preset of its own (`DeepSeek-R1-0528`: its GGUFs are not R1's)
+        // first; else the release the name means without its date, the undated preset where a
+        // dated one shares its key.
+        let mut hits = self.keyed(&dated_key(name), dated_key);
+        if hits.is_empty() {
+            hits = self.keyed(&model_key(name), model_key);
+            let undated = |p: &ModelPreset| dated_key(&p.id) == model_key(&p.id);
+            if hits.len() > 1 && hits.iter().filter(|(p, _)| undated(p)).count() == 1 {
+                hits.retain(|(p, _)| undated(p));
+            }
+        }
         match hits.as_slice() {
             [one] => Ok(one),
             // A quantizer's repo named `{org}_{model}` (bartowski's `Qwen_Qwen3-30B-A3B-GGUF`,
@@ -116,6 +131,13 @@ impl Catalog {
                 Err(ModelNameError::Ambiguous { name: name.trim().to_string(), presets: many.iter().map(|(p, _)| p.id.clone()).collect() })
             }
         }
+    }
+}
+
+impl Catalog {
+    /// The presets with an id or alias whose key (by `key_fn`) is `key`.
+    fn keyed(&self, key: &str, key_fn: fn(&str) -> String) -> Vec<&(ModelPreset, ModelSpec)> {
+        self.models.iter().filter(|(p, _)| !key.is_empty() && std::iter::once(&p.id).chain(&p.aliases).any(|n| key_fn(n) == key)).collect()
     }
 }
 
@@ -416,9 +438,13 @@ mod tests {
             ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "qwen3-coder-30b-a3b"),
             ("qwen3-coder:30b", "qwen3-coder-30b-a3b"),
             ("Qwen3-235B-A22B-Instruct-2507-MLX-8bit", "qwen3-235b-a22b"),
-            ("unsloth/DeepSeek-R1-0528-GGUF", "deepseek-r1"),
             ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3.1"),
             ("DeepSeek-V3-0324", "deepseek-v3"),
+            ("deepseek-ai/DeepSeek-R1-0528", "deepseek-r1-0528"),
+            ("unsloth/DeepSeek-R1-0528-GGUF", "deepseek-r1-0528"),
+            ("DeepSeek-R1-0528-UD-Q4_K_XL.gguf", "deepseek-r1-0528"),
+            ("unsloth/DeepSeek-R1-GGUF", "deepseek-r1"),
+            ("deepseek-ai/DeepSeek-R1", "deepseek-r1"),
             ("deepseek-ai/DeepSeek-V3", "deepseek-v3"),
             ("unsloth/DeepSeek-V3-0324-GGUF", "deepseek-v3"),
             ("deepseek-ai/DeepSeek-V3.1-Terminus", "deepseek-v3.1"),
@@ -479,14 +505,22 @@ mod tests {
     #[test]
     fn every_preset_key_belongs_to_one_preset() {
         let c = catalog();
-        let mut seen: Vec<(String, &str)> = Vec::new();
+        // By the key that keeps a release date, every name is one preset's; without the date
+        // only a dated release's preset may share its undated model's key.
+        let mut seen: Vec<(String, String, &str)> = Vec::new();
         for (p, _) in &c.models {
+            let dated_preset = dated_key(&p.id) != model_key(&p.id);
             for n in std::iter::once(&p.id).chain(&p.aliases) {
-                let k = model_key(n);
-                if let Some((_, other)) = seen.iter().find(|(x, o)| *x == k && *o != p.id) {
-                    panic!("`{n}` of {} has key {k}, also {other}'s", p.id);
+                let (d, k) = (dated_key(n), model_key(n));
+                if let Some((_, _, other)) = seen.iter().find(|(x, _, o)| *x == d && *o != p.id) {
+                    panic!("`{n}` of {} has key {d}, also {other}'s", p.id);
                 }
-                seen.push((k, &p.id));
+                let shares = seen.iter().find(|(_, y, o)| *y == k && *o != p.id);
+                if let Some((_, _, other)) = shares.filter(|_| !dated_preset) {
+                    let other_dated = dated_key(other) != model_key(other);
+                    assert!(other_dated, "`{n}` of {} has key {k}, also {other}'s", p.id);
+                }
+                seen.push((d, k, &p.id));
             }
         }
     }

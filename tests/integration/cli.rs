@@ -133,6 +133,8 @@ fn set_overrides_any_key() {
         assert_eq!(default["decode_tokens_per_s"], per_head["decode_tokens_per_s"], "{model}");
         assert_eq!(run(&[model, "engine.mla_cache=latent"])["memory"], latent["memory"], "{model}");
     }
+    // R1-0528's GGUFs came after: its own preset, the latent cache.
+    assert_eq!(run(&["model.name=unsloth/DeepSeek-R1-0528-GGUF"])["memory"], latent["memory"]);
 }
 
 #[test]
