@@ -1357,8 +1357,8 @@ fn set_row_model(
 ) -> Result<(), String> {
     match model {
         RowModel::Preset(id) => {
-            let per_head = crate::catalog::catalog().model(&id).is_some_and(|(p, _)| p.gguf_per_head_mla);
-            if per_head && engine.kind().runtime().has_per_head_mla_cache() {
+            let preset = crate::catalog::catalog().model(&id);
+            if preset.is_some_and(|(p, _)| runtimes::default_mla_per_head_cache(engine.kind(), p)) {
                 assumptions.push(format!(
                     "{id}'s GGUFs predate llama.cpp's MLA metadata: attention over a per-head K/V cache (the preset's mla_cache)"
                 ));

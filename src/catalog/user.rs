@@ -286,6 +286,11 @@ fn resolve_likes(
         if !table.contains_key("planner") {
             merged.remove("planner");
         }
+        // Nor are the GGUFs of a model built `like` another its base's files: a checkpoint
+        // converted now keeps llama.cpp's MLA latent cache unless the entry says otherwise.
+        if !table.contains_key("gguf_per_head_mla") {
+            merged.remove("gguf_per_head_mla");
+        }
         merged.insert("id".into(), toml::Value::String(id.to_string()));
         out.push((span, merged, table.clone()));
     }
@@ -595,6 +600,17 @@ mod tests {
         assert!(e.contains("p.toml:5:1: `power_mode_w = 70` is not a mode of node `e` (its modes: [55.0, 85.0, 120.0] W)"), "{e}");
         let ok = parse_catalog_file("p.toml", &evo.replace("70", "85")).unwrap();
         assert_eq!(ok.nodes[0].power_mode_w, Some(85.0));
+    }
+
+    /// A model built `like` DeepSeek R1 is another checkpoint: its GGUFs keep llama.cpp's MLA
+    /// latent cache unless the entry says its files predate the metadata too.
+    #[test]
+    fn a_like_model_does_not_inherit_its_bases_gguf_vintage() {
+        assert!(embedded().model("deepseek-r1").unwrap().0.gguf_per_head_mla);
+        let base = "[[model]]\nid = \"my-r1\"\nlike = \"deepseek-r1\"\nname = \"r\"\n";
+        assert!(!parse_catalog_file("m.toml", base).unwrap().models[0].0.gguf_per_head_mla, "not inherited");
+        let old = parse_catalog_file("m.toml", &base.replace("name = \"r\"\n", "name = \"r\"\ngguf_per_head_mla = true\n")).unwrap();
+        assert!(old.models[0].0.gguf_per_head_mla);
     }
 
     #[test]

@@ -483,8 +483,8 @@ fn model(
 /// ([`crate::catalog::ModelPreset::gguf_per_head_mla`]); an imported config.json is read as
 /// converted today (the latent cache). `[engine]` keys override these.
 fn model_engine_defaults(mut options: EngineOptions, cat: &Catalog, rm: &RawModel) -> EngineOptions {
-    let per_head = rm.name.as_ref().and_then(|n| cat.find_model(n.get_ref()).ok()).is_some_and(|(p, _)| p.gguf_per_head_mla);
-    options.mla_per_head_cache = per_head && options.kind.runtime().has_per_head_mla_cache();
+    let preset = rm.name.as_ref().and_then(|n| cat.find_model(n.get_ref()).ok());
+    options.mla_per_head_cache = preset.is_some_and(|(p, _)| crate::engine::runtimes::default_mla_per_head_cache(options.kind, p));
     options
 }
 

@@ -47,6 +47,13 @@ pub(crate) fn vllm_v1_loop(max_batch: Option<u64>, options: &EngineOptions) -> S
     }
 }
 
+/// Whether an engine of `kind` runs `preset`'s MLA over a per-head cache by default: a
+/// llama.cpp engine with a preset whose GGUFs predate llama.cpp's MLA metadata
+/// ([`crate::catalog::ModelPreset::gguf_per_head_mla`]); `[engine] mla_cache` overrides it.
+pub fn default_mla_per_head_cache(kind: EngineKind, preset: &crate::catalog::ModelPreset) -> bool {
+    preset.gguf_per_head_mla && kind.runtime().has_per_head_mla_cache()
+}
+
 /// Every runtime module, in the order scenario names are listed (aliases included).
 pub const RUNTIMES: [&dyn EngineRuntime; 10] = [
     &exo::Exo,

@@ -294,7 +294,13 @@ impl ServeSim<'_> {
     /// round ([`ServeSim::pipelined_forwards`]). Not modelled: the overlap of steps that carry
     /// prefill chunks, which run one batch at a time (a bound from below).
     fn pipelined_decode(&mut self, sched: &[(u64, u64)], lanes: usize) {
-        let rows: Vec<(u64, u64)> = sched.iter().map(|&(id, _)| (1, self.req(id).prompt + self.req(id).generated)).collect();
+        let rows: Vec<(u64, u64)> = sched
+            .iter()
+            .map(|&(id, _)| {
+                let r = self.req(id);
+                (1, r.prompt + r.generated)
+            })
+            .collect();
         let running = self.prefilling.len() + self.decoding.len();
         self.pipelined_forwards(&rows, lanes, running);
         self.decoded();
