@@ -15,8 +15,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::names::QuantNameError;
-use crate::engine::EngineKind;
 use crate::engine::runtimes::{self, EngineRuntime};
+use crate::engine::{EngineKind, Parallelism};
 use crate::estimate::estimate;
 use crate::llm::QuantFamily;
 use crate::profile::Profile;
@@ -446,52 +446,92 @@ fn row_parallelism(
     n: usize,
     engine: &dyn EngineRuntime,
     assumptions: &mut Vec<String>,
-) -> Result<&'static str, String> {
+) -> Result<Parallelism, String> {
     let stated = strip_notes(&row.parallelism);
     match n {
-        1 => Ok("none"),
+        1 => Ok(Parallelism::None),
         _ if stated.is_empty() || stated == "unknown" => {
-            let default = engine.default_parallelism(n).id();
-            assumptions.push(format!("parallelism not stated: {}'s default on {n} nodes, {default}", engine.id()));
+            let default = engine.default_parallelism(n);
+            assumptions.push(format!("parallelism not stated: {}'s default on {n} nodes, {}", engine.id(), default.id()));
             Ok(default)
         }
-        _ => parallelism_label(&row.parallelism, n),
+        _ => {
+            let split = parallelism_label(&row.parallelism, n)?;
+            if let Parallelism::TensorPipeline { stages } = split {
+                assumptions.push(format!(
+                    "parallelism `{}` read as {stages} pipeline stages of {} tensor-parallel ranks",
+                    stated.trim(),
+                    n / stages as usize
+                ));
+            }
+            Ok(split)
+        }
     }
 }
 
-/// The split a row's parallelism column names, as the twin's (`tensor`, `pipeline`, `expert`):
-/// the words people write (`tensor parallel`, `TP`, `TP2`, `tp=2`, `PP`, `EP`, `TP+EP`: tensor
-/// parallel attention with experts spread across the ranks, the twin's `expert`). A rank count
-/// written with the split must be the row's node count (one GPU per machine here).
-fn parallelism_label(raw: &str, n: usize) -> Result<&'static str, String> {
+/// The split a row's parallelism column names, as the twin's (`tensor`, `pipeline`, `expert`,
+/// `tensor+pipeline`): the words people write (`tensor parallel`, `TP`, `TP2`, `tp=2`, `PP`,
+/// `EP`, `TP+EP`: tensor parallel attention with experts spread across the ranks, the twin's
+/// `expert`; `TP2 PP2`, `TP=2 PP=2`: two stages of two tensor-parallel ranks). A rank count
+/// written with a single split must be the row's node count (one GPU per machine here); with
+/// tensor and pipeline together the counts multiply to it (a pipeline without its count takes
+/// what the tensor count leaves, two stages when neither says).
+fn parallelism_label(raw: &str, n: usize) -> Result<Parallelism, String> {
     let text = strip_notes(raw);
-    let (mut tensor, mut pipeline, mut expert) = (false, false, false);
+    let (mut tensor, mut pipeline, mut expert) = (None::<Option<usize>>, None::<Option<usize>>, None::<Option<usize>>);
     for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '=')).filter(|w| !w.is_empty()) {
         let head = word.trim_end_matches(|c: char| c.is_ascii_digit() || c == '=');
-        let ranks = word[head.len()..].trim_start_matches('=');
-        match head {
-            "tp" | "tensor" => tensor = true,
+        let ranks = word[head.len()..].trim_start_matches('=').parse::<usize>().ok();
+        let slot = match head {
+            "tp" | "tensor" => &mut tensor,
             // llama.cpp's RPC and `-sm layer` split the layers across machines: a pipeline.
-            "pp" | "pipeline" | "pipe" | "rpc" | "layer" | "layers" => pipeline = true,
-            "ep" | "expert" | "experts" => expert = true,
+            "pp" | "pipeline" | "pipe" | "rpc" | "layer" | "layers" => &mut pipeline,
+            "ep" | "expert" | "experts" => &mut expert,
             "parallel" | "parallelism" | "split" | "sharding" | "sharded" => continue,
             "none" => return Err(format!("parallelism `none` on {n} nodes: write tensor, pipeline or expert")),
             _ => {
-                return Err(format!("unknown parallelism `{}`: write tensor, pipeline or expert (or TP, PP, EP, TP+EP)", raw.trim()));
+                return Err(format!(
+                    "unknown parallelism `{}`: write tensor, pipeline, expert or tensor+pipeline (or TP, PP, EP, TP+EP, TP2 PP2)",
+                    raw.trim()
+                ));
             }
-        }
-        if let Ok(k) = ranks.parse::<usize>()
-            && k != n
-        {
-            return Err(format!("parallelism `{}` names {k} ranks but the row has {n} nodes: make them agree", raw.trim()));
-        }
+        };
+        *slot = Some(slot.flatten().or(ranks));
     }
+    let single = |k: Option<usize>| match k {
+        Some(k) if k != n => Err(format!("parallelism `{}` names {k} ranks but the row has {n} nodes: make them agree", raw.trim())),
+        _ => Ok(()),
+    };
     match (tensor, pipeline, expert) {
-        (_, false, true) => Ok("expert"),
-        (true, false, false) => Ok("tensor"),
-        (false, true, false) => Ok("pipeline"),
-        (false, false, false) => Err(format!("no parallelism for {n} nodes: write tensor, pipeline or expert")),
-        _ => Err(format!("parallelism `{}`: pipeline combined with another split is not modelled", raw.trim())),
+        (t, None, Some(e)) => {
+            single(t.flatten())?;
+            single(e).map(|()| Parallelism::Expert)
+        }
+        (Some(t), None, None) => single(t).map(|()| Parallelism::Tensor),
+        (None, Some(p), None) => single(p).map(|()| Parallelism::Pipeline),
+        (None, None, None) => Err(format!("no parallelism for {n} nodes: write tensor, pipeline or expert")),
+        (Some(t), Some(p), None) => {
+            let stages = match (t, p) {
+                (Some(t), Some(p)) if t * p != n => {
+                    return Err(format!("parallelism `{}` names {t} x {p} ranks but the row has {n} nodes: make them agree", raw.trim()));
+                }
+                (_, Some(p)) => p,
+                (Some(t), None) if t > 0 && n % t == 0 => n / t,
+                (Some(t), None) => {
+                    return Err(format!("parallelism `{}`: {t} tensor ranks do not divide the row's {n} nodes", raw.trim()));
+                }
+                (None, None) => Parallelism::DEFAULT_STAGES as usize,
+            };
+            let split = Parallelism::TensorPipeline { stages: stages as u32 };
+            if !crate::engine::split::legal_stages(n).contains(&(stages as u32)) {
+                return Err(format!(
+                    "parallelism `{}`: {stages} pipeline stages of tensor-parallel groups of at least 2 do not fit {n} nodes",
+                    raw.trim()
+                ));
+            }
+            Ok(split)
+        }
+        _ => Err(format!("parallelism `{}`: pipeline combined with expert parallel is not modelled", raw.trim())),
     }
 }
 
@@ -1147,7 +1187,10 @@ pub fn row_scenario_in(
     }
     let (kind_prompt, generate) = row_tokens(row, all, &mut assumptions)?;
     let mut b = ScenarioBuilder::new(format!("{}.toml", row.id));
-    b.name(row.id.clone()).seed(1).nodes(&nodes).quant(&quant).engine(engine.id()).parallelism(parallelism);
+    b.name(row.id.clone()).seed(1).nodes(&nodes).quant(&quant).engine(engine.id()).parallelism(parallelism.id());
+    if let Parallelism::TensorPipeline { stages } = parallelism {
+        b.set("engine.pipeline_stages", &toml::Value::Integer(i64::from(stages))).map_err(|e| e.to_string())?;
+    }
     set_row_model(&mut b, model, row, engine, &mut assumptions)?;
     if n > 1 {
         b.fabric(fabric_word).topology(row_topology(fabric_word, &nodes, &mut assumptions));
@@ -2628,12 +2671,23 @@ mod tests {
             ("rpc", "pipeline"),
             ("layer split", "pipeline"),
         ] {
-            assert_eq!(parallelism_label(raw, 2), Ok(want), "{raw}");
+            assert_eq!(parallelism_label(raw, 2).map(Parallelism::id), Ok(want), "{raw}");
         }
         assert!(parallelism_label("TP4", 2).unwrap_err().contains("names 4 ranks but the row has 2 nodes"));
         assert!(parallelism_label("ring", 2).unwrap_err().contains("unknown parallelism `ring`"));
         assert!(parallelism_label("none", 2).unwrap_err().contains("parallelism `none` on 2 nodes"));
-        assert!(parallelism_label("TP+PP", 2).unwrap_err().contains("pipeline combined with another split"));
+        assert!(parallelism_label("TP+PP", 2).unwrap_err().contains("do not fit 2 nodes"));
+        assert!(parallelism_label("PP+EP", 4).unwrap_err().contains("pipeline combined with expert parallel"));
+        // Tensor within pipeline stages: the counts multiply to the node count.
+        let hybrid = |stages| Ok(Parallelism::TensorPipeline { stages });
+        assert_eq!(parallelism_label("tp2 pp2", 4), hybrid(2));
+        assert_eq!(parallelism_label("TP=2 PP=2", 4), hybrid(2));
+        assert_eq!(parallelism_label("TP4 PP2", 8), hybrid(2));
+        assert_eq!(parallelism_label("TP2 PP4", 8), hybrid(4));
+        assert_eq!(parallelism_label("TP2+PP", 8), hybrid(4));
+        assert_eq!(parallelism_label("tensor+pipeline", 4), hybrid(2));
+        assert!(parallelism_label("tp2 pp2", 8).unwrap_err().contains("names 2 x 2 ranks but the row has 8 nodes"));
+        assert!(parallelism_label("TP3+PP", 4).unwrap_err().contains("3 tensor ranks do not divide the row's 4 nodes"));
         assert!(parallelism_label("", 2).unwrap_err().contains("no parallelism for 2 nodes"));
     }
 

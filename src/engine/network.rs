@@ -216,10 +216,16 @@ impl<'a> Builder<'a> {
     /// of its GPU timeline (compute and collectives) and its launches, as one GPU's does
     /// ([`super::cost::LaunchCost`]). Timed by [`Lowered::retime_rows`].
     pub(super) fn dispatch_ahead(&mut self, node: usize) -> Option<TaskId> {
+        self.dispatch_ahead_after(node, &[])
+    }
+
+    /// [`Self::dispatch_ahead`] begun once `deps` are done (a pipeline stage's host launches
+    /// after the stage before it has launched and sent its hand-off's metadata).
+    pub(super) fn dispatch_ahead_after(&mut self, node: usize, deps: &[TaskId]) -> Option<TaskId> {
         if self.plan.cost(node).launch.dispatch_us <= 0.0 {
             return None;
         }
-        let t = self.cpu(node, 0, "dispatch", &[]);
+        let t = self.cpu(node, 0, "dispatch", deps);
         self.dispatch_tasks[node] = Some(t);
         Some(t)
     }
@@ -318,9 +324,32 @@ impl<'a> Builder<'a> {
     /// stream, no CPU crossing; every rank starts once the slowest has its input and holds its
     /// GPU for [`super::cost::NetCost::nccl_all_reduce_ns`].
     fn nccl_all_sum(&mut self, ready: &[TaskId], bytes: u64) -> Vec<TaskId> {
+        let ranks: Vec<usize> = (0..self.net.n).collect();
+        self.nccl_all_sum_among(&ranks, ready, bytes)
+    }
+
+    /// An NCCL all-reduce of `bytes` per rank among `ranks` (a tensor-parallel group: one
+    /// pipeline stage's ranks), `ready[k]` when `ranks[k]` has its input; returns when each has
+    /// the sum. As [`Self::nccl_all_sum`], timed for the group's size.
+    pub(super) fn nccl_all_sum_among(&mut self, ranks: &[usize], ready: &[TaskId], bytes: u64) -> Vec<TaskId> {
+        if ranks.len() == 1 {
+            return ready.to_vec();
+        }
         let all = self.g.join(ready);
-        let ns = self.plan.net_cost().nccl_all_reduce_ns(bytes, self.net.n);
-        (0..self.net.n).map(|i| self.g.compute(self.net.gpu[i], ns, "nccl all-reduce", &[all])).collect()
+        let ns = self.plan.net_cost().nccl_all_reduce_ns(bytes, ranks.len());
+        ranks.iter().map(|&i| self.g.compute(self.net.gpu[i], ns, "nccl all-reduce", &[all])).collect()
+    }
+
+    /// An NCCL all-gather among `ranks` whose gathered result is `bytes` (each rank brings
+    /// `bytes / ranks`), `ready[k]` when `ranks[k]` has its part; returns when each has the
+    /// whole ([`super::cost::NetCost::nccl_all_gather_ns`]), on every rank's GPU stream.
+    pub(super) fn nccl_all_gather_among(&mut self, ranks: &[usize], ready: &[TaskId], bytes: u64) -> Vec<TaskId> {
+        if ranks.len() == 1 {
+            return ready.to_vec();
+        }
+        let all = self.g.join(ready);
+        let ns = self.plan.net_cost().nccl_all_gather_ns(bytes, ranks.len());
+        ranks.iter().map(|&i| self.g.compute(self.net.gpu[i], ns, "nccl all-gather", &[all])).collect()
     }
 
     /// An NCCL point-to-point send of `bytes` from `a` to `b` (a pipeline stage's hand-off)

@@ -130,20 +130,33 @@ pub enum Parallelism {
     /// ranks (vLLM `--tensor-parallel-size N --enable-expert-parallel`); dense models run as
     /// tensor parallel.
     Expert,
+    /// `stages` pipeline stages of contiguous layers, each stage tensor parallel over
+    /// `nodes / stages` ranks (vLLM `--tensor-parallel-size T --pipeline-parallel-size P`,
+    /// T x P nodes). Ranks are numbered as vLLM's: a stage's ranks are consecutive
+    /// (`rank = stage x T + tensor rank`).
+    TensorPipeline {
+        /// Pipeline stages (`--pipeline-parallel-size`, `[engine] pipeline_stages`).
+        stages: u32,
+    },
     /// One node.
     None,
 }
 
 impl Parallelism {
     /// Every split name a scenario may use.
-    pub const NAMES: [&'static str; 4] = ["tensor", "pipeline", "expert", "none"];
+    pub const NAMES: [&'static str; 5] = ["tensor", "pipeline", "expert", "tensor+pipeline", "none"];
 
-    /// The split a scenario name selects.
+    /// Pipeline stages of a `tensor+pipeline` split whose file does not say
+    /// (`[engine] pipeline_stages`): two, the split people run on four machines.
+    pub const DEFAULT_STAGES: u32 = 2;
+
+    /// The split a scenario name selects (`tensor+pipeline` with [`Self::DEFAULT_STAGES`]).
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "tensor" => Some(Self::Tensor),
             "pipeline" => Some(Self::Pipeline),
             "expert" => Some(Self::Expert),
+            "tensor+pipeline" => Some(Self::TensorPipeline { stages: Self::DEFAULT_STAGES }),
             "none" => Some(Self::None),
             _ => None,
         }
@@ -155,13 +168,35 @@ impl Parallelism {
             Self::Tensor => "tensor",
             Self::Pipeline => "pipeline",
             Self::Expert => "expert",
+            Self::TensorPipeline { .. } => "tensor+pipeline",
             Self::None => "none",
         }
     }
 
-    /// Whether every rank holds a slice of every layer's attention (tensor and expert parallel).
+    /// Whether every rank holds a slice of its layers' attention (tensor, expert and
+    /// tensor+pipeline parallel).
     pub fn slices_layers(self) -> bool {
-        matches!(self, Self::Tensor | Self::Expert)
+        matches!(self, Self::Tensor | Self::Expert | Self::TensorPipeline { .. })
+    }
+
+    /// Pipeline stages on `nodes` nodes: every node under a pipeline split, the named count
+    /// under tensor+pipeline, else one.
+    pub fn stages(self, nodes: usize) -> usize {
+        match self {
+            Self::Pipeline => nodes,
+            Self::TensorPipeline { stages } => stages as usize,
+            Self::Tensor | Self::Expert | Self::None => 1,
+        }
+    }
+
+    /// Ranks each layer is sliced over on `nodes` nodes (the tensor-parallel size; 1 under a
+    /// pipeline or on one node).
+    pub fn tensor_ranks(self, nodes: usize) -> usize {
+        match self {
+            Self::Tensor | Self::Expert => nodes,
+            Self::TensorPipeline { stages } => nodes / (stages as usize).max(1),
+            Self::Pipeline | Self::None => 1,
+        }
     }
 }
 

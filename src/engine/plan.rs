@@ -183,24 +183,26 @@ impl Plan {
                 (0..n).map(|_| Share { first_layer: 0, end_layer: layers, shard: 1.0 / n as f64, embedding: true, head: true }).collect()
             }
             Parallelism::None => vec![Share { first_layer: 0, end_layer: layers, shard: 1.0, embedding: true, head: true }],
-            Parallelism::Pipeline => {
-                if n as u64 > layers {
-                    return Err(PlanError::TooManyStages { nodes: n, layers });
+            Parallelism::Pipeline | Parallelism::TensorPipeline { .. } => {
+                let stages = inp.options.parallelism.stages(n);
+                let ranks = inp.options.parallelism.tensor_ranks(n);
+                if stages as u64 > layers {
+                    return Err(PlanError::TooManyStages { nodes: stages, layers });
                 }
-                // Layer ranges in proportion to each node's memory (exo: available RAM;
-                // llama.cpp `-sm layer`: device memory). Cumulative rounding keeps the total exact.
-                let total: f64 = inp.nodes.iter().map(|x| x.memory_gb).sum();
-                let mut cum = 0.0;
-                let mut prev = 0u64;
-                let mut out = Vec::with_capacity(n);
-                for (i, node) in inp.nodes.iter().enumerate() {
-                    cum += node.memory_gb;
-                    let mut end = if i + 1 == n { layers } else { ((layers as f64) * cum / total).round() as u64 };
-                    end = end.max(prev + 1).min(layers - (n - 1 - i) as u64);
-                    out.push(Share { first_layer: prev, end_layer: end, shard: 1.0, embedding: i == 0, head: i + 1 == n });
-                    prev = end;
-                }
-                out
+                // Layer ranges in proportion to each stage's memory (exo: available RAM;
+                // llama.cpp `-sm layer`: device memory; vLLM's even `get_pp_indices` on the
+                // identical nodes a CUDA cluster has). A stage's ranks (consecutive, as vLLM
+                // numbers them) hold 1/ranks of its layers each.
+                let memory: Vec<f64> = inp.nodes.chunks(ranks).map(|g| g.iter().map(|x| x.memory_gb).sum()).collect();
+                let ranges = stage_ranges(layers, &memory);
+                let shard = 1.0 / ranks as f64;
+                (0..n)
+                    .map(|i| {
+                        let s = i / ranks;
+                        let (first_layer, end_layer) = ranges[s];
+                        Share { first_layer, end_layer, shard, embedding: s == 0, head: s + 1 == stages }
+                    })
+                    .collect()
             }
         };
         let mut memory = Vec::with_capacity(n);
@@ -410,6 +412,24 @@ fn node_params(inp: &PlanInput<'_>, node: &NodeSpec, runtime: &str) -> Result<(C
         rt.host_per_seq_us = h.host_per_seq_us;
     }
     Ok((chip.clone(), rt))
+}
+
+/// Contiguous layer ranges `[first, end)` of `layers` layers in proportion to each stage's
+/// `memory`, every stage at least one layer. Cumulative rounding keeps the total exact.
+fn stage_ranges(layers: u64, memory: &[f64]) -> Vec<(u64, u64)> {
+    let n = memory.len();
+    let total: f64 = memory.iter().sum();
+    let mut cum = 0.0;
+    let mut prev = 0u64;
+    let mut out = Vec::with_capacity(n);
+    for (i, m) in memory.iter().enumerate() {
+        cum += m;
+        let mut end = if i + 1 == n { layers } else { ((layers as f64) * cum / total).round() as u64 };
+        end = end.max(prev + 1).min(layers - (n - 1 - i) as u64);
+        out.push((prev, end));
+        prev = end;
+    }
+    out
 }
 
 /// The error of a plan whose node `i` needs more than its limit, with the setting that fixes it.

@@ -105,6 +105,24 @@ pub enum SplitError {
         /// Engine name as written.
         engine: String,
     },
+    /// An engine without a tensor-parallel pipeline asked for one.
+    #[error(
+        "engine `{engine}` has no tensor+pipeline parallelism in the model (vLLM has: `--tensor-parallel-size T --pipeline-parallel-size P`)"
+    )]
+    NoTensorPipeline {
+        /// Engine name as written.
+        engine: String,
+    },
+    /// A tensor+pipeline split whose stage count does not cut the nodes into equal tensor groups.
+    #[error(
+        "tensor+pipeline with {stages} stages over {nodes} nodes: the stages must split the nodes into equal tensor-parallel groups of at least 2 (vLLM runs T x P ranks)"
+    )]
+    IllegalStages {
+        /// Nodes in the cluster.
+        nodes: usize,
+        /// Pipeline stages asked for.
+        stages: u32,
+    },
     /// An engine that does not run on a node (vLLM/SGLang need CUDA, the MLX servers a Mac).
     #[error("engine `{engine}` needs {needs} and does not run on node `{node}` ({chip}); engines that run there: {engines}")]
     WrongDevice {
@@ -133,6 +151,15 @@ impl SplitError {
             }
             Self::NoPipeline { .. } => "use parallelism = \"tensor\" (or count = 1)".into(),
             Self::NoExpertParallel { .. } => "use parallelism = \"tensor\", or engine = \"vllm\" on GB10 nodes".into(),
+            Self::NoTensorPipeline { .. } => "use parallelism = \"tensor\" or \"pipeline\", or engine = \"vllm\" on GB10 nodes".into(),
+            Self::IllegalStages { nodes, .. } => {
+                let ok: Vec<String> = legal_stages(*nodes).iter().map(u32::to_string).collect();
+                if ok.is_empty() {
+                    format!("{nodes} nodes have no tensor+pipeline split: use parallelism = \"tensor\" or \"pipeline\"")
+                } else {
+                    format!("set `[engine] pipeline_stages` to one of {{{}}}", ok.join(", "))
+                }
+            }
             Self::WrongDevice { engines, needs: DeviceNeed::NvidiaGpu, .. } => {
                 format!("use a GB10 node (dgx-spark, dell-pro-max-gb10), or one of: {engines}")
             }
@@ -156,7 +183,18 @@ pub fn check_split(engine: &str, kind: EngineKind, parallelism: Parallelism, nod
     if nodes > 1 && parallelism == Parallelism::None {
         return Err(SplitError::NoSplitOnCluster { engine: engine.to_string(), nodes });
     }
+    if let Parallelism::TensorPipeline { stages } = parallelism
+        && !legal_stages(nodes).contains(&stages)
+    {
+        return Err(SplitError::IllegalStages { nodes, stages });
+    }
     Ok(())
+}
+
+/// Stage counts a tensor+pipeline split of `nodes` nodes may have: at least two stages, each
+/// a tensor-parallel group of at least two nodes, all groups the same size.
+pub fn legal_stages(nodes: usize) -> Vec<u32> {
+    (2..=nodes / 2).filter(|&p| nodes % p == 0).map(|p| p as u32).collect()
 }
 
 /// Whether engine `kind` can run one cluster on `nodes` (the runtimes' fleet rules): one chip

@@ -510,11 +510,16 @@ fn engines_table(s: &mut String, c: &Catalog) {
     let _ = writeln!(s, "  {:<14} {:<10} {:<16} {:<28} names", "id", "kernels", "host costs", "splits on a cluster");
     for r in crate::engine::RUNTIMES.iter().filter(|r| r.names().first() == Some(&r.id())) {
         use crate::engine::Parallelism;
-        let splits: Vec<&str> = [Parallelism::Tensor, Parallelism::Pipeline, Parallelism::Expert]
-            .into_iter()
-            .filter(|&p| r.check_split(r.id(), p).is_ok())
-            .map(|p| p.id())
-            .collect();
+        let splits: Vec<&str> = [
+            Parallelism::Tensor,
+            Parallelism::Pipeline,
+            Parallelism::Expert,
+            Parallelism::TensorPipeline { stages: Parallelism::DEFAULT_STAGES },
+        ]
+        .into_iter()
+        .filter(|&p| r.check_split(r.id(), p).is_ok())
+        .map(|p| p.id())
+        .collect();
         let splits = if splits.is_empty() { "one node".to_string() } else { splits.join(", ") };
         let host = r.host_key().map_or("the runtime's".to_string(), |k| format!("engines.{k}"));
         let _ = writeln!(s, "  {:<14} {:<10} {:<16} {:<28} {}", r.id(), r.kernels().id(), host, splits, r.names().join(", "));

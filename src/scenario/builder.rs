@@ -37,6 +37,7 @@ pub const KEYS: &[&str] = &[
     "model.size_gb",
     "engine.name",
     "engine.parallelism",
+    "engine.pipeline_stages",
     "engine.macos",
     "engine.jaccl_frame_kib",
     "engine.allreduce",
@@ -110,6 +111,7 @@ fn empty_engine() -> RawEngine {
     RawEngine {
         name: sp(String::new()),
         parallelism: None,
+        pipeline_stages: None,
         macos: None,
         jaccl_frame_kib: None,
         allreduce: None,
@@ -328,6 +330,7 @@ impl ScenarioBuilder {
                 self.engine(&name);
             }
             "engine.parallelism" => self.engine_mut().parallelism = Some(sp(v.string()?)),
+            "engine.pipeline_stages" => self.engine_mut().pipeline_stages = Some(sp(v.int()?)),
             "engine.macos" => self.engine_mut().macos = Some(sp(v.string()?)),
             "engine.jaccl_frame_kib" => self.engine_mut().jaccl_frame_kib = Some(sp(v.int()?)),
             "engine.allreduce" => self.engine_mut().allreduce = Some(sp(v.string()?)),
@@ -421,6 +424,7 @@ impl ScenarioBuilder {
             let _ = writeln!(t, "\n[engine]");
             key(&mut t, "name", Some(toml::Value::String(e.name.get_ref().clone())));
             key(&mut t, "parallelism", s(&e.parallelism));
+            key(&mut t, "pipeline_stages", i(&e.pipeline_stages));
             key(&mut t, "macos", s(&e.macos));
             key(&mut t, "jaccl_frame_kib", i(&e.jaccl_frame_kib));
             key(&mut t, "allreduce", s(&e.allreduce));

@@ -44,6 +44,7 @@ const KEYS: &[(&str, KeyType)] = &[
     ("model.size_gb", KeyType::Float),
     ("engine.name", KeyType::Str),
     ("engine.parallelism", KeyType::Str),
+    ("engine.pipeline_stages", KeyType::Int),
     ("engine.macos", KeyType::Str),
     ("engine.jaccl_frame_kib", KeyType::Int),
     ("engine.allreduce", KeyType::Str),

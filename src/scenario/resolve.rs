@@ -97,7 +97,8 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         v => v.as_ref().map(|v| *v.get_ref()),
     };
     if parallelism.slices_layers() && !hpl {
-        check_tensor_split(kind.behaviour().tensor_split_rule(), &model, n).map_err(|e| split_error(src, &spans, e))?;
+        check_tensor_split(kind.behaviour().tensor_split_rule(), &model, parallelism.tensor_ranks(n))
+            .map_err(|e| split_error(src, &spans, e))?;
     }
     let mut options = model_engine_defaults(EngineOptions::december_2025(kind, parallelism), cat, &rm);
     if let Some(e) = &re {
@@ -543,12 +544,36 @@ fn parallelism(
     spans: &mut Spans,
 ) -> Result<Parallelism, ScenarioError> {
     spans.parallelism = engine_span;
-    let Some(p) = re.and_then(|e| e.parallelism.as_ref()) else { return Ok(default_parallelism(kind, n)) };
+    let stages = re.and_then(|e| e.pipeline_stages.as_ref());
+    let Some(p) = re.and_then(|e| e.parallelism.as_ref()) else {
+        if let Some(s) = stages {
+            return Err(stages_without_hybrid(src, s));
+        }
+        return Ok(default_parallelism(kind, n));
+    };
     spans.parallelism = p.span();
-    Parallelism::parse(p.get_ref()).ok_or_else(|| {
+    let parsed = Parallelism::parse(p.get_ref()).ok_or_else(|| {
         src.error(p.span(), format!("unknown parallelism `{}`", p.get_ref()), Some(suggest(p.get_ref(), &Parallelism::NAMES, "values")))
             .with_kind(ErrorKind::UnknownPreset)
-    })
+    })?;
+    match (parsed, stages) {
+        (Parallelism::TensorPipeline { .. }, Some(s)) => {
+            spans.parallelism = s.span();
+            Ok(Parallelism::TensorPipeline { stages: positive(src, s, "engine.pipeline_stages", 64)? as u32 })
+        }
+        (_, Some(s)) => Err(stages_without_hybrid(src, s)),
+        _ => Ok(parsed),
+    }
+}
+
+/// `engine.pipeline_stages` beside a split other than tensor+pipeline.
+fn stages_without_hybrid(src: &Source, s: &Spanned<i64>) -> ScenarioError {
+    src.error(
+        s.span(),
+        "`engine.pipeline_stages` applies to parallelism = \"tensor+pipeline\" only (a pipeline split has one stage per node)",
+        Some("set parallelism = \"tensor+pipeline\", or remove `pipeline_stages`".into()),
+    )
+    .with_kind(ErrorKind::BadValue)
 }
 
 /// A split error located at the key that chose it.
@@ -557,7 +582,9 @@ fn split_error(src: &Source, spans: &Spans, e: SplitError) -> ScenarioError {
         SplitError::SingleNodeEngine { .. }
         | SplitError::RpcSplitsLayers
         | SplitError::NoPipeline { .. }
-        | SplitError::NoExpertParallel { .. } => spans.parallelism.clone(),
+        | SplitError::NoExpertParallel { .. }
+        | SplitError::NoTensorPipeline { .. }
+        | SplitError::IllegalStages { .. } => spans.parallelism.clone(),
         SplitError::NoSplitOnCluster { .. }
         | SplitError::IllegalTensorSplit { .. }
         | SplitError::IllegalVllmTensorSplit { .. }

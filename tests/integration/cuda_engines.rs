@@ -216,6 +216,7 @@ fn the_shipped_vllm_scenarios_run_generate_serve_sweep_and_plan() {
         "scenarios/spark-2x-vllm-llama-3.3-70b-tp.toml",
         "scenarios/spark-2x-vllm-gpt-oss-120b-ep.toml",
         "scenarios/spark-2x-vllm-llama-3.3-70b-pp.toml",
+        "scenarios/spark-4x-vllm-gpt-oss-120b-tp2-pp2.toml",
     ] {
         bin().args(["run", s]).assert().success();
         bin()

@@ -146,3 +146,118 @@ fn the_planner_lists_only_the_splits_a_model_can_take() {
     let dense = planned("llama-3.3-70b", 2);
     assert!(has(&dense, 2, "tensor") && has(&dense, 2, "pipeline") && !has(&dense, 2, "expert"), "{dense:?}");
 }
+
+/// `model` in `quant` on four DGX Sparks through a switch, vLLM tensor parallel within two
+/// pipeline stages (`--tensor-parallel-size 2 --pipeline-parallel-size 2`).
+fn four_sparks_tp2_pp2(extra: &str) -> String {
+    format!(
+        "[cluster]\nnode = \"dgx-spark\"\ncount = 4\nfabric = \"cx7-roce\"\ntopology = \"switch\"\n[model]\nname = \"llama-3.3-70b\"\nquant = \"fp8\"\n[engine]\nname = \"vllm\"\nparallelism = \"tensor+pipeline\"\n{extra}[workload]\nprompt_tokens = 128\ngenerate_tokens = 8\n"
+    )
+}
+
+/// A TP=2 x PP=2 step on four Sparks by hand: stage 0 (nodes 0, 1) runs layers 0-39 as two-way
+/// tensor parallel, its all-reduces among those two ranks only; each rank then sends half of the
+/// hidden states and residual (2 x 8,192 x 2 B / 2 = 16 KiB) to its peer in stage 1 (nodes 2,
+/// 3), which all-gather the 32 KiB and run layers 40-79 and the head. So at batch 1 the step is
+/// two-way tensor parallel's on two Sparks plus one send and one all-gather: never faster than
+/// the tensor-parallel group holding the whole model (the batch-1 pipeline law).
+#[test]
+fn a_tensor_pipeline_step_is_two_way_tensor_parallel_plus_one_sliced_hand_off() {
+    let p = quiet();
+    let hybrid = sc(&four_sparks_tp2_pp2(""));
+    let plan = hybrid.plan(200, &p).unwrap();
+    let ranges: Vec<(u64, u64, f64)> = plan.shares.iter().map(|s| (s.first_layer, s.end_layer, s.shard)).collect();
+    assert_eq!(ranges, [(0, 40, 0.5), (0, 40, 0.5), (40, 80, 0.5), (40, 80, 0.5)]);
+    assert!(plan.shares[0].embedding && !plan.shares[2].embedding && plan.shares[3].head && !plan.shares[1].head);
+    // Each Spark holds a quarter of the layers' weights: about what four-way tensor parallel holds.
+    let tp4 = sc(&four_sparks_tp2_pp2("").replace("\"tensor+pipeline\"", "\"tensor\"")).plan(200, &p).unwrap();
+    assert!((plan.memory[2].weights_gb - tp4.memory[2].weights_gb).abs() < 0.1 * tp4.memory[2].weights_gb);
+
+    let mut low = lower_step(&plan, 1);
+    low.retime(&plan, 100);
+    let tl = execute(&low.graph, 0, &mut Jitter::new(1, 0.0));
+    let g = &low.graph;
+    let on = |label: &str, node: u32| {
+        g.task_ids().filter(|&t| g.task(t).label() == label && g.resource_of(t).node() == node).collect::<Vec<_>>()
+    };
+    // Two all-reduces per layer, 40 layers per stage, on each rank of its stage.
+    for node in 0..4 {
+        assert_eq!(on("nccl all-reduce", node).len(), 80, "node {node}");
+    }
+    let net = plan.net_cost();
+    let ar = net.nccl_all_reduce_ns(8192 * 2, 2);
+    assert!(on("nccl all-reduce", 2).iter().all(|&t| g.task(t).duration() == ar));
+    // The hand-off: a 16 KiB send into each of stage 1's ranks, then their all-gather of 32 KiB.
+    let (send, gather) = (net.nccl_send_ns(16 * 1024), net.nccl_all_gather_ns(32 * 1024, 2));
+    for node in [2, 3] {
+        let s = on("nccl send", node);
+        let a = on("nccl all-gather", node);
+        assert_eq!((s.len(), a.len()), (1, 1), "node {node}");
+        assert_eq!((g.task(s[0]).duration(), g.task(a[0]).duration()), (send, gather));
+        // Stage 1 starts after stage 0 is done and the gather is in.
+        let stage0_end = on("compute", 0).iter().chain(&on("compute", 1)).map(|&t| tl.timing(t).end).max().unwrap();
+        assert!(tl.timing(a[0]).end >= stage0_end + send + gather);
+        assert!(on("compute", node).iter().all(|&t| tl.timing(t).start >= tl.timing(a[0]).end));
+    }
+    assert!(on("nccl send", 0).is_empty() && on("nccl all-gather", 0).is_empty());
+    // Against two-way tensor parallel on two Sparks: the same step plus the hand-off (each
+    // GPU task is rounded to the ns; the hybrid splits one of them in two).
+    let tp2 = decode_step_ns(&sparks(2, "llama-3.3-70b", "fp8", "tensor"), &p);
+    let extra = tl.makespan() as i64 - tp2 as i64;
+    assert!((extra - (send + gather) as i64).abs() <= 4, "hybrid {} vs tp2 {tp2} + {send} + {gather}", tl.makespan());
+}
+
+/// The split is read, checked and refused as the engines' rules say: stages that do not cut
+/// the nodes into equal groups of at least two name the legal counts; `pipeline_stages` belongs
+/// to tensor+pipeline; exo, llama.cpp RPC and SGLang have no such split in the model.
+#[test]
+fn tensor_pipeline_stages_are_checked_and_other_engines_refuse_the_split() {
+    let err = |text: String| parse(Source { path: "x.toml".into(), dir: PathBuf::new(), text }).unwrap_err();
+    let e = err(four_sparks_tp2_pp2("pipeline_stages = 3\n"));
+    assert!(e.message.contains("tensor+pipeline with 3 stages over 4 nodes"), "{}", e.message);
+    assert!(e.help.unwrap_or_default().contains("one of {2}"));
+    let e = err(four_sparks_tp2_pp2("").replace("count = 4", "count = 2"));
+    assert!(e.message.contains("2 stages over 2 nodes"), "{}", e.message);
+    let e = err(four_sparks_tp2_pp2("pipeline_stages = 2\n").replace("\"tensor+pipeline\"", "\"pipeline\""));
+    assert!(e.message.contains("applies to parallelism = \"tensor+pipeline\" only"), "{}", e.message);
+    // Eight Sparks: two stages of four or four stages of two.
+    for (stages, ranks) in [(2, 4), (4, 2)] {
+        let text = four_sparks_tp2_pp2(&format!("pipeline_stages = {stages}\n")).replace("count = 4", "count = 8");
+        let plan = sc(&text).plan(200, &quiet()).unwrap();
+        assert_eq!(plan.shares.iter().filter(|s| s.first_layer == 0).count(), ranks, "{stages} stages");
+        assert!(plan.shares.iter().all(|s| (s.shard - 1.0 / ranks as f64).abs() < 1e-12));
+    }
+    for (engine, node, fabric, topology) in
+        [("sglang", "dgx-spark", "cx7-roce", "switch"), ("exo", "m3-ultra-80c-512gb", "tb5-rdma", "full-mesh")]
+    {
+        let t = four_sparks_tp2_pp2("")
+            .replace("\"vllm\"", &format!("\"{engine}\""))
+            .replace("\"dgx-spark\"", &format!("\"{node}\""))
+            .replace("\"cx7-roce\"", &format!("\"{fabric}\""))
+            .replace("\"switch\"", &format!("\"{topology}\""));
+        let e = err(t).to_string();
+        assert!(e.contains("no tensor+pipeline parallelism"), "{engine}: {e}");
+    }
+    let rpc = four_sparks_tp2_pp2("").replace("\"vllm\"", "\"llama-cpp-rpc\"").replace("\"cx7-roce\"", "\"eth-10g\"");
+    assert!(err(rpc).to_string().contains("splits layers"));
+}
+
+/// Under load the two stages work on different batches at once, as on a plain pipeline: eight
+/// users on TP=2 x PP=2 decode two batches of four in flight together.
+#[test]
+fn a_tensor_pipeline_serves_one_batch_per_stage_in_flight() {
+    let text = four_sparks_tp2_pp2("").replace(
+        "[workload]\nprompt_tokens = 128\ngenerate_tokens = 8\n",
+        "[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 8\nrequests = 8\nprompt_tokens = 64\ngenerate_tokens = 16\n",
+    );
+    let s = sc(&text);
+    let plan = s.plan(128, &quiet()).unwrap();
+    let sv = s.workload.serve.as_ref().unwrap();
+    let mut forwards: Vec<(u64, usize, u64)> = Vec::new();
+    supernode::estimate::ServeSim::new(&plan, sv, &s.slo, s.seed)
+        .with_exact_steps()
+        .with_observer(|f| forwards.push((f.start, f.sequences, f.timeline.makespan() - f.start)))
+        .run();
+    let overlapping = forwards.windows(2).filter(|w| w[1].0 < w[0].0 + w[0].2 && (w[0].1, w[1].1) == (4, 4)).count();
+    assert!(overlapping >= 10, "{overlapping} overlapping pairs of four");
+}

@@ -56,6 +56,7 @@ impl EngineRuntime for Exo {
     fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
         match parallelism {
             Parallelism::Expert => Err(SplitError::NoExpertParallel { engine: engine.to_string() }),
+            Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine: engine.to_string() }),
             Parallelism::Tensor | Parallelism::Pipeline | Parallelism::None => Ok(()),
         }
     }
@@ -70,6 +71,7 @@ impl EngineRuntime for Exo {
         match plan.options.parallelism {
             Parallelism::None | Parallelism::Tensor | Parallelism::Expert => lower_segments(plan, tokens),
             Parallelism::Pipeline => lower_pipeline(plan, tokens),
+            Parallelism::TensorPipeline { .. } => unreachable!("exo refuses tensor+pipeline (check_split)"),
         }
     }
 
@@ -86,7 +88,9 @@ impl EngineRuntime for Exo {
 
     fn crash_reaction(&self, parallelism: Parallelism, _node: usize) -> &'static str {
         match parallelism {
-            Parallelism::Tensor | Parallelism::Expert => "exo stops the instance and reloads every node",
+            Parallelism::Tensor | Parallelism::Expert | Parallelism::TensorPipeline { .. } => {
+                "exo stops the instance and reloads every node"
+            }
             Parallelism::Pipeline | Parallelism::None => "the pipeline stalls until the node has reloaded its layers",
         }
     }
@@ -99,7 +103,7 @@ impl EngineRuntime for Exo {
     fn cable_loss(&self, parallelism: Parallelism) -> CableLoss {
         match parallelism {
             Parallelism::Pipeline => CableLoss::FallBack("exo places the pipeline again over the LAN (exo issue 2295)"),
-            Parallelism::Tensor | Parallelism::Expert | Parallelism::None => {
+            Parallelism::Tensor | Parallelism::Expert | Parallelism::TensorPipeline { .. } | Parallelism::None => {
                 CableLoss::Replace("exo's collective fails; exo places the instance again on the nodes still cabled to each other")
             }
         }

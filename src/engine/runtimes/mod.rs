@@ -32,6 +32,7 @@ pub(crate) fn tensor_or_one_node(engine: &str, parallelism: Parallelism) -> Resu
     match parallelism {
         Parallelism::Pipeline => Err(SplitError::NoPipeline { engine }),
         Parallelism::Expert => Err(SplitError::NoExpertParallel { engine }),
+        Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine }),
         Parallelism::Tensor | Parallelism::None => Ok(()),
     }
 }
@@ -381,7 +382,7 @@ pub trait EngineRuntime: Sync {
 /// A single-node runtime's split rule: no tensor or pipeline parallelism.
 fn single_node_split(engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
     match parallelism {
-        Parallelism::Tensor | Parallelism::Pipeline | Parallelism::Expert => {
+        Parallelism::Tensor | Parallelism::Pipeline | Parallelism::Expert | Parallelism::TensorPipeline { .. } => {
             Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism })
         }
         Parallelism::None => Ok(()),
@@ -651,9 +652,15 @@ mod tests {
                 ("sglang", "tensor")
             ]
         );
-        assert_eq!(ids(4), ids(2));
+        assert_eq!(ids(3), ids(2));
+        // From four nodes, an even count: vLLM's two stages of tensor parallel too.
+        let mut four = ids(2);
+        four.insert(6, ("vllm", "tensor+pipeline"));
+        assert_eq!(ids(4), four);
+        assert_eq!(ids(5), ids(2));
+        assert_eq!(ids(6), four);
         assert_eq!(planner_engines(), ["exo", "mlx-lm", "llama-cpp", "llama-cpp-rpc", "vllm", "sglang"]);
-        for n in [1, 2, 4] {
+        for n in 1..=8 {
             for (r, p) in planner_candidates(n) {
                 assert!(check_split(r.id(), r.kind(), p, n).is_ok(), "{} {p:?} on {n}", r.id());
             }

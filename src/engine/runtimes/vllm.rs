@@ -6,6 +6,7 @@
 //! over the ConnectX-7 link with Ray", FACTS.md) and vLLM v0.11's parallel layers (named beside
 //! each rule).
 
+use crate::llm::{Op, OpClass};
 use crate::sim::TaskId;
 
 use super::super::lower::lower_segments_driven;
@@ -98,6 +99,7 @@ impl CudaEngine for Vllm {
         let ray = plan.net_cost().ray_step_ns(plan.n());
         match plan.options.parallelism {
             Parallelism::Pipeline => lower_pipeline(plan, tokens, ray),
+            Parallelism::TensorPipeline { .. } => lower_tensor_pipeline(plan, tokens, ray),
             Parallelism::None | Parallelism::Tensor | Parallelism::Expert => lower_segments_driven(plan, tokens, ray),
         }
     }
@@ -107,10 +109,19 @@ impl CudaEngine for Vllm {
         super::vllm_v1_loop(max_batch, options)
     }
 
-    /// On a cluster every split (the planner drops the splits a model cannot take: a tensor
+    /// On a cluster every split, tensor+pipeline (two stages) on an even count from four (the planner drops the splits a model cannot take: a tensor
     /// size its heads refuse, expert parallel of a dense model).
     fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
-        if nodes == 1 { &[Parallelism::None] } else { &[Parallelism::Tensor, Parallelism::Expert, Parallelism::Pipeline] }
+        match nodes {
+            1 => &[Parallelism::None],
+            n if n < 4 || n % 2 == 1 => &[Parallelism::Tensor, Parallelism::Expert, Parallelism::Pipeline],
+            _ => &[
+                Parallelism::Tensor,
+                Parallelism::Expert,
+                Parallelism::Pipeline,
+                Parallelism::TensorPipeline { stages: Parallelism::DEFAULT_STAGES },
+            ],
+        }
     }
 }
 
@@ -137,6 +148,83 @@ fn lower_pipeline(plan: &Plan, tokens: u64, ray_ns: crate::sim::Time) -> Lowered
         prev = Some(if i + 1 < n { b.nccl_send(i, i + 1, hand_off_bytes, &[stage]) } else { stage });
     }
     let last = prev.expect("at least one stage");
+    let ready = if ray_ns > 0 { b.cpu(0, ray_ns, "ray", &[last]) } else { last };
+    b.host(0, &[ready]);
+    b.finish(tokens)
+}
+
+/// vLLM tensor parallel within pipeline stages (`--tensor-parallel-size T
+/// --pipeline-parallel-size P`, T x P nodes), one step. Ranks are numbered as vLLM's
+/// (`rank = stage x T + tensor rank`: a stage's ranks are consecutive nodes). Each stage runs
+/// its layers as tensor parallel does, its all-sums NCCL all-reduces among its own T ranks;
+/// at the stage's end each tensor rank sends 1/T of the `IntermediateTensors` (hidden states
+/// and residual) to the same tensor rank of the next stage, whose ranks all-gather them (vLLM
+/// v0.11 `GroupCoordinator.send_tensor_dict` / `recv_tensor_dict` with
+/// `all_gather_group = get_tp_group()`: the tensor is cut along the TP group and gathered on
+/// receipt). A stage's hosts launch its kernels once the stage before has launched (its
+/// hand-off's metadata goes ahead of the tensors on the CPU group), so a step run eagerly takes
+/// the longer of each stage's GPU timeline and its launches, stage after stage. The last stage
+/// computes the LM head; the step closes on node 0 (Ray's dispatch, then the engine core's host
+/// work), as [`lower_pipeline`]. The batch queue that overlaps stages under load is the serving
+/// loop's, as for a pipeline.
+fn lower_tensor_pipeline(plan: &Plan, tokens: u64, ray_ns: crate::sim::Time) -> Lowered {
+    let mut b = Builder::new(plan);
+    let n = plan.n();
+    let ranks = plan.options.parallelism.tensor_ranks(n);
+    let stages = plan.options.parallelism.stages(n);
+    let logits_all = plan.options.prefill_logits_all;
+    let act_bytes = tokens * plan.model.hidden * plan.options.activation_bytes;
+    let hand_off_bytes = 2 * act_bytes;
+    let mut prev: Vec<Option<TaskId>> = vec![None; n];
+    let mut launched: Vec<Option<TaskId>> = vec![None; n];
+    for s in 0..stages {
+        let group: Vec<usize> = (s * ranks..(s + 1) * ranks).collect();
+        let upstream: Vec<TaskId> =
+            if s == 0 { Vec::new() } else { launched[(s - 1) * ranks..s * ranks].iter().flatten().copied().collect() };
+        for &i in &group {
+            launched[i] = b.dispatch_ahead_after(i, &upstream);
+        }
+        let share = &plan.shares[group[0]];
+        let mut seg_ops: Vec<Op> = Vec::new();
+        for l in share.first_layer..share.end_layer {
+            for op in plan.layer_ops(l) {
+                if op.class != OpClass::AllSum {
+                    seg_ops.push(op);
+                    continue;
+                }
+                let shared: std::sync::Arc<[Op]> = std::mem::take(&mut seg_ops).into();
+                let ready: Vec<TaskId> =
+                    group.iter().map(|&i| b.gpu(i, shared.clone(), logits_all, &prev[i].into_iter().collect::<Vec<_>>())).collect();
+                let done = b.nccl_all_sum_among(&group, &ready, act_bytes);
+                for (&i, d) in group.iter().zip(done) {
+                    prev[i] = Some(d);
+                }
+            }
+        }
+        if share.head {
+            seg_ops.extend(plan.head_ops());
+        }
+        let shared: std::sync::Arc<[Op]> = seg_ops.into();
+        // A stage's output leaves once its GPU is done and its host has launched the whole stage.
+        for &i in &group {
+            let tail = b.gpu(i, shared.clone(), logits_all, &prev[i].into_iter().collect::<Vec<_>>());
+            prev[i] = Some(match launched[i] {
+                Some(l) => b.g.join(&[tail, l]),
+                None => tail,
+            });
+        }
+        if s + 1 < stages {
+            let slice = hand_off_bytes.div_ceil(ranks as u64);
+            let next: Vec<usize> = group.iter().map(|&i| i + ranks).collect();
+            let arrived: Vec<TaskId> = group.iter().map(|&i| b.nccl_send(i, i + ranks, slice, &[prev[i].expect("stage output")])).collect();
+            let gathered = b.nccl_all_gather_among(&next, &arrived, hand_off_bytes);
+            for (&j, g) in next.iter().zip(gathered) {
+                prev[j] = Some(g);
+            }
+        }
+    }
+    let last: Vec<TaskId> = prev[(stages - 1) * ranks..].iter().flatten().copied().collect();
+    let last = b.g.join(&last);
     let ready = if ray_ns > 0 { b.cpu(0, ray_ns, "ray", &[last]) } else { last };
     b.host(0, &[ready]);
     b.finish(tokens)

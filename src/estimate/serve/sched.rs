@@ -3,7 +3,7 @@
 //! `ServeSim::forward`, the same lowering and event core as `generate`.
 
 use crate::engine::runtimes::ServingLoop;
-use crate::engine::{EngineKind, Parallelism, Plan};
+use crate::engine::{EngineKind, Plan};
 use crate::scenario::Serve;
 
 use super::super::generate::prefill_piece;
@@ -282,10 +282,11 @@ impl ServeSim<'_> {
 
     /// Batches vLLM keeps in flight: V1's batch queue holds `max_concurrent_batches` =
     /// `pipeline_parallel_size` (`v1/engine/core.py` `step_with_batch_queue`, v0.11), so on a
-    /// pipeline split the stages work on different batches at once; one elsewhere.
+    /// pipeline split (or tensor+pipeline) the stages work on different batches at once; one
+    /// elsewhere.
     fn batches_in_flight(&self) -> usize {
         let o = &self.plan.options;
-        if o.kind == EngineKind::Vllm && o.parallelism == Parallelism::Pipeline { self.plan.n() } else { 1 }
+        if o.kind == EngineKind::Vllm { o.parallelism.stages(self.plan.n()) } else { 1 }
     }
 
     /// A decode-only step of vLLM's scheduler under its batch queue: the running requests
