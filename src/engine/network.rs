@@ -332,24 +332,26 @@ impl<'a> Builder<'a> {
     /// pipeline stage's ranks), `ready[k]` when `ranks[k]` has its input; returns when each has
     /// the sum. As [`Self::nccl_all_sum`], timed for the group's size.
     pub(super) fn nccl_all_sum_among(&mut self, ranks: &[usize], ready: &[TaskId], bytes: u64) -> Vec<TaskId> {
-        if ranks.len() == 1 {
-            return ready.to_vec();
-        }
-        let all = self.g.join(ready);
         let ns = self.plan.net_cost().nccl_all_reduce_ns(bytes, ranks.len());
-        ranks.iter().map(|&i| self.g.compute(self.net.gpu[i], ns, "nccl all-reduce", &[all])).collect()
+        self.nccl_among(ranks, ready, ns, "nccl all-reduce")
     }
 
     /// An NCCL all-gather among `ranks` whose gathered result is `bytes` (each rank brings
     /// `bytes / ranks`), `ready[k]` when `ranks[k]` has its part; returns when each has the
     /// whole ([`super::cost::NetCost::nccl_all_gather_ns`]), on every rank's GPU stream.
     pub(super) fn nccl_all_gather_among(&mut self, ranks: &[usize], ready: &[TaskId], bytes: u64) -> Vec<TaskId> {
+        let ns = self.plan.net_cost().nccl_all_gather_ns(bytes, ranks.len());
+        self.nccl_among(ranks, ready, ns, "nccl all-gather")
+    }
+
+    /// An NCCL collective of `ns` among `ranks` (none on one rank): every rank starts once the
+    /// slowest has its input and holds its GPU stream for `ns`.
+    fn nccl_among(&mut self, ranks: &[usize], ready: &[TaskId], ns: crate::sim::Time, label: &'static str) -> Vec<TaskId> {
         if ranks.len() == 1 {
             return ready.to_vec();
         }
         let all = self.g.join(ready);
-        let ns = self.plan.net_cost().nccl_all_gather_ns(bytes, ranks.len());
-        ranks.iter().map(|&i| self.g.compute(self.net.gpu[i], ns, "nccl all-gather", &[all])).collect()
+        ranks.iter().map(|&i| self.g.compute(self.net.gpu[i], ns, label, &[all])).collect()
     }
 
     /// An NCCL point-to-point send of `bytes` from `a` to `b` (a pipeline stage's hand-off)

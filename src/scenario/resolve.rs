@@ -86,8 +86,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     let parallelism = parallelism(src, re.as_ref(), kind, engine_span, n, &mut spans)?;
     if !hpl {
         // HPL runs no model: the engine's splits do not apply.
-        check_split(&engine_name, kind, parallelism, n).map_err(|e| split_error(src, &spans, e))?;
-        check_fleet(&engine_name, kind, &nodes).map_err(|e| split_error(src, &spans, e))?;
+        check_splits(&engine_name, kind, parallelism, &nodes, &model).map_err(|e| split_error(src, &spans, e))?;
     }
     let quant = quant(src, cat, &rm, (&model, &default_quant, declared_quant), kind, &engine_name, &mut spans)?;
     let size_gb = match &rm.size_gb {
@@ -96,10 +95,6 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         }
         v => v.as_ref().map(|v| *v.get_ref()),
     };
-    if parallelism.slices_layers() && !hpl {
-        check_tensor_split(kind.behaviour().tensor_split_rule(), &model, parallelism.tensor_ranks(n))
-            .map_err(|e| split_error(src, &spans, e))?;
-    }
     let mut options = model_engine_defaults(EngineOptions::december_2025(kind, parallelism), cat, &rm);
     if let Some(e) = &re {
         engine_options(src, e, &fabric, &engine_name, &mut options)?;
@@ -574,6 +569,17 @@ fn stages_without_hybrid(src: &Source, s: &Spanned<i64>) -> ScenarioError {
         Some("set parallelism = \"tensor+pipeline\", or remove `pipeline_stages`".into()),
     )
     .with_kind(ErrorKind::BadValue)
+}
+
+/// The engine's split rules on `nodes` for `model`: the split itself, the fleet, and where the
+/// split slices layers, the tensor-parallel size the model's heads must take.
+fn check_splits(engine: &str, kind: EngineKind, parallelism: Parallelism, nodes: &[NodeSpec], model: &ModelSpec) -> Result<(), SplitError> {
+    check_split(engine, kind, parallelism, nodes.len())?;
+    check_fleet(engine, kind, nodes)?;
+    if parallelism.slices_layers() {
+        check_tensor_split(kind.behaviour().tensor_split_rule(), model, parallelism.tensor_ranks(nodes.len()))?;
+    }
+    Ok(())
 }
 
 /// A split error located at the key that chose it.
