@@ -88,7 +88,7 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
         );
     }
     row(&mut s, "energy", format!("{:.2} J/token{}", e.energy_j_per_token, range(iv, "energy_j_per_token", 2)));
-    row(&mut s, "hardware cost", format!("${:.0}  ({} cables)", e.cost_usd, e.cables));
+    row(&mut s, "hardware cost", format!("${:.0}  ({} cables{})", e.cost_usd, e.cables, switch_note(e)));
     row(&mut s, "cost per Mtok", format!("${:.2}  (${:.0} per tok/s)", e.usd_per_mtok, e.usd_per_token_per_s));
     for (i, m) in e.memory.iter().enumerate() {
         row(
@@ -500,6 +500,19 @@ pub fn catalog_table(c: &Catalog, section: Option<&str>) -> String {
         engines_table(&mut s, c);
     }
     s
+}
+
+/// What the hardware cost counts for a switched cluster's switch: its catalog price, or that the
+/// catalog has none for the fabric (the cost then leaves it out; a user catalog may set
+/// `switch_usd`). Empty when the cluster has no switch.
+fn switch_note(e: &Estimate) -> String {
+    if e.topology != "switch" || e.nodes.len() < 2 {
+        return String::new();
+    }
+    match crate::catalog::catalog().fabric(&e.fabric) {
+        Some(f) if f.switch_usd > 0.0 => format!(", a ${:.0} switch", f.switch_usd),
+        _ => format!(", and a switch: no `{}` switch price in the catalog, not counted", e.fabric),
+    }
 }
 
 /// The `engines` section of [`catalog_table`]: every runtime module with its names, kernel
