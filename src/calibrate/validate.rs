@@ -489,6 +489,12 @@ fn parallelism_label(raw: &str, n: usize) -> Result<Parallelism, String> {
             "ep" | "expert" | "experts" => &mut expert,
             "parallel" | "parallelism" | "split" | "sharding" | "sharded" => continue,
             "none" => return Err(format!("parallelism `none` on {n} nodes: write tensor, pipeline or expert")),
+            "dp" | "data" | "replica" | "replicas" => {
+                return Err(format!(
+                    "parallelism `{}`: data parallel (a whole model per node, requests spread over the replicas) is not modelled",
+                    raw.trim()
+                ));
+            }
             _ => {
                 return Err(format!(
                     "unknown parallelism `{}`: write tensor, pipeline, expert or tensor+pipeline (or TP, PP, EP, TP+EP, TP2 PP2)",
@@ -2678,6 +2684,7 @@ mod tests {
         assert!(parallelism_label("none", 2).unwrap_err().contains("parallelism `none` on 2 nodes"));
         assert!(parallelism_label("TP+PP", 2).unwrap_err().contains("do not fit 2 nodes"));
         assert!(parallelism_label("PP+EP", 4).unwrap_err().contains("pipeline combined with expert parallel"));
+        assert!(parallelism_label("DP=2", 2).unwrap_err().contains("data parallel (a whole model per node"));
         // Tensor within pipeline stages: the counts multiply to the node count.
         let hybrid = |stages| Ok(Parallelism::TensorPipeline { stages });
         assert_eq!(parallelism_label("tp2 pp2", 4), hybrid(2));
