@@ -17,7 +17,8 @@ use super::trace::{MAX_TRACE_STEPS, trace_plan, trace_run, trace_serve};
 pub enum TaskKind {
     /// Kernels on a GPU (and llama.cpp's RPC graph_compute call).
     Compute,
-    /// Host and device handing over: `gpu->cpu`, `cpu->gpu`, per-step host work.
+    /// Host and device handing over: `gpu->cpu`, `cpu->gpu`, per-step host work, an eager
+    /// engine's kernel launches.
     Sync,
     /// A collective's work on a host: reductions, posting RDMA work.
     Collective,
@@ -35,8 +36,8 @@ impl TaskKind {
     pub fn of(label: &str) -> TaskKind {
         match label {
             "compute" | "rpc graph_compute" => TaskKind::Compute,
-            "gpu->cpu" | "cpu->gpu" | "host" | "ray" => TaskKind::Sync,
-            "reduce" | "post" | "nccl all-reduce" | "nccl send" => TaskKind::Collective,
+            "gpu->cpu" | "cpu->gpu" | "host" | "ray" | "dispatch" => TaskKind::Sync,
+            "reduce" | "post" | "nccl all-reduce" | "nccl all-gather" | "nccl send" => TaskKind::Collective,
             "xfer" | "rpc set_tensor" | "rpc get_tensor" | "rpc deserialize" => TaskKind::Transfer,
             _ => TaskKind::Other,
         }

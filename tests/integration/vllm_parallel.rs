@@ -205,6 +205,19 @@ fn a_tensor_pipeline_step_is_two_way_tensor_parallel_plus_one_sliced_hand_off() 
     let tp2 = decode_step_ns(&sparks(2, "llama-3.3-70b", "fp8", "tensor"), &p);
     let extra = tl.makespan() as i64 - tp2 as i64;
     assert!((extra - (send + gather) as i64).abs() <= 4, "hybrid {} vs tp2 {tp2} + {send} + {gather}", tl.makespan());
+    // Run eagerly, each rank's launch stream is a host task of its own, the second stage's
+    // starting after the first's; the Gantt names every task of the step.
+    let eager = sc(&four_sparks_tp2_pp2("enforce_eager = true\n")).plan(200, &p).unwrap();
+    let mut low = lower_step(&eager, 1);
+    low.retime(&eager, 100);
+    let tl = execute(&low.graph, 0, &mut Jitter::new(1, 0.0));
+    let g = &low.graph;
+    let launches: Vec<_> = g.task_ids().filter(|&t| g.task(t).label() == "dispatch").collect();
+    assert_eq!(launches.len(), 4);
+    let first_stage_launched = launches.iter().filter(|&&t| g.resource_of(t).node() < 2).map(|&t| tl.timing(t).end).max().unwrap();
+    assert!(launches.iter().filter(|&&t| g.resource_of(t).node() >= 2).all(|&t| tl.timing(t).start >= first_stage_launched));
+    let drawn = g.task_ids().filter(|&t| g.resource_of(t).kind() != supernode::sim::ResourceKind::Virtual);
+    assert!(drawn.map(|t| g.task(t).label()).all(|l| supernode::estimate::TaskKind::of(l) != supernode::estimate::TaskKind::Other));
 }
 
 /// The split is read, checked and refused as the engines' rules say: stages that do not cut
