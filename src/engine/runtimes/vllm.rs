@@ -109,8 +109,9 @@ impl CudaEngine for Vllm {
         super::vllm_v1_loop(max_batch, options)
     }
 
-    /// On a cluster every split, tensor+pipeline (two stages) on an even count from four (the planner drops the splits a model cannot take: a tensor
-    /// size its heads refuse, expert parallel of a dense model).
+    /// On a cluster every split, tensor+pipeline (two stages) on an even count from four (the
+    /// planner drops the splits a model cannot take: a tensor size its heads refuse, expert
+    /// parallel of a dense model).
     fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
         match nodes {
             1 => &[Parallelism::None],
