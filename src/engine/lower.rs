@@ -31,32 +31,11 @@ pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -
     let mut b = Builder::new(plan);
     let n = plan.n();
     let dispatch: Vec<Option<TaskId>> = (0..n).map(|i| b.dispatch_ahead(i)).collect();
-    let model = &plan.model;
     let logits_all = plan.options.prefill_logits_all;
-    let act_bytes = tokens * model.hidden * plan.options.activation_bytes;
-    // Segments split at the all_sum points; one GPU task per node per segment.
+    let act_bytes = tokens * plan.model.hidden * plan.options.activation_bytes;
+    let nodes: Vec<usize> = (0..n).collect();
     let mut prev: Vec<Option<TaskId>> = vec![None; n];
-    // Ops after a layer's last all_sum run in the same GPU task as the next layer's
-    // first ops (or the head): one task per node per all_sum interval.
-    let mut seg_ops: Vec<Op> = Vec::new();
-    for l in 0..model.layers {
-        for op in plan.layer_ops(l) {
-            if op.class == OpClass::AllSum {
-                let shared: std::sync::Arc<[Op]> = seg_ops.as_slice().into();
-                let ready: Vec<TaskId> = (0..n)
-                    .map(|i| {
-                        let deps: Vec<TaskId> = prev[i].into_iter().collect();
-                        b.gpu(i, shared.clone(), logits_all, &deps)
-                    })
-                    .collect();
-                seg_ops.clear();
-                let done = b.all_sum(&ready, act_bytes);
-                prev = done.into_iter().map(Some).collect();
-            } else {
-                seg_ops.push(op);
-            }
-        }
-    }
+    let mut seg_ops = lower_layer_segments(&mut b, 0..plan.model.layers, &nodes, &mut prev, |b, ready| b.all_sum(ready, act_bytes));
     seg_ops.extend(plan.head_ops());
     let shared: std::sync::Arc<[Op]> = seg_ops.into();
     for (i, p) in prev.iter_mut().enumerate() {
@@ -67,6 +46,43 @@ pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -
         *p = Some(b.host(i, &deps));
     }
     b.finish(tokens)
+}
+
+/// The GPU tasks of layers `layers` on the nodes of `group`, as tensor parallel runs them:
+/// segments split at the all_sum points, one GPU task per node per segment, each all_sum by
+/// `all_sum` over the group's ready tasks (in the group's order). `prev[i]` is node i's last
+/// task, updated. Returns the ops after the last all_sum, which run in the same GPU task as
+/// whatever the caller adds (the next layers, the head).
+pub(super) fn lower_layer_segments<'a>(
+    b: &mut Builder<'a>,
+    layers: std::ops::Range<u64>,
+    group: &[usize],
+    prev: &mut [Option<TaskId>],
+    mut all_sum: impl FnMut(&mut Builder<'a>, &[TaskId]) -> Vec<TaskId>,
+) -> Vec<Op> {
+    let plan = b.plan;
+    let logits_all = plan.options.prefill_logits_all;
+    let mut seg_ops: Vec<Op> = Vec::new();
+    for l in layers {
+        for op in plan.layer_ops(l) {
+            if op.class != OpClass::AllSum {
+                seg_ops.push(op);
+                continue;
+            }
+            let shared: std::sync::Arc<[Op]> = std::mem::take(&mut seg_ops).into();
+            let ready: Vec<TaskId> = group
+                .iter()
+                .map(|&i| {
+                    let deps: Vec<TaskId> = prev[i].into_iter().collect();
+                    b.gpu(i, shared.clone(), logits_all, &deps)
+                })
+                .collect();
+            for (&i, done) in group.iter().zip(all_sum(b, &ready)) {
+                prev[i] = Some(done);
+            }
+        }
+    }
+    seg_ops
 }
 
 /// Lowers a single all_sum of `bytes` per rank, as a collective microbenchmark runs it (GPU

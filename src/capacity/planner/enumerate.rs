@@ -194,15 +194,11 @@ fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
 
 /// Whether `model` can take split `p` of runtime `r` over `nodes` nodes: a split that shards
 /// every layer needs a rank count the runtime's rule accepts (a scenario asking for another is
-/// refused with the legal counts), expert parallelism needs experts, and a tensor+pipeline
-/// split needs its stages to cut the nodes into equal tensor groups.
+/// refused with the legal counts; under tensor+pipeline, one stage's ranks), and expert
+/// parallelism needs experts.
 fn split_fits_model(r: &dyn EngineRuntime, p: Parallelism, model: &crate::llm::ModelSpec, nodes: usize) -> bool {
-    let stages_ok = match p {
-        Parallelism::TensorPipeline { stages } => crate::engine::split::legal_stages(nodes).contains(&stages),
-        _ => true,
-    };
     let sharded_ok = !p.slices_layers() || r.tensor_split_rule().is_legal(model, p.tensor_ranks(nodes) as u64);
-    stages_ok && sharded_ok && (p != Parallelism::Expert || model.moe.is_some())
+    sharded_ok && (p != Parallelism::Expert || model.moe.is_some())
 }
 
 /// Engine option sets of a configuration: only the defaults, or with `vary` the cartesian

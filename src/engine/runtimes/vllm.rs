@@ -6,10 +6,10 @@
 //! over the ConnectX-7 link with Ray", FACTS.md) and vLLM v0.11's parallel layers (named beside
 //! each rule).
 
-use crate::llm::{Op, OpClass};
+use crate::llm::Op;
 use crate::sim::TaskId;
 
-use super::super::lower::lower_segments_driven;
+use super::super::lower::{lower_layer_segments, lower_segments_driven};
 use super::super::lowered::Lowered;
 use super::super::network::Builder;
 use super::super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism};
@@ -186,22 +186,9 @@ fn lower_tensor_pipeline(plan: &Plan, tokens: u64, ray_ns: crate::sim::Time) -> 
             launched[i] = b.dispatch_ahead_after(i, &upstream);
         }
         let share = &plan.shares[group[0]];
-        let mut seg_ops: Vec<Op> = Vec::new();
-        for l in share.first_layer..share.end_layer {
-            for op in plan.layer_ops(l) {
-                if op.class != OpClass::AllSum {
-                    seg_ops.push(op);
-                    continue;
-                }
-                let shared: std::sync::Arc<[Op]> = std::mem::take(&mut seg_ops).into();
-                let ready: Vec<TaskId> =
-                    group.iter().map(|&i| b.gpu(i, shared.clone(), logits_all, &prev[i].into_iter().collect::<Vec<_>>())).collect();
-                let done = b.nccl_all_sum_among(&group, &ready, act_bytes);
-                for (&i, d) in group.iter().zip(done) {
-                    prev[i] = Some(d);
-                }
-            }
-        }
+        let layers = share.first_layer..share.end_layer;
+        let mut seg_ops =
+            lower_layer_segments(&mut b, layers, &group, &mut prev, |b, ready| b.nccl_all_sum_among(&group, ready, act_bytes));
         if share.head {
             seg_ops.extend(plan.head_ops());
         }
