@@ -160,6 +160,9 @@ const METRIC_ALIASES: &[(&[&str], &str)] = &[
     (&["tpot", "tpot_s", "time_per_output_token_ms", "itl", "itl_ms", "inter_token_latency_ms"], "tpot_ms"),
     (&["pp_tokens_per_s", "prompt_tokens_per_s", "prompt_eval_tokens_per_s", "prefill_tps", "pp_tps"], "prefill_tokens_per_s"),
     (&["tg_tokens_per_s", "eval_tokens_per_s", "generation_tokens_per_s", "decode_tps", "tg_tps", "generation_tps"], "decode_tokens_per_s"),
+    // `vllm bench serve` / SGLang's `bench_serving` "Output token throughput": every request's
+    // output tokens over the benchmark's duration, the serving run's aggregate rate.
+    (&["output_tokens_per_s", "output_token_throughput", "output_throughput", "output_tok_per_s"], "aggregate_decode_tokens_per_s"),
 ];
 
 /// A metric written as llama-bench's own test name (`pp512`, `tg128`, `pp2048 @ d32768`, `tg32
@@ -1182,6 +1185,7 @@ pub fn row_scenario_in(
     let (fabric, fabric_note) = match fabric_label(&row.fabric, engine.id()) {
         _ if n > 1 && is_unstated_link(&row.fabric) => machines_own_link(&row.fabric, &nodes, engine.id())?,
         _ if n > 1 && is_plain_ethernet(&row.fabric) => builtin_ethernet(&row.fabric, &nodes)?,
+        (_, None) if n > 1 && is_plain_thunderbolt(&row.fabric) => machines_thunderbolt(&row.fabric, &nodes, engine.id())?,
         read => read,
     };
     let fabric_word = fabric.as_str();
@@ -1471,6 +1475,35 @@ fn machines_own_link(raw: &str, nodes: &[String], engine: &str) -> Result<(Strin
     let (id, _) = fabric_label(&if tcp { format!("{medium} TCP") } else { medium.to_string() }, engine);
     let written = if raw.trim().is_empty() { "not stated".to_string() } else { format!("`{}`", raw.trim()) };
     Ok((id.to_string(), Some(format!("fabric {written}: the machines' own link, {id}"))))
+}
+
+/// Whether a fabric label names Thunderbolt without its generation or link rate
+/// (`Thunderbolt`, `TB`, `thunderbolt bridge`), or only an MLX distributed backend that runs
+/// over it: `ring` (TCP sockets over the Thunderbolt bridge) or `jaccl` (RDMA).
+fn is_plain_thunderbolt(raw: &str) -> bool {
+    let t = strip_notes(raw);
+    let words: Vec<&str> = t.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let medium = words.iter().any(|w| matches!(*w, "thunderbolt" | "tb" | "ring" | "jaccl"));
+    medium && !words.iter().any(|w| w.chars().any(|c| c.is_ascii_digit())) && ethernet_gbps(&t).is_none()
+}
+
+/// Thunderbolt of no stated generation: the generation every node has (catalog `tb_generation`,
+/// the lowest when they differ, which a cable between them runs at); RDMA by the label's words
+/// or the engine ([`fabric_label`]'s rule), TCP under MLX's `ring` backend and llama.cpp's RPC.
+/// Said as read.
+fn machines_thunderbolt(raw: &str, nodes: &[String], engine: &str) -> Result<(String, Option<String>), String> {
+    let cat = crate::catalog::catalog();
+    let generation = nodes.iter().filter_map(|id| cat.node(id)).map(|n| n.tb_generation).min().unwrap_or(0);
+    let t = strip_notes(raw);
+    let tcp = t.contains("ring") || t.contains("tcp") || t.contains("bridge") || engine == "llama-cpp-rpc";
+    let label = match generation {
+        5.. if tcp => "Thunderbolt 5 TCP",
+        5.. => "Thunderbolt 5",
+        3 | 4 => "Thunderbolt 4",
+        _ => return Err(format!("fabric `{}`: a node has no Thunderbolt port in the catalog; write the link", raw.trim())),
+    };
+    let (id, _) = fabric_label(&format!("{label}{}", if t.contains("jaccl") || t.contains("rdma") { " RDMA" } else { "" }), engine);
+    Ok((id.clone(), Some(format!("fabric `{}`: the nodes' Thunderbolt {generation}, {id}", raw.trim()))))
 }
 
 /// Whether a fabric label says Ethernet without a speed (`ethernet`, `LAN`, `Ethernet (switch)`).
@@ -2639,6 +2672,30 @@ mod tests {
             assert!(note.is_some_and(|n| n.contains(want)), "{raw:?}");
         }
         assert!(!is_unstated_link("none") && !is_unstated_link("10GbE"));
+        // Thunderbolt without its generation, and MLX's backends by name: the nodes' own
+        // Thunderbolt, RDMA by the label or the engine, TCP under `ring` and RPC.
+        let m1 = ["mac-studio-m1-ultra-64c-128gb".to_string(), "mac-studio-m1-ultra-64c-128gb".to_string()];
+        let studio_m1 = ["m3-ultra-80c-512gb".to_string(), "mac-studio-m1-ultra-64c-128gb".to_string()];
+        for (raw, nodes, engine, want) in [
+            ("Thunderbolt", &studio, "exo", "tb5-rdma"),
+            ("thunderbolt", &studio, "llama-cpp-rpc", "tb5-tcp"),
+            ("Thunderbolt bridge", &studio, "exo", "tb5-tcp"),
+            ("TB", &studio, "mlx-lm", "tb5-tcp"),
+            ("jaccl", &studio, "mlx-lm", "tb5-rdma"),
+            ("ring", &studio, "mlx-lm", "tb5-tcp"),
+            ("MLX ring (thunderbolt)", &studio, "exo", "tb5-tcp"),
+            ("thunderbolt", &m1, "exo", "tb4-tcp"),
+            ("Thunderbolt", &studio_m1, "exo", "tb4-tcp"),
+        ] {
+            assert!(is_plain_thunderbolt(raw), "{raw:?}");
+            let (id, note) = machines_thunderbolt(raw, nodes, engine).unwrap();
+            assert_eq!(id, want, "{raw:?} on {nodes:?} under {engine}");
+            assert!(note.is_some_and(|n| n.contains(want)), "{raw:?}");
+        }
+        for raw in ["tb5-rdma", "Thunderbolt 5", "TB4", "40Gbps thunderbolt", "10GbE", ""] {
+            assert!(!is_plain_thunderbolt(raw), "{raw:?}");
+        }
+        assert!(machines_thunderbolt("thunderbolt", &spark, "llama-cpp-rpc").is_err_and(|e| e.contains("no Thunderbolt port")));
     }
 
     /// Two Sparks on one direct cable and four Macs meshed over Thunderbolt are full meshes;
@@ -2742,7 +2799,8 @@ mod tests {
              d,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,1,itl_ms,21,ms,me,\n\
              e,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,tg_tokens_per_s,59,tok/s,me,\n\
              f,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,decode_tokens_per_s,59,tok/s,me,\n\
-             g,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,joules,59,J,me,\n",
+             g,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,joules,59,J,me,\n\
+             h,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,output_token_throughput,150,tok/s,me,\n",
         );
         let got: Vec<(&str, f64, &str, bool)> =
             rs.iter().map(|r| (r.metric.as_str(), r.value, r.unit.as_str(), r.metric_read_as.is_some())).collect();
@@ -2756,6 +2814,7 @@ mod tests {
                 ("decode_tokens_per_s", 59.0, "tok/s", true),
                 ("decode_tokens_per_s", 59.0, "tok/s", false),
                 ("joules", 59.0, "J", false),
+                ("aggregate_decode_tokens_per_s", 150.0, "tok/s", true),
             ]
         );
         let (_, said) = row_scenario(&rs[0], &rs).unwrap();
