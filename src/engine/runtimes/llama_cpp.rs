@@ -30,11 +30,15 @@ pub fn ubatch_flag(notes: &str) -> Option<u64> {
 }
 
 /// The GPU backend a benchmark's text names for an AMD GPU: `rocm` or `vulkan` (also named by
-/// its drivers, `radv` and `amdvlk`) where exactly one of the two appears (any case), else none.
+/// its drivers, `radv` and `amdvlk`; ROCm also as `HIP`) where exactly one of the two appears (any
+/// case), else none.
 pub fn backend_named(notes: &str) -> Option<&'static str> {
     let lower = notes.to_lowercase();
     let vulkan = ["vulkan", "radv", "amdvlk"].iter().any(|w| lower.contains(w));
-    match (lower.contains("rocm"), vulkan) {
+    // llama.cpp's ROCm backend is its HIP build (`GGML_HIP`, the `ggml-hip` library): `HIP` as
+    // a word of its own (not `chip`, not `hipBLAS` alone).
+    let hip = lower.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| w == "hip");
+    match (lower.contains("rocm") || hip, vulkan) {
         (true, false) => Some("rocm"),
         (false, true) => Some("vulkan"),
         _ => None,
@@ -153,6 +157,9 @@ mod tests {
         assert_eq!(backend_named("Vulkan RADV vs ROCm 7"), None, "both named: neither is taken");
         assert_eq!(backend_named("amdvlk; kyuz0 toolboxes"), Some("vulkan"));
         assert_eq!(backend_named("vulkan_radv"), Some("vulkan"));
+        assert_eq!(backend_named("llama.cpp HIP"), Some("rocm"));
+        assert_eq!(backend_named("ROCm/HIP build"), Some("rocm"));
+        assert_eq!(backend_named("on the GB10 chip, hipBLASLt absent"), None);
         assert_eq!(backend_named("llama-bench tg32, -fa 1 -ub 2048, CUDA"), None);
         let opts = super::super::by_name("llama-cpp-rpc").expect("registered").measurement_options("-ub 256, rocm7_rc");
         assert_eq!(opts, vec![("engine.prefill_chunk", toml::Value::Integer(256)), ("engine.backend", toml::Value::String("rocm".into()))]);
