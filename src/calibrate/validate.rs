@@ -156,13 +156,27 @@ pub fn parse_csv(text: &str, name: &str) -> Result<Vec<MeasurementRow>, Validate
 
 /// Metrics people write for the ones `validate` predicts: the names, then the metric.
 const METRIC_ALIASES: &[(&[&str], &str)] = &[
-    (&["ttft", "ttft_ms", "time_to_first_token", "time_to_first_token_s", "time_to_first_token_ms"], "ttft_s"),
-    (&["tpot", "tpot_s", "time_per_output_token_ms", "itl", "itl_ms", "inter_token_latency_ms"], "tpot_ms"),
+    (
+        &["ttft", "ttft_ms", "time_to_first_token", "time_to_first_token_s", "time_to_first_token_ms", "mean_ttft_ms", "mean_ttft_s"],
+        "ttft_s",
+    ),
+    (&["tpot", "tpot_s", "time_per_output_token_ms", "itl", "itl_ms", "inter_token_latency_ms", "mean_tpot_ms", "mean_itl_ms"], "tpot_ms"),
+    // The serving benchmarks' percentile lines (`Median TTFT (ms)`, `P99 TPOT (ms)`) and request
+    // rate (`Request throughput (req/s)`). Their ITL percentiles are of single inter-token gaps,
+    // not of a request's mean, and stay unread.
+    (&["median_ttft_ms", "median_ttft_s", "p50_ttft_ms", "ttft_p50", "ttft_p50_ms", "ttft_median_ms"], "ttft_p50_s"),
+    (&["p99_ttft_ms", "p99_ttft_s", "ttft_p99", "ttft_p99_ms"], "ttft_p99_s"),
+    (&["median_tpot_ms", "p50_tpot_ms", "tpot_p50", "tpot_median_ms"], "tpot_p50_ms"),
+    (&["p99_tpot_ms", "tpot_p99"], "tpot_p99_ms"),
+    (&["request_throughput", "request_throughput_req_s", "req_per_s", "requests_per_second", "req_s"], "requests_per_s"),
     (&["pp_tokens_per_s", "prompt_tokens_per_s", "prompt_eval_tokens_per_s", "prefill_tps", "pp_tps"], "prefill_tokens_per_s"),
     (&["tg_tokens_per_s", "eval_tokens_per_s", "generation_tokens_per_s", "decode_tps", "tg_tps", "generation_tps"], "decode_tokens_per_s"),
     // `vllm bench serve` / SGLang's `bench_serving` "Output token throughput": every request's
     // output tokens over the benchmark's duration, the serving run's aggregate rate.
-    (&["output_tokens_per_s", "output_token_throughput", "output_throughput", "output_tok_per_s"], "aggregate_decode_tokens_per_s"),
+    (
+        &["output_tokens_per_s", "output_token_throughput", "output_token_throughput_tok_s", "output_throughput", "output_tok_per_s"],
+        "aggregate_decode_tokens_per_s",
+    ),
 ];
 
 /// A metric written as llama-bench's own test name (`pp512`, `tg128`, `pp2048 @ d32768`, `tg32
@@ -203,12 +217,14 @@ fn time_unit_s(unit: &str, metric: &str) -> Option<f64> {
 fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
     let written = row.metric.trim().to_lowercase();
     let test = llama_bench_test_metric(&mut row);
-    let metric = test.unwrap_or_else(|| {
-        METRIC_ALIASES.iter().find(|(names, _)| names.contains(&written.as_str())).map_or(written.as_str(), |(_, m)| *m)
-    });
+    // As written, then as the benchmarks print it (`Median TTFT (ms)`, `Request throughput
+    // (req/s)`): words joined by `_`.
+    let joined = written.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("_");
+    let alias = |name: &str| METRIC_ALIASES.iter().find(|(names, _)| names.contains(&name)).map(|(_, m)| *m);
+    let metric = test.unwrap_or_else(|| alias(&written).or_else(|| alias(&joined)).unwrap_or(written.as_str()));
     let target_s = match metric {
-        "ttft_s" => Some(1.0),
-        "tpot_ms" => Some(1e-3),
+        "ttft_s" | "ttft_p50_s" | "ttft_p99_s" => Some(1.0),
+        "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" => Some(1e-3),
         _ => None,
     };
     let factor = target_s.and_then(|t| time_unit_s(&row.unit, &written).map(|u| u / t)).unwrap_or(1.0);
@@ -217,8 +233,9 @@ fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
     }
     let value = row.value * factor;
     let unit = match metric {
-        "ttft_s" => "s",
-        "tpot_ms" => "ms",
+        "ttft_s" | "ttft_p50_s" | "ttft_p99_s" => "s",
+        "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" => "ms",
+        "requests_per_s" => "req/s",
         _ => row.unit.as_str(),
     }
     .to_string();
@@ -250,8 +267,13 @@ const FAMILIES: &[(&str, &str)] =
     &[("mac-studio-m3-ultra", "m3-ultra-80c-"), ("mac-studio-m2-ultra", "m2-ultra-76c-"), ("mac-studio-m4-max", "m4-max-40c-")];
 
 /// The metrics `validate` predicts.
-const METRICS: &str =
-    "decode_tokens_per_s, prefill_tokens_per_s, ttft_s, tpot_ms, node_power_w, cluster_power_w, aggregate_decode_tokens_per_s";
+const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, ttft_s, tpot_ms, node_power_w, cluster_power_w, \
+                       aggregate_decode_tokens_per_s, ttft_p50_s, ttft_p99_s, tpot_p50_ms, tpot_p99_ms, requests_per_s";
+
+/// The serving benchmarks' per-request percentiles and request rate (`vllm bench serve`, SGLang's
+/// `bench_serving`: median and P99 TTFT and TPOT over the requests, request throughput): always
+/// read from a serving run of the row's concurrency (one request when it names none).
+const SERVING_METRICS: [&str; 5] = ["ttft_p50_s", "ttft_p99_s", "tpot_p50_ms", "tpot_p99_ms", "requests_per_s"];
 
 /// The memory size of each node a row's mix lists (`512gb`, `2x512gb+2x256gb`, annotations such
 /// as `(assumed)` dropped); `None` when the mix says none (`unknown`).
@@ -1263,17 +1285,25 @@ fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: 
             Some("the mean over the requests, queueing for the prefills before each included (the serving run's mean TTFT)")
         }
         "tpot_ms" if concurrent(row) => Some("the mean over the requests of each one's decode time per token after its first"),
+        "ttft_p50_s" | "ttft_p99_s" => Some("that percentile over the requests' TTFT, queueing for the prefills before each included"),
+        "tpot_p50_ms" | "tpot_p99_ms" => Some("that percentile over the requests of each one's decode time per token after its first"),
+        "requests_per_s" => Some("the requests completed over the run's window, from the first arrival to the last token"),
         _ => None,
     };
     if row.metric == "aggregate_decode_tokens_per_s" && counts_from_first_token(row) {
         assumptions.push("llama-benchy's rate: streamed text after each request's first (for gpt-oss, the first after its 3-token harmony header), from the earliest first text to the last token".into());
     }
-    if let Some(reading) = per_request {
-        assumptions.push(format!("{} of {} concurrent requests sent at once: {reading}", row.metric, row.concurrency.trim()));
-    } else if row.metric != "aggregate_decode_tokens_per_s" {
+    if per_request.is_none() && row.metric != "aggregate_decode_tokens_per_s" {
         return Ok(());
     }
-    let c: i64 = row.concurrency.trim().parse().map_err(|_| "aggregate rows need the `concurrency` column".to_string())?;
+    let c: i64 = match row.concurrency.trim() {
+        "" if SERVING_METRICS.contains(&row.metric.as_str()) => 1,
+        t => t.parse().map_err(|_| "aggregate rows need the `concurrency` column".to_string())?,
+    };
+    if let Some(reading) = per_request {
+        let sent = if c == 1 { "one request".to_string() } else { format!("{c} concurrent requests sent at once") };
+        assumptions.push(format!("{} of {sent}: {reading}", row.metric));
+    }
     b.workload_kind("serve");
     for (k, v) in
         [("workload.arrival", toml::Value::String("closed".into())), ("workload.concurrency", c.into()), ("workload.requests", c.into())]
@@ -1603,6 +1633,14 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         // Time per output token: the decode steps of one request, or the serving run of N at
         // once; the request's lengths as a serving row reads them.
         "tpot_ms" => serve_tokens(row, all, assumptions),
+        "ttft_p50_s" | "ttft_p99_s" => {
+            row.prompt_tokens
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("{} row without prompt length: fill in prompt_tokens", row.metric))?;
+            serve_tokens(row, all, assumptions)
+        }
+        "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" => serve_tokens(row, all, assumptions),
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     })
 }
@@ -2132,11 +2170,30 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
         "cluster_power_w_decode" => est.cluster_power_w,
         "cluster_power_w_prefill" => est.prefill_power_w,
         "ttft_s" => est.ttft_s,
+        "ttft_p50_s" | "ttft_p99_s" | "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" => serving_value(row, est)?,
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) => est.decode_tokens_per_s,
         "aggregate_decode_tokens_per_s" if counts_from_first_token(row) => generation_rate(est)?,
         "aggregate_decode_tokens_per_s" => serve_rate(est)?,
         other => return Err(RowError::Metric(other.to_string())),
     })
+}
+
+/// A serving percentile or request rate ([`SERVING_METRICS`]) of a serving estimate, or why
+/// there is none.
+fn serving_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result<f64, RowError> {
+    let Some(sv) = &est.serve else { return Err(RowError::NoResult("the scenario ran no serving workload".into())) };
+    if sv.requests_completed == 0 {
+        return Err(RowError::NoResult(format!("no request completed in the {} s window", sv.simulated_window_s)));
+    }
+    let value = match row.metric.as_str() {
+        "ttft_p50_s" => sv.ttft_percentiles_s.p50,
+        "ttft_p99_s" => sv.ttft_percentiles_s.p99,
+        "tpot_p50_ms" => est.tpot_ms.p50,
+        "tpot_p99_ms" => est.tpot_ms.p99,
+        "requests_per_s" if sv.simulated_window_s > 0.0 => sv.requests_completed as f64 / sv.simulated_window_s,
+        other => return Err(RowError::Metric(other.to_string())),
+    };
+    if value > 0.0 { Ok(value) } else { Err(RowError::NoResult(format!("the serving run has no {}", row.metric))) }
 }
 
 /// Whether a row is the time to first token of several concurrent requests (a serving run's
@@ -2800,7 +2857,11 @@ mod tests {
              e,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,tg_tokens_per_s,59,tok/s,me,\n\
              f,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,decode_tokens_per_s,59,tok/s,me,\n\
              g,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,joules,59,J,me,\n\
-             h,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,output_token_throughput,150,tok/s,me,\n",
+             h,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,output_token_throughput,150,tok/s,me,\n\
+             i,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Median TTFT (ms),900,ms,me,\n\
+             j,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,P99 TPOT (ms),55,ms,me,\n\
+             k,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Request throughput (req/s),1.2,req/s,me,\n\
+             l,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Mean TTFT (ms),1000,ms,me,\n",
         );
         let got: Vec<(&str, f64, &str, bool)> =
             rs.iter().map(|r| (r.metric.as_str(), r.value, r.unit.as_str(), r.metric_read_as.is_some())).collect();
@@ -2815,6 +2876,10 @@ mod tests {
                 ("decode_tokens_per_s", 59.0, "tok/s", false),
                 ("joules", 59.0, "J", false),
                 ("aggregate_decode_tokens_per_s", 150.0, "tok/s", true),
+                ("ttft_p50_s", 0.9, "s", true),
+                ("tpot_p99_ms", 55.0, "ms", true),
+                ("requests_per_s", 1.2, "req/s", true),
+                ("ttft_s", 1.0, "s", true),
             ]
         );
         let (_, said) = row_scenario(&rs[0], &rs).unwrap();

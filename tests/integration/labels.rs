@@ -157,3 +157,50 @@ fn validate_reads_clusters_splits_and_fine_tunes_as_their_plain_spellings() {
     assert!(said("rpc-llama", "its RPC backend"), "{}", get("rpc-llama"));
     assert_eq!(predicted("distill"), predicted("llama70"));
 }
+
+/// The lines `vllm bench serve` prints, written as the metric (issue 22): median and P99 TTFT
+/// and TPOT, request and output token throughput, read from a serving run of the row's
+/// concurrency. One request's P99 TTFT is its TTFT, exactly as the single-request row predicts
+/// it; percentiles are ordered; the request rate times the tokens of a request is the output
+/// rate.
+#[test]
+fn validate_reads_the_serving_benchmarks_percentiles_and_request_rate() {
+    let line = |id: &str, c: &str, metric: &str, unit: &str| {
+        format!(
+            "{id},DGX Spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,{c},{metric},1,{unit},test,vllm bench serve; 128 generated tokens\n"
+        )
+    };
+    let csv: String = [
+        line("p50-ttft", "8", "Median TTFT (ms)", "ms"),
+        line("p99-ttft", "8", "P99 TTFT (ms)", "ms"),
+        line("mean-ttft", "8", "Mean TTFT (ms)", "ms"),
+        line("p50-tpot", "8", "Median TPOT (ms)", "ms"),
+        line("p99-tpot", "8", "P99 TPOT (ms)", "ms"),
+        line("req", "8", "Request throughput (req/s)", "req/s"),
+        line("out", "8", "Output token throughput (tok/s)", "tok/s"),
+        line("one-p99", "", "p99_ttft_ms", "ms"),
+        line("one", "1", "ttft_s", "s"),
+    ]
+    .concat();
+    let s = Scored::of(&csv);
+    for (id, metric) in [
+        ("p50-ttft", "ttft_p50_s"),
+        ("p99-ttft", "ttft_p99_s"),
+        ("mean-ttft", "ttft_s"),
+        ("p50-tpot", "tpot_p50_ms"),
+        ("p99-tpot", "tpot_p99_ms"),
+        ("req", "requests_per_s"),
+        ("out", "aggregate_decode_tokens_per_s"),
+    ] {
+        assert_eq!(s.get(id)["metric"], metric, "{id}");
+        assert!(s.said(id, "read as"), "{id} says how its metric was read");
+    }
+    assert!(s.said("p99-ttft", "of 8 concurrent requests sent at once"));
+    assert!(s.said("one-p99", "of one request"));
+    assert_eq!(s.predicted("one-p99"), s.predicted("one"), "one request's P99 TTFT is its TTFT");
+    assert!(s.predicted("p50-ttft") <= s.predicted("p99-ttft") && s.predicted("p50-tpot") <= s.predicted("p99-tpot"));
+    // Eight requests at once wait for prefills: their TTFT exceeds one request's.
+    assert!(s.predicted("p99-ttft") > s.predicted("one"));
+    let per_request = s.predicted("out") / s.predicted("req");
+    assert!((per_request / 128.0 - 1.0).abs() < 0.02, "{per_request} tokens a request");
+}
