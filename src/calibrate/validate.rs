@@ -331,7 +331,7 @@ fn row_nodes(row: &MeasurementRow, n: usize, assumptions: &mut Vec<String>) -> R
     // among the boxes the label names instead of stretching the one whose id matched.
     let named = presets_named(&system);
     if named.len() > candidates.len() && candidates.iter().all(|c| named.iter().any(|n| n.id == c.id)) {
-        candidates = named;
+        candidates = of_named_chip(&name_words(&system), named);
     }
     if candidates.is_empty() {
         let families: Vec<&str> = FAMILIES.iter().map(|(f, _)| *f).collect();
@@ -801,16 +801,31 @@ fn nodes_by_words(system: &str) -> Vec<&'static crate::hw::NodeSpec> {
     }
     let by_id: Vec<&crate::hw::NodeSpec> = presets().filter(|n| words.iter().all(|w| label_words(&n.id).contains(w))).collect();
     if !by_id.is_empty() {
-        return by_id;
+        return of_named_chip(&words, by_id);
     }
-    // The longest chip name the label holds (`m4-max` before `m4`), or a word for one.
+    chip_named(&words).map_or_else(Vec::new, |chip| presets().filter(|n| n.chip == chip).collect())
+}
+
+/// Presets of several chips that a label's words all match (`M5 Pro`: `pro` is also MacBook
+/// Pro's): those of the chip the label names ([`chip_named`]), where some are; else all.
+fn of_named_chip<'a>(words: &[String], presets: Vec<&'a crate::hw::NodeSpec>) -> Vec<&'a crate::hw::NodeSpec> {
+    match chip_named(words) {
+        Some(chip) if presets.iter().any(|n| n.chip != chip) && presets.iter().any(|n| n.chip == chip) => {
+            presets.into_iter().filter(|n| n.chip == chip).collect()
+        }
+        _ => presets,
+    }
+}
+
+/// The chip a label's words name: the longest chip name they hold in a row (`m4-max` before
+/// `m4`; `MacBook Pro M5` holds `m5`, not `m5-pro`), or a word for one ([`CHIP_WORDS`]).
+fn chip_named(words: &[String]) -> Option<&'static str> {
     let chips = presets().map(|n| (n.chip.as_str(), n.chip.as_str()));
-    let chip = chips
+    chips
         .chain(CHIP_WORDS.iter().copied())
-        .filter(|(phrase, _)| holds_phrase(&words, phrase))
+        .filter(|(phrase, _)| holds_phrase(words, phrase))
         .max_by_key(|(phrase, _)| label_words(phrase).len())
-        .map(|(_, chip)| chip);
-    chip.map_or_else(Vec::new, |chip| presets().filter(|n| n.chip == chip).collect())
+        .map(|(_, chip)| chip)
 }
 
 /// The first quantity a lower-case label writes in one of `units`, joined or spaced (`512gb`,
@@ -2534,6 +2549,11 @@ mod tests {
             ("macbook-pro-m5", 1, "24gb", vec!["macbook-pro-m5-10c-24gb"]),
             ("macbook-pro-m5", 1, "32gb", vec!["macbook-pro-m5-10c-24gb-as-32gb"]),
             ("macbook-pro-m5-pro", 1, "64gb", vec!["macbook-pro-m5-pro-20c-64gb"]),
+            // A chip named in words that MacBook Pro's `pro` also holds: the chip decides.
+            ("M5 Pro", 1, "", vec!["macbook-pro-m5-pro-20c-64gb"]),
+            ("MacBook Pro M5", 1, "", vec!["macbook-pro-m5-10c-24gb"]),
+            ("MacBook Pro M4 Pro", 1, "48gb", vec!["macbook-pro-m4-pro-20c-48gb"]),
+            ("M5 Max", 1, "", vec!["macbook-pro-m5-max-40c-128gb"]),
         ] {
             assert_eq!(nodes(system, n, mix), Ok(want.iter().map(|s| s.to_string()).collect()), "{system} {mix}");
         }
