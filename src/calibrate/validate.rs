@@ -2734,41 +2734,48 @@ mod tests {
         // TCP where the row or the engine says so.
         let studio = ["m3-ultra-80c-512gb".to_string(), "m3-ultra-80c-512gb".to_string()];
         let framework = ["framework-desktop-ai-max-395".to_string(), "framework-desktop-ai-max-395".to_string()];
-        for (raw, nodes, engine, want) in [
-            ("", &spark, "vllm", "cx7-roce"),
-            ("unknown", &spark, "llama-cpp-rpc", "cx7-tcp"),
-            ("TCP", &spark, "vllm", "cx7-tcp"),
-            ("not stated", &studio, "exo", "tb5-rdma"),
-            ("", &studio, "llama-cpp-rpc", "tb5-tcp"),
-            ("", &framework, "llama-cpp-rpc", "eth-5g"),
-            ("", &mixed, "llama-cpp-rpc", "eth-5g"),
-        ] {
-            assert!(is_unstated_link(raw), "{raw:?}");
-            let (id, note) = machines_own_link(raw, nodes, engine).unwrap();
-            assert_eq!(id, want, "{raw:?} on {nodes:?} under {engine}");
-            assert!(note.is_some_and(|n| n.contains(want)), "{raw:?}");
-        }
+        type Reader = fn(&str, &[String], &str) -> Result<(String, Option<String>), String>;
+        let reads = |is: fn(&str) -> bool, read: Reader, cases: &[(&str, &[String; 2], &str, &str)]| {
+            for &(raw, nodes, engine, want) in cases {
+                assert!(is(raw), "{raw:?}");
+                let (id, note) = read(raw, nodes, engine).unwrap();
+                assert_eq!(id, want, "{raw:?} on {nodes:?} under {engine}");
+                assert!(note.is_some_and(|n| n.contains(want)), "{raw:?}");
+            }
+        };
+        reads(
+            is_unstated_link,
+            machines_own_link,
+            &[
+                ("", &spark, "vllm", "cx7-roce"),
+                ("unknown", &spark, "llama-cpp-rpc", "cx7-tcp"),
+                ("TCP", &spark, "vllm", "cx7-tcp"),
+                ("not stated", &studio, "exo", "tb5-rdma"),
+                ("", &studio, "llama-cpp-rpc", "tb5-tcp"),
+                ("", &framework, "llama-cpp-rpc", "eth-5g"),
+                ("", &mixed, "llama-cpp-rpc", "eth-5g"),
+            ],
+        );
         assert!(!is_unstated_link("none") && !is_unstated_link("10GbE"));
         // Thunderbolt without its generation, and MLX's backends by name: the nodes' own
         // Thunderbolt, RDMA by the label or the engine, TCP under `ring` and RPC.
         let m1 = ["mac-studio-m1-ultra-64c-128gb".to_string(), "mac-studio-m1-ultra-64c-128gb".to_string()];
         let studio_m1 = ["m3-ultra-80c-512gb".to_string(), "mac-studio-m1-ultra-64c-128gb".to_string()];
-        for (raw, nodes, engine, want) in [
-            ("Thunderbolt", &studio, "exo", "tb5-rdma"),
-            ("thunderbolt", &studio, "llama-cpp-rpc", "tb5-tcp"),
-            ("Thunderbolt bridge", &studio, "exo", "tb5-tcp"),
-            ("TB", &studio, "mlx-lm", "tb5-tcp"),
-            ("jaccl", &studio, "mlx-lm", "tb5-rdma"),
-            ("ring", &studio, "mlx-lm", "tb5-tcp"),
-            ("MLX ring (thunderbolt)", &studio, "exo", "tb5-tcp"),
-            ("thunderbolt", &m1, "exo", "tb4-tcp"),
-            ("Thunderbolt", &studio_m1, "exo", "tb4-tcp"),
-        ] {
-            assert!(is_plain_thunderbolt(raw), "{raw:?}");
-            let (id, note) = machines_thunderbolt(raw, nodes, engine).unwrap();
-            assert_eq!(id, want, "{raw:?} on {nodes:?} under {engine}");
-            assert!(note.is_some_and(|n| n.contains(want)), "{raw:?}");
-        }
+        reads(
+            is_plain_thunderbolt,
+            machines_thunderbolt,
+            &[
+                ("Thunderbolt", &studio, "exo", "tb5-rdma"),
+                ("thunderbolt", &studio, "llama-cpp-rpc", "tb5-tcp"),
+                ("Thunderbolt bridge", &studio, "exo", "tb5-tcp"),
+                ("TB", &studio, "mlx-lm", "tb5-tcp"),
+                ("jaccl", &studio, "mlx-lm", "tb5-rdma"),
+                ("ring", &studio, "mlx-lm", "tb5-tcp"),
+                ("MLX ring (thunderbolt)", &studio, "exo", "tb5-tcp"),
+                ("thunderbolt", &m1, "exo", "tb4-tcp"),
+                ("Thunderbolt", &studio_m1, "exo", "tb4-tcp"),
+            ],
+        );
         for raw in ["tb5-rdma", "Thunderbolt 5", "TB4", "40Gbps thunderbolt", "10GbE", ""] {
             assert!(!is_plain_thunderbolt(raw), "{raw:?}");
         }
