@@ -28,6 +28,7 @@ pub mod llama_bench;
 pub mod params;
 pub mod predict;
 pub mod provenance;
+pub mod serve_bench;
 pub mod target;
 pub mod validate;
 

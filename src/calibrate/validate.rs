@@ -1315,14 +1315,25 @@ fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: 
         "" if SERVING_METRICS.contains(&row.metric.as_str()) => 1,
         t => t.parse().map_err(|_| "aggregate rows need the `concurrency` column".to_string())?,
     };
+    // A benchmark that sends more prompts than it keeps in flight (`vllm bench serve
+    // --num-prompts 64 --max-concurrency 8`): a closed loop of `c` users through them all.
+    let requests = notes_prompts(row).filter(|&p| p > c).unwrap_or(c);
     if let Some(reading) = per_request {
-        let sent = if c == 1 { "one request".to_string() } else { format!("{c} concurrent requests sent at once") };
+        let sent = match (c, requests) {
+            (1, 1) => "one request".to_string(),
+            (c, r) if r == c => format!("{c} concurrent requests sent at once"),
+            (c, r) => format!("{r} requests, {c} in flight at a time"),
+        };
         assumptions.push(format!("{} of {sent}: {reading}", row.metric));
+    } else if requests > c {
+        assumptions.push(format!("{requests} requests, {c} in flight at a time (the notes' prompt count)"));
     }
     b.workload_kind("serve");
-    for (k, v) in
-        [("workload.arrival", toml::Value::String("closed".into())), ("workload.concurrency", c.into()), ("workload.requests", c.into())]
-    {
+    for (k, v) in [
+        ("workload.arrival", toml::Value::String("closed".into())),
+        ("workload.concurrency", c.into()),
+        ("workload.requests", requests.into()),
+    ] {
         b.set(k, &v).map_err(|e| e.message)?;
     }
     Ok(())
@@ -1658,6 +1669,21 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" => serve_tokens(row, all, assumptions),
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     })
+}
+
+/// The prompts a serving benchmark sent, where its notes say (`64 prompts`, `--num-prompts 64`,
+/// `num_prompts=64`).
+fn notes_prompts(row: &MeasurementRow) -> Option<i64> {
+    let words: Vec<&str> = row.notes.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
+    let number = |w: &str| w.parse::<i64>().ok().filter(|n| *n > 0);
+    words
+        .windows(2)
+        .find_map(|w| match (w[0], w[1].to_ascii_lowercase().as_str()) {
+            (n, "prompts") => number(n),
+            ("--num-prompts" | "num_prompts", n) => number(n),
+            _ => None,
+        })
+        .or_else(|| words.iter().find_map(|w| w.strip_prefix("num_prompts=").or_else(|| w.strip_prefix("--num-prompts=")).and_then(number)))
 }
 
 /// Prompt and output lengths of a serving row: the prompt column, and "N generated tokens" in

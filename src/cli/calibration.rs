@@ -14,7 +14,14 @@ use crate::profile::Profile;
 pub enum CalibrationCommand {
     /// Fit the twin's parameters to measurements (harness JSON and/or measurement CSV) and write a profile.
     Calibrate(CalibrateArgs),
-    /// Turn llama-bench output (-o md, json, jsonl or csv) or exo-bench JSON into measurement CSV rows for `validate` and `calibrate`.
+    /// Turn llama-bench output (-o md, json, jsonl or csv), exo-bench JSON or serving benchmark results (vllm bench serve, SGLang bench_serving) into measurement CSV rows for `validate` and `calibrate`.
+    ///
+    /// Serving results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines)
+    /// become one row per metric a run reports: request and output throughput, mean, median and
+    /// P99 TTFT and TPOT, at the run's `max_concurrency` with its mean prompt and output; a run
+    /// paced by a request rate is skipped (`validate` replays closed loops). The model is vLLM's
+    /// `model_id` (SGLang's results name none: `--model`), the format its suffix or the model's
+    /// native release (`--quant`), the engine the run's `backend` (`--engine`).
     ///
     /// Models are found by the names people write, through the same resolver as scenarios,
     /// `validate` and `plan --model`: exo-bench's `model_id` as a Hugging Face repo id
@@ -63,9 +70,23 @@ pub struct CalibrateArgs {
 /// Arguments of `import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// llama-bench output files (md, json, jsonl, csv) or exo-bench JSON (told apart by content).
+    /// llama-bench output files (md, json, jsonl, csv), exo-bench JSON, or serving benchmark
+    /// results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines), told
+    /// apart by content.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// Serving results only: the model (a repo id or catalog name; default: vLLM's `model_id`;
+    /// SGLang's results name none).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Serving results only: the quantization (default: the model id's format suffix, -FP8,
+    /// -NVFP4, -AWQ, or the model's native release).
+    #[arg(long)]
+    pub quant: Option<String>,
+    /// Serving results only: the engine served (default: from the run's `backend`: vllm,
+    /// openai, openai-chat are vLLM; sglang* SGLang; trt, tensorrt-llm TensorRT-LLM).
+    #[arg(long)]
+    pub engine: Option<String>,
     /// exo-bench only: the fabric of multi-node runs (default: tb5-rdma for JACCL, tb5-tcp for the ring).
     #[arg(long)]
     pub fabric: Option<String>,
@@ -99,6 +120,12 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
         let same = stems.iter().filter(|s| **s == base).count();
         stems.push(base.clone());
         let stem = if same == 0 { base } else { format!("{base}-{}", same + 1) };
+        if let Some(got) = import_serving(a, f, &stem)? {
+            tests += got.1;
+            what = "benchmark runs";
+            rows.extend(got.0);
+            continue;
+        }
         if let Some(got) = import_exo(a, f, &stem)? {
             tests += got.1;
             what = "benchmark tests";
@@ -133,6 +160,30 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// A serving benchmark result file's rows and run count, or `None` when the file is not one.
+fn import_serving(a: &ImportArgs, f: &Path, stem: &str) -> Result<Option<(Vec<calibrate::validate::MeasurementRow>, usize)>, CliError> {
+    use calibrate::serve_bench;
+    let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES)
+        .map_err(|e| CliError::input(format!("cannot read {}: {e}", f.display())))?;
+    if !serve_bench::looks_like(&text) {
+        return Ok(None);
+    }
+    let runs = serve_bench::parse(&text).map_err(|e| CliError::input(format!("{}: serving benchmark results: {e}", f.display())))?;
+    let node = a.node.as_deref().ok_or_else(|| {
+        CliError::input(format!(
+            "{}: serving benchmark results record no hardware: pass --node (e.g. --node dgx-spark; `supernode catalog nodes` lists them)",
+            f.display()
+        ))
+    })?;
+    let labels = serve_bench::Labels { node, model: a.model.as_deref(), quant: a.quant.as_deref(), engine: a.engine.as_deref() };
+    let (rows, skipped) = serve_bench::to_rows(&runs, &labels, stem, &f.display().to_string())
+        .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
+    for (what, why) in &skipped {
+        eprintln!("skipped {what}: {why}");
+    }
+    Ok(Some((rows, runs.len())))
 }
 
 /// An exo-bench file's rows and run count, or `None` when the file is not exo-bench JSON.
@@ -173,7 +224,16 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
             d.add_csv(f, profile).map_err(|e| e.to_string())
         };
         if let Err(e) = added {
-            // llama-bench output is a measurement too, but it needs the node it ran on first.
+            // Serving benchmark results and llama-bench output are measurements too, but they
+            // need the node they ran on first.
+            let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES).unwrap_or_default();
+            if calibrate::serve_bench::looks_like(&text) {
+                return Err(format!(
+                    "{} is a serving benchmark result (vllm bench serve / SGLang bench_serving): turn it into measurement rows first, e.g. `supernode import {} --node dgx-spark -o rows.csv` (`supernode catalog nodes` lists the nodes)",
+                    f.display(),
+                    f.display()
+                ));
+            }
             if llama_bench::read(f).is_ok() {
                 return Err(format!(
                     "{} is llama-bench output: turn it into measurement rows first, e.g. `supernode import {} --node m3-ultra-80c-512gb -o rows.csv` (`supernode catalog nodes` lists the nodes)",

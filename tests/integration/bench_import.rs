@@ -119,6 +119,10 @@ fn validate_and_calibrate_point_raw_llama_bench_files_to_import() {
     }
     let e = refused(bin().args(["calibrate", "-o", "/dev/null"]).arg(fixture("m3-ultra.csv")));
     assert!(e.contains("is llama-bench output"), "{e}");
+    for f in ["vllm-gpt-oss-120b-c8.json", "sglang-llama-3.1-8b-fp8.jsonl"] {
+        let e = refused(bin().args(["validate", "--against"]).arg(serving(f)));
+        assert!(e.contains("is a serving benchmark result") && e.contains("supernode import"), "{f}: {e}");
+    }
 }
 
 #[test]
@@ -249,4 +253,69 @@ fn import_help_names_the_names_it_reads() {
     for said in ["model_filename", "model_id", "model_type", "-4bit", "00001-of-00003", "supernode catalog models"] {
         assert!(help.contains(said), "{said}: {help}");
     }
+}
+
+fn serving(name: &str) -> std::path::PathBuf {
+    root().join("tests/fixtures/serve-bench").join(name)
+}
+
+/// `vllm bench serve --save-result` JSON (issue 22): one row per metric the run reports, the
+/// model, format and engine read from the file (gpt-oss's native MXFP4, backend `openai-chat`
+/// served by vLLM), the mean prompt and output and the prompt count carried; `validate` replays
+/// them as 64 requests, 8 in flight, and every row is scored.
+#[test]
+fn a_vllm_serving_result_becomes_rows_that_validate_as_a_closed_loop() {
+    let out = bin().args(["import", "--node", "dgx-spark"]).arg(serving("vllm-gpt-oss-120b-c8.json")).assert().success();
+    let rows = parse_csv(&String::from_utf8(out.get_output().stdout.clone()).unwrap(), "stdout").unwrap();
+    let metrics: Vec<&str> = rows.iter().map(|r| r.metric.as_str()).collect();
+    assert_eq!(
+        metrics,
+        ["requests_per_s", "aggregate_decode_tokens_per_s", "ttft_s", "ttft_p50_s", "ttft_p99_s", "tpot_ms", "tpot_p50_ms", "tpot_p99_ms"]
+    );
+    for r in &rows {
+        assert_eq!(
+            (r.system.as_str(), r.model.as_str(), r.quant.as_str(), r.engine.as_str()),
+            ("dgx-spark", "openai/gpt-oss-120b", "mxfp4", "vllm")
+        );
+        assert_eq!((r.prompt_tokens.as_str(), r.concurrency.as_str()), ("1024", "8"));
+        assert!(r.notes.contains("64 prompts, 128 generated tokens per request"), "{}", r.notes);
+    }
+    // Milliseconds read into the metrics' units.
+    assert_eq!((rows[4].value, rows[4].unit.as_str()), (1.6503, "s"));
+    assert_eq!((rows[7].value, rows[7].unit.as_str()), (63.0, "ms"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    bin().args(["import", "--node", "dgx-spark", "-o"]).arg(&csv).arg(serving("vllm-gpt-oss-120b-c8.json")).assert().success();
+    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).assert().success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let scored = report["rows"].as_array().unwrap();
+    assert_eq!(scored.len(), 8, "{report}");
+    let said = |i: usize, what: &str| scored[i]["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what));
+    assert!(said(0, "64 requests, 8 in flight at a time"), "{}", scored[0]);
+    let predicted = |i: usize| scored[i]["predicted"].as_f64().unwrap();
+    // Requests a second times the tokens of one request is the output rate.
+    assert!((predicted(1) / predicted(0) / 128.0 - 1.0).abs() < 0.02);
+}
+
+/// SGLang's `bench_serving` lines name no model (`--model` must), write Python's `Infinity` for
+/// an unpaced run, and a run paced by a request rate is skipped with the reason; a file of no
+/// hardware asks for `--node`.
+#[test]
+fn sglang_serving_lines_need_the_model_and_skip_paced_runs() {
+    let file = serving("sglang-llama-3.1-8b-fp8.jsonl");
+    let err = refused(bin().args(["import", "--node", "dgx-spark"]).arg(&file));
+    assert!(err.contains("the file names no model: pass --model"), "{err}");
+    assert!(err.contains("none of the 3 benchmark runs became a measurement row"), "{err}");
+    let err = refused(bin().arg("import").arg(&file));
+    assert!(err.contains("record no hardware: pass --node"), "{err}");
+
+    let out = bin().args(["import", "--node", "dgx-spark", "--model", "RedHatAI/Llama-3.1-8B-Instruct-FP8"]).arg(&file).assert().success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("skipped run 3") && stderr.contains("paced at 2 requests/s"), "{stderr}");
+    let rows = parse_csv(&String::from_utf8(out.get_output().stdout.clone()).unwrap(), "stdout").unwrap();
+    assert_eq!(rows.len(), 16);
+    assert!(rows.iter().all(|r| r.engine == "sglang" && r.quant == "fp8" && r.prompt_tokens == "1024"));
+    let concurrency: Vec<&str> = rows.iter().map(|r| r.concurrency.as_str()).step_by(8).collect();
+    assert_eq!(concurrency, ["1", "16"]);
 }
