@@ -205,6 +205,14 @@ pub struct Labels<'a> {
     pub quant: Option<&'a str>,
     /// The engine (`--engine`), else the run's `backend`.
     pub engine: Option<&'a str>,
+    /// The nodes the server spanned (`--nodes`; the files record none): 1 unless given.
+    pub nodes: u64,
+    /// How it split the model over them (`--parallelism`, as `validate` reads the column: `TP=2`,
+    /// `tensor`, `pipeline`, `TP2 PP2`); `none` on one node.
+    pub parallelism: Option<&'a str>,
+    /// The link between them (`--fabric`; default: the machines' own, e.g. the Sparks'
+    /// ConnectX-7).
+    pub fabric: Option<&'a str>,
 }
 
 /// Turns runs into measurement rows. Ids are `{stem}-{n}-{metric}`; runs that cannot be read as
@@ -215,6 +223,19 @@ pub fn to_rows(runs: &[ServeRun], labels: &Labels<'_>, stem: &str, source: &str)
         let hint = crate::util::did_you_mean(labels.node, &cat.node_ids()).map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
         return Err(format!("unknown node `{}`{hint}; `supernode catalog nodes` lists them", labels.node));
     }
+    let split = match (labels.nodes, labels.parallelism) {
+        (0, _) => return Err("--nodes must be at least 1".into()),
+        (1, None) => "none".to_string(),
+        (1, Some(p)) => p.to_string(),
+        (n, None) => return Err(format!("{n} nodes: say how the server split the model (--parallelism, e.g. TP={n})")),
+        (_, Some(p)) => p.to_string(),
+    };
+    let link = match (labels.nodes, labels.fabric) {
+        (1, _) => "none".to_string(),
+        (_, Some(f)) => f.to_string(),
+        // Empty: `validate` takes the machines' own link and says so.
+        (_, None) => String::new(),
+    };
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     for (n, r) in runs.iter().enumerate() {
@@ -261,13 +282,13 @@ pub fn to_rows(runs: &[ServeRun], labels: &Labels<'_>, stem: &str, source: &str)
             rows.push(MeasurementRow {
                 id: format!("{stem}-{}-{metric}", n + 1),
                 system: labels.node.to_string(),
-                nodes: "1".into(),
+                nodes: labels.nodes.to_string(),
                 node_mix: String::new(),
                 model: model.clone(),
                 quant: quant.clone(),
                 engine: engine.clone(),
-                parallelism: "none".into(),
-                fabric: "none".into(),
+                parallelism: split.clone(),
+                fabric: link.clone(),
                 prompt_tokens: prompt.to_string(),
                 concurrency: concurrency.to_string(),
                 metric: (*metric).into(),

@@ -87,7 +87,15 @@ pub struct ImportArgs {
     /// openai, openai-chat are vLLM; sglang* SGLang; trt, tensorrt-llm TensorRT-LLM).
     #[arg(long)]
     pub engine: Option<String>,
-    /// exo-bench only: the fabric of multi-node runs (default: tb5-rdma for JACCL, tb5-tcp for the ring).
+    /// Serving results only: the nodes the server spanned (the files record none).
+    #[arg(long, default_value_t = 1)]
+    pub nodes: u64,
+    /// Serving results only: how the server split the model over --nodes (`TP=2`, `tensor`,
+    /// `pipeline`, `expert`, `TP2 PP2`, as `validate` reads the column).
+    #[arg(long)]
+    pub parallelism: Option<String>,
+    /// exo-bench and serving results: the fabric of multi-node runs (default: exo's tb5-rdma for
+    /// JACCL, tb5-tcp for the ring; a server's, the machines' own link, e.g. the Sparks' ConnectX-7).
     #[arg(long)]
     pub fabric: Option<String>,
     /// The catalog node the benchmarks ran on (default: matched from the GPU name llama-bench records, when unique).
@@ -177,7 +185,15 @@ fn import_serving(a: &ImportArgs, f: &Path, stem: &str) -> Result<Option<(Vec<ca
             f.display()
         ))
     })?;
-    let labels = serve_bench::Labels { node, model: a.model.as_deref(), quant: a.quant.as_deref(), engine: a.engine.as_deref() };
+    let labels = serve_bench::Labels {
+        node,
+        model: a.model.as_deref(),
+        quant: a.quant.as_deref(),
+        engine: a.engine.as_deref(),
+        nodes: a.nodes,
+        parallelism: a.parallelism.as_deref(),
+        fabric: a.fabric.as_deref(),
+    };
     let (rows, skipped) = serve_bench::to_rows(&runs, &labels, stem, &f.display().to_string())
         .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
     for (what, why) in &skipped {

@@ -296,6 +296,19 @@ fn a_vllm_serving_result_becomes_rows_that_validate_as_a_closed_loop() {
     let predicted = |i: usize| scored[i]["predicted"].as_f64().unwrap();
     // Requests a second times the tokens of one request is the output rate.
     assert!((predicted(1) / predicted(0) / 128.0 - 1.0).abs() < 0.02);
+
+    // A server on two Sparks: the split must be named; the link is the machines' own.
+    let file = serving("vllm-gpt-oss-120b-c8.json");
+    let err = refused(bin().args(["import", "--node", "dgx-spark", "--nodes", "2"]).arg(&file));
+    assert!(err.contains("say how the server split the model (--parallelism, e.g. TP=2)"), "{err}");
+    bin().args(["import", "--node", "dgx-spark", "--nodes", "2", "--parallelism", "TP=2", "-o"]).arg(&csv).arg(&file).assert().success();
+    let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap(), "rows.csv").unwrap();
+    assert!(rows.iter().all(|r| (r.nodes.as_str(), r.parallelism.as_str(), r.fabric.as_str()) == ("2", "TP=2", "")));
+    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).assert().success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let first = &report["rows"][1];
+    assert!(first["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains("cx7-roce")), "{first}");
+    assert!(first["predicted"].as_f64().unwrap() > predicted(1), "two Sparks serve eight users faster than one");
 }
 
 /// SGLang's `bench_serving` lines name no model (`--model` must), write Python's `Infinity` for
