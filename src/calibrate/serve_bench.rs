@@ -215,6 +215,32 @@ pub struct Labels<'a> {
     pub fabric: Option<&'a str>,
 }
 
+/// A run's model, quantization and engine (the flags first, then what the file says), or why
+/// it cannot become rows: paced by a request rate (open arrivals), nothing completed, or a label
+/// neither gives.
+fn run_labels(r: &ServeRun, labels: &Labels<'_>) -> Result<(String, String, String), String> {
+    if let Some(rate) = r.request_rate {
+        return Err(format!(
+            "paced at {rate} requests/s (open arrivals): `validate` replays closed loops; run with --request-rate inf and --max-concurrency"
+        ));
+    }
+    if r.completed == 0 {
+        return Err("no request completed".to_string());
+    }
+    let model = labels.model.map(String::from).or_else(|| r.model_id.clone()).ok_or("the file names no model: pass --model")?;
+    let quant = match labels.quant {
+        Some(q) => q.to_string(),
+        None => quant_of(&model).ok_or_else(|| format!("model `{model}` names no format (-FP8, -NVFP4, -AWQ): pass --quant"))?,
+    };
+    let engine = match labels.engine {
+        Some(e) => e.to_string(),
+        None => engine_of(&r.backend)
+            .ok_or_else(|| format!("backend `{}` names no engine the twin runs: pass --engine", r.backend))?
+            .to_string(),
+    };
+    Ok((model, quant, engine))
+}
+
 /// Turns runs into measurement rows. Ids are `{stem}-{n}-{metric}`; runs that cannot be read as
 /// a closed loop, or whose model, format or engine is not known, are returned as (what, why).
 pub fn to_rows(runs: &[ServeRun], labels: &Labels<'_>, stem: &str, source: &str) -> Result<(Vec<MeasurementRow>, Vec<Skipped>), String> {
@@ -240,29 +266,7 @@ pub fn to_rows(runs: &[ServeRun], labels: &Labels<'_>, stem: &str, source: &str)
     let mut skipped = Vec::new();
     for (n, r) in runs.iter().enumerate() {
         let what = format!("run {} ({}, backend `{}`)", n + 1, r.tool.label(), r.backend);
-        let read = (|| {
-            if let Some(rate) = r.request_rate {
-                return Err(format!(
-                    "paced at {rate} requests/s (open arrivals): `validate` replays closed loops; run with --request-rate inf and --max-concurrency"
-                ));
-            }
-            if r.completed == 0 {
-                return Err("no request completed".to_string());
-            }
-            let model = labels.model.map(String::from).or_else(|| r.model_id.clone()).ok_or("the file names no model: pass --model")?;
-            let quant = match labels.quant {
-                Some(q) => q.to_string(),
-                None => quant_of(&model).ok_or_else(|| format!("model `{model}` names no format (-FP8, -NVFP4, -AWQ): pass --quant"))?,
-            };
-            let engine = match labels.engine {
-                Some(e) => e.to_string(),
-                None => engine_of(&r.backend)
-                    .ok_or_else(|| format!("backend `{}` names no engine the twin runs: pass --engine", r.backend))?
-                    .to_string(),
-            };
-            Ok((model, quant, engine))
-        })();
-        let (model, quant, engine) = match read {
+        let (model, quant, engine) = match run_labels(r, labels) {
             Ok(x) => x,
             Err(why) => {
                 skipped.push((what, why));

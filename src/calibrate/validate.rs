@@ -222,20 +222,20 @@ fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
     let joined = written.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("_");
     let alias = |name: &str| METRIC_ALIASES.iter().find(|(names, _)| names.contains(&name)).map(|(_, m)| *m);
     let metric = test.unwrap_or_else(|| alias(&written).or_else(|| alias(&joined)).unwrap_or(written.as_str()));
-    let target_s = match metric {
-        "ttft_s" | "ttft_p50_s" | "ttft_p99_s" => Some(1.0),
-        "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" => Some(1e-3),
+    // A time metric's unit: seconds of one, and its name.
+    let time_unit = match metric {
+        "ttft_s" | "ttft_p50_s" | "ttft_p99_s" => Some((1.0, "s")),
+        "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" => Some((1e-3, "ms")),
         _ => None,
     };
-    let factor = target_s.and_then(|t| time_unit_s(&row.unit, &written).map(|u| u / t)).unwrap_or(1.0);
+    let factor = time_unit.and_then(|(t, _)| time_unit_s(&row.unit, &written).map(|u| u / t)).unwrap_or(1.0);
     if metric == row.metric && factor == 1.0 {
         return row;
     }
     let value = row.value * factor;
-    let unit = match metric {
-        "ttft_s" | "ttft_p50_s" | "ttft_p99_s" => "s",
-        "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" => "ms",
-        "requests_per_s" => "req/s",
+    let unit = match (time_unit, metric) {
+        (Some((_, unit)), _) => unit,
+        (None, "requests_per_s") => "req/s",
         _ => row.unit.as_str(),
     }
     .to_string();
@@ -1537,10 +1537,9 @@ fn machines_own_link(raw: &str, nodes: &[String], engine: &str) -> Result<(Strin
 /// (`Thunderbolt`, `TB`, `thunderbolt bridge`), or only an MLX distributed backend that runs
 /// over it: `ring` (TCP sockets over the Thunderbolt bridge) or `jaccl` (RDMA).
 fn is_plain_thunderbolt(raw: &str) -> bool {
-    let t = strip_notes(raw);
-    let words: Vec<&str> = t.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let medium = words.iter().any(|w| matches!(*w, "thunderbolt" | "tb" | "ring" | "jaccl"));
-    medium && !words.iter().any(|w| w.chars().any(|c| c.is_ascii_digit())) && ethernet_gbps(&t).is_none()
+    let words = label_words(&strip_notes(raw));
+    let medium = words.iter().any(|w| matches!(w.as_str(), "thunderbolt" | "tb" | "ring" | "jaccl"));
+    medium && !words.iter().any(|w| w.chars().any(|c| c.is_ascii_digit()))
 }
 
 /// Thunderbolt of no stated generation: the generation every node has (catalog `tb_generation`,
@@ -1550,15 +1549,16 @@ fn is_plain_thunderbolt(raw: &str) -> bool {
 fn machines_thunderbolt(raw: &str, nodes: &[String], engine: &str) -> Result<(String, Option<String>), String> {
     let cat = crate::catalog::catalog();
     let generation = nodes.iter().filter_map(|id| cat.node(id)).map(|n| n.tb_generation).min().unwrap_or(0);
-    let t = strip_notes(raw);
-    let tcp = t.contains("ring") || t.contains("tcp") || t.contains("bridge") || engine == "llama-cpp-rpc";
+    let words = label_words(&strip_notes(raw));
+    let says = |w: &str| words.iter().any(|x| x == w);
+    let tcp = says("ring") || says("tcp") || says("bridge") || engine == "llama-cpp-rpc";
     let label = match generation {
         5.. if tcp => "Thunderbolt 5 TCP",
         5.. => "Thunderbolt 5",
         3 | 4 => "Thunderbolt 4",
         _ => return Err(format!("fabric `{}`: a node has no Thunderbolt port in the catalog; write the link", raw.trim())),
     };
-    let (id, _) = fabric_label(&format!("{label}{}", if t.contains("jaccl") || t.contains("rdma") { " RDMA" } else { "" }), engine);
+    let (id, _) = fabric_label(&format!("{label}{}", if says("jaccl") || says("rdma") { " RDMA" } else { "" }), engine);
     Ok((id.clone(), Some(format!("fabric `{}`: the nodes' Thunderbolt {generation}, {id}", raw.trim()))))
 }
 
@@ -2231,7 +2231,9 @@ fn serving_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Resul
         "ttft_p99_s" => sv.ttft_percentiles_s.p99,
         "tpot_p50_ms" => est.tpot_ms.p50,
         "tpot_p99_ms" => est.tpot_ms.p99,
+        // No window to divide by reads 0: "no result" below.
         "requests_per_s" if sv.simulated_window_s > 0.0 => sv.requests_completed as f64 / sv.simulated_window_s,
+        "requests_per_s" => 0.0,
         other => return Err(RowError::Metric(other.to_string())),
     };
     if value > 0.0 { Ok(value) } else { Err(RowError::NoResult(format!("the serving run has no {}", row.metric))) }

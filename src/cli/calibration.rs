@@ -128,13 +128,15 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
         let same = stems.iter().filter(|s| **s == base).count();
         stems.push(base.clone());
         let stem = if same == 0 { base } else { format!("{base}-{}", same + 1) };
-        if let Some(got) = import_serving(a, f, &stem)? {
+        let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES)
+            .map_err(|e| CliError::input(format!("cannot read {}: {e}", f.display())))?;
+        if let Some(got) = import_serving(a, f, &text, &stem)? {
             tests += got.1;
             what = "benchmark runs";
             rows.extend(got.0);
             continue;
         }
-        if let Some(got) = import_exo(a, f, &stem)? {
+        if let Some(got) = import_exo(a, f, &text, &stem)? {
             tests += got.1;
             what = "benchmark tests";
             rows.extend(got.0);
@@ -170,21 +172,36 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A serving benchmark result file's rows and run count, or `None` when the file is not one.
-fn import_serving(a: &ImportArgs, f: &Path, stem: &str) -> Result<Option<(Vec<calibrate::validate::MeasurementRow>, usize)>, CliError> {
-    use calibrate::serve_bench;
-    let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES)
-        .map_err(|e| CliError::input(format!("cannot read {}: {e}", f.display())))?;
-    if !serve_bench::looks_like(&text) {
-        return Ok(None);
-    }
-    let runs = serve_bench::parse(&text).map_err(|e| CliError::input(format!("{}: serving benchmark results: {e}", f.display())))?;
-    let node = a.node.as_deref().ok_or_else(|| {
+/// The `--node` a file that records no hardware needs, or the error asking for it.
+fn required_node<'a>(a: &'a ImportArgs, f: &Path, what: &str, example: &str) -> Result<&'a str, CliError> {
+    a.node.as_deref().ok_or_else(|| {
         CliError::input(format!(
-            "{}: serving benchmark results record no hardware: pass --node (e.g. --node dgx-spark; `supernode catalog nodes` lists them)",
+            "{}: {what} record no hardware: pass --node (e.g. --node {example}; `supernode catalog nodes` lists them)",
             f.display()
         ))
-    })?;
+    })
+}
+
+/// Prints what an import skipped, with why.
+fn report_skipped(skipped: &[(String, String)]) {
+    for (what, why) in skipped {
+        eprintln!("skipped {what}: {why}");
+    }
+}
+
+/// A serving benchmark result file's rows and run count, or `None` when the file is not one.
+fn import_serving(
+    a: &ImportArgs,
+    f: &Path,
+    text: &str,
+    stem: &str,
+) -> Result<Option<(Vec<calibrate::validate::MeasurementRow>, usize)>, CliError> {
+    use calibrate::serve_bench;
+    if !serve_bench::looks_like(text) {
+        return Ok(None);
+    }
+    let runs = serve_bench::parse(text).map_err(|e| CliError::input(format!("{}: serving benchmark results: {e}", f.display())))?;
+    let node = required_node(a, f, "serving benchmark results", "dgx-spark")?;
     let labels = serve_bench::Labels {
         node,
         model: a.model.as_deref(),
@@ -196,31 +213,25 @@ fn import_serving(a: &ImportArgs, f: &Path, stem: &str) -> Result<Option<(Vec<ca
     };
     let (rows, skipped) = serve_bench::to_rows(&runs, &labels, stem, &f.display().to_string())
         .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
-    for (what, why) in &skipped {
-        eprintln!("skipped {what}: {why}");
-    }
+    report_skipped(&skipped);
     Ok(Some((rows, runs.len())))
 }
 
 /// An exo-bench file's rows and run count, or `None` when the file is not exo-bench JSON.
-fn import_exo(a: &ImportArgs, f: &Path, stem: &str) -> Result<Option<(Vec<calibrate::validate::MeasurementRow>, usize)>, CliError> {
-    let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES)
-        .map_err(|e| CliError::input(format!("cannot read {}: {e}", f.display())))?;
-    if !exo_bench::looks_like(&text) {
+fn import_exo(
+    a: &ImportArgs,
+    f: &Path,
+    text: &str,
+    stem: &str,
+) -> Result<Option<(Vec<calibrate::validate::MeasurementRow>, usize)>, CliError> {
+    if !exo_bench::looks_like(text) {
         return Ok(None);
     }
-    let runs = exo_bench::parse(&text).map_err(|e| CliError::input(format!("{}: exo-bench output: {e}", f.display())))?;
-    let node = a.node.as_deref().ok_or_else(|| {
-        CliError::input(format!(
-            "{}: exo-bench records no hardware: pass --node (e.g. --node m3-ultra-80c-512gb; `supernode catalog nodes` lists them)",
-            f.display()
-        ))
-    })?;
+    let runs = exo_bench::parse(text).map_err(|e| CliError::input(format!("{}: exo-bench output: {e}", f.display())))?;
+    let node = required_node(a, f, "exo-bench runs", "m3-ultra-80c-512gb")?;
     let (rows, skipped) = exo_bench::to_rows(&runs, node, a.fabric.as_deref(), stem, &f.display().to_string())
         .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
-    for (what, why) in &skipped {
-        eprintln!("skipped {what}: {why}");
-    }
+    report_skipped(&skipped);
     Ok(Some((rows, runs.len())))
 }
 
