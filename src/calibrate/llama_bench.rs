@@ -634,6 +634,12 @@ mod tests {
         assert_eq!(model_for("llama 13B Q4_K - Medium", Some(13.02e9), cat).unwrap(), "llama-2-13b");
         assert!(model_for("llama 34B Q4_K - Medium", Some(33.74e9), cat).unwrap_err().contains("no model preset"));
         assert!(model_for("mamba 2B Q8_0", Some(2e9), cat).unwrap_err().contains("architecture `mamba`"));
+        // Sizes llama.cpp writes with the expert count: active by experts, experts of a size.
+        assert_eq!(model_for("llama4 17Bx16E (Scout) Q4_K - Medium", None, cat).unwrap(), "llama-4-scout-17b-16e");
+        assert_eq!(model_for("llama4 17Bx128E (Maverick) Q4_K - Medium", None, cat).unwrap(), "llama-4-maverick-17b-128e");
+        assert_eq!(model_for("llama 8x7B Q4_K - Medium", None, cat).unwrap(), "mixtral-8x7b");
+        assert_eq!(model_for("llama 8x22B Q4_K - Medium", None, cat).unwrap(), "mixtral-8x22b");
+        assert!(model_for("llama4 17Bx64E Q4_K - Medium", None, cat).unwrap_err().contains("64 routed experts"));
         assert_eq!(quant_for("llama 70B Q4_K - Medium").unwrap(), "q4_k_m");
         // llama.cpp's i-quant file-type names (llama_model_ftype_name) import as their presets.
         for (model_type, id) in [

@@ -27,7 +27,7 @@ pub(crate) const ARCHES: &[(&str, &[&str])] = &[
     // llama.cpp's converter writes Mistral's text models (`MistralForCausalLM`, Mistral Small
     // 3.1's `Mistral3ForConditionalGeneration`) as `llama` (convert_hf_to_gguf.py as vendored in
     // llama-cpp-python 0.3.16) and Phi-3/Phi-4 (`Phi3ForCausalLM`) as `phi3`.
-    ("llama", &["llama", "mistral"]),
+    ("llama", &["llama", "mistral", "mixtral"]),
     ("phi3", &["phi3"]),
     ("qwen2", &["qwen2"]),
     ("qwen3", &["qwen3"]),
@@ -69,6 +69,11 @@ pub(crate) fn presets_by_architecture(model_type: &str, n_params: Option<f64>, c
         .map(|(_, h)| *h)
         .ok_or(format!("architecture `{arch}` has no model preset (known: {})", known.join(", ")))?;
     let size = model_type.split_whitespace().nth(1).unwrap_or("");
+    if n_params.is_none()
+        && let Some(shape) = ExpertSize::parse(size)
+    {
+        return presets_by_expert_shape(model_type, shape, hf, cat);
+    }
     let params = n_params
         .or_else(|| parse_params(size.split('.').next().unwrap_or("")))
         .ok_or(format!("`{model_type}`: no parameter count to tell the model size"))?;
@@ -83,6 +88,56 @@ pub(crate) fn presets_by_architecture(model_type: &str, n_params: Option<f64>, c
     match near.first() {
         Some(&(_, count, _)) => Ok(near.iter().filter(|x| x.1 == count).map(|x| x.0.to_string()).collect()),
         None => Err(format!("`{model_type}` ({:.1} B parameters): no model preset of that architecture and size", params / 1e9)),
+    }
+}
+
+/// A size llama.cpp writes with the expert count (`llm_type_name`, src/llama-model.cpp):
+/// `17Bx16E` (Llama 4 Scout: active parameters by routed experts) or `8x7B` (Mixtral: experts
+/// of a size), which no total parameter count reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ExpertSize {
+    /// `{active}Bx{experts}E`.
+    ActiveByExperts { active: f64, experts: u64 },
+    /// `{experts}x{each}B`: the total is near `experts x each` (less: attention is shared).
+    ExpertsOf { experts: u64, each: f64 },
+}
+
+impl ExpertSize {
+    fn parse(size: &str) -> Option<ExpertSize> {
+        let (a, b) = size.split_once('x')?;
+        if let Some(e) = b.strip_suffix('E') {
+            return Some(ExpertSize::ActiveByExperts { active: parse_params(a)?, experts: e.parse().ok()? });
+        }
+        Some(ExpertSize::ExpertsOf { experts: a.parse().ok()?, each: parse_params(b)? })
+    }
+}
+
+/// The presets of architecture `hf` with the routed-expert count of `shape` nearest its size
+/// (active parameters for `17Bx16E`, the total for `8x7B`, within [`PARAM_TOLERANCE`] of the
+/// active count, or of the total for experts of a size: `8x7B` is 56 B by name and 46.7 B in
+/// fact, so the nearest of that expert count is taken, within a factor of two).
+fn presets_by_expert_shape(model_type: &str, shape: ExpertSize, hf: &[&str], cat: &Catalog) -> Result<Vec<String>, String> {
+    let (experts, rel_of): (u64, Box<dyn Fn(&crate::llm::ModelSpec) -> f64>) = match shape {
+        ExpertSize::ActiveByExperts { active, experts } => (experts, Box::new(move |m| (m.active_params() as f64 / active - 1.0).abs())),
+        ExpertSize::ExpertsOf { experts, each } => {
+            (experts, Box::new(move |m| (m.total_params() as f64 / (each * experts as f64)).ln().abs()))
+        }
+    };
+    let limit = match shape {
+        ExpertSize::ActiveByExperts { .. } => PARAM_TOLERANCE,
+        ExpertSize::ExpertsOf { .. } => std::f64::consts::LN_2,
+    };
+    let mut near: Vec<(&str, u64, f64)> = cat
+        .models
+        .iter()
+        .filter(|(_, m)| hf.contains(&m.arch.as_str()) && m.moe.as_ref().is_some_and(|moe| moe.experts == experts))
+        .map(|(p, m)| (p.id.as_str(), m.total_params(), rel_of(m)))
+        .filter(|(_, _, rel)| *rel <= limit)
+        .collect();
+    near.sort_by(|a, b| a.2.total_cmp(&b.2));
+    match near.first() {
+        Some(&(_, count, _)) => Ok(near.iter().filter(|x| x.1 == count).map(|x| x.0.to_string()).collect()),
+        None => Err(format!("`{model_type}`: no model preset of that architecture with {experts} routed experts near that size")),
     }
 }
 

@@ -73,6 +73,11 @@ pub fn dated_key(name: &str) -> String {
 }
 
 fn key_of(name: &str, keep_date: bool) -> String {
+    key_tokens(name, keep_date).concat().chars().filter(char::is_ascii_alphanumeric).collect()
+}
+
+/// The tokens of a name that [`model_key`] joins (lower case, suffixes dropped).
+fn key_tokens(name: &str, keep_date: bool) -> Vec<String> {
     let lower = name.trim().to_lowercase();
     let base = lower.rsplit('/').next().unwrap_or(&lower);
     let base = base.strip_suffix(".gguf").unwrap_or(base);
@@ -86,7 +91,17 @@ fn key_of(name: &str, keep_date: bool) -> String {
     while tokens.len() > 1 && tokens.last().is_some_and(|t| is_suffix(t) && !(keep_date && is_date_code(t))) {
         tokens.pop();
     }
-    tokens.concat().chars().filter(char::is_ascii_alphanumeric).collect()
+    tokens.into_iter().map(str::to_string).collect()
+}
+
+/// A size token as a name writes it, in billions of parameters: `80b`, `1.5b` (not `a3b`).
+fn size_billions(token: &str) -> Option<f64> {
+    token.strip_suffix('b').filter(|n| n.starts_with(|c: char| c.is_ascii_digit())).and_then(|n| n.parse().ok())
+}
+
+/// Whether a key's remainder is an active-parameter size: `a10b`, `a3b`.
+fn is_active_size(rest: &str) -> bool {
+    rest.strip_prefix('a').and_then(|r| r.strip_suffix('b')).is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// The model part of a repo or file name written `{org}_{model}` (an org of letters and `-`,
@@ -123,9 +138,10 @@ impl Catalog {
             [one] => Ok(one),
             // A quantizer's repo named `{org}_{model}` (bartowski's `Qwen_Qwen3-30B-A3B-GGUF`,
             // `mistralai_Mistral-Small-3.1-24B-Instruct-2503-GGUF`): the model after the org.
-            [] => match org_prefixed(name) {
-                Some(rest) => self.find_model(rest).map_err(|_| ModelNameError::Unknown(name.trim().to_string())),
-                None => Err(ModelNameError::Unknown(name.trim().to_string())),
+            [] => match (org_prefixed(name), self.by_partial_size(name)) {
+                (Some(rest), _) => self.find_model(rest).map_err(|_| ModelNameError::Unknown(name.trim().to_string())),
+                (None, Some(one)) => Ok(one),
+                (None, None) => Err(ModelNameError::Unknown(name.trim().to_string())),
             },
             many => {
                 Err(ModelNameError::Ambiguous { name: name.trim().to_string(), presets: many.iter().map(|(p, _)| p.id.clone()).collect() })
@@ -135,6 +151,35 @@ impl Catalog {
 }
 
 impl Catalog {
+    /// The one preset a name means that writes only part of its size: the total without the
+    /// active count (`Qwen3.5-122B` for `qwen3.5-122b-a10b`), or a total the preset's id leaves
+    /// out (`Qwen3-Coder-Next-80B` for `qwen3-coder-next`, whose 79.7 B are within
+    /// [`crate::catalog::llama_arch::PARAM_TOLERANCE`] of 80). `None` unless exactly one matches.
+    fn by_partial_size(&self, name: &str) -> Option<&(ModelPreset, ModelSpec)> {
+        let key = model_key(name);
+        let names = |p: &ModelPreset| std::iter::once(p.id.clone()).chain(p.aliases.iter().cloned()).collect::<Vec<_>>();
+        let no_active: Vec<_> = self
+            .models
+            .iter()
+            .filter(|(p, _)| {
+                names(p).iter().any(|n| model_key(n).strip_prefix(key.as_str()).is_some_and(|rest| !key.is_empty() && is_active_size(rest)))
+            })
+            .collect();
+        if let [one] = no_active.as_slice() {
+            return Some(one);
+        }
+        let mut tokens = key_tokens(name, false);
+        let size = size_billions(tokens.pop()?.as_str())? * 1e9;
+        let rest: String = tokens.concat().chars().filter(char::is_ascii_alphanumeric).collect();
+        let tolerance = crate::catalog::llama_arch::PARAM_TOLERANCE;
+        let sized: Vec<_> =
+            self.keyed(&rest, model_key).into_iter().filter(|(_, m)| (m.total_params() as f64 / size - 1.0).abs() <= tolerance).collect();
+        match sized.as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
     /// The presets with an id or alias whose key (by `key_fn`) is `key`.
     fn keyed(&self, key: &str, key_fn: fn(&str) -> String) -> Vec<&(ModelPreset, ModelSpec)> {
         self.models.iter().filter(|(p, _)| !key.is_empty() && std::iter::once(&p.id).chain(&p.aliases).any(|n| key_fn(n) == key)).collect()
@@ -456,6 +501,11 @@ mod tests {
             ("bartowski/Qwen_Qwen3-30B-A3B-GGUF", "qwen3-30b-a3b"),
             ("bartowski/openai_gpt-oss-120b-GGUF", "gpt-oss-120b"),
             ("meta-llama_Llama-3.3-70B-Instruct-Q4_K_M.gguf", "llama-3.3-70b"),
+            // Part of the size: the total without the active count, or a total the id leaves out.
+            ("Qwen3.5-122B", "qwen3.5-122b-a10b"),
+            ("Qwen3-235B-Instruct", "qwen3-235b-a22b"),
+            ("Qwen3-Coder-Next-80B", "qwen3-coder-next"),
+            ("qwen3-coder-next-80b-gguf", "qwen3-coder-next"),
         ] {
             let got = c.find_model(name).map(|(p, _)| p.id.as_str());
             assert_eq!(got, Ok(id), "{name}");
@@ -495,6 +545,8 @@ mod tests {
             "-it",
             "bartowski/Qwen_Qwen3-20B-GGUF",
             "Qwen3_",
+            "Qwen3-Coder-Next-30B",
+            "Qwen3.5-12B",
         ] {
             assert_eq!(c.find_model(name).map(|(p, _)| p.id.clone()), Err(ModelNameError::Unknown(name.trim().into())), "{name}");
         }
