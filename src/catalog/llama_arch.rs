@@ -117,15 +117,15 @@ impl ExpertSize {
 /// active count, or of the total for experts of a size: `8x7B` is 56 B by name and 46.7 B in
 /// fact, so the nearest of that expert count is taken, within a factor of two).
 fn presets_by_expert_shape(model_type: &str, shape: ExpertSize, hf: &[&str], cat: &Catalog) -> Result<Vec<String>, String> {
-    let (experts, rel_of): (u64, Box<dyn Fn(&crate::llm::ModelSpec) -> f64>) = match shape {
-        ExpertSize::ActiveByExperts { active, experts } => (experts, Box::new(move |m| (m.active_params() as f64 / active - 1.0).abs())),
-        ExpertSize::ExpertsOf { experts, each } => {
-            (experts, Box::new(move |m| (m.total_params() as f64 / (each * experts as f64)).ln().abs()))
-        }
+    // How far a preset is from the size (relative for the active count, log ratio for the
+    // total), and how far it may be.
+    let (experts, limit) = match shape {
+        ExpertSize::ActiveByExperts { experts, .. } => (experts, PARAM_TOLERANCE),
+        ExpertSize::ExpertsOf { experts, .. } => (experts, std::f64::consts::LN_2),
     };
-    let limit = match shape {
-        ExpertSize::ActiveByExperts { .. } => PARAM_TOLERANCE,
-        ExpertSize::ExpertsOf { .. } => std::f64::consts::LN_2,
+    let rel_of = |m: &crate::llm::ModelSpec| match shape {
+        ExpertSize::ActiveByExperts { active, .. } => (m.active_params() as f64 / active - 1.0).abs(),
+        ExpertSize::ExpertsOf { experts, each } => (m.total_params() as f64 / (each * experts as f64)).ln().abs(),
     };
     let mut near: Vec<(&str, u64, f64)> = cat
         .models
