@@ -757,6 +757,10 @@ const CHIP_WORDS: &[(&str, &str)] = &[
     // box; the chip's preset of the row's memory stands for it (same chip and memory: the same
     // throughput), and the row says which preset.
     ("bosgame-m5", "ryzen-ai-max-395"),
+    // The board those boxes share (FACTS-2026 A3: Sixunited AXB35-02), as benchmark repos name
+    // the machine by it (kyuz0's `Sixunited_AXB35.md`).
+    ("axb35", "ryzen-ai-max-395"),
+    ("axb35-02", "ryzen-ai-max-395"),
     ("corsair-ai-workstation-300", "ryzen-ai-max-395"),
     ("minix-er939", "ryzen-ai-max-395"),
     ("msi-ai-edge", "ryzen-ai-max-395"),
@@ -2652,6 +2656,7 @@ mod tests {
             ("Framework Desktop 64GB", 1, "", vec!["framework-desktop-ai-max-395-as-64gb"], 1),
             // Boxes FACTS-2026 A3/A4 list without a preset: the chip's preset of that memory.
             ("Bosgame M5", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
+            ("Sixunited AXB35-02", 1, "128gb", vec!["framework-desktop-ai-max-395"], 1),
             ("Corsair AI Workstation 300", 2, "2x128gb", vec!["framework-desktop-ai-max-395"; 2], 1),
             ("MSI EdgeXpert", 1, "128gb", vec!["dell-pro-max-gb10"], 1),
             // The M4 Max's 36 GB part is the 32-core bin (410 GB/s), not the 40-core box.
