@@ -143,11 +143,11 @@ impl SplitError {
     /// How to fix it.
     pub fn fix(&self) -> String {
         match self {
-            Self::SingleNodeEngine { .. } => "use engine exo (tensor/pipeline) or llama-cpp-rpc (pipeline)".into(),
+            Self::SingleNodeEngine { .. } => "use engine exo or mlx-lm (tensor/pipeline), or llama-cpp-rpc (pipeline)".into(),
             Self::RpcSplitsLayers => "use parallelism = \"pipeline\" or engine exo".into(),
-            Self::NoSplitOnCluster { .. } => "use count = 1, or engine exo / llama-cpp-rpc".into(),
+            Self::NoSplitOnCluster { .. } => "use count = 1, or engine exo / mlx-lm / llama-cpp-rpc".into(),
             Self::MixedFleet { .. } => {
-                "use engine = \"llama-cpp-rpc\" (pipeline), or nodes of one chip family (exo mixes Macs of any size)".into()
+                "use engine = \"llama-cpp-rpc\" (pipeline), or nodes of one chip family (exo and mlx-lm mix Macs of any size)".into()
             }
             Self::NoPipeline { .. } => "use parallelism = \"tensor\" (or count = 1)".into(),
             Self::NoExpertParallel { .. } => "use parallelism = \"tensor\", or engine = \"vllm\" on GB10 nodes".into(),

@@ -27,6 +27,7 @@ mod invariants;
 mod iquants;
 mod labels;
 mod layers;
+mod mlx_distributed;
 mod models_2026;
 mod names;
 mod physics;

@@ -188,12 +188,14 @@ fn rdma_never_loses_to_tcp_on_the_same_cables() {
 fn a_split_never_beats_its_nodes_and_a_batch_one_pipeline_never_beats_one_node() {
     let (mut checked, mut bad) = (0, Vec::new());
     for node in nodes() {
-        // llama.cpp RPC runs over TCP sockets; exo over the fastest fabric.
+        // llama.cpp RPC runs over TCP sockets; exo and plain MLX distributed (mlx-lm) over the
+        // fastest fabric.
         let (fast, tcp) = fabrics_of(node);
         for model in models() {
             let mut runs: Vec<(&str, &str, &str, &str)> = vec![("llama-cpp", "llama-cpp-rpc", "q4_k_m", tcp)];
             if is_mac(node) {
                 runs.push(("exo", "exo", "mlx-4bit", fast));
+                runs.push(("mlx-lm", "mlx-lm", "mlx-4bit", fast));
             }
             if is_cuda(node) {
                 runs.push(("vllm", "vllm", "fp8", fast));
@@ -204,7 +206,7 @@ fn a_split_never_beats_its_nodes_and_a_batch_one_pipeline_never_beats_one_node()
                 for count in [2, 4] {
                     // vLLM runs every split: pipeline, tensor and expert parallel (MoE models).
                     let mut splits = vec!["pipeline"];
-                    if multi == "exo" || multi == "vllm" {
+                    if matches!(multi, "exo" | "mlx-lm" | "vllm") {
                         splits.push("tensor");
                     }
                     if multi == "vllm" {

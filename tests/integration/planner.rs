@@ -62,7 +62,9 @@ fn cheapest_cluster_for_kimi_k2_at_30_tokens_per_second() {
     // (64 heads are not divisible by 3) are not enumerated: the planner lists only the splits
     // the model can take. llama.cpp RPC is not listed over tb5-rdma beside tb5-tcp (it runs TCP
     // on either: the same prediction), which took 2 more unfit candidates (issue 20, rpckv).
-    assert_eq!(causes, vec![("does not fit in memory", 20)]);
+    // Plain MLX distributed (mlx-lm under `mlx.launch`, tensor or pipeline) adds 12 more: the
+    // same memory per split as exo's.
+    assert_eq!(causes, vec![("does not fit in memory", 32)]);
 }
 
 #[test]
@@ -93,17 +95,24 @@ fn fastest_under_20000_dollars_for_deepseek_v3_1() {
     // host step, FACTS.md PR 1777, which the fit offsets with faster kernels; 27.2 before it). Two nodes "in a ring" and "in a full
     // mesh" are the same single cable running the same fully connected all-reduce: they tie and
     // the mesh, enumerated first, wins. The 512 + 256 GB pair is as fast but dearer.
+    // Plain MLX distributed (mlx-lm under `mlx.launch`) runs the same split without exo's
+    // runner (3.3 ms a step, FACTS.md PR 1777) and wins at 30.1 tok/s (2026-12-07; FACTS.md,
+    // exo issue 2070: plain MLX tensor parallel ~2x exo's on a small-active MoE); exo's 27.374
+    // is still listed.
     let w = &p["winner"];
-    assert_eq!(w["cluster"], "2x m3-ultra-80c-256gb, tb5-rdma full-mesh, exo tensor");
+    assert_eq!(w["cluster"], "2x m3-ultra-80c-256gb, tb5-rdma full-mesh, mlx-lm tensor");
     assert_eq!(w["cost_usd"].as_f64().unwrap(), 2.0 * 8099.0 + 70.0);
-    assert_eq!(w["decode_tokens_per_s"].as_f64().unwrap(), 27.374);
+    assert_eq!(w["decode_tokens_per_s"].as_f64().unwrap(), 30.119);
     let speed = w["decode_tokens_per_s"].as_f64().unwrap();
     for b in p["best"].as_array().unwrap() {
         assert!(b["decode_tokens_per_s"].as_f64().unwrap() <= speed, "{b}");
     }
-    assert_eq!(p["best"][1]["cluster"], "2x m3-ultra-80c-256gb, tb5-rdma ring, exo tensor");
+    assert_eq!(p["best"][1]["cluster"], "2x m3-ultra-80c-256gb, tb5-rdma ring, mlx-lm tensor");
     assert_eq!(p["best"][1]["verdict"], "tie; enumerated later");
     assert_eq!(p["best"][2]["verdict"], "as fast, dearer: +$3,600");
+    let exo =
+        p["best"].as_array().unwrap().iter().find(|b| b["cluster"] == "2x m3-ultra-80c-256gb, tb5-rdma full-mesh, exo tensor").unwrap();
+    assert_eq!(exo["decode_tokens_per_s"].as_f64().unwrap(), 27.374);
     assert!(!p["pareto"].as_array().unwrap().is_empty());
 }
 

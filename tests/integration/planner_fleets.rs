@@ -216,7 +216,7 @@ fn mixed_fleet_candidates_appear_where_legal_and_never_where_the_runtime_forbids
         let all_macs = c.nodes.iter().all(|n| is_mac(n));
         match c.engine.as_str() {
             "llama-cpp-rpc" => {}
-            "exo" => assert!(all_macs, "exo across non-Macs: {}", c.describe()),
+            "exo" | "mlx-lm" => assert!(all_macs, "{} across non-Macs: {}", c.engine, c.describe()),
             other => panic!("engine {other} on a mixed fleet: {}", c.describe()),
         }
     }

@@ -155,9 +155,10 @@ impl EngineRuntime for Exo {
     }
 }
 
-/// exo pipeline: stage r computes its layers, hands the hidden state to r+1; the last stage's
-/// output is all-gathered so every rank has it.
-fn lower_pipeline(plan: &Plan, tokens: u64) -> Lowered {
+/// An MLX pipeline (exo's, and mlx-lm's `PipelineMixin` under `mlx.launch`): stage r computes
+/// its layers, hands the hidden state to r+1; the last stage's output is all-gathered so every
+/// rank has it.
+pub(super) fn lower_pipeline(plan: &Plan, tokens: u64) -> Lowered {
     let mut b = Builder::new(plan);
     let n = plan.n();
     let logits_all = plan.options.prefill_logits_all;

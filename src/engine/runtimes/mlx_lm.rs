@@ -1,18 +1,20 @@
-//! mlx-lm on one node (mlx-lm 0.32.2).
+//! mlx-lm (0.32.2): one node, or several under `mlx.launch` (MLX distributed over JACCL or
+//! the TCP ring): tensor parallel by `model.shard(group)`, pipeline by `PipelineMixin`.
 
-use crate::hw::NodeSpec;
+use crate::hw::{NodeSpec, Os};
 
 use super::super::lower::lower_segments;
 use super::super::lowered::Lowered;
 use super::super::options::{EngineKind, EngineOptions, Parallelism, Runtime};
 use super::super::plan::Plan;
 use super::super::split::SplitError;
-use super::{
-    CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, MLX_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults, client_crash_reloads_every_node,
-    single_node_planner_splits, single_node_split,
-};
+use super::exo::lower_pipeline;
+use super::{CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, MLX_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults};
 
-/// mlx-lm: MLX on one node.
+/// mlx-lm: MLX on one node, or plain MLX distributed over several Macs (exo's kernels and
+/// collectives without exo's runner: FACTS.md, exo issue 2070, "plain MLX distributed tensor
+/// parallel over RDMA ~98" tok/s against exo's ~48 on the same pair; mlx-lm PR 1189 runs a
+/// 2-node JACCL tensor-parallel batch).
 pub struct MlxLm;
 
 impl EngineRuntime for MlxLm {
@@ -24,9 +26,10 @@ impl EngineRuntime for MlxLm {
         &["mlx-lm"]
     }
 
-    /// Measurement rows also write plain `mlx` for mlx-lm runs.
+    /// Measurement rows also write plain `mlx` for mlx-lm runs, and MLX's distributed launcher
+    /// (`mlx.launch`, "MLX distributed") for its multi-node runs.
     fn measurement_names(&self) -> &'static [&'static str] {
-        &["mlx-lm", "mlx"]
+        &["mlx-lm", "mlx", "mlx-distributed", "mlx-launch", "mlx-lm-distributed"]
     }
 
     fn id(&self) -> &'static str {
@@ -45,20 +48,36 @@ impl EngineRuntime for MlxLm {
         MLX_DEFAULTS
     }
 
-    fn default_parallelism(&self, _nodes: usize) -> Parallelism {
-        Parallelism::None
+    /// Tensor parallel on a cluster: `mlx_lm.generate` / `mlx_lm.server` under `mlx.launch`
+    /// shard every layer (`sharded_load`).
+    fn default_parallelism(&self, nodes: usize) -> Parallelism {
+        if nodes > 1 { Parallelism::Tensor } else { Parallelism::None }
     }
 
+    /// Tensor (`shard`: q/k/v/gate/up by columns, o/down by rows with an `all_sum`, as exo's
+    /// sharding, which reuses these model methods) or pipeline (`PipelineMixin`: contiguous
+    /// layer ranges, a send/recv per hand-off in the lazy graph, the output all-gathered); no
+    /// expert parallelism. Assumed: a pipeline's ranges follow the nodes' memory as exo's (mlx-lm
+    /// splits the layers evenly, the same ranges on identical nodes).
     fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
-        single_node_split(engine, parallelism)
+        match parallelism {
+            Parallelism::Expert => Err(SplitError::NoExpertParallel { engine: engine.to_string() }),
+            Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine: engine.to_string() }),
+            Parallelism::Tensor | Parallelism::Pipeline | Parallelism::None => Ok(()),
+        }
     }
 
-    fn mixes_chips(&self, _nodes: &[&NodeSpec]) -> bool {
-        false
+    /// MLX distributed joins any Macs (Metal); FACTS.md's plain MLX tensor parallel ran an M4
+    /// Max with an M5 Max (exo issue 2070).
+    fn mixes_chips(&self, nodes: &[&NodeSpec]) -> bool {
+        nodes.iter().all(|n| n.os == Os::Macos)
     }
 
     fn lower(&self, plan: &Plan, tokens: u64) -> Lowered {
-        lower_segments(plan, tokens)
+        match plan.options.parallelism {
+            Parallelism::Pipeline => lower_pipeline(plan, tokens),
+            _ => lower_segments(plan, tokens),
+        }
     }
 
     /// mlx-lm `BatchGenerator` / `mlx_lm.server` (PRs 443, 626, 1072): `--decode-concurrency`
@@ -68,8 +87,10 @@ impl EngineRuntime for MlxLm {
         ServingLoop::MlxBatchGenerator { max_batch, prefill_batch: max_batch.min(8) }
     }
 
-    fn crash_reloads_every_node(&self, _parallelism: Parallelism, node: usize) -> bool {
-        client_crash_reloads_every_node(node)
+    /// One process per node under `mlx.launch`: a crash ends the job, every rank reloads (one
+    /// node: that node).
+    fn crash_reloads_every_node(&self, _parallelism: Parallelism, _node: usize) -> bool {
+        true
     }
 
     fn crash_reaction(&self, _parallelism: Parallelism, _node: usize) -> &'static str {
@@ -81,10 +102,22 @@ impl EngineRuntime for MlxLm {
     }
 
     fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
-        single_node_planner_splits(nodes)
+        if nodes == 1 { &[Parallelism::None] } else { &[Parallelism::Tensor, Parallelism::Pipeline] }
     }
 
     fn planner_prefill_chunks(&self) -> [i64; 2] {
         [2048, 4096]
+    }
+
+    /// The pipeline's hand-off is MLX's asynchronous send/recv inside the lazy graph, as exo's
+    /// (the same `PipelineMixin` path).
+    fn pipelines_prefill_chunks(&self) -> bool {
+        true
+    }
+
+    /// As exo's: over JACCL the macOS version and (tensor) the all-reduce algorithm; over either
+    /// backend `MLX_METAL_FAST_SYNCH`.
+    fn planner_option_axes(&self, parallelism: Parallelism, jaccl: bool, nodes: usize) -> Vec<(&'static str, Vec<toml::Value>)> {
+        super::exo::Exo.planner_option_axes(parallelism, jaccl, nodes)
     }
 }
