@@ -191,9 +191,12 @@ impl Plan {
                 }
                 // Layer ranges in proportion to each stage's memory (exo: available RAM;
                 // llama.cpp `-sm layer`: device memory; vLLM's even `get_pp_indices` on the
-                // identical nodes a CUDA cluster has). A stage's ranks (consecutive, as vLLM
-                // numbers them) hold 1/ranks of its layers each.
-                let memory: Vec<f64> = inp.nodes.chunks(ranks).map(|g| g.iter().map(|x| x.memory_gb).sum()).collect();
+                // identical nodes a CUDA cluster has), or even where the runtime splits evenly
+                // whatever the memory (mlx-lm's `PipelineMixin`). A stage's ranks (consecutive,
+                // as vLLM numbers them) hold 1/ranks of its layers each.
+                let even = !inp.options.kind.behaviour().pipeline_layers_by_memory();
+                let memory: Vec<f64> =
+                    inp.nodes.chunks(ranks).map(|g| if even { 1.0 } else { g.iter().map(|x| x.memory_gb).sum() }).collect();
                 let ranges = stage_ranges(layers, &memory);
                 let shard = 1.0 / ranks as f64;
                 (0..n)

@@ -86,3 +86,21 @@ fn validate_reads_an_mlx_distributed_row_as_mlx_lm_over_its_nodes() {
     let predicted = report.rows[0].predicted;
     assert!((predicted / direct - 1.0).abs() < 0.02, "{predicted} vs {direct}");
 }
+
+#[test]
+fn an_mlx_lm_pipeline_splits_the_layers_evenly_where_exo_follows_memory() {
+    let p = quiet();
+    let pair = |engine: &str| {
+        sc(&format!(
+            "[cluster]\nnodes = [\"m3-ultra-80c-512gb\", \"m3-ultra-80c-256gb\"]\nfabric = \"tb5-rdma\"\n[model]\nname = \"qwen3-235b-a22b\"\nquant = \"mlx-4bit\"\n[engine]\nname = \"{engine}\"\nparallelism = \"pipeline\"\n"
+        ))
+        .unwrap()
+    };
+    let ranges = |engine: &str| {
+        let plan = pair(engine).plan(200, &p).unwrap_or_else(|e| panic!("{e}"));
+        plan.shares.iter().map(|s| (s.first_layer, s.end_layer)).collect::<Vec<_>>()
+    };
+    // Qwen3-235B's 94 layers: 47 + 47 under mlx-lm (`PipelineMixin`), 63 + 31 under exo (2:1 memory).
+    assert_eq!(ranges("mlx-lm"), vec![(0, 47), (47, 94)]);
+    assert_eq!(ranges("exo"), vec![(0, 63), (63, 94)]);
+}

@@ -14,7 +14,10 @@ use super::{CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, MLX_DEFAULTS, RESTAR
 /// mlx-lm: MLX on one node, or plain MLX distributed over several Macs (exo's kernels and
 /// collectives without exo's runner: FACTS.md, exo issue 2070, "plain MLX distributed tensor
 /// parallel over RDMA ~98" tok/s against exo's ~48 on the same pair; mlx-lm PR 1189 runs a
-/// 2-node JACCL tensor-parallel batch).
+/// 2-node JACCL tensor-parallel batch). `MLX_METAL_FAST_SYNCH` is on over JACCL, as exo sets
+/// it: `mlx.launch` sets it only from the hostfile's `envs`, whose documented JACCL example
+/// lists it (mlx 0.32.4 `_distributed_utils/common.py`); `engine.fast_sync = false` for a run
+/// without it.
 pub struct MlxLm;
 
 impl EngineRuntime for MlxLm {
@@ -55,16 +58,22 @@ impl EngineRuntime for MlxLm {
     }
 
     /// Tensor (`shard`: q/k/v/gate/up by columns, o/down by rows with an `all_sum`, as exo's
-    /// sharding, which reuses these model methods) or pipeline (`PipelineMixin`: contiguous
-    /// layer ranges, a send/recv per hand-off in the lazy graph, the output all-gathered); no
-    /// expert parallelism. Assumed: a pipeline's ranges follow the nodes' memory as exo's (mlx-lm
-    /// splits the layers evenly, the same ranges on identical nodes).
+    /// sharding, which reuses these model methods; `mlx_lm.server`'s default on a group of
+    /// several) or pipeline (`--pipeline`, `PipelineMixin`: contiguous layer ranges, a
+    /// send/recv per hand-off in the lazy graph, the output all-gathered); no expert
+    /// parallelism (mlx-lm 0.32.2 `sharded_load`, `server.py`).
     fn check_split(&self, engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
         match parallelism {
             Parallelism::Expert => Err(SplitError::NoExpertParallel { engine: engine.to_string() }),
             Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine: engine.to_string() }),
             Parallelism::Tensor | Parallelism::Pipeline | Parallelism::None => Ok(()),
         }
+    }
+
+    /// `PipelineMixin.pipeline` splits the layers evenly whatever each node's memory (the low
+    /// ranks take the extra layers; mlx-lm 0.32.2 `models/pipeline.py`).
+    fn pipeline_layers_by_memory(&self) -> bool {
+        false
     }
 
     /// MLX distributed joins any Macs (Metal); FACTS.md's plain MLX tensor parallel ran an M4

@@ -373,6 +373,11 @@ pub trait EngineRuntime: Sync {
     fn pipelines_prefill_chunks(&self) -> bool {
         false
     }
+    /// Whether a pipeline gives each stage layers in proportion to its memory (exo, llama.cpp
+    /// `-sm layer`; on identical nodes the same as even), else evenly (mlx-lm).
+    fn pipeline_layers_by_memory(&self) -> bool {
+        true
+    }
     /// Whether the planner enumerates it on any node count.
     fn planned(&self) -> bool {
         !self.planner_splits(1).is_empty() || !self.planner_splits(2).is_empty()
@@ -639,12 +644,14 @@ mod tests {
     #[test]
     fn the_planner_enumerates_every_legal_runtime_in_a_fixed_order() {
         let ids = |n: usize| planner_candidates(n).iter().map(|(r, p)| (r.id(), p.id())).collect::<Vec<_>>();
-        assert_eq!(ids(1), [("mlx-lm", "none"), ("llama-cpp", "none"), ("exo", "none"), ("vllm", "none"), ("sglang", "none")]);
+        assert_eq!(ids(1), [("llama-cpp", "none"), ("exo", "none"), ("mlx-lm", "none"), ("vllm", "none"), ("sglang", "none")]);
         assert_eq!(
             ids(2),
             [
                 ("exo", "tensor"),
                 ("exo", "pipeline"),
+                ("mlx-lm", "tensor"),
+                ("mlx-lm", "pipeline"),
                 ("llama-cpp-rpc", "pipeline"),
                 ("vllm", "tensor"),
                 ("vllm", "expert"),
@@ -655,7 +662,7 @@ mod tests {
         assert_eq!(ids(3), ids(2));
         // From four nodes, an even count: vLLM's two stages of tensor parallel too.
         let mut four = ids(2);
-        four.insert(6, ("vllm", "tensor+pipeline"));
+        four.insert(8, ("vllm", "tensor+pipeline"));
         assert_eq!(ids(4), four);
         assert_eq!(ids(5), ids(2));
         assert_eq!(ids(6), four);
