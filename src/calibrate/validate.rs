@@ -1435,7 +1435,9 @@ fn fabric_label(raw: &str, engine: &str) -> (String, Option<String>) {
     let has = |ws: &[&str]| ws.iter().any(|w| t.contains(w));
     let tcp = has(&["tcp", "bridge", "ip over"]);
     let rdma = has(&["rdma", "jaccl", "roce"]);
-    // Thunderbolt 5 carries RDMA where the label says so, or under exo unless it says TCP.
+    // Thunderbolt 5 carries RDMA where the label says so, or under exo unless it says TCP;
+    // plain MLX distributed (mlx-lm) runs `mlx.launch`'s default backend, the TCP ring, unless
+    // the hostfile names JACCL (mlx 0.32.4 `_distributed_utils/launch.py`).
     let tb5 = if rdma || (!tcp && engine == "exo") { "tb5-rdma" } else { "tb5-tcp" };
     let id = if has(&["tb5", "tb 5", "thunderbolt 5", "thunderbolt5"]) {
         tb5

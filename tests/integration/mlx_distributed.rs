@@ -104,3 +104,16 @@ fn an_mlx_lm_pipeline_splits_the_layers_evenly_where_exo_follows_memory() {
     assert_eq!(ranges("mlx-lm"), vec![(0, 47), (47, 94)]);
     assert_eq!(ranges("exo"), vec![(0, 63), (63, 94)]);
 }
+
+#[test]
+fn thunderbolt_without_a_backend_is_tcp_under_mlx_launch_and_rdma_under_exo() {
+    // `mlx.launch` runs the TCP ring unless the hostfile names JACCL; exo runs JACCL where the
+    // cables allow (mlx 0.32.4 `_distributed_utils/launch.py`; FACTS.md, exo).
+    let csv = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+               m,Mac Studio M3 Ultra,2,2x512gb,deepseek-v3.1,mlx-4bit,mlx-lm,TP=2,Thunderbolt 5,,1,decode_tokens_per_s,25,tok/s,test,\n\
+               e,Mac Studio M3 Ultra,2,2x512gb,deepseek-v3.1,mlx-4bit,exo,TP=2,Thunderbolt 5,,1,decode_tokens_per_s,25,tok/s,test,\n";
+    let report = validate(&parse_csv(csv, "t.csv").unwrap(), &quiet());
+    let said = |id: &str, what: &str| report.rows.iter().find(|r| r.id == id).unwrap().assumptions.iter().any(|a| a.contains(what));
+    assert!(said("m", "tb5-tcp"), "{:?}", report.rows[0].assumptions);
+    assert!(said("e", "tb5-rdma"), "{:?}", report.rows[1].assumptions);
+}
