@@ -25,6 +25,7 @@ pub mod fit;
 pub mod harness;
 pub mod interval;
 pub mod llama_bench;
+pub mod mlx_bench;
 pub mod params;
 pub mod predict;
 pub mod provenance;

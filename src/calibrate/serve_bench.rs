@@ -244,24 +244,7 @@ fn run_labels(r: &ServeRun, labels: &Labels<'_>) -> Result<(String, String, Stri
 /// Turns runs into measurement rows. Ids are `{stem}-{n}-{metric}`; runs that cannot be read as
 /// a closed loop, or whose model, format or engine is not known, are returned as (what, why).
 pub fn to_rows(runs: &[ServeRun], labels: &Labels<'_>, stem: &str, source: &str) -> Result<(Vec<MeasurementRow>, Vec<Skipped>), String> {
-    let cat = catalog();
-    if cat.node(labels.node).is_none() {
-        let hint = crate::util::did_you_mean(labels.node, &cat.node_ids()).map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
-        return Err(format!("unknown node `{}`{hint}; `supernode catalog nodes` lists them", labels.node));
-    }
-    let split = match (labels.nodes, labels.parallelism) {
-        (0, _) => return Err("--nodes must be at least 1".into()),
-        (1, None) => "none".to_string(),
-        (1, Some(p)) => p.to_string(),
-        (n, None) => return Err(format!("{n} nodes: say how the server split the model (--parallelism, e.g. TP={n})")),
-        (_, Some(p)) => p.to_string(),
-    };
-    let link = match (labels.nodes, labels.fabric) {
-        (1, _) => "none".to_string(),
-        (_, Some(f)) => f.to_string(),
-        // Empty: `validate` takes the machines' own link and says so.
-        (_, None) => String::new(),
-    };
+    let (split, link) = cluster_columns(labels.node, labels.nodes, labels.parallelism, labels.fabric)?;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     for (n, r) in runs.iter().enumerate() {
@@ -308,6 +291,31 @@ pub fn to_rows(runs: &[ServeRun], labels: &Labels<'_>, stem: &str, source: &str)
         }
     }
     Ok((rows, skipped))
+}
+
+/// The parallelism and fabric columns of rows from a benchmark that records no cluster: `none`
+/// on one node, the `--parallelism` given on several (required), the `--fabric` given or empty
+/// (`validate` then takes the machines' own link and says so). Errors: an unknown node, no
+/// nodes, several nodes without a split.
+pub(crate) fn cluster_columns(node: &str, nodes: u64, parallelism: Option<&str>, fabric: Option<&str>) -> Result<(String, String), String> {
+    let cat = catalog();
+    if cat.node(node).is_none() {
+        let hint = crate::util::did_you_mean(node, &cat.node_ids()).map_or(String::new(), |s| format!(" (did you mean `{s}`?)"));
+        return Err(format!("unknown node `{node}`{hint}; `supernode catalog nodes` lists them"));
+    }
+    let split = match (nodes, parallelism) {
+        (0, _) => return Err("--nodes must be at least 1".into()),
+        (1, None) => "none".to_string(),
+        (1, Some(p)) => p.to_string(),
+        (n, None) => return Err(format!("{n} nodes: say how the model was split over them (--parallelism, e.g. TP={n})")),
+        (_, Some(p)) => p.to_string(),
+    };
+    let link = match (nodes, fabric) {
+        (1, _) => "none".to_string(),
+        (_, Some(f)) => f.to_string(),
+        (_, None) => String::new(),
+    };
+    Ok((split, link))
 }
 
 #[cfg(test)]

@@ -1622,8 +1622,9 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         m if m == "decode_tokens_per_s" || is_power(m) => {
             match row.prompt_tokens.trim().parse::<u64>() {
                 // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
-                // context: 0).
-                Ok(p) => (p.max(1), 128),
+                // context: 0); `mlx_lm.benchmark` rows say how many tokens it generated after
+                // it (`import` writes "N generated tokens"), which the mean context follows.
+                Ok(p) => (p.max(1), if row.source.starts_with("mlx_lm.benchmark") { notes_generated(row).unwrap_or(128) } else { 128 }),
                 Err(_) => match decode_depth(row) {
                     Some(d) => {
                         assumptions

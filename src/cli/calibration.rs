@@ -70,28 +70,30 @@ pub struct CalibrateArgs {
 /// Arguments of `import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// llama-bench output files (md, json, jsonl, csv), exo-bench JSON, or serving benchmark
-    /// results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines), told
-    /// apart by content.
+    /// llama-bench output files (md, json, jsonl, csv), exo-bench JSON, serving benchmark
+    /// results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines), or
+    /// `mlx_lm.benchmark` output (its printed text), told apart by content.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Serving results only: the model (a repo id or catalog name; default: vLLM's `model_id`;
-    /// SGLang's results name none).
+    /// Serving results and mlx_lm.benchmark output: the model (a repo id or catalog name;
+    /// default: vLLM's `model_id`; SGLang's results and mlx_lm.benchmark name none).
     #[arg(long)]
     pub model: Option<String>,
-    /// Serving results only: the quantization (default: the model id's format suffix, -FP8,
-    /// -NVFP4, -AWQ, or the model's native release).
+    /// Serving results and mlx_lm.benchmark output: the quantization (default: the model id's
+    /// format suffix, -FP8, -NVFP4, -AWQ, -4bit, -8bit, or the model's native release).
     #[arg(long)]
     pub quant: Option<String>,
     /// Serving results only: the engine served (default: from the run's `backend`: vllm,
     /// openai, openai-chat are vLLM; sglang* SGLang; trt, tensorrt-llm TensorRT-LLM).
     #[arg(long)]
     pub engine: Option<String>,
-    /// Serving results only: the nodes the server spanned (the files record none).
+    /// Serving results and mlx_lm.benchmark output: the nodes the run spanned (the files record
+    /// none; mlx_lm.benchmark under `mlx.launch` prints rank 0 only).
     #[arg(long, default_value_t = 1)]
     pub nodes: u64,
-    /// Serving results only: how the server split the model over --nodes (`TP=2`, `tensor`,
-    /// `pipeline`, `expert`, `TP2 PP2`, as `validate` reads the column).
+    /// Serving results and mlx_lm.benchmark output: how the model was split over --nodes
+    /// (`TP=2`, `tensor`, `pipeline`, `expert`, `TP2 PP2`, as `validate` reads the column;
+    /// mlx_lm.benchmark: tensor unless it ran with `--pipeline`).
     #[arg(long)]
     pub parallelism: Option<String>,
     /// exo-bench and serving results: the fabric of multi-node runs (default: exo's tb5-rdma for
@@ -131,6 +133,12 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
         let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES)
             .map_err(|e| CliError::input(format!("cannot read {}: {e}", f.display())))?;
         if let Some(got) = import_serving(a, f, &text, &stem)? {
+            tests += got.1;
+            what = "benchmark runs";
+            rows.extend(got.0);
+            continue;
+        }
+        if let Some(got) = import_mlx_bench(a, f, &text, &stem)? {
             tests += got.1;
             what = "benchmark runs";
             rows.extend(got.0);
@@ -217,6 +225,36 @@ fn import_serving(
     Ok(Some((rows, runs.len())))
 }
 
+/// An `mlx_lm.benchmark` output's rows and run count, or `None` when the file is not one.
+fn import_mlx_bench(
+    a: &ImportArgs,
+    f: &Path,
+    text: &str,
+    stem: &str,
+) -> Result<Option<(Vec<calibrate::validate::MeasurementRow>, usize)>, CliError> {
+    use calibrate::mlx_bench;
+    if !mlx_bench::looks_like(text) {
+        return Ok(None);
+    }
+    let runs = mlx_bench::parse(text).map_err(|e| CliError::input(format!("{}: mlx_lm.benchmark output: {e}", f.display())))?;
+    let node = required_node(a, f, "mlx_lm.benchmark runs", "m4-max-40c-128gb")?;
+    let model = a.model.as_deref().ok_or_else(|| {
+        CliError::input(format!("{}: mlx_lm.benchmark output names no model: pass --model (the repo it ran, e.g. --model mlx-community/Qwen3-4B-Instruct-2507-4bit)", f.display()))
+    })?;
+    let labels = mlx_bench::Labels {
+        node,
+        model,
+        quant: a.quant.as_deref(),
+        nodes: a.nodes,
+        parallelism: a.parallelism.as_deref(),
+        fabric: a.fabric.as_deref(),
+    };
+    let (rows, skipped) =
+        mlx_bench::to_rows(&runs, &labels, stem, &f.display().to_string()).map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
+    report_skipped(&skipped);
+    Ok(Some((rows, runs.len())))
+}
+
 /// An exo-bench file's rows and run count, or `None` when the file is not exo-bench JSON.
 fn import_exo(
     a: &ImportArgs,
@@ -254,6 +292,13 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
             // Serving benchmark results and llama-bench output are measurements too, but they
             // need the node they ran on first.
             let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES).unwrap_or_default();
+            if calibrate::mlx_bench::looks_like(&text) {
+                return Err(format!(
+                    "{} is mlx_lm.benchmark output: turn it into measurement rows first, e.g. `supernode import {} --node m4-max-40c-128gb --model mlx-community/Qwen3-4B-Instruct-2507-4bit -o rows.csv` (`supernode catalog nodes` lists the nodes)",
+                    f.display(),
+                    f.display()
+                ));
+            }
             if calibrate::serve_bench::looks_like(&text) {
                 return Err(format!(
                     "{} is a serving benchmark result (vllm bench serve / SGLang bench_serving): turn it into measurement rows first, e.g. `supernode import {} --node dgx-spark -o rows.csv` (`supernode catalog nodes` lists the nodes)",

@@ -300,7 +300,7 @@ fn a_vllm_serving_result_becomes_rows_that_validate_as_a_closed_loop() {
     // A server on two Sparks: the split must be named; the link is the machines' own.
     let file = serving("vllm-gpt-oss-120b-c8.json");
     let err = refused(bin().args(["import", "--node", "dgx-spark", "--nodes", "2"]).arg(&file));
-    assert!(err.contains("say how the server split the model (--parallelism, e.g. TP=2)"), "{err}");
+    assert!(err.contains("say how the model was split over them (--parallelism, e.g. TP=2)"), "{err}");
     bin().args(["import", "--node", "dgx-spark", "--nodes", "2", "--parallelism", "TP=2", "-o"]).arg(&csv).arg(&file).assert().success();
     let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap(), "rows.csv").unwrap();
     assert!(rows.iter().all(|r| (r.nodes.as_str(), r.parallelism.as_str(), r.fabric.as_str()) == ("2", "TP=2", "")));
@@ -331,4 +331,34 @@ fn sglang_serving_lines_need_the_model_and_skip_paced_runs() {
     assert!(rows.iter().all(|r| r.engine == "sglang" && r.quant == "fp8" && r.prompt_tokens == "1024"));
     let concurrency: Vec<&str> = rows.iter().map(|r| r.concurrency.as_str()).step_by(8).collect();
     assert_eq!(concurrency, ["1", "16"]);
+}
+
+/// `mlx_lm.benchmark`'s printed output: a prefill and a decode row per run (the tool's averages),
+/// the format from the repo's bit suffix, a batch of several skipped with the reason; the text
+/// names no machine or model (`--node`, `--model`), and the rows validate.
+#[test]
+fn mlx_lm_benchmark_output_becomes_prefill_and_decode_rows_that_validate() {
+    let file = root().join("tests/fixtures/mlx-bench/qwen3-4b-4bit.txt");
+    let err = refused(bin().arg("import").arg(&file));
+    assert!(err.contains("record no hardware: pass --node"), "{err}");
+    let err = refused(bin().args(["import", "--node", "m4-max-40c-128gb"]).arg(&file));
+    assert!(err.contains("names no model: pass --model"), "{err}");
+    let model = "mlx-community/Qwen3-4B-Instruct-2507-4bit";
+    let out = bin().args(["import", "--node", "m4-max-40c-128gb", "--model", model]).arg(&file).assert().success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("skipped run 2") && stderr.contains("batch"), "{stderr}");
+    let rows = parse_csv(&String::from_utf8(out.get_output().stdout.clone()).unwrap(), "stdout").unwrap();
+    let got: Vec<(&str, f64, &str)> = rows.iter().map(|r| (r.metric.as_str(), r.value, r.prompt_tokens.as_str())).collect();
+    assert_eq!(got, [("prefill_tokens_per_s", 1500.0, "2048"), ("decode_tokens_per_s", 110.0, "2048")]);
+    assert!(rows.iter().all(|r| r.engine == "mlx-lm" && r.quant == "4bit"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    bin().args(["import", "--node", "m4-max-40c-128gb", "--model", model, "-o"]).arg(&csv).arg(&file).assert().success();
+    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).assert().success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["rows"].as_array().unwrap().len(), 2, "{report}");
+    // validate and calibrate given the raw output point to import.
+    let err = refused(bin().args(["validate", "--against"]).arg(&file));
+    assert!(err.contains("is mlx_lm.benchmark output") && err.contains("supernode import"), "{err}");
 }
