@@ -17,7 +17,9 @@
 //! repo's bit suffix, `--node`, `--nodes` and `--parallelism`: `mlx.launch` runs tensor parallel
 //! unless `--pipeline`). Each run becomes a `prefill_tokens_per_s` row at P prompt tokens and a
 //! `decode_tokens_per_s` row after P (G generated tokens, which `validate` decodes). A batch of
-//! several (`batch_generate`, whose rates are over the whole batch) is skipped with the reason.
+//! B (`batch_generate`): its prompt rate (all prompt tokens over the prefill time) and its
+//! generation rate (the decode steps' tokens over their time, `BatchGenerator`'s counters) as
+//! `prefill_tokens_per_s` and `aggregate_decode_tokens_per_s` rows at concurrency B.
 
 use crate::calibrate::serve_bench::{Skipped, cluster_columns};
 use crate::calibrate::validate::MeasurementRow;
@@ -127,8 +129,9 @@ fn repo_quant(model: &str) -> Option<String> {
     (bits || matches!(last.as_str(), "bf16" | "fp16" | "mxfp4" | "mxfp8" | "nvfp4")).then_some(last)
 }
 
-/// Turns runs into rows (`{stem}-{n}-prefill` and `{stem}-{n}-decode`); a run of several
-/// sequences is returned as (what, why).
+/// Turns runs into rows (`{stem}-{n}-prefill` and `{stem}-{n}-decode`: at batch size 1 the
+/// decode rate, above it the batch's aggregate rate at that concurrency); a run generating fewer
+/// than 2 tokens is returned as (what, why).
 pub fn to_rows(runs: &[MlxBenchRun], labels: &Labels<'_>, stem: &str, source: &str) -> Result<(Vec<MeasurementRow>, Vec<Skipped>), String> {
     let quant = match labels.quant {
         Some(q) => q.to_string(),
@@ -139,20 +142,26 @@ pub fn to_rows(runs: &[MlxBenchRun], labels: &Labels<'_>, stem: &str, source: &s
     let (mut rows, mut skipped) = (Vec::new(), Vec::new());
     for (n, r) in runs.iter().enumerate() {
         let what = format!("run {} (mlx_lm.benchmark -p {} -g {} -b {})", n + 1, r.prompt_tokens, r.generation_tokens, r.batch_size);
-        if r.batch_size != 1 {
-            skipped
-                .push((what, "a batch of several sequences (`batch_generate`, rates over the whole batch): not read as a row yet".into()));
-            continue;
-        }
         if r.generation_tokens < 2 {
             skipped.push((what, "fewer than 2 generated tokens: no decode rate".into()));
             continue;
         }
         let notes = format!(
-            "mlx_lm.benchmark -p {} -g {}, {} trials (mean): {} generated tokens; generation_tps counts them over the steps after the first",
-            r.prompt_tokens, r.generation_tokens, r.trials, r.generation_tokens
+            "mlx_lm.benchmark -p {} -g {} -b {}, {} trials (mean): {} generated tokens; {}",
+            r.prompt_tokens,
+            r.generation_tokens,
+            r.batch_size,
+            r.trials,
+            r.generation_tokens,
+            if r.batch_size == 1 {
+                "generation_tps counts them over the steps after the first"
+            } else {
+                "batch_generate: rates over the whole batch, generation over the decode steps"
+            }
         );
-        for (metric, value) in [("prefill_tokens_per_s", r.prompt_tps), ("decode_tokens_per_s", r.generation_tps)] {
+        // One sequence: its decode rate; several (`batch_generate`): the batch's.
+        let decode = if r.batch_size == 1 { "decode_tokens_per_s" } else { "aggregate_decode_tokens_per_s" };
+        for (metric, value) in [("prefill_tokens_per_s", r.prompt_tps), (decode, r.generation_tps)] {
             let short = if metric.starts_with("prefill") { "prefill" } else { "decode" };
             rows.push(MeasurementRow {
                 id: format!("{stem}-{}-{short}", n + 1),
@@ -165,7 +174,7 @@ pub fn to_rows(runs: &[MlxBenchRun], labels: &Labels<'_>, stem: &str, source: &s
                 parallelism: split.clone(),
                 fabric: link.clone(),
                 prompt_tokens: r.prompt_tokens.to_string(),
-                concurrency: "1".into(),
+                concurrency: r.batch_size.to_string(),
                 metric: metric.into(),
                 value: crate::util::sig(value),
                 unit: "tok/s".into(),
@@ -219,7 +228,7 @@ mod tests {
     }
 
     #[test]
-    fn each_run_becomes_a_prefill_and_a_decode_row_and_a_batch_is_skipped() {
+    fn each_run_becomes_a_prefill_and_a_decode_row_a_batch_its_aggregate() {
         let mut runs = parse(OUTPUT).unwrap();
         runs.push(MlxBenchRun { batch_size: 4, ..runs[0].clone() });
         let labels = Labels {
@@ -231,13 +240,13 @@ mod tests {
             fabric: None,
         };
         let (rows, skipped) = to_rows(&runs, &labels, "mb", "out.txt").unwrap();
-        assert_eq!(rows.len(), 2);
+        assert_eq!(rows.len(), 4);
         assert_eq!((rows[0].metric.as_str(), rows[0].value), ("prefill_tokens_per_s", 1610.0));
         assert_eq!((rows[1].metric.as_str(), rows[1].prompt_tokens.as_str()), ("decode_tokens_per_s", "2048"));
         assert_eq!((rows[1].quant.as_str(), rows[1].engine.as_str(), rows[1].parallelism.as_str()), ("4bit", "mlx-lm", "none"));
         assert!(rows[1].notes.contains("128 generated tokens"));
-        assert_eq!(skipped.len(), 1);
-        assert!(skipped[0].1.contains("batch"));
+        assert_eq!((rows[3].metric.as_str(), rows[3].concurrency.as_str()), ("aggregate_decode_tokens_per_s", "4"));
+        assert!(skipped.is_empty());
         // Several nodes need their split.
         let two = Labels { nodes: 2, ..labels };
         assert!(to_rows(&runs, &two, "mb", "out.txt").unwrap_err().contains("--parallelism"));

@@ -1279,6 +1279,19 @@ pub fn row_scenario_in(
         b.set("workload.same_tokens", &false.into()).map_err(|e| e.message)?;
         return Ok((b, assumptions));
     }
+    if let Some(c) = mlx_benchmark_batch(row) {
+        // `mlx_lm.benchmark -b B` as it defines itself (mlx-lm 0.32.2 `batch_generate`): B
+        // random prompts prefilled together, then decoded together; its generation rate counts
+        // the tokens of the decode steps over their time (`BatchGenerator` counters), prefill
+        // excluded (`kind = "batched-bench"`, independent routing; estimate::batched).
+        assumptions.push(format!(
+            "mlx_lm.benchmark at batch {c} (mlx-lm 0.32.2 `batch_generate`): the {c} prompts prefilled together, then decoded together; prompt rate = all prompt tokens over the prefill time, generation rate = the decode steps' tokens over their time"
+        ));
+        b.workload_kind("batched-bench");
+        b.set("workload.batch", &c.into()).map_err(|e| e.message)?;
+        b.set("workload.same_tokens", &false.into()).map_err(|e| e.message)?;
+        return Ok((b, assumptions));
+    }
     if row.metric == "aggregate_decode_tokens_per_s" && is_batched_bench(row) {
         // llama-batched-bench as it defines itself: B sequences in one batch, of token id 0 or
         // random ids by the tool's date (`kind = "batched-bench"`, `same_tokens`;
@@ -1624,7 +1637,7 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
                 // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
                 // context: 0); `mlx_lm.benchmark` rows say how many tokens it generated after
                 // it (`import` writes "N generated tokens"), which the mean context follows.
-                Ok(p) => (p.max(1), if row.source.starts_with("mlx_lm.benchmark") { notes_generated(row).unwrap_or(128) } else { 128 }),
+                Ok(p) => (p.max(1), if is_mlx_benchmark(row) { notes_generated(row).unwrap_or(128) } else { 128 }),
                 Err(_) => match decode_depth(row) {
                     Some(d) => {
                         assumptions
@@ -1660,6 +1673,15 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
             } else {
                 (p, 1)
             }
+        }
+        // The decode steps after each sequence's first token, which the prefill yields.
+        "aggregate_decode_tokens_per_s" if mlx_benchmark_batch(row).is_some() => {
+            let prompt = row
+                .prompt_tokens
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| "mlx_lm.benchmark row without -p: fill in prompt_tokens".to_string())?;
+            (prompt, notes_generated(row).unwrap_or(128).saturating_sub(1).max(1))
         }
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, assumptions)?,
         "aggregate_decode_tokens_per_s" => serve_tokens(row, all, assumptions),
@@ -1767,6 +1789,19 @@ fn batched_bench_tokens_drawn(row: &MeasurementRow) -> BatchedBenchTokens {
         Some(d) if d < BATCHED_BENCH_RANDOM_FROM => BatchedBenchTokens::AllZero,
         Some(_) => BatchedBenchTokens::Random,
     }
+}
+
+/// Whether a row comes from `mlx_lm.benchmark` (`import` names it first in the source).
+fn is_mlx_benchmark(row: &MeasurementRow) -> bool {
+    row.source.starts_with("mlx_lm.benchmark") || row.notes.starts_with("mlx_lm.benchmark")
+}
+
+/// The batch of an `mlx_lm.benchmark` row of several sequences (its prompt or generation
+/// rate), read as that tool's `batch_generate` run; `None` for any other row.
+fn mlx_benchmark_batch(row: &MeasurementRow) -> Option<i64> {
+    let metric = matches!(row.metric.as_str(), "prefill_tokens_per_s" | "aggregate_decode_tokens_per_s");
+    let batch = row.concurrency.trim().parse::<i64>().ok().filter(|&b| b > 1)?;
+    (metric && is_mlx_benchmark(row)).then_some(batch)
 }
 
 /// Whether a row was measured by `llama-batched-bench` (named in its notes).
@@ -2219,7 +2254,7 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
         "cluster_power_w_prefill" => est.prefill_power_w,
         "ttft_s" => est.ttft_s,
         "ttft_p50_s" | "ttft_p99_s" | "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" => serving_value(row, est)?,
-        "aggregate_decode_tokens_per_s" if is_batched_bench(row) => est.decode_tokens_per_s,
+        "aggregate_decode_tokens_per_s" if is_batched_bench(row) || mlx_benchmark_batch(row).is_some() => est.decode_tokens_per_s,
         "aggregate_decode_tokens_per_s" if counts_from_first_token(row) => generation_rate(est)?,
         "aggregate_decode_tokens_per_s" => serve_rate(est)?,
         other => return Err(RowError::Metric(other.to_string())),

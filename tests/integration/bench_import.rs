@@ -334,8 +334,9 @@ fn sglang_serving_lines_need_the_model_and_skip_paced_runs() {
 }
 
 /// `mlx_lm.benchmark`'s printed output: a prefill and a decode row per run (the tool's averages),
-/// the format from the repo's bit suffix, a batch of several skipped with the reason; the text
-/// names no machine or model (`--node`, `--model`), and the rows validate.
+/// a batch of several as its aggregate rate at that concurrency, the format from the repo's bit
+/// suffix; the text names no machine or model (`--node`, `--model`), and the rows validate, the
+/// batch as `batch_generate` runs it (prefilled together, decoded together).
 #[test]
 fn mlx_lm_benchmark_output_becomes_prefill_and_decode_rows_that_validate() {
     let file = root().join("tests/fixtures/mlx-bench/qwen3-4b-4bit.txt");
@@ -345,11 +346,18 @@ fn mlx_lm_benchmark_output_becomes_prefill_and_decode_rows_that_validate() {
     assert!(err.contains("names no model: pass --model"), "{err}");
     let model = "mlx-community/Qwen3-4B-Instruct-2507-4bit";
     let out = bin().args(["import", "--node", "m4-max-40c-128gb", "--model", model]).arg(&file).assert().success();
-    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-    assert!(stderr.contains("skipped run 2") && stderr.contains("batch"), "{stderr}");
     let rows = parse_csv(&String::from_utf8(out.get_output().stdout.clone()).unwrap(), "stdout").unwrap();
-    let got: Vec<(&str, f64, &str)> = rows.iter().map(|r| (r.metric.as_str(), r.value, r.prompt_tokens.as_str())).collect();
-    assert_eq!(got, [("prefill_tokens_per_s", 1500.0, "2048"), ("decode_tokens_per_s", 110.0, "2048")]);
+    let got: Vec<(&str, f64, &str, &str)> =
+        rows.iter().map(|r| (r.metric.as_str(), r.value, r.prompt_tokens.as_str(), r.concurrency.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("prefill_tokens_per_s", 1500.0, "2048", "1"),
+            ("decode_tokens_per_s", 110.0, "2048", "1"),
+            ("prefill_tokens_per_s", 1400.0, "512", "4"),
+            ("aggregate_decode_tokens_per_s", 300.0, "512", "4")
+        ]
+    );
     assert!(rows.iter().all(|r| r.engine == "mlx-lm" && r.quant == "4bit"));
 
     let dir = tempfile::tempdir().unwrap();
@@ -357,7 +365,13 @@ fn mlx_lm_benchmark_output_becomes_prefill_and_decode_rows_that_validate() {
     bin().args(["import", "--node", "m4-max-40c-128gb", "--model", model, "-o"]).arg(&csv).arg(&file).assert().success();
     let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).assert().success();
     let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-    assert_eq!(report["rows"].as_array().unwrap().len(), 2, "{report}");
+    let scored = report["rows"].as_array().unwrap();
+    assert_eq!(scored.len(), 4, "{report}");
+    let said = |i: usize, what: &str| scored[i]["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what));
+    assert!(said(3, "mlx_lm.benchmark at batch 4"), "{}", scored[3]);
+    // Four sequences decoded together make more tokens a second than one, and fewer than four.
+    let predicted = |i: usize| scored[i]["predicted"].as_f64().unwrap();
+    assert!(predicted(3) > predicted(1) && predicted(3) < 4.0 * predicted(1), "{} vs {}", predicted(3), predicted(1));
     // validate and calibrate given the raw output point to import.
     let err = refused(bin().args(["validate", "--against"]).arg(&file));
     assert!(err.contains("is mlx_lm.benchmark output") && err.contains("supernode import"), "{err}");
