@@ -1791,9 +1791,10 @@ fn batched_bench_tokens_drawn(row: &MeasurementRow) -> BatchedBenchTokens {
     }
 }
 
-/// Whether a row comes from `mlx_lm.benchmark` (`import` names it first in the source).
+/// Whether a row comes from `mlx_lm.benchmark` (named in its source, as `import` writes it, or
+/// in its notes).
 fn is_mlx_benchmark(row: &MeasurementRow) -> bool {
-    row.source.starts_with("mlx_lm.benchmark") || row.notes.starts_with("mlx_lm.benchmark")
+    row.source.contains("mlx_lm.benchmark") || row.notes.contains("mlx_lm.benchmark")
 }
 
 /// The batch of an `mlx_lm.benchmark` row of several sequences (its prompt or generation
