@@ -51,8 +51,9 @@ impl EngineRuntime for MlxLm {
         MLX_DEFAULTS
     }
 
-    /// Tensor parallel on a cluster: `mlx_lm.generate` / `mlx_lm.server` under `mlx.launch`
-    /// shard every layer (`sharded_load`).
+    /// Tensor parallel on a cluster: `mlx_lm.server`, `mlx_lm.benchmark` and `mlx_lm.chat`
+    /// under `mlx.launch` load through `sharded_load`, which shards every layer unless asked
+    /// for a pipeline.
     fn default_parallelism(&self, nodes: usize) -> Parallelism {
         if nodes > 1 { Parallelism::Tensor } else { Parallelism::None }
     }
@@ -118,8 +119,8 @@ impl EngineRuntime for MlxLm {
         [2048, 4096]
     }
 
-    /// The pipeline's hand-off is MLX's asynchronous send/recv inside the lazy graph, as exo's
-    /// (the same `PipelineMixin` path).
+    /// The pipeline's hand-off is MLX's asynchronous `send`/`recv_like` inside the lazy graph
+    /// (mlx-lm 0.32.2 `deepseek_v3.py`'s pipelined forward, then an `all_gather`), as exo's.
     fn pipelines_prefill_chunks(&self) -> bool {
         true
     }
