@@ -113,6 +113,19 @@ pub enum SplitError {
         /// Engine name as written.
         engine: String,
     },
+    /// A runtime whose model code offers no such split for this architecture (mlx-lm: a model
+    /// file without `shard` or `PipelineMixin`).
+    #[error("engine `{engine}` cannot run `{model_type}` with {} parallelism: {why}", parallelism.id())]
+    ModelHasNoSplit {
+        /// Engine name as written.
+        engine: String,
+        /// The model's architecture (Hugging Face `model_type`).
+        model_type: String,
+        /// The split asked for.
+        parallelism: Parallelism,
+        /// What the runtime's code offers instead.
+        why: String,
+    },
     /// A tensor+pipeline split whose stage count does not cut the nodes into equal tensor groups.
     #[error(
         "tensor+pipeline with {stages} stages over {nodes} nodes: the stages must split the nodes into equal tensor-parallel groups of at least 2 (vLLM runs T x P ranks)"
@@ -152,6 +165,9 @@ impl SplitError {
             Self::NoPipeline { .. } => "use parallelism = \"tensor\" (or count = 1)".into(),
             Self::NoExpertParallel { .. } => "use parallelism = \"tensor\", or engine = \"vllm\" on GB10 nodes".into(),
             Self::NoTensorPipeline { .. } => "use parallelism = \"tensor\" or \"pipeline\", or engine = \"vllm\" on GB10 nodes".into(),
+            Self::ModelHasNoSplit { .. } => {
+                "use the split it offers, or engine = \"exo\" (its own sharding) or \"llama-cpp-rpc\" (pipeline)".into()
+            }
             Self::IllegalStages { nodes, .. } => {
                 let ok: Vec<String> = legal_stages(*nodes).iter().map(u32::to_string).collect();
                 if ok.is_empty() {

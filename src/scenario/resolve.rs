@@ -576,6 +576,7 @@ fn stages_without_hybrid(src: &Source, s: &Spanned<i64>) -> ScenarioError {
 fn check_splits(engine: &str, kind: EngineKind, parallelism: Parallelism, nodes: &[NodeSpec], model: &ModelSpec) -> Result<(), SplitError> {
     check_split(engine, kind, parallelism, nodes.len())?;
     check_fleet(engine, kind, nodes)?;
+    kind.behaviour().check_model_split(engine, model, parallelism)?;
     if parallelism.slices_layers() {
         check_tensor_split(kind.behaviour().tensor_split_rule(), model, parallelism.tensor_ranks(nodes.len()))?;
     }
@@ -590,6 +591,7 @@ fn split_error(src: &Source, spans: &Spans, e: SplitError) -> ScenarioError {
         | SplitError::NoPipeline { .. }
         | SplitError::NoExpertParallel { .. }
         | SplitError::NoTensorPipeline { .. }
+        | SplitError::ModelHasNoSplit { .. }
         | SplitError::IllegalStages { .. } => spans.parallelism.clone(),
         SplitError::NoSplitOnCluster { .. }
         | SplitError::IllegalTensorSplit { .. }

@@ -117,3 +117,27 @@ fn thunderbolt_without_a_backend_is_tcp_under_mlx_launch_and_rdma_under_exo() {
     assert!(said("m", "tb5-tcp"), "{:?}", report.rows[0].assumptions);
     assert!(said("e", "tb5-rdma"), "{:?}", report.rows[1].assumptions);
 }
+
+#[test]
+fn mlx_lm_splits_only_the_models_its_code_can_split() {
+    // mlx-lm 0.32.2 `sharded_load`: a tensor group needs the model file's `shard`, a pipeline
+    // group its `PipelineMixin`. Qwen3-Next pipelines only; gpt-oss shards only; Gemma 3 neither.
+    let two = |model: &str, quant: &str, parallelism: &str| {
+        sc(&format!(
+            "[cluster]\nnode = \"m3-ultra-80c-512gb\"\ncount = 2\nfabric = \"tb5-rdma\"\ntopology = \"full-mesh\"\n[model]\nname = \"{model}\"\nquant = \"{quant}\"\n[engine]\nname = \"mlx-lm\"\nparallelism = \"{parallelism}\"\n"
+        ))
+    };
+    let e = two("qwen3-coder-next", "mlx-4bit", "tensor").unwrap_err();
+    assert!(e.contains("qwen3_next") && e.contains("pipelines but does not shard"), "{e}");
+    assert!(two("qwen3-coder-next", "mlx-4bit", "pipeline").is_ok());
+    let e = two("gpt-oss-120b", "mxfp4", "pipeline").unwrap_err();
+    assert!(e.contains("shards but does not pipeline"), "{e}");
+    assert!(two("gpt-oss-120b", "mxfp4", "tensor").is_ok());
+    let e = two("gemma-3-27b", "mlx-4bit", "tensor").unwrap_err();
+    assert!(e.contains("neither shards nor pipelines"), "{e}");
+    // exo shards with its own code: not bound by mlx-lm's files.
+    let exo = sc(
+        "[cluster]\nnode = \"m3-ultra-80c-512gb\"\ncount = 2\nfabric = \"tb5-rdma\"\ntopology = \"full-mesh\"\n[model]\nname = \"gemma-3-27b\"\nquant = \"mlx-4bit\"\n[engine]\nname = \"exo\"\nparallelism = \"tensor\"\n",
+    );
+    assert!(exo.is_ok(), "{exo:?}");
+}

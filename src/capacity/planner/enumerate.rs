@@ -194,11 +194,12 @@ fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
 
 /// Whether `model` can take split `p` of runtime `r` over `nodes` nodes: a split that shards
 /// every layer needs a rank count the runtime's rule accepts (a scenario asking for another is
-/// refused with the legal counts; under tensor+pipeline, one stage's ranks), and expert
-/// parallelism needs experts.
+/// refused with the legal counts; under tensor+pipeline, one stage's ranks), expert
+/// parallelism needs experts, and the runtime's model code must offer the split for the
+/// model's architecture ([`EngineRuntime::check_model_split`]).
 fn split_fits_model(r: &dyn EngineRuntime, p: Parallelism, model: &crate::llm::ModelSpec, nodes: usize) -> bool {
     let sharded_ok = !p.slices_layers() || r.tensor_split_rule().is_legal(model, p.tensor_ranks(nodes) as u64);
-    sharded_ok && (p != Parallelism::Expert || model.moe.is_some())
+    sharded_ok && (p != Parallelism::Expert || model.moe.is_some()) && r.check_model_split(r.id(), model, p).is_ok()
 }
 
 /// Engine option sets of a configuration: only the defaults, or with `vary` the cartesian

@@ -20,6 +20,46 @@ use super::{CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, MLX_DEFAULTS, RESTAR
 /// without it.
 pub struct MlxLm;
 
+/// Hugging Face `model_type`s whose mlx-lm 0.32.2 model file shards (`Model.shard`: tensor
+/// parallel), after mlx-lm's `MODEL_REMAPPING` (`mistral` -> llama, `kimi_k2` -> deepseek_v3,
+/// `minimax_m2` -> minimax) and the files' inheritance (`qwen3_5_moe` from qwen3_5,
+/// `glm_moe_dsa` from deepseek_v32).
+const SHARDS: &[&str] = &[
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "glm_moe_dsa",
+    "kimi_k2",
+    "kimi_k25",
+    "glm4_moe",
+    "gpt_oss",
+    "llama",
+    "mistral",
+    "minimax_m2",
+    "qwen2",
+    "qwen3",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "qwen3_moe",
+];
+
+/// Hugging Face `model_type`s whose mlx-lm 0.32.2 model file pipelines (`PipelineMixin`), read
+/// the same way.
+const PIPELINES: &[&str] = &[
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "glm_moe_dsa",
+    "kimi_k2",
+    "kimi_k25",
+    "glm4_moe",
+    "qwen2",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "qwen3_moe",
+    "qwen3_next",
+];
+
 impl EngineRuntime for MlxLm {
     fn kind(&self) -> EngineKind {
         EngineKind::MlxLm
@@ -69,6 +109,28 @@ impl EngineRuntime for MlxLm {
             Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine: engine.to_string() }),
             Parallelism::Tensor | Parallelism::Pipeline | Parallelism::None => Ok(()),
         }
+    }
+
+    /// `sharded_load` refuses a tensor group for a model file without `shard` and a pipeline
+    /// group for one without `PipelineMixin` (mlx-lm 0.32.2 `utils.py`): Qwen3-Next pipelines
+    /// only, Llama and gpt-oss shard only, Gemma 3 and Llama 4 neither.
+    fn check_model_split(&self, engine: &str, model: &crate::llm::ModelSpec, parallelism: Parallelism) -> Result<(), SplitError> {
+        let arch = model.arch.as_str();
+        let (shards, pipelines) = (SHARDS.contains(&arch), PIPELINES.contains(&arch));
+        let ok = match parallelism {
+            Parallelism::Tensor => shards,
+            Parallelism::Pipeline => pipelines,
+            _ => true,
+        };
+        if ok {
+            return Ok(());
+        }
+        let why = match (shards, pipelines) {
+            (true, _) => "its mlx-lm model file shards but does not pipeline; use parallelism = \"tensor\"",
+            (_, true) => "its mlx-lm model file pipelines but does not shard; use parallelism = \"pipeline\"",
+            _ => "its mlx-lm model file neither shards nor pipelines (mlx-lm 0.32.2)",
+        };
+        Err(SplitError::ModelHasNoSplit { engine: engine.to_string(), model_type: arch.to_string(), parallelism, why: why.to_string() })
     }
 
     /// `PipelineMixin.pipeline` splits the layers evenly whatever each node's memory (the low

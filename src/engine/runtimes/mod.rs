@@ -373,6 +373,11 @@ pub trait EngineRuntime: Sync {
     fn pipelines_prefill_chunks(&self) -> bool {
         false
     }
+    /// Whether its model code offers `parallelism` for `model`'s architecture (named `engine`
+    /// in the file): by default every architecture it runs takes every split it has.
+    fn check_model_split(&self, _engine: &str, _model: &crate::llm::ModelSpec, _parallelism: Parallelism) -> Result<(), SplitError> {
+        Ok(())
+    }
     /// Whether a pipeline gives each stage layers in proportion to its memory (exo, llama.cpp
     /// `-sm layer`; on identical nodes the same as even), else evenly (mlx-lm).
     fn pipeline_layers_by_memory(&self) -> bool {
