@@ -21,12 +21,39 @@
 //! generation rate (the decode steps' tokens over their time, `BatchGenerator`'s counters) as
 //! `prefill_tokens_per_s` and `aggregate_decode_tokens_per_s` rows at concurrency B.
 
+//!
+//! `mlx_lm.generate --verbose` (and the footer `mlx_lm.chat` shares) prints the same two rates
+//! of one `stream_generate` (`generate.py`): `Prompt: N tokens, X tokens-per-sec` and
+//! `Generation: M tokens, Y tokens-per-sec`; each such pair is a run of batch 1, one trial.
+
 use crate::calibrate::serve_bench::{Skipped, cluster_columns};
 use crate::calibrate::validate::MeasurementRow;
 
-/// One `mlx_lm.benchmark` run: its shape and the mean of its trials.
+/// Which mlx-lm tool printed a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MlxTool {
+    /// `mlx_lm.benchmark`: the run's shape and its trials' averages.
+    Benchmark,
+    /// `mlx_lm.generate --verbose` (and `mlx_lm.chat`'s footer): one generation's `Prompt:` and
+    /// `Generation:` lines.
+    Generate,
+}
+
+impl MlxTool {
+    /// The tool's command, as rows name it (what `validate` reads them by).
+    pub fn command(self) -> &'static str {
+        match self {
+            Self::Benchmark => "mlx_lm.benchmark",
+            Self::Generate => "mlx_lm.generate",
+        }
+    }
+}
+
+/// One timed mlx-lm run: its shape and its rates (a benchmark's mean over its trials).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MlxBenchRun {
+    /// The tool that printed it.
+    pub tool: MlxTool,
     /// Prompt tokens (`-p`).
     pub prompt_tokens: u64,
     /// Generated tokens (`-g`).
@@ -41,9 +68,50 @@ pub struct MlxBenchRun {
     pub generation_tps: f64,
 }
 
-/// Whether `text` is `mlx_lm.benchmark` output.
+/// Whether `text` is `mlx_lm.benchmark` output, or the timing footer `mlx_lm.generate
+/// --verbose` prints (`Prompt: N tokens, X tokens-per-sec`, then `Generation: ...`).
 pub fn looks_like(text: &str) -> bool {
-    text.lines().any(|l| l.trim_start().starts_with("Timing with prompt_tokens="))
+    let has = |head: &str| text.lines().any(|l| l.trim_start().starts_with(head) && l.contains("tokens-per-sec"));
+    text.lines().any(|l| l.trim_start().starts_with("Timing with prompt_tokens=")) || (has("Prompt:") && has("Generation:"))
+}
+
+/// `N tokens, X tokens-per-sec` (the rest of a `Prompt:` or `Generation:` line).
+fn count_and_rate(rest: &str, line: usize) -> Result<(u64, f64), String> {
+    let bad = || format!("line {line}: `{}` is not `N tokens, X tokens-per-sec`", rest.trim());
+    let (count, rate) = rest.split_once(',').ok_or_else(bad)?;
+    let count = count.trim().strip_suffix("tokens").ok_or_else(bad)?.trim().parse().map_err(|_| bad())?;
+    let rate = rate.trim().strip_suffix("tokens-per-sec").ok_or_else(bad)?.trim().parse().map_err(|_| bad())?;
+    Ok((count, rate))
+}
+
+/// The generations of `mlx_lm.generate --verbose` output: each `Prompt:` line with the
+/// `Generation:` line after it (`stream_generate`'s rates: the prompt over the time to the
+/// first token, the generated tokens over the time after it).
+fn parse_generate(text: &str) -> Result<Vec<MlxBenchRun>, String> {
+    let mut runs = Vec::new();
+    let mut prompt: Option<(u64, f64)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("Prompt:").filter(|r| r.contains("tokens-per-sec")) {
+            prompt = Some(count_and_rate(rest, i + 1)?);
+        } else if let Some(rest) = line.strip_prefix("Generation:").filter(|r| r.contains("tokens-per-sec")) {
+            let (p, p_tps) = prompt.take().ok_or(format!("line {}: a `Generation:` line without its `Prompt:` line", i + 1))?;
+            let (g, g_tps) = count_and_rate(rest, i + 1)?;
+            runs.push(MlxBenchRun {
+                tool: MlxTool::Generate,
+                prompt_tokens: p,
+                generation_tokens: g,
+                batch_size: 1,
+                trials: 1,
+                prompt_tps: p_tps,
+                generation_tps: g_tps,
+            });
+        }
+    }
+    if runs.is_empty() {
+        return Err("no `Prompt:` / `Generation:` pair".into());
+    }
+    Ok(runs)
 }
 
 /// `key=value` pairs of a line (`prompt_tps=1622.270, generation_tps=...`, a trailing `.`
@@ -61,12 +129,17 @@ fn number<T: std::str::FromStr>(pairs: &[(&str, &str)], key: &str, line: usize) 
 /// with its trials' mean rates: the tool's `Averages:` line where it printed one, else the mean
 /// of the trials it printed. Errors: a run without a trial, or an unreadable number.
 pub fn parse(text: &str) -> Result<Vec<MlxBenchRun>, String> {
+    let benchmark = |l: &str| ["Timing with", "Trial ", "Averages:"].iter().any(|h| l.trim_start().starts_with(h));
+    if !text.lines().any(benchmark) {
+        return parse_generate(text);
+    }
     let mut runs: Vec<(MlxBenchRun, Option<(f64, f64)>)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let (n, line) = (i + 1, line.trim());
         if let Some(rest) = line.strip_prefix("Timing with") {
             let p = pairs(rest);
             let run = MlxBenchRun {
+                tool: MlxTool::Benchmark,
                 prompt_tokens: number(&p, "prompt_tokens", n)?,
                 generation_tokens: number(&p, "generation_tokens", n)?,
                 batch_size: number(&p, "batch_size", n)?,
@@ -141,13 +214,14 @@ pub fn to_rows(runs: &[MlxBenchRun], labels: &Labels<'_>, stem: &str, source: &s
     let (split, link) = cluster_columns(labels.node, labels.nodes, labels.parallelism, labels.fabric)?;
     let (mut rows, mut skipped) = (Vec::new(), Vec::new());
     for (n, r) in runs.iter().enumerate() {
-        let what = format!("run {} (mlx_lm.benchmark -p {} -g {} -b {})", n + 1, r.prompt_tokens, r.generation_tokens, r.batch_size);
+        let what = format!("run {} ({} -p {} -g {} -b {})", n + 1, r.tool.command(), r.prompt_tokens, r.generation_tokens, r.batch_size);
         if r.generation_tokens < 2 {
             skipped.push((what, "fewer than 2 generated tokens: no decode rate".into()));
             continue;
         }
         let notes = format!(
-            "mlx_lm.benchmark -p {} -g {} -b {}, {} trials (mean): {} generated tokens; {}",
+            "{} -p {} -g {} -b {}, {} trials (mean): {} generated tokens; {}",
+            r.tool.command(),
             r.prompt_tokens,
             r.generation_tokens,
             r.batch_size,
@@ -178,7 +252,7 @@ pub fn to_rows(runs: &[MlxBenchRun], labels: &Labels<'_>, stem: &str, source: &s
                 metric: metric.into(),
                 value: crate::util::sig(value),
                 unit: "tok/s".into(),
-                source: format!("mlx_lm.benchmark {source}"),
+                source: format!("{} {source}", r.tool.command()),
                 notes: notes.clone(),
                 metric_read_as: None,
             });
@@ -204,6 +278,7 @@ mod tests {
         assert_eq!(
             runs,
             vec![MlxBenchRun {
+                tool: MlxTool::Benchmark,
                 prompt_tokens: 2048,
                 generation_tokens: 128,
                 batch_size: 1,
@@ -220,6 +295,31 @@ mod tests {
         assert!(parse("Timing with prompt_tokens=x, generation_tokens=1, batch_size=1.\n").unwrap_err().contains("not a number"));
     }
 
+    /// `mlx_lm.generate --verbose`'s footer: one run per `Prompt:`/`Generation:` pair.
+    #[test]
+    fn a_generate_footer_reads_as_one_run() {
+        let text = "Hello there\n==========\nPrompt: 1024 tokens, 1545.302 tokens-per-sec\nGeneration: 256 tokens, 98.118 tokens-per-sec\nPeak memory: 17.223 GB\n";
+        assert!(looks_like(text));
+        let runs = parse(text).unwrap();
+        assert_eq!(
+            runs,
+            vec![MlxBenchRun {
+                tool: MlxTool::Generate,
+                prompt_tokens: 1024,
+                generation_tokens: 256,
+                batch_size: 1,
+                trials: 1,
+                prompt_tps: 1545.302,
+                generation_tps: 98.118
+            }]
+        );
+        assert!(!looks_like("Prompt: write me a poem\n"));
+        assert!(parse("Generation: 12 tokens, 3.0 tokens-per-sec\n").unwrap_err().contains("without its `Prompt:`"));
+        assert!(
+            parse("Prompt: many tokens, 3 tokens-per-sec\nGeneration: 1 tokens, 2 tokens-per-sec\n").unwrap_err().contains("not `N tokens")
+        );
+    }
+
     #[test]
     fn repo_names_give_their_format() {
         assert_eq!(repo_quant("mlx-community/Qwen3-4B-Instruct-2507-4bit").as_deref(), Some("4bit"));
@@ -231,6 +331,7 @@ mod tests {
     fn each_run_becomes_a_prefill_and_a_decode_row_a_batch_its_aggregate() {
         let mut runs = parse(OUTPUT).unwrap();
         runs.push(MlxBenchRun { batch_size: 4, ..runs[0].clone() });
+        assert_eq!(runs[0].tool, MlxTool::Benchmark);
         let labels = Labels {
             node: "m4-max-40c-128gb",
             model: "mlx-community/Qwen3-4B-Instruct-2507-4bit",

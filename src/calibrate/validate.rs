@@ -1791,10 +1791,10 @@ fn batched_bench_tokens_drawn(row: &MeasurementRow) -> BatchedBenchTokens {
     }
 }
 
-/// Whether a row comes from `mlx_lm.benchmark` (named in its source, as `import` writes it, or
-/// in its notes).
+/// Whether a row was timed by `mlx_lm.benchmark` or `mlx_lm.generate` (named in its source, as
+/// `import` writes it, or in its notes): `stream_generate`'s rates, or `batch_generate`'s.
 fn is_mlx_benchmark(row: &MeasurementRow) -> bool {
-    row.source.contains("mlx_lm.benchmark") || row.notes.contains("mlx_lm.benchmark")
+    ["mlx_lm.benchmark", "mlx_lm.generate"].iter().any(|t| row.source.contains(t) || row.notes.contains(t))
 }
 
 /// The batch of an `mlx_lm.benchmark` row of several sequences (its prompt or generation

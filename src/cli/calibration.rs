@@ -72,14 +72,15 @@ pub struct CalibrateArgs {
 pub struct ImportArgs {
     /// llama-bench output files (md, json, jsonl, csv), exo-bench JSON, serving benchmark
     /// results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines), or
-    /// `mlx_lm.benchmark` output (its printed text), told apart by content.
+    /// `mlx_lm.benchmark` output or `mlx_lm.generate --verbose`'s timing footer (their printed
+    /// text), told apart by content.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Serving results and mlx_lm.benchmark output: the model (a repo id or catalog name;
+    /// Serving results and mlx-lm output: the model (a repo id or catalog name;
     /// default: vLLM's `model_id`; SGLang's results and mlx_lm.benchmark name none).
     #[arg(long)]
     pub model: Option<String>,
-    /// Serving results and mlx_lm.benchmark output: the quantization (default: the model id's
+    /// Serving results and mlx-lm output: the quantization (default: the model id's
     /// format suffix, -FP8, -NVFP4, -AWQ, -4bit, -8bit, or the model's native release).
     #[arg(long)]
     pub quant: Option<String>,
@@ -87,11 +88,11 @@ pub struct ImportArgs {
     /// openai, openai-chat are vLLM; sglang* SGLang; trt, tensorrt-llm TensorRT-LLM).
     #[arg(long)]
     pub engine: Option<String>,
-    /// Serving results and mlx_lm.benchmark output: the nodes the run spanned (the files record
+    /// Serving results and mlx-lm output: the nodes the run spanned (the files record
     /// none; mlx_lm.benchmark under `mlx.launch` prints rank 0 only).
     #[arg(long, default_value_t = 1)]
     pub nodes: u64,
-    /// Serving results and mlx_lm.benchmark output: how the model was split over --nodes
+    /// Serving results and mlx-lm output: how the model was split over --nodes
     /// (`TP=2`, `tensor`, `pipeline`, `expert`, `TP2 PP2`, as `validate` reads the column;
     /// mlx_lm.benchmark: tensor unless it ran with `--pipeline`).
     #[arg(long)]
@@ -225,7 +226,8 @@ fn import_serving(
     Ok(Some((rows, runs.len())))
 }
 
-/// An `mlx_lm.benchmark` output's rows and run count, or `None` when the file is not one.
+/// An `mlx_lm.benchmark` output's (or `mlx_lm.generate --verbose` footers') rows and run count,
+/// or `None` when the file is neither.
 fn import_mlx_bench(
     a: &ImportArgs,
     f: &Path,
@@ -236,10 +238,11 @@ fn import_mlx_bench(
     if !mlx_bench::looks_like(text) {
         return Ok(None);
     }
-    let runs = mlx_bench::parse(text).map_err(|e| CliError::input(format!("{}: mlx_lm.benchmark output: {e}", f.display())))?;
-    let node = required_node(a, f, "mlx_lm.benchmark runs", "m4-max-40c-128gb")?;
+    let runs =
+        mlx_bench::parse(text).map_err(|e| CliError::input(format!("{}: mlx_lm.benchmark / mlx_lm.generate output: {e}", f.display())))?;
+    let node = required_node(a, f, "mlx_lm.benchmark and mlx_lm.generate runs", "m4-max-40c-128gb")?;
     let model = a.model.as_deref().ok_or_else(|| {
-        CliError::input(format!("{}: mlx_lm.benchmark output names no model: pass --model (the repo it ran, e.g. --model mlx-community/Qwen3-4B-Instruct-2507-4bit)", f.display()))
+        CliError::input(format!("{}: mlx_lm.benchmark / mlx_lm.generate output names no model: pass --model (the repo it ran, e.g. --model mlx-community/Qwen3-4B-Instruct-2507-4bit)", f.display()))
     })?;
     let labels = mlx_bench::Labels {
         node,
@@ -294,7 +297,7 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
             let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES).unwrap_or_default();
             if calibrate::mlx_bench::looks_like(&text) {
                 return Err(format!(
-                    "{} is mlx_lm.benchmark output: turn it into measurement rows first, e.g. `supernode import {} --node m4-max-40c-128gb --model mlx-community/Qwen3-4B-Instruct-2507-4bit -o rows.csv` (`supernode catalog nodes` lists the nodes)",
+                    "{} is mlx_lm.benchmark or mlx_lm.generate output: turn it into measurement rows first, e.g. `supernode import {} --node m4-max-40c-128gb --model mlx-community/Qwen3-4B-Instruct-2507-4bit -o rows.csv` (`supernode catalog nodes` lists the nodes)",
                     f.display(),
                     f.display()
                 ));

@@ -374,5 +374,23 @@ fn mlx_lm_benchmark_output_becomes_prefill_and_decode_rows_that_validate() {
     assert!(predicted(3) > predicted(1) && predicted(3) < 4.0 * predicted(1), "{} vs {}", predicted(3), predicted(1));
     // validate and calibrate given the raw output point to import.
     let err = refused(bin().args(["validate", "--against"]).arg(&file));
-    assert!(err.contains("is mlx_lm.benchmark output") && err.contains("supernode import"), "{err}");
+    assert!(err.contains("is mlx_lm.benchmark or mlx_lm.generate output") && err.contains("supernode import"), "{err}");
+}
+
+/// `mlx_lm.generate --verbose`'s footer (the lines people paste): one prefill and one decode
+/// row, the decode after the prompt for the generated tokens it names, which `validate` decodes.
+#[test]
+fn an_mlx_lm_generate_footer_becomes_a_prefill_and_a_decode_row() {
+    let file = root().join("tests/fixtures/mlx-bench/generate-verbose.txt");
+    let model = "mlx-community/Qwen3-4B-Instruct-2507-4bit";
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    bin().args(["import", "--node", "m4-max-40c-128gb", "--model", model, "-o"]).arg(&csv).arg(&file).assert().success();
+    let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap(), "rows.csv").unwrap();
+    let got: Vec<(&str, f64, &str)> = rows.iter().map(|r| (r.metric.as_str(), r.value, r.prompt_tokens.as_str())).collect();
+    assert_eq!(got, [("prefill_tokens_per_s", 1500.0, "1024"), ("decode_tokens_per_s", 100.0, "1024")]);
+    assert!(rows[1].source.starts_with("mlx_lm.generate") && rows[1].notes.contains("256 generated tokens"), "{:?}", rows[1]);
+    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).assert().success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["rows"].as_array().unwrap().len(), 2, "{report}");
 }
