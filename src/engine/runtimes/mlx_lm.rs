@@ -20,44 +20,29 @@ use super::{CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, MLX_DEFAULTS, RESTAR
 /// without it.
 pub struct MlxLm;
 
-/// Hugging Face `model_type`s whose mlx-lm 0.32.2 model file shards (`Model.shard`: tensor
-/// parallel), after mlx-lm's `MODEL_REMAPPING` (`mistral` -> llama, `kimi_k2` -> deepseek_v3,
-/// `minimax_m2` -> minimax) and the files' inheritance (`qwen3_5_moe` from qwen3_5,
-/// `glm_moe_dsa` from deepseek_v32).
-const SHARDS: &[&str] = &[
-    "deepseek_v2",
-    "deepseek_v3",
-    "deepseek_v32",
-    "glm_moe_dsa",
-    "kimi_k2",
-    "kimi_k25",
-    "glm4_moe",
-    "gpt_oss",
-    "llama",
-    "mistral",
-    "minimax_m2",
-    "qwen2",
-    "qwen3",
-    "qwen3_5",
-    "qwen3_5_moe",
-    "qwen3_moe",
-];
-
-/// Hugging Face `model_type`s whose mlx-lm 0.32.2 model file pipelines (`PipelineMixin`), read
-/// the same way.
-const PIPELINES: &[&str] = &[
-    "deepseek_v2",
-    "deepseek_v3",
-    "deepseek_v32",
-    "glm_moe_dsa",
-    "kimi_k2",
-    "kimi_k25",
-    "glm4_moe",
-    "qwen2",
-    "qwen3_5",
-    "qwen3_5_moe",
-    "qwen3_moe",
-    "qwen3_next",
+/// The splits mlx-lm 0.32.2's model files offer, by Hugging Face `model_type`: (type, shards
+/// (`Model.shard`: tensor parallel), pipelines (`PipelineMixin`)). Read after mlx-lm's
+/// `MODEL_REMAPPING` (`mistral` -> llama, `kimi_k2` -> deepseek_v3, `minimax_m2` -> minimax) and
+/// the files' inheritance (`qwen3_5_moe` from qwen3_5, `glm_moe_dsa` from deepseek_v32,
+/// `kimi_k25` wrapping deepseek_v3). A type not listed does neither.
+const SPLITS: &[(&str, bool, bool)] = &[
+    ("deepseek_v2", true, true),
+    ("deepseek_v3", true, true),
+    ("deepseek_v32", true, true),
+    ("glm_moe_dsa", true, true),
+    ("kimi_k2", true, true),
+    ("kimi_k25", true, true),
+    ("glm4_moe", true, true),
+    ("qwen2", true, true),
+    ("qwen3_5", true, true),
+    ("qwen3_5_moe", true, true),
+    ("qwen3_moe", true, true),
+    ("qwen3", true, false),
+    ("gpt_oss", true, false),
+    ("llama", true, false),
+    ("mistral", true, false),
+    ("minimax_m2", true, false),
+    ("qwen3_next", false, true),
 ];
 
 impl EngineRuntime for MlxLm {
@@ -116,7 +101,7 @@ impl EngineRuntime for MlxLm {
     /// only, Llama and gpt-oss shard only, Gemma 3 and Llama 4 neither.
     fn check_model_split(&self, engine: &str, model: &crate::llm::ModelSpec, parallelism: Parallelism) -> Result<(), SplitError> {
         let arch = model.arch.as_str();
-        let (shards, pipelines) = (SHARDS.contains(&arch), PIPELINES.contains(&arch));
+        let (shards, pipelines) = SPLITS.iter().find(|(t, _, _)| *t == arch).map_or((false, false), |&(_, s, p)| (s, p));
         let ok = match parallelism {
             Parallelism::Tensor => shards,
             Parallelism::Pipeline => pipelines,
