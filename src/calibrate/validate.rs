@@ -1265,47 +1265,50 @@ pub fn row_scenario_in(
         assumptions.push(format!("{k} = {v}, as another row of its benchmark run ({sibling}) says"));
         b.set(k, &v).map_err(|e| e.message)?;
     }
-    if is_one_batch_server(row) && ONE_BATCH_METRICS.contains(&row.metric.as_str()) {
-        // SGLang's bench_one_batch_server as it defines itself: B random prompts in one
-        // request, prefilled, then decoded together (`kind = "batched-bench"` with independent
-        // routing; estimate::batched); the metric read as the tool computes it (metric_value).
-        let c: i64 = match row.concurrency.trim() {
-            "" => 1,
-            t => t.parse().map_err(|_| format!("concurrency `{t}` is not a number: write the batch size"))?,
-        };
-        assumptions.push(one_batch_reading(c));
+    if let Some((c, same_tokens, reading)) = one_batch_run(row)? {
+        assumptions.push(reading);
         b.workload_kind("batched-bench");
         b.set("workload.batch", &c.into()).map_err(|e| e.message)?;
-        b.set("workload.same_tokens", &false.into()).map_err(|e| e.message)?;
-        return Ok((b, assumptions));
-    }
-    if let Some(c) = mlx_benchmark_batch(row) {
-        // `mlx_lm.benchmark -b B` as it defines itself (mlx-lm 0.32.2 `batch_generate`): B
-        // random prompts prefilled together, then decoded together; its generation rate counts
-        // the tokens of the decode steps over their time (`BatchGenerator` counters), prefill
-        // excluded (`kind = "batched-bench"`, independent routing; estimate::batched).
-        assumptions.push(format!(
-            "mlx_lm.benchmark at batch {c} (mlx-lm 0.32.2 `batch_generate`): the {c} prompts prefilled together, then decoded together; prompt rate = all prompt tokens over the prefill time, generation rate = the decode steps' tokens over their time"
-        ));
-        b.workload_kind("batched-bench");
-        b.set("workload.batch", &c.into()).map_err(|e| e.message)?;
-        b.set("workload.same_tokens", &false.into()).map_err(|e| e.message)?;
-        return Ok((b, assumptions));
-    }
-    if row.metric == "aggregate_decode_tokens_per_s" && is_batched_bench(row) {
-        // llama-batched-bench as it defines itself: B sequences in one batch, of token id 0 or
-        // random ids by the tool's date (`kind = "batched-bench"`, `same_tokens`;
-        // estimate::batched), its S_TG the decode rate.
-        let c: i64 = row.concurrency.trim().parse().map_err(|_| "batched-bench rows need the `concurrency` column (-npl)".to_string())?;
-        let tokens = batched_bench_tokens_drawn(row);
-        assumptions.push(tokens.reading().into());
-        b.workload_kind("batched-bench");
-        b.set("workload.batch", &c.into()).map_err(|e| e.message)?;
-        b.set("workload.same_tokens", &(tokens == BatchedBenchTokens::AllZero).into()).map_err(|e| e.message)?;
+        b.set("workload.same_tokens", &same_tokens.into()).map_err(|e| e.message)?;
         return Ok((b, assumptions));
     }
     serving_workload(row, &mut b, &mut assumptions)?;
     Ok((b, assumptions))
+}
+
+/// A row whose benchmark runs one batch of B sequences, prefilled then decoded together (`kind =
+/// "batched-bench"`; estimate::batched), as that tool defines it: (B, whether every sequence
+/// decodes the same token, how the row is read); `None` for any other row. The metric is read
+/// as the tool computes it (metric_value).
+fn one_batch_run(row: &MeasurementRow) -> Result<Option<(i64, bool, String)>, String> {
+    if is_one_batch_server(row) && ONE_BATCH_METRICS.contains(&row.metric.as_str()) {
+        // SGLang's bench_one_batch_server: B random prompts in one request (independent routing).
+        let c: i64 = match row.concurrency.trim() {
+            "" => 1,
+            t => t.parse().map_err(|_| format!("concurrency `{t}` is not a number: write the batch size"))?,
+        };
+        return Ok(Some((c, false, one_batch_reading(c))));
+    }
+    if let Some(c) = mlx_benchmark_batch(row) {
+        // `mlx_lm.benchmark -b B` (mlx-lm 0.32.2 `batch_generate`): B random prompts; its
+        // generation rate counts the decode steps' tokens over their time (`BatchGenerator`
+        // counters), prefill excluded.
+        return Ok(Some((
+            c,
+            false,
+            format!(
+                "mlx_lm.benchmark at batch {c} (mlx-lm 0.32.2 `batch_generate`): the {c} prompts prefilled together, then decoded together; prompt rate = all prompt tokens over the prefill time, generation rate = the decode steps' tokens over their time"
+            ),
+        )));
+    }
+    if row.metric == "aggregate_decode_tokens_per_s" && is_batched_bench(row) {
+        // llama-batched-bench: B sequences of token id 0 or random ids by the tool's date, its
+        // S_TG the decode rate.
+        let c: i64 = row.concurrency.trim().parse().map_err(|_| "batched-bench rows need the `concurrency` column (-npl)".to_string())?;
+        let tokens = batched_bench_tokens_drawn(row);
+        return Ok(Some((c, tokens == BatchedBenchTokens::AllZero, tokens.reading().into())));
+    }
+    Ok(None)
 }
 
 /// A serving row's workload: N concurrent requests sent at once, each user one request (the
