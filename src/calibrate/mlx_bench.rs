@@ -180,7 +180,7 @@ pub fn parse(text: &str) -> Result<Vec<MlxBenchRun>, String> {
 
 /// What the runs are about: the output names none of it.
 pub struct Labels<'a> {
-    /// The catalog node (or the label `validate` reads) it ran on.
+    /// The catalog node it ran on.
     pub node: &'a str,
     /// The model (`--model`: a preset id or a repo name).
     pub model: &'a str,
