@@ -1301,9 +1301,10 @@ fn one_batch_run(row: &MeasurementRow) -> Result<Option<(i64, bool, String)>, St
             ),
         )));
     }
-    if row.metric == "aggregate_decode_tokens_per_s" && is_batched_bench(row) {
+    if BATCHED_BENCH_METRICS.contains(&row.metric.as_str()) && is_batched_bench(row) {
         // llama-batched-bench: B sequences of token id 0 or random ids by the tool's date, its
-        // S_TG the decode rate.
+        // S_TG the decode rate and its S_PP (B x PP / T_PP, every prompt prefilled in the
+        // context's micro-batches) the prefill rate.
         let c: i64 = row.concurrency.trim().parse().map_err(|_| "batched-bench rows need the `concurrency` column (-npl)".to_string())?;
         let tokens = batched_bench_tokens_drawn(row);
         return Ok(Some((c, tokens == BatchedBenchTokens::AllZero, tokens.reading().into())));
@@ -1630,6 +1631,14 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
             // The first output token comes from the prefill; the rest are decode steps.
             (prompt, output.saturating_sub(1).max(1))
         }
+        // llama-batched-bench's S_TG (written as a decode rate) and S_PP: the B prompts of -npp
+        // tokens, then -ntg decode steps; S_PP needs no decode length.
+        "decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, assumptions)?,
+        "prefill_tokens_per_s" if is_batched_bench(row) => {
+            let prompt =
+                row.prompt_tokens.trim().parse::<u64>().map_err(|_| "batched-bench row without -npp: fill in prompt_tokens".to_string())?;
+            (prompt, 1)
+        }
         m if is_power(m) && row.prompt_tokens.trim().is_empty() && sibling_prompt(row, all).is_some() => {
             let p = sibling_prompt(row, all).expect("checked");
             assumptions.push(format!("power row: prompt {p} tokens, the longest of its benchmark's rows"));
@@ -1812,6 +1821,10 @@ fn mlx_benchmark_batch(row: &MeasurementRow) -> Option<i64> {
 fn is_batched_bench(row: &MeasurementRow) -> bool {
     row.notes.contains("llama-batched-bench") || row.engine.to_ascii_lowercase().replace(['_', '.'], "-").contains("batched-bench")
 }
+
+/// The `llama-batched-bench` columns a row can hold: S_TG (as a batch's aggregate or, at B = 1,
+/// as a decode rate) and S_PP.
+const BATCHED_BENCH_METRICS: [&str; 3] = ["aggregate_decode_tokens_per_s", "decode_tokens_per_s", "prefill_tokens_per_s"];
 
 /// The rate metrics SGLang's `bench_one_batch_server` prints.
 const ONE_BATCH_METRICS: [&str; 3] = ["decode_tokens_per_s", "aggregate_decode_tokens_per_s", "prefill_tokens_per_s"];

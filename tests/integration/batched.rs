@@ -182,3 +182,30 @@ fn batched_bench_rows_are_read_by_the_date_of_the_tool_that_measured_them() {
     let sc = supernode::scenario::parse(source).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(estimate(&sc, &p).unwrap().decode_tokens_per_s, independent);
 }
+
+/// `validate` reads every column `llama-batched-bench` prints for a batch: S_PP (B x PP / T_PP,
+/// the B prompts prefilled together in `-ub` micro-batches) and S_TG written as a decode rate, as
+/// the batched run predicts them, not as one sequence's prefill (which would not grow with B).
+#[test]
+fn batched_bench_prompt_and_decode_columns_are_read_as_the_batch_ran() {
+    use supernode::calibrate::Dataset;
+    let text = "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+         pp1,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,512,1,prefill_tokens_per_s,700,tok/s,a bench file (2025-11-02),llama-batched-bench -ub 2048 -npp 512 -ntg 32 S_PP\n\
+         pp4,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,512,4,prefill_tokens_per_s,1900,tok/s,a bench file (2025-11-02),llama-batched-bench -ub 2048 -npp 512 -ntg 32 S_PP\n\
+         tg4,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,512,4,decode_tokens_per_s,110,tok/s,a bench file (2025-11-02),llama-batched-bench -ub 2048 -npp 512 S_TG\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::write_text(dir.path(), "bb.csv", text);
+    let p = quiet_profile();
+    let mut data = Dataset::default();
+    data.add_csv(&path, &p).unwrap();
+    let predicted = data.predict(&p).unwrap();
+    let run = |batch: i64| {
+        let mut b = bench("gpt-oss-120b", "mxfp4", batch, false);
+        b.set("engine.prefill_chunk", &2048i64.into()).unwrap();
+        estimate(&b.build().unwrap(), &p).unwrap()
+    };
+    let (one, four) = (run(1), run(4));
+    assert_eq!(predicted, vec![one.prefill_tokens_per_s, four.prefill_tokens_per_s, four.decode_tokens_per_s]);
+    // Four 512-token prompts share one 2048-token micro-batch: each expert's MMQ tile is fuller.
+    assert!(four.prefill_tokens_per_s > 1.5 * one.prefill_tokens_per_s, "{} vs {}", four.prefill_tokens_per_s, one.prefill_tokens_per_s);
+}
