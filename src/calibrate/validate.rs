@@ -1323,6 +1323,9 @@ fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: 
         "tpot_ms" if concurrent(row) => Some("the mean over the requests of each one's decode time per token after its first"),
         "ttft_p50_s" | "ttft_p99_s" => Some("that percentile over the requests' TTFT, queueing for the prefills before each included"),
         "tpot_p50_ms" | "tpot_p99_ms" => Some("that percentile over the requests of each one's decode time per token after its first"),
+        "prefill_tokens_per_s" if concurrent_prompt_rate(row) => Some(
+            "all prompt tokens over the time from the first request sent to the last first text (llama-benchy 0.3.5's `pp t/s (total)`)",
+        ),
         "requests_per_s" => Some("the requests completed over the run's window, from the first arrival to the last token"),
         _ => None,
     };
@@ -1663,6 +1666,9 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
                 },
             }
         }
+        // llama-benchy's concurrent prompt rate: the serving run of its batch, each request's
+        // output as its notes or its run say (later prefills wait behind earlier decodes).
+        "prefill_tokens_per_s" if concurrent_prompt_rate(row) => serve_tokens(row, all, assumptions),
         "prefill_tokens_per_s" => match depth_test(row) {
             // `ppN @ dD`: the timed prompt is the N tokens after the depth.
             Some((n, _)) => (n, 1),
@@ -2259,6 +2265,7 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
             est.decode_tokens_per_s * output as f64 / output.saturating_sub(1).max(1) as f64
         }
         "decode_tokens_per_s" => est.decode_tokens_per_s,
+        "prefill_tokens_per_s" if concurrent_prompt_rate(row) => batch_prompt_rate(est)?,
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
         "tpot_ms" if est.tpot_ms.mean > 0.0 => est.tpot_ms.mean,
         "tpot_ms" => return Err(RowError::NoResult("the run decoded no token after the first".into())),
@@ -2302,6 +2309,22 @@ fn serving_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Resul
 /// TTFT, queueing included), not of one request's prefill.
 fn concurrent_ttft(row: &MeasurementRow) -> bool {
     row.metric == "ttft_s" && concurrent(row)
+}
+
+/// Whether a row is llama-benchy's prompt rate of several requests sent at once (its `pp t/s
+/// (total)`), which a serving run of that batch predicts.
+fn concurrent_prompt_rate(row: &MeasurementRow) -> bool {
+    row.metric == "prefill_tokens_per_s" && concurrent(row) && counts_from_first_token(row)
+}
+
+/// A serving estimate's batch prompt rate as llama-benchy defines it
+/// ([`crate::estimate::ServeMetrics::batch_prompt_tokens_per_s`]), or why there is none.
+fn batch_prompt_rate(est: &crate::estimate::Estimate) -> Result<f64, RowError> {
+    match &est.serve {
+        Some(sv) if sv.batch_prompt_tokens_per_s > 0.0 => Ok(sv.batch_prompt_tokens_per_s),
+        Some(sv) => Err(RowError::NoResult(format!("no request completed in the {} s window", sv.simulated_window_s))),
+        None => Err(RowError::NoResult("the scenario ran no serving workload".into())),
+    }
 }
 
 /// Whether a row's `concurrency` is above 1.

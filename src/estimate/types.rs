@@ -39,6 +39,11 @@ pub struct ServeMetrics {
     /// token (llama-benchy's concurrent `t/s (total)`), prefill before it excluded.
     #[serde(default)]
     pub generation_tokens_per_s: f64,
+    /// Prompt tokens of all requests per second from the earliest request sent to the latest
+    /// first token: the batch prompt rate of benchmarks that send their requests at once
+    /// (llama-benchy's concurrent `pp t/s (total)`), queueing for the prefills included.
+    #[serde(default)]
+    pub batch_prompt_tokens_per_s: f64,
     /// Time to first token, queueing included, s. (The top-level `ttft_s` is its mean.)
     pub ttft_percentiles_s: Quantiles,
     /// Arrival to last token, s.

@@ -390,7 +390,7 @@ fn a_full_layer_with_fewer_kv_heads_is_replicated_sooner_under_tensor_parallel()
 
 /// Two 100-token prompts under a 100-token vLLM budget, 6 tokens each: the request log and the
 /// start of every forward (`model` on one Spark).
-fn two_chunked_requests(model: &str, quant: &str) -> (Vec<supernode::estimate::serve::RequestRecord>, Vec<u64>, f64) {
+fn two_chunked_requests(model: &str, quant: &str) -> (Vec<supernode::estimate::serve::RequestRecord>, Vec<u64>, f64, f64) {
     let text = format!(
         "[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"{model}\"\nquant = \"{quant}\"\n[engine]\nname = \"vllm\"\nmax_num_batched_tokens = 100\nmax_num_seqs = 4\n\
          [workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 2\nrequests = 2\nprompt_tokens = 100\ngenerate_tokens = 6\n"
@@ -403,9 +403,10 @@ fn two_chunked_requests(model: &str, quant: &str) -> (Vec<supernode::estimate::s
         .with_observer(|f| starts.push(f.start))
         .run();
     let rate = run.stats.tokens_after_first_per_s();
+    let prompt_rate = run.stats.prompt_tokens_to_last_first_text_per_s();
     let mut log = run.log.unwrap();
     log.sort_by_key(|r| r.id);
-    (log, starts, rate)
+    (log, starts, rate, prompt_rate)
 }
 
 #[test]
@@ -414,7 +415,7 @@ fn a_chat_client_sees_gpt_oss_text_only_after_its_harmony_header() {
     // of B; f2 decodes A and B's last token (B's first token); f3 is A's third decode step,
     // the end of `<|channel|>analysis<|message|>`: A's first text. B's is its own third
     // decode step, f5.
-    let (log, s, rate) = two_chunked_requests("gpt-oss-120b", "mxfp4");
+    let (log, s, rate, prompt_rate) = two_chunked_requests("gpt-oss-120b", "mxfp4");
     let (a, b) = (log[0], log[1]);
     assert_eq!((a.first_token, b.first_token), (s[1], s[3]), "{s:?}");
     assert_eq!((a.first_text, b.first_text), (s[4], s[6]), "{s:?}");
@@ -422,8 +423,13 @@ fn a_chat_client_sees_gpt_oss_text_only_after_its_harmony_header() {
     // llama-benchy's rate: streamed text after each first, from the earliest first text.
     let last = a.done.max(b.done);
     assert_eq!(rate, 6.0 / ((last - s[4]) as f64 / 1e9));
+    // Its concurrent prompt rate: both prompts over the time from the requests sent (at once)
+    // to the last first text, B's.
+    assert_eq!((a.arrival, b.arrival), (s[0], s[0]));
+    assert_eq!(prompt_rate, 200.0 / ((s[6] - s[0]) as f64 / 1e9));
     // A model without a chat header streams text from its first token.
-    let (log, s, rate) = two_chunked_requests("llama-3.2-3b", "fp8");
+    let (log, s, rate, prompt_rate) = two_chunked_requests("llama-3.2-3b", "fp8");
+    assert_eq!(prompt_rate, 200.0 / ((s[3] - s[0]) as f64 / 1e9));
     assert_eq!((log[0].first_text, log[1].first_text), (s[1], s[3]));
     assert_eq!((log[0].text_tokens, log[1].text_tokens), (6, 6));
     assert_eq!(rate, 12.0 / ((log[0].done.max(log[1].done) - s[1]) as f64 / 1e9));
@@ -447,4 +453,40 @@ fn a_scenario_without_an_engine_runs_what_each_platforms_users_run() {
         ));
         assert_eq!((s.engine.kind.id(), s.engine.parallelism.id()), (engine, split), "{nodes}");
     }
+}
+
+/// `validate` reads llama-benchy's concurrent `pp t/s (total)` as the tool computes it: the
+/// serving run of its N requests sent at once, all prompt tokens over the time to the last
+/// first text; one request's prompt rate stays the prefill rate of `generate`.
+#[test]
+fn llama_benchy_prompt_rates_of_a_batch_are_the_serving_runs_prompts_to_the_last_first_text() {
+    use supernode::calibrate::validate::{read_csv, row_scenario};
+    let row = |id: &str, c: u64| {
+        format!(
+            "{id},dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,{c},prefill_tokens_per_s,1,tok/s,a blog,llama-benchy 0.3.5 pp1024 tg128; prompt processing column\n"
+        )
+    };
+    let text = format!(
+        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n{}{}",
+        row("c1", 1),
+        row("c8", 8)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::write_text(dir.path(), "benchy.csv", &text);
+    let rows = read_csv(&path).unwrap();
+    let p = quiet();
+    let (one, _) = row_scenario(&rows[0], &rows).unwrap();
+    let (eight, assumptions) = row_scenario(&rows[1], &rows).unwrap();
+    let (one, eight) = (one.build().unwrap(), eight.build().unwrap());
+    assert!(one.workload.serve.is_none());
+    assert_eq!((eight.workload.prompt_tokens, eight.workload.generate_tokens), (1024, 128));
+    assert!(assumptions.iter().any(|a| a.contains("pp t/s (total)")), "{assumptions:?}");
+    let mut data = supernode::calibrate::Dataset::default();
+    data.add_csv(&path, &p).unwrap();
+    let predicted = data.predict(&p).unwrap();
+    let batch = estimate(&eight, &p).unwrap().serve.unwrap().batch_prompt_tokens_per_s;
+    assert_eq!(predicted, vec![estimate(&one, &p).unwrap().prefill_tokens_per_s, batch]);
+    // Eight 1024-token prompts share the 8192-token budget of one forward: one read of the
+    // experts for all of them, so the batch's prompt rate beats one request's.
+    assert!(predicted[1] > predicted[0], "{predicted:?}");
 }

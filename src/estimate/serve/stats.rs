@@ -120,6 +120,10 @@ pub struct ServeStats {
     pub text_tokens: u64,
     /// Latest last token of a measured request, ns.
     pub last_token_max: crate::sim::Time,
+    /// Earliest arrival of a measured request, ns (none before one completes).
+    pub arrival_min: Option<crate::sim::Time>,
+    /// Latest first text of a measured request, ns.
+    pub first_text_max: crate::sim::Time,
 }
 
 impl ServeStats {
@@ -141,6 +145,8 @@ impl ServeStats {
         self.first_text_min = Some(self.first_text_min.map_or(r.first_text, |t| t.min(r.first_text)));
         self.text_tokens += r.text_tokens;
         self.last_token_max = self.last_token_max.max(r.done);
+        self.arrival_min = Some(self.arrival_min.map_or(r.arrival, |t| t.min(r.arrival)));
+        self.first_text_max = self.first_text_max.max(r.first_text);
     }
 
     /// Generation rate as llama-benchy defines its concurrent `t/s (total)`: every completed
@@ -159,6 +165,17 @@ impl ServeStats {
         }
     }
 
+    /// Prompt rate as llama-benchy defines its concurrent `pp t/s (total)`: every completed
+    /// request's prompt tokens over the span from the earliest request sent to the latest first
+    /// text (llama-benchy 0.3.5 `results.py` `_process_batch`: `batch_prompt_tokens /
+    /// (max(first_token_times) - min(start_times))`, a first token being the first streamed
+    /// text). 0 before a request completes.
+    pub fn prompt_tokens_to_last_first_text_per_s(&self) -> f64 {
+        match self.arrival_min {
+            Some(start) if self.first_text_max > start => self.prompt_tokens as f64 / ((self.first_text_max - start) as f64 / 1e9),
+            _ => 0.0,
+        }
+    }
     /// Accounts a span of `ns` with `batch` sequences running and `queue` waiting.
     pub fn span(&mut self, ns: Time, batch: usize, queue: usize) {
         self.batch_ns += batch as u128 * ns as u128;
