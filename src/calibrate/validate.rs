@@ -1323,6 +1323,9 @@ fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: 
         "tpot_ms" if concurrent(row) => Some("the mean over the requests of each one's decode time per token after its first"),
         "ttft_p50_s" | "ttft_p99_s" => Some("that percentile over the requests' TTFT, queueing for the prefills before each included"),
         "tpot_p50_ms" | "tpot_p99_ms" => Some("that percentile over the requests of each one's decode time per token after its first"),
+        "decode_tokens_per_s" if per_request_decode(row) => Some(
+            "the mean over the requests of each one's decode rate (its tokens after the first over the time from its first to its last)",
+        ),
         "prefill_tokens_per_s" if concurrent_prompt_rate(row) => Some(
             "all prompt tokens over the time from the first request sent to the last first text (llama-benchy 0.3.5's `pp t/s (total)`)",
         ),
@@ -1637,6 +1640,8 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         // llama-batched-bench's S_TG (written as a decode rate) and S_PP: the B prompts of -npp
         // tokens, then -ntg decode steps; S_PP needs no decode length.
         "decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, assumptions)?,
+        // One user's decode rate among N concurrent ones: the serving run of N requests.
+        "decode_tokens_per_s" if per_request_decode(row) => serve_tokens(row, all, assumptions),
         "prefill_tokens_per_s" if is_batched_bench(row) => {
             let prompt =
                 row.prompt_tokens.trim().parse::<u64>().map_err(|_| "batched-bench row without -npp: fill in prompt_tokens".to_string())?;
@@ -2264,6 +2269,7 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
             let (_, output) = one_batch_lengths(row, None);
             est.decode_tokens_per_s * output as f64 / output.saturating_sub(1).max(1) as f64
         }
+        "decode_tokens_per_s" if per_request_decode(row) => per_request_rate(est)?,
         "decode_tokens_per_s" => est.decode_tokens_per_s,
         "prefill_tokens_per_s" if concurrent_prompt_rate(row) => batch_prompt_rate(est)?,
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
@@ -2309,6 +2315,26 @@ fn serving_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Resul
 /// TTFT, queueing included), not of one request's prefill.
 fn concurrent_ttft(row: &MeasurementRow) -> bool {
     row.metric == "ttft_s" && concurrent(row)
+}
+
+/// Whether a row is one user's decode rate among `concurrency` users served at once (a
+/// serving benchmark's per-request rate: llama-benchy's `t/s (req)`, "tok/s per user"), not a
+/// batch benchmark's (llama-batched-bench, bench_one_batch_server, `mlx_lm.benchmark -b`).
+fn per_request_decode(row: &MeasurementRow) -> bool {
+    row.metric == "decode_tokens_per_s"
+        && concurrent(row)
+        && !is_batched_bench(row)
+        && !is_one_batch_server(row)
+        && mlx_benchmark_batch(row).is_none()
+}
+
+/// A serving estimate's mean per-request decode rate, or why there is none.
+fn per_request_rate(est: &crate::estimate::Estimate) -> Result<f64, RowError> {
+    match &est.serve {
+        Some(sv) if sv.per_request_decode_tokens_per_s > 0.0 => Ok(sv.per_request_decode_tokens_per_s),
+        Some(sv) => Err(RowError::NoResult(format!("no request completed in the {} s window", sv.simulated_window_s))),
+        None => Err(RowError::NoResult("the scenario ran no serving workload".into())),
+    }
 }
 
 /// Whether a row is llama-benchy's prompt rate of several requests sent at once (its `pp t/s

@@ -457,7 +457,8 @@ fn a_scenario_without_an_engine_runs_what_each_platforms_users_run() {
 
 /// `validate` reads llama-benchy's concurrent `pp t/s (total)` as the tool computes it: the
 /// serving run of its N requests sent at once, all prompt tokens over the time to the last
-/// first text; one request's prompt rate stays the prefill rate of `generate`.
+/// first text, and its per-request decode rate at that concurrency as one user's among them; one
+/// request's prompt rate stays the prefill rate of `generate`.
 #[test]
 fn llama_benchy_prompt_rates_of_a_batch_are_the_serving_runs_prompts_to_the_last_first_text() {
     use supernode::calibrate::validate::{read_csv, row_scenario};
@@ -467,9 +468,10 @@ fn llama_benchy_prompt_rates_of_a_batch_are_the_serving_runs_prompts_to_the_last
         )
     };
     let text = format!(
-        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n{}{}",
+        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n{}{}{}",
         row("c1", 1),
-        row("c8", 8)
+        row("c8", 8),
+        row("c8", 8).replace("c8,", "tg8,").replace("prefill_tokens_per_s", "decode_tokens_per_s")
     );
     let dir = tempfile::tempdir().unwrap();
     let path = crate::write_text(dir.path(), "benchy.csv", &text);
@@ -484,8 +486,16 @@ fn llama_benchy_prompt_rates_of_a_batch_are_the_serving_runs_prompts_to_the_last
     let mut data = supernode::calibrate::Dataset::default();
     data.add_csv(&path, &p).unwrap();
     let predicted = data.predict(&p).unwrap();
-    let batch = estimate(&eight, &p).unwrap().serve.unwrap().batch_prompt_tokens_per_s;
-    assert_eq!(predicted, vec![estimate(&one, &p).unwrap().prefill_tokens_per_s, batch]);
+    let served = estimate(&eight, &p).unwrap().serve.unwrap();
+    // A decode rate at concurrency 8 is one user's among the eight (llama-benchy's `t/s
+    // (req)`), not one request alone.
+    let (tg8, _) = row_scenario(&rows[2], &rows).unwrap();
+    assert_eq!(tg8.build().unwrap().workload, eight.workload);
+    assert_eq!(
+        predicted,
+        vec![estimate(&one, &p).unwrap().prefill_tokens_per_s, served.batch_prompt_tokens_per_s, served.per_request_decode_tokens_per_s]
+    );
+    assert!(served.per_request_decode_tokens_per_s < estimate(&one, &p).unwrap().decode_tokens_per_s);
     // Eight 1024-token prompts share the 8192-token budget of one forward: one read of the
     // experts for all of them, so the batch's prompt rate beats one request's.
     assert!(predicted[1] > predicted[0], "{predicted:?}");
