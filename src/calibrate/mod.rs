@@ -18,6 +18,7 @@
 //! - [`validate`]: published rows as scenarios, and the validation report.
 //! - [`llama_bench`]: llama-bench output as measurement rows.
 
+pub mod batched_bench;
 pub mod cv;
 pub mod dataset;
 pub mod exo_bench;

@@ -1301,6 +1301,9 @@ fn one_batch_run(row: &MeasurementRow) -> Result<Option<(i64, bool, String)>, St
             ),
         )));
     }
+    if is_batched_bench(row) && shared_prompt(row) {
+        return Err("llama-batched-bench with a shared prompt (-pps, is_pp_shared=1: one prefill copied to every sequence) is not the workload the twin runs (B prompts of their own)".into());
+    }
     if BATCHED_BENCH_METRICS.contains(&row.metric.as_str()) && is_batched_bench(row) {
         // llama-batched-bench: B sequences of token id 0 or random ids by the tool's date, its
         // S_TG the decode rate and its S_PP (B x PP / T_PP, every prompt prefilled in the
@@ -1826,6 +1829,13 @@ fn mlx_benchmark_batch(row: &MeasurementRow) -> Option<i64> {
     let metric = matches!(row.metric.as_str(), "prefill_tokens_per_s" | "aggregate_decode_tokens_per_s");
     let batch = row.concurrency.trim().parse::<i64>().ok().filter(|&b| b > 1)?;
     (metric && is_mlx_benchmark(row)).then_some(batch)
+}
+
+/// Whether a `llama-batched-bench` row shared one prompt among its sequences (`-pps`, printed as
+/// `is_pp_shared = 1`).
+fn shared_prompt(row: &MeasurementRow) -> bool {
+    let text = row.notes.replace(' ', "");
+    text.contains("is_pp_shared=1") || row.notes.split(|c: char| c.is_whitespace() || c == ',' || c == ';').any(|w| w == "-pps")
 }
 
 /// Whether a row was measured by `llama-batched-bench` (named in its notes).

@@ -14,7 +14,14 @@ use crate::profile::Profile;
 pub enum CalibrationCommand {
     /// Fit the twin's parameters to measurements (harness JSON and/or measurement CSV) and write a profile.
     Calibrate(CalibrateArgs),
-    /// Turn llama-bench output (-o md, json, jsonl or csv), exo-bench JSON or serving benchmark results (vllm bench serve, SGLang bench_serving) into measurement CSV rows for `validate` and `calibrate`.
+    /// Turn llama-bench output (-o md, json, jsonl or csv), llama-batched-bench output, exo-bench JSON, mlx_lm.benchmark output or serving benchmark results (vllm bench serve, SGLang bench_serving) into measurement CSV rows for `validate` and `calibrate`.
+    ///
+    /// llama-batched-bench output (its table or `--output-format jsonl`) becomes an S_PP
+    /// (`prefill_tokens_per_s`) and an S_TG (`aggregate_decode_tokens_per_s`) row per test, at
+    /// concurrency B with its `-ub`; the model is the GGUF file its log loaded (or `--model`, the
+    /// format from the file name's label or `--quant`), the node the log's GPU (or `--node`), the
+    /// engine `llama-cpp` (or `--engine llama-cpp-rocm`, ...); shared-prompt (`-pps`) tests are
+    /// skipped.
     ///
     /// Serving results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines)
     /// become one row per metric a run reports: request and output throughput, mean, median and
@@ -70,22 +77,25 @@ pub struct CalibrateArgs {
 /// Arguments of `import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// llama-bench output files (md, json, jsonl, csv), exo-bench JSON, serving benchmark
-    /// results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines), or
+    /// llama-bench output files (md, json, jsonl, csv), llama-batched-bench output (table or
+    /// jsonl), exo-bench JSON, serving benchmark results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines), or
     /// `mlx_lm.benchmark` output or `mlx_lm.generate --verbose`'s timing footer (their printed
     /// text), told apart by content.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Serving results and mlx-lm output: the model (a repo id or catalog name;
-    /// default: vLLM's `model_id`; SGLang's results and mlx_lm.benchmark name none).
+    /// Serving results, mlx-lm and llama-batched-bench output: the model (a repo id, catalog
+    /// name or GGUF file name; default: vLLM's `model_id`, the GGUF file a llama-batched-bench
+    /// log loaded; SGLang's results and mlx_lm.benchmark name none).
     #[arg(long)]
     pub model: Option<String>,
-    /// Serving results and mlx-lm output: the quantization (default: the model id's
-    /// format suffix, -FP8, -NVFP4, -AWQ, -4bit, -8bit, or the model's native release).
+    /// Serving results, mlx-lm and llama-batched-bench output: the quantization (default: the
+    /// model id's format suffix, -FP8, -NVFP4, -AWQ, -4bit, -8bit, a GGUF file's label, or the
+    /// model's native release).
     #[arg(long)]
     pub quant: Option<String>,
-    /// Serving results only: the engine served (default: from the run's `backend`: vllm,
-    /// openai, openai-chat are vLLM; sglang* SGLang; trt, tensorrt-llm TensorRT-LLM).
+    /// Serving results: the engine served (default: from the run's `backend`: vllm, openai,
+    /// openai-chat are vLLM; sglang* SGLang; trt, tensorrt-llm TensorRT-LLM);
+    /// llama-batched-bench: its build (default `llama-cpp`; `llama-cpp-rocm`, `llama-cpp-vulkan`).
     #[arg(long)]
     pub engine: Option<String>,
     /// Serving results and mlx-lm output: the nodes the run spanned (the files record
@@ -101,7 +111,7 @@ pub struct ImportArgs {
     /// JACCL, tb5-tcp for the ring; a server's, the machines' own link, e.g. the Sparks' ConnectX-7).
     #[arg(long)]
     pub fabric: Option<String>,
-    /// The catalog node the benchmarks ran on (default: matched from the GPU name llama-bench records, when unique).
+    /// The catalog node the benchmarks ran on (default: matched from the GPU name llama-bench or a llama-batched-bench log records, when unique).
     #[arg(long)]
     pub node: Option<String>,
     /// Write the rows here (CSV) instead of standard output.
@@ -136,6 +146,12 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
         if let Some(got) = import_serving(a, f, &text, &stem)? {
             tests += got.1;
             what = "benchmark runs";
+            rows.extend(got.0);
+            continue;
+        }
+        if let Some(got) = import_batched_bench(a, f, &text, &stem)? {
+            tests += got.1;
+            what = "benchmark tests";
             rows.extend(got.0);
             continue;
         }
@@ -258,6 +274,31 @@ fn import_mlx_bench(
     Ok(Some((rows, runs.len())))
 }
 
+/// A llama-batched-bench output's rows and test count, or `None` when the file is not one.
+fn import_batched_bench(
+    a: &ImportArgs,
+    f: &Path,
+    text: &str,
+    stem: &str,
+) -> Result<Option<(Vec<calibrate::validate::MeasurementRow>, usize)>, CliError> {
+    use calibrate::batched_bench;
+    if !batched_bench::looks_like(text) {
+        return Ok(None);
+    }
+    let (tests, log) =
+        batched_bench::parse(text).map_err(|e| CliError::input(format!("{}: llama-batched-bench output: {e}", f.display())))?;
+    let labels = batched_bench::Labels {
+        node: a.node.as_deref(),
+        model: a.model.as_deref(),
+        quant: a.quant.as_deref(),
+        engine: a.engine.as_deref(),
+    };
+    let (rows, skipped) = batched_bench::to_rows(&tests, &log, &labels, crate::catalog::catalog(), stem, &f.display().to_string())
+        .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
+    report_skipped(&skipped);
+    Ok(Some((rows, tests.len())))
+}
+
 /// An exo-bench file's rows and run count, or `None` when the file is not exo-bench JSON.
 fn import_exo(
     a: &ImportArgs,
@@ -295,6 +336,13 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
             // Serving benchmark results and llama-bench output are measurements too, but they
             // need the node they ran on first.
             let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES).unwrap_or_default();
+            if calibrate::batched_bench::looks_like(&text) {
+                return Err(format!(
+                    "{} is llama-batched-bench output: turn it into measurement rows first, e.g. `supernode import {} --node dgx-spark --model gpt-oss-120b-mxfp4.gguf -o rows.csv` (`supernode catalog nodes` lists the nodes)",
+                    f.display(),
+                    f.display()
+                ));
+            }
             if calibrate::mlx_bench::looks_like(&text) {
                 return Err(format!(
                     "{} is mlx_lm.benchmark or mlx_lm.generate output: turn it into measurement rows first, e.g. `supernode import {} --node m4-max-40c-128gb --model mlx-community/Qwen3-4B-Instruct-2507-4bit -o rows.csv` (`supernode catalog nodes` lists the nodes)",

@@ -206,6 +206,11 @@ fn batched_bench_prompt_and_decode_columns_are_read_as_the_batch_ran() {
     };
     let (one, four) = (run(1), run(4));
     assert_eq!(predicted, vec![one.prefill_tokens_per_s, four.prefill_tokens_per_s, four.decode_tokens_per_s]);
+    // A shared prompt (-pps) is another workload: refused, with why.
+    let shared = text.replace("S_PP\n", "S_PP -pps\n");
+    let row = supernode::calibrate::validate::parse_csv(&shared, "pps.csv").unwrap();
+    let err = supernode::calibrate::validate::row_scenario(&row[1], &row).unwrap_err();
+    assert!(err.contains("shared prompt"), "{err}");
     // Four 512-token prompts share one 2048-token micro-batch: each expert's MMQ tile is fuller.
     assert!(four.prefill_tokens_per_s > 1.5 * one.prefill_tokens_per_s, "{} vs {}", four.prefill_tokens_per_s, one.prefill_tokens_per_s);
 }

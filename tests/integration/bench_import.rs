@@ -394,3 +394,45 @@ fn an_mlx_lm_generate_footer_becomes_a_prefill_and_a_decode_row() {
     let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(report["rows"].as_array().unwrap().len(), 2, "{report}");
 }
+
+/// `llama-batched-bench`'s printed table: an S_PP and an S_TG row per test at concurrency B, the
+/// model, format and node from the log it begins with (the GGUF file it loaded, the GPU), and
+/// the rows validate as the tool ran them: B prompts prefilled in `-ub` micro-batches, then
+/// decoded together.
+#[test]
+fn llama_batched_bench_output_becomes_s_pp_and_s_tg_rows_that_validate() {
+    let file = root().join("tests/fixtures/batched-bench/gb10-gpt-oss-120b.txt");
+    // `NVIDIA GB10` is every GB10 box's GPU: the node is named.
+    let err = refused(bin().arg("import").arg(&file));
+    assert!(err.contains("matches several catalog nodes") && err.contains("--node"), "{err}");
+    let out = bin().args(["import", "--node", "dgx-spark"]).arg(&file).assert().success();
+    let rows = parse_csv(&String::from_utf8(out.get_output().stdout.clone()).unwrap(), "stdout").unwrap();
+    let got: Vec<(&str, f64, &str)> = rows.iter().map(|r| (r.metric.as_str(), r.value, r.concurrency.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("prefill_tokens_per_s", 800.0, "1"),
+            ("aggregate_decode_tokens_per_s", 60.0, "1"),
+            ("prefill_tokens_per_s", 2000.0, "4"),
+            ("aggregate_decode_tokens_per_s", 120.0, "4"),
+            ("prefill_tokens_per_s", 2000.0, "8"),
+            ("aggregate_decode_tokens_per_s", 160.0, "8")
+        ]
+    );
+    assert!(rows.iter().all(|r| (r.system.as_str(), r.model.as_str(), r.quant.as_str()) == ("dgx-spark", "gpt-oss-120b", "mxfp4")));
+    assert!(rows[0].notes.contains("-ub 2048"), "{}", rows[0].notes);
+
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    bin().args(["import", "--node", "dgx-spark", "-o"]).arg(&csv).arg(&file).assert().success();
+    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).assert().success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let scored = report["rows"].as_array().unwrap();
+    assert_eq!(scored.len(), 6, "{report}");
+    let predicted = |i: usize| scored[i]["predicted"].as_f64().unwrap();
+    // Four 512-token prompts fill one 2,048-token micro-batch: a faster prefill than one alone.
+    assert!(predicted(2) > 1.5 * predicted(0), "{} vs {}", predicted(2), predicted(0));
+    assert!(predicted(3) > predicted(1) && predicted(5) > predicted(3), "{report}");
+    let err = refused(bin().args(["validate", "--against"]).arg(&file));
+    assert!(err.contains("is llama-batched-bench output") && err.contains("supernode import"), "{err}");
+}
