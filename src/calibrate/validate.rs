@@ -1257,13 +1257,20 @@ pub fn row_scenario_in(
     }
     // What the row's command line says (vLLM/SGLang flags in the notes, llama.cpp's backend in
     // its source or notes).
+    let mut rocm = false;
     for (k, v) in engine.measurement_options(&row_text(row)) {
         assumptions.push(format!("{k} = {v}, as the row says"));
+        rocm |= is_rocm_backend(k, &v);
         b.set(k, &v).map_err(|e| e.message)?;
     }
     for (k, v, sibling) in run_options(row, all, engine) {
         assumptions.push(format!("{k} = {v}, as another row of its benchmark run ({sibling}) says"));
+        rocm |= is_rocm_backend(k, &v);
         b.set(k, &v).map_err(|e| e.message)?;
+    }
+    if rocm && dated_before(row, ROCM_TILES_PER_EXPERT_FROM) {
+        assumptions.push(format!("engine.rocm_tiles = \"per-step\": a llama.cpp ROCm build before {ROCM_TILES_PER_EXPERT_FROM} picked its MoE tile width against the step's rows"));
+        b.set("engine.rocm_tiles", &toml::Value::String("per-step".into())).map_err(|e| e.message)?;
     }
     if let Some((c, same_tokens, reading)) = one_batch_run(row)? {
         assumptions.push(reading);
@@ -1680,11 +1687,23 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         "prefill_tokens_per_s" => match depth_test(row) {
             // `ppN @ dD`: the timed prompt is the N tokens after the depth.
             Some((n, _)) => (n, 1),
-            None => {
-                let p: u64 =
-                    row.prompt_tokens.trim().parse().map_err(|_| "prefill row without prompt length: fill in prompt_tokens".to_string())?;
-                (p, 1)
-            }
+            None => match row.prompt_tokens.trim() {
+                // Unpublished: a row of the same run that states its prompt, else llama-bench's
+                // default test (pp512, the prefill test most tables publish), said either way.
+                "" => match sibling_prompt(row, all) {
+                    Some(p) => {
+                        assumptions.push(format!("prompt length not published: {p} tokens, as another row of its benchmark run says"));
+                        (p, 1)
+                    }
+                    None => {
+                        assumptions.push(format!(
+                            "prompt length not published: assumed {UNPUBLISHED_PREFILL_PROMPT} (llama-bench's default prefill test, pp512)"
+                        ));
+                        (UNPUBLISHED_PREFILL_PROMPT, 1)
+                    }
+                },
+                t => (t.parse().map_err(|_| format!("prompt_tokens `{t}` is not a number of tokens"))?, 1),
+            },
         },
         // Time to first token of one request: its prompt's prefill, whose last step yields the
         // first token (`Estimate::ttft_s`, as `run` reports it).
@@ -1846,6 +1865,10 @@ fn is_batched_bench(row: &MeasurementRow) -> bool {
 /// The `llama-batched-bench` columns a row can hold: S_TG (as a batch's aggregate or, at B = 1,
 /// as a decode rate) and S_PP.
 const BATCHED_BENCH_METRICS: [&str; 3] = ["aggregate_decode_tokens_per_s", "decode_tokens_per_s", "prefill_tokens_per_s"];
+
+/// The prompt a prefill row that publishes none is read at: llama-bench's default prefill test
+/// (`-p 512`), the one most published tables hold.
+const UNPUBLISHED_PREFILL_PROMPT: u64 = 512;
 
 /// The rate metrics SGLang's `bench_one_batch_server` prints.
 const ONE_BATCH_METRICS: [&str; 3] = ["decode_tokens_per_s", "aggregate_decode_tokens_per_s", "prefill_tokens_per_s"];
@@ -2166,6 +2189,25 @@ pub struct Prepared {
 /// MMQ, 0.2.7 (2025-12-20) WMMA MMQ.
 const ROCM_WMMA_MMQ_FROM: &str = "2025-12-01";
 
+/// The first release date, `YYYY-MM-DD`, of llama.cpp builds whose ROCm MMQ picks a MoE step's
+/// tile width on RDNA against the rows each expert holds on average
+/// ([`crate::engine::cost::ExpertRowTile::ROCM_MMQ_PER_EXPERT`]): xllamacpp 2026.9.11063
+/// (2026-09-21) has it, 2026.9.10809 (2026-09-06) does not.
+const ROCM_TILES_PER_EXPERT_FROM: &str = "2026-09-21";
+
+/// Whether an `[engine]` option a row states is llama.cpp's ROCm backend.
+fn is_rocm_backend(key: &str, value: &toml::Value) -> bool {
+    key == "engine.backend" && value.as_str() == Some("rocm")
+}
+
+/// Whether a row is dated (every `YYYY-MM-DD` in its source and notes) before `from`; an undated
+/// row is read as the tools are now.
+fn dated_before(row: &MeasurementRow, from: &str) -> bool {
+    let text = row_text(row);
+    let dates = iso_dates(&text);
+    !dates.is_empty() && dates.iter().all(|d| *d < from)
+}
+
 /// Why a row the twin reads with a later build's kernels than it measured should not be
 /// fitted, if so: a ROCm row of llama.cpp dated (every `YYYY-MM-DD` in its source and notes)
 /// before `ROCM_WMMA_MMQ_FROM` whose metric runs multi-row steps (prefill, TTFT, batched
@@ -2173,10 +2215,7 @@ const ROCM_WMMA_MMQ_FROM: &str = "2025-12-01";
 pub fn build_mismatch(row: &MeasurementRow, scenario: &scenario::Scenario) -> Option<String> {
     let rocm = scenario.engine.kind.runtime() == crate::engine::Runtime::LlamaCpp
         && scenario.engine.llama_backend == crate::engine::LlamaBackend::Rocm;
-    let text = row_text(row);
-    let dates = iso_dates(&text);
-    let before = !dates.is_empty() && dates.iter().all(|d| *d < ROCM_WMMA_MMQ_FROM);
-    (rocm && before && row.metric != "decode_tokens_per_s").then(|| {
+    (rocm && dated_before(row, ROCM_WMMA_MMQ_FROM) && row.metric != "decode_tokens_per_s").then(|| {
         format!(
             "predicted, not fitted: a llama.cpp ROCm build before {ROCM_WMMA_MMQ_FROM} (steps of 64+ rows ran per expert through hipBLAS or dp4a MMQ), read with the later WMMA MMQ tiles"
         )
@@ -2648,13 +2687,18 @@ mod tests {
             "s,mac-pro-m9,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
              e,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,lmdeploy,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
              m,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,watts_per_token,1,W,me,\n\
-             q,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,prefill_tokens_per_s,1,tok/s,me,\n\
+             q,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,ttft_s,1,s,me,\n\
+             p,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,prefill_tokens_per_s,1,tok/s,me,\n\
              x,mac-studio-m3-ultra,2,3x512gb,llama-3.3-70b,q4_k_m,llama-cpp-rpc,pipeline,tb5-tcp,,,decode_tokens_per_s,1,tok/s,me,\n\
              n,mac-studio-m3-ultra,two,512gb,llama-3.3-70b,q4_k_m,llama-cpp,none,none,,,decode_tokens_per_s,1,tok/s,me,\n\
              u,mac-studio-m3-ultra,1,512gb,llama-3.3-70b,mystery,exo,none,none,,,decode_tokens_per_s,1,tok/s,me,\n",
         );
-        let (_, skipped) = prepare(&rs, &Profile::default_profile());
+        let (prepared, skipped) = prepare(&rs, &Profile::default_profile());
         let why = |id: &str| skipped.iter().find(|s| s.id == id).map(|s| s.reason.clone()).unwrap();
+        // A prefill rate without its prompt is read at llama-bench's pp512, and says so.
+        let p = prepared.iter().find(|p| p.row.id == "p").expect("answered");
+        assert_eq!(p.scenario.workload.prompt_tokens, 512);
+        assert!(p.assumptions.iter().any(|a| a.contains("prompt length not published: assumed 512")), "{:?}", p.assumptions);
         assert!(why("s").contains("write a catalog node id"), "{}", why("s"));
         assert!(why("e").contains("the twin runs exo"), "{}", why("e"));
         assert!(why("m").contains("predicted: decode_tokens_per_s"), "{}", why("m"));

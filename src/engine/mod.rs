@@ -29,7 +29,7 @@ pub use cost::{
 };
 pub use lower::{lower_all_sum, lower_segment_chain, lower_step};
 pub use lowered::{Lowered, Segment};
-pub use options::{AllReduceAlgo, CollectiveLowering, EngineKind, EngineOptions, LlamaBackend, Parallelism, Runtime};
+pub use options::{AllReduceAlgo, CollectiveLowering, EngineKind, EngineOptions, LlamaBackend, Parallelism, RocmTiles, Runtime};
 pub use plan::{MemoryBreakdown, Plan, PlanError, PlanInput, RAISED_WIRED_FRACTION_MACOS, Share, wired_limit_command};
 pub use runtimes::{EngineRuntime, RUNTIMES};
 pub use split::SplitError;

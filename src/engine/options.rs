@@ -268,6 +268,9 @@ pub struct EngineOptions {
     /// llama.cpp's GPU backend on a Linux node whose GPU is neither Apple's (Metal) nor
     /// NVIDIA's (CUDA): the AI Max+ 395's Radeon runs either (FACTS.md). Inert elsewhere.
     pub llama_backend: LlamaBackend,
+    /// How llama.cpp's ROCm build picks its MoE tile width on RDNA ([`RocmTiles`]). Inert
+    /// off the ROCm backend.
+    pub rocm_tiles: RocmTiles,
     /// Whether an MLX server batches requests (vllm-mlx `--continuous-batching`, oMLX always)
     /// or serves one at a time through mlx-lm's generate loop with none of the batching
     /// engine's own host work (vllm-mlx's simple mode). Inert on every other engine.
@@ -289,6 +292,23 @@ pub enum LlamaBackend {
 impl LlamaBackend {
     /// Scenario names (`[engine] backend`).
     pub const NAMES: [(&'static str, LlamaBackend); 2] = [("vulkan", LlamaBackend::Vulkan), ("rocm", LlamaBackend::Rocm)];
+}
+
+/// How llama.cpp's ROCm MMQ picks the tile width of a MoE step on an RDNA GPU (`[engine]
+/// rocm_tiles`; [`crate::engine::cost::ExpertRowTile`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RocmTiles {
+    /// Against the rows each expert holds on average (builds from late September 2026,
+    /// `ncols_opt`): the default, llama.cpp as it is now.
+    #[default]
+    PerExpert,
+    /// Against the step's rows, as CUDA does (builds from December 2025 to September 2026).
+    PerStep,
+}
+
+impl RocmTiles {
+    /// Scenario names (`[engine] rocm_tiles`).
+    pub const NAMES: [(&'static str, RocmTiles); 2] = [("per-expert", RocmTiles::PerExpert), ("per-step", RocmTiles::PerStep)];
 }
 
 /// Options of the CUDA engines (vLLM, SGLang) a user sets on the command line; the defaults are
@@ -349,6 +369,7 @@ impl EngineOptions {
             mla_per_head_cache: false,
             cuda: defaults.cuda,
             llama_backend: LlamaBackend::Vulkan,
+            rocm_tiles: RocmTiles::PerExpert,
             continuous_batching: true,
         }
     }

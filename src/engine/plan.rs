@@ -6,7 +6,7 @@ use crate::llm::{ModelSpec, Op, OpClass, QuantSpec, kv_head_fraction};
 use crate::profile::{ChipParams, CommParams, Profile, RuntimeParams};
 
 use super::cost::{ExpertRowTile, LaunchCost, MlaOptions, NetCost, NodeCost, SparseGather};
-use super::options::{CUDA_CHIPS, CollectiveLowering, EngineOptions, LlamaBackend, Parallelism, Runtime};
+use super::options::{CUDA_CHIPS, CollectiveLowering, EngineOptions, LlamaBackend, Parallelism, RocmTiles, Runtime};
 
 /// Errors when a scenario cannot be lowered onto its cluster.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -344,7 +344,8 @@ impl Plan {
                 Runtime::LlamaCpp if CUDA_CHIPS.contains(&spec.chip.as_str()) => ExpertRowTile::CUDA_MMQ,
                 Runtime::LlamaCpp => match self.options.llama_backend {
                     LlamaBackend::Vulkan => ExpertRowTile::VULKAN_MM_ID,
-                    LlamaBackend::Rocm => ExpertRowTile::ROCM_MMQ,
+                    LlamaBackend::Rocm if self.options.rocm_tiles == RocmTiles::PerStep => ExpertRowTile::ROCM_MMQ,
+                    LlamaBackend::Rocm => ExpertRowTile::ROCM_MMQ_PER_EXPERT,
                 },
                 Runtime::Mlx if spec.os == Os::Macos => ExpertRowTile::MLX_GATHER_QMM,
                 _ => ExpertRowTile::NONE,

@@ -53,6 +53,7 @@ const KEYS: &[(&str, KeyType)] = &[
     ("engine.mla_prefill", KeyType::Str),
     ("engine.mla_cache", KeyType::Str),
     ("engine.backend", KeyType::Str),
+    ("engine.rocm_tiles", KeyType::Str),
     ("engine.enforce_eager", KeyType::Bool),
     ("engine.kv_cache_dtype", KeyType::Str),
     ("engine.max_num_batched_tokens", KeyType::Int),

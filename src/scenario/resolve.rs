@@ -12,7 +12,7 @@ use toml::Spanned;
 
 use crate::catalog::{Catalog, catalog};
 use crate::engine::split::{SplitError, check_fleet, check_split, check_tensor_split, default_parallelism};
-use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, LlamaBackend, Parallelism, Runtime};
+use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, LlamaBackend, Parallelism, RocmTiles, Runtime};
 use crate::hw::cabling::{CablingError, check_cluster, check_node};
 use crate::hw::{Backend, FabricSpec, NodeSpec, Topology, Transport};
 use crate::llm::{ModelSpec, QuantFamily, QuantSpec};
@@ -788,6 +788,24 @@ fn engine_options(
             &LlamaBackend::NAMES,
             ("llama.cpp GPU backend", "backends"),
             " (on a Linux GPU that is neither Apple's nor NVIDIA's: Metal and CUDA nodes run their own)",
+        )?;
+    }
+    if let Some(t) = &e.rocm_tiles {
+        if options.llama_backend != LlamaBackend::Rocm {
+            return Err(src
+                .error(
+                    t.span(),
+                    "`engine.rocm_tiles` says how llama.cpp's ROCm build tiles MoE GEMMs; this engine does not run ROCm".to_string(),
+                    Some("remove it, or set `backend = \"rocm\"` on a llama.cpp engine".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        options.rocm_tiles = one_of(
+            src,
+            t,
+            &RocmTiles::NAMES,
+            ("ROCm MoE tile choice", "choices"),
+            " (per-step: llama.cpp builds before late September 2026)",
         )?;
     }
     if let Some(c) = &e.continuous_batching {

@@ -658,51 +658,70 @@ fn an_mlx_step_takes_the_longer_of_the_gpu_work_and_the_hosts_graph_build() {
     assert!((dense / 200.1 - 1.0).abs() < 0.05, "{dense} vs FACTS' 200.1");
 }
 
-/// A larger llama.cpp micro-batch (`-ub`) never slows a prefill, and on a MoE it speeds it up
-/// by filling the tiled expert GEMMs (issue 20, prefill by batch shape): llama.cpp's CUDA MMQ
-/// and Metal `mul_mm_id` compute each expert's rows in whole tiles (128 and 32 rows), so at
-/// `-ub 512` gpt-oss-120b's ~16 rows an expert fill an eighth of a CUDA tile and at `-ub 2048`
-/// half; a dense model's GEMMs are full either way. Checked on every llama.cpp GPU backend:
-/// CUDA on the GB10, Metal on the M3 Ultra, Vulkan (64-row tiles on AMD) and ROCm (MMQ up to
-/// 128) on the AI Max+.
+/// A larger llama.cpp micro-batch (`-ub`) never slows a prefill where the kernels pick their
+/// MoE tile from the step, and on a MoE it speeds it up by filling the tiled expert GEMMs (issue
+/// 20, prefill by batch shape): llama.cpp's CUDA MMQ and Metal `mul_mm_id` compute each expert's
+/// rows in whole tiles (128 and 32 rows), so at `-ub 512` gpt-oss-120b's ~16 rows an expert fill
+/// an eighth of a CUDA tile and at `-ub 2048` half; a dense model's GEMMs are full either way.
+/// Checked on every llama.cpp GPU backend: CUDA on the GB10, Metal on the M3 Ultra, Vulkan
+/// (64-row tiles on AMD) and ROCm on the AI Max+, in both of its tile choices: per step (MMQ up
+/// to 128, builds to September 2026) and per expert (`ncols_opt`, builds since), where the width
+/// follows the mean rows an expert holds and under skewed routing the cold experts a larger step
+/// touches each pay a wider tile: no law forbids a few percent lost there, so that build is held
+/// to "the widest micro-batch within 10% of the best".
 #[test]
 fn a_larger_llama_cpp_micro_batch_never_slows_prefill_and_fills_moe_tiles() {
-    let prefill = |node: &str, model: &str, quant: &str, backend: Option<&str>, ub: i64| {
+    let prefill = |node: &str, model: &str, quant: &str, backend: Option<(&str, &str)>, ub: i64| {
         let mut b = ScenarioBuilder::new(format!("{node} {model} ub {ub}"));
         b.nodes(&[node.to_string()]).model(model).quant(quant).engine("llama-cpp").tokens(2048, 8).seed(1);
         b.set("engine.prefill_chunk", &toml::Value::Integer(ub)).expect("a known key");
-        if let Some(backend) = backend {
+        if let Some((backend, tiles)) = backend {
             b.set("engine.backend", &toml::Value::String(backend.into())).expect("a known key");
+            if backend == "rocm" {
+                b.set("engine.rocm_tiles", &toml::Value::String(tiles.into())).expect("a known key");
+            }
         }
         let s = b.build().unwrap_or_else(|e| panic!("{node} {model}: {e}"));
         estimate(&s, profile()).unwrap_or_else(|e| panic!("{node} {model}: {e}")).prefill_tokens_per_s
     };
     let fw = "framework-desktop-ai-max-395";
+    let (vulkan, rocm_step, rocm_expert) = (Some(("vulkan", "")), Some(("rocm", "per-step")), Some(("rocm", "per-expert")));
     let cases = [
         ("dgx-spark", "gpt-oss-120b", "mxfp4", None),
         ("dgx-spark", "qwen3-30b-a3b", "q4_k_m", None),
         ("dgx-spark", "llama-3.3-70b", "q4_k_m", None),
         ("m3-ultra-80c-512gb", "deepseek-v3.1", "q4_k_m", None),
         ("m3-ultra-80c-512gb", "gpt-oss-120b", "mxfp4", None),
-        (fw, "gpt-oss-120b", "mxfp4", Some("vulkan")),
-        (fw, "gpt-oss-120b", "mxfp4", Some("rocm")),
-        (fw, "qwen3-30b-a3b", "q4_k_m", Some("vulkan")),
-        (fw, "qwen3-30b-a3b", "q4_k_m", Some("rocm")),
+        (fw, "gpt-oss-120b", "mxfp4", vulkan),
+        (fw, "gpt-oss-120b", "mxfp4", rocm_step),
+        (fw, "qwen3-30b-a3b", "q4_k_m", vulkan),
+        (fw, "qwen3-30b-a3b", "q4_k_m", rocm_step),
+        (fw, "gpt-oss-120b", "mxfp4", rocm_expert),
+        (fw, "qwen3-30b-a3b", "q4_k_m", rocm_expert),
+        (fw, "llama-3.3-70b", "q4_k_m", rocm_expert),
     ];
     let mut ratios = Vec::new();
     for (node, model, quant, backend) in cases {
         let rates: Vec<f64> = [256, 512, 1024, 2048].iter().map(|&ub| prefill(node, model, quant, backend, ub)).collect();
-        assert!(rates.windows(2).all(|w| w[1] >= w[0] * (1.0 - 1e-9)), "{node} {model} {backend:?}: {rates:?}");
+        if backend == rocm_expert {
+            let best = rates.iter().cloned().fold(0.0, f64::max);
+            assert!(rates[3] >= 0.9 * best, "{node} {model} {backend:?}: {rates:?}");
+        } else {
+            assert!(rates.windows(2).all(|w| w[1] >= w[0] * (1.0 - 1e-9)), "{node} {model} {backend:?}: {rates:?}");
+        }
         ratios.push(rates[1] / rates[3]);
     }
     // gpt-oss-120b on the GB10: 8x against 2x padding of its expert FLOPs, well under half the
     // rate at -ub 512; the dense Llama 3.3 70B barely moves.
     assert!(ratios[0] < 0.5, "gpt-oss-120b on a GB10, ub 512 / ub 2048: {}", ratios[0]);
     assert!(ratios[2] > 0.9, "Llama 3.3 70B on a GB10, ub 512 / ub 2048: {}", ratios[2]);
-    // On an AMD GPU, ROCm's MMQ tiles grow to 128 rows with the step while Vulkan's stop at 64
-    // on AMD: at -ub 512 (16 rows an expert) ROCm pays twice Vulkan's padding, at -ub 2048
-    // (64 rows) neither pays much, so ROCm gains more from the larger micro-batch.
+    // On an AMD GPU, ROCm's per-step MMQ tiles grow to 128 rows with the step while Vulkan's
+    // stop at 64 on AMD: at -ub 512 (16 rows an expert) ROCm pays twice Vulkan's padding, at
+    // -ub 2048 (64 rows) neither pays much, so ROCm gained more from the larger micro-batch.
     assert!(ratios[6] < ratios[5], "gpt-oss-120b on an AI Max+, ub 512 / 2048: rocm {} vs vulkan {}", ratios[6], ratios[5]);
+    // Picking the width per expert, ROCm fits -ub 512's 16 rows an expert already: the larger
+    // micro-batch gains least there.
+    assert!(ratios[9] > ratios[6] && ratios[9] > ratios[5], "gpt-oss-120b, ub 512 / 2048: {ratios:?}");
 }
 
 /// MLX's quantized mat-vec on Metal unpacks every weight again for each row of a step (FACTS.md:

@@ -70,11 +70,19 @@ fn experts_stream_at_the_dense_rate_and_stay_at_their_facts_priors() {
 /// Decode and prefill of `model` at `quant` on one Framework Desktop under llama.cpp's
 /// `backend` (none: the default), a 512-token prompt at the default `-ub 512`.
 fn framework_run(model: &str, quant: &str, backend: Option<&str>) -> (f64, f64) {
+    framework_run_tiles(model, quant, backend, None)
+}
+
+/// [`framework_run`] with ROCm's tile choice (`engine.rocm_tiles`; none: the default).
+fn framework_run_tiles(model: &str, quant: &str, backend: Option<&str>, tiles: Option<&str>) -> (f64, f64) {
     let mut b = ScenarioBuilder::new(format!("framework {model} {quant} {backend:?}"));
     b.nodes(&["framework-desktop-ai-max-395".to_string()]).model(model).quant(quant).engine("llama-cpp");
     b.tokens(512, 32).seed(1);
     if let Some(backend) = backend {
         b.set("engine.backend", &toml::Value::String(backend.into())).expect("a known key");
+    }
+    if let Some(tiles) = tiles {
+        b.set("engine.rocm_tiles", &toml::Value::String(tiles.into())).expect("a known key");
     }
     let e = estimate(&b.build().unwrap(), &priors()).unwrap();
     (e.decode_tokens_per_s, e.prefill_tokens_per_s)
@@ -88,10 +96,17 @@ fn vulkan_and_rocm_tile_moe_prefill_apart_and_decode_alike() {
     let (rocm_decode, rocm_prefill) = framework_run("gpt-oss-120b", "mxfp4", Some("rocm"));
     // One token a step runs the mat-vec on both: the same decode.
     assert_eq!(vk_decode, rocm_decode);
-    // gpt-oss-120b at -ub 512: ~16 rows an expert; Vulkan computes them in 64-row tiles (4x),
-    // ROCm's MMQ in 128-row ones (8x): ROCm's prefill is the slower, by less than 2x since the
-    // attention, dense projections and LM head are not tiled.
-    assert!(rocm_prefill < vk_prefill && rocm_prefill > 0.5 * vk_prefill, "rocm {rocm_prefill:.1} vs vulkan {vk_prefill:.1}");
+    // gpt-oss-120b at -ub 512: ~16 rows an expert; Vulkan computes them in 64-row tiles (4x).
+    // ROCm's MMQ as built now picks its width against those 16 rows (`ncols_opt`, September
+    // 2026): 16-row tiles, the faster prefill, as FACTS.md has it ("ROCm prefills faster").
+    assert!(rocm_prefill > vk_prefill, "rocm {rocm_prefill:.1} vs vulkan {vk_prefill:.1}");
+    // The builds of December 2025 to September 2026 picked against the step's 512 rows: 128-row
+    // tiles (8x), slower than Vulkan, by less than 2x since the attention, dense projections
+    // and LM head are not tiled.
+    let (old_decode, old_prefill) = framework_run_tiles("gpt-oss-120b", "mxfp4", Some("rocm"), Some("per-step"));
+    assert_eq!(old_decode, rocm_decode);
+    assert!(old_prefill < vk_prefill && old_prefill > 0.5 * vk_prefill, "rocm {old_prefill:.1} vs vulkan {vk_prefill:.1}");
+    assert_eq!(framework_run_tiles("gpt-oss-120b", "mxfp4", Some("rocm"), Some("per-expert")), (rocm_decode, rocm_prefill));
     // A dense model has no expert tiles: the same prefill on both.
     assert_eq!(framework_run("llama-3.1-8b", "q4_k_m", Some("vulkan")), framework_run("llama-3.1-8b", "q4_k_m", Some("rocm")));
 }
@@ -115,6 +130,12 @@ fn the_backend_key_is_llama_cpps_and_names_its_choices() {
     assert!(e.contains("llama.cpp's GPU backend") && e.contains("mlx-lm"), "{e}");
     let e = parse(text("llama-cpp", "q4_k_m", "cuda")).unwrap_err();
     assert!(e.contains("vulkan") && e.contains("rocm"), "{e}");
+    // ROCm's tile choice belongs to ROCm, and names its choices.
+    assert!(parse(text("llama-cpp", "q4_k_m", "rocm") + "rocm_tiles = \"per-step\"\n").is_ok());
+    let e = parse(text("llama-cpp", "q4_k_m", "vulkan") + "rocm_tiles = \"per-step\"\n").unwrap_err();
+    assert!(e.contains("does not run ROCm") && e.contains("backend = \"rocm\""), "{e}");
+    let e = parse(text("llama-cpp", "q4_k_m", "rocm") + "rocm_tiles = \"wide\"\n").unwrap_err();
+    assert!(e.contains("per-expert") && e.contains("per-step"), "{e}");
 }
 
 /// A ROCm prefill row older than the kernels the twin models (before December 2025) is scored
@@ -148,4 +169,27 @@ fn an_old_rocm_prefill_row_is_scored_but_not_fitted() {
     let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(v["rows"].as_array().unwrap().len(), 3, "{v}");
     assert_eq!(v["interval_coverage"]["unseen"]["rows"], 1, "{v}");
+}
+
+/// `validate` reads a ROCm row with the tile choice of its build: dated before late September
+/// 2026, per step (and says so); from then, or undated, per expert as llama.cpp is now.
+#[test]
+fn rocm_rows_are_read_with_the_tile_choice_of_their_build() {
+    use supernode::calibrate::validate::{parse_csv, row_scenario};
+    let fw = "framework-desktop-ai-max-395,1,128gb";
+    let text = format!(
+        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n\
+         spring,{fw},gpt-oss-120b,mxfp4,llama-cpp,none,none,512,1,prefill_tokens_per_s,500,tok/s,kyuz0 (2026-03-01),\"pp512, ROCm 7.1\"\n\
+         autumn,{fw},gpt-oss-120b,mxfp4,llama-cpp,none,none,512,1,prefill_tokens_per_s,500,tok/s,kyuz0 (2026-10-01),\"pp512, ROCm 7.2\"\n\
+         vulkan,{fw},gpt-oss-120b,mxfp4,llama-cpp,none,none,512,1,prefill_tokens_per_s,500,tok/s,kyuz0 (2026-03-01),\"pp512, Vulkan RADV\"\n"
+    );
+    let rows = parse_csv(&text, "rows.csv").unwrap();
+    let read = |i: usize| {
+        let (b, assumptions) = row_scenario(&rows[i], &rows).unwrap();
+        (b.build().unwrap().engine.rocm_tiles, assumptions.iter().any(|a| a.starts_with("engine.rocm_tiles = \"per-step\"")))
+    };
+    use supernode::engine::RocmTiles;
+    assert_eq!(read(0), (RocmTiles::PerStep, true));
+    assert_eq!(read(1), (RocmTiles::PerExpert, false));
+    assert_eq!(read(2), (RocmTiles::PerExpert, false));
 }

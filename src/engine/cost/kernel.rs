@@ -136,6 +136,9 @@ pub struct ExpertRowTile {
     /// Token rows per dequantisation of a weight tile on the tiled path: each tile of an
     /// expert's rows dequantises the weights it multiplies again.
     pub dequant_rows: u64,
+    /// Whether the host picks the width against the rows an expert holds on average (`rows x
+    /// k / experts`) instead of the step's rows (both know only the step's shape).
+    pub per_expert_choice: bool,
 }
 
 /// llama.cpp CUDA MMQ widths on a GPU with tensor cores (`mul_mat_q_case`: `mmq_x` in steps of
@@ -156,6 +159,7 @@ impl ExpertRowTile {
         min_routed_rows: 0,
         min_mean_rows_per_expert: 0,
         dequant_rows: DEQUANT_TOKEN_TILE,
+        per_expert_choice: false,
     };
     /// llama.cpp's CUDA MMQ on an NVIDIA GPU with tensor cores (build 6918, `mmq.cuh`
     /// `mul_mat_q_case`): the tile width `mmq_x` is the first of `CUDA_MMQ_WIDTHS` that takes
@@ -172,6 +176,14 @@ impl ExpertRowTile {
     /// dequantisation to f16 and hipBLAS (`ggml_cuda_mul_mat_id`'s fallback loop); their rows
     /// are read with these tiles.
     pub const ROCM_MMQ: Self = Self { widths: ROCM_MMQ_WIDTHS, min_step_rows: 5, covers_half: false, ..Self::NO_ROUTED_MINIMUM };
+    /// [`Self::ROCM_MMQ`] as built from late September 2026 (xllamacpp 2026.9.11063, not yet in
+    /// 2026.9.10809 of 2026-09-06: `ggml_cuda_mul_mat_q` in `mmq.cu`): on RDNA3 and RDNA4 the
+    /// width is picked against the rows each expert sees on average, `ncols_opt = (ne12 x
+    /// n_expert_used + ne02 - 1) / ne02` ("Each expert only sees ne12*n_expert_used/ne02 tokens
+    /// on average. On RDNA3 and RDNA4 it is faster to pick the tile size against this value"),
+    /// so a prompt spread over many experts runs narrow tiles, not 128-row ones mostly empty.
+    /// NVIDIA GPUs keep the step's rows (`ncols_opt = ne12`).
+    pub const ROCM_MMQ_PER_EXPERT: Self = Self { per_expert_choice: true, ..Self::ROCM_MMQ };
     /// llama.cpp's Metal `kernel_mul_mm_id` (build 6918, `ggml-metal-ops.cpp`): threadgroups of
     /// 32 rows per expert, used once a step has 32 rows or more (`ne21_mm_id_min`; below, the
     /// matrix-vector `mul_mv_id`); every weight type.
@@ -192,8 +204,15 @@ impl ExpertRowTile {
     /// average (`GatherQMM::eval_gpu`, `B / E >= 4`: recalled from MLX's quantized.cpp, which
     /// the wheel does not ship; an assumption), else a matrix-vector kernel per row. Quantized
     /// experts only (bf16 experts run the steel `gather_mm`, 32- or 64-row tiles, not modelled).
-    pub const MLX_GATHER_QMM: Self =
-        Self { widths: &[16], min_step_rows: 1, covers_half: false, min_routed_rows: 64, min_mean_rows_per_expert: 4, dequant_rows: 16 };
+    pub const MLX_GATHER_QMM: Self = Self {
+        widths: &[16],
+        min_step_rows: 1,
+        covers_half: false,
+        min_routed_rows: 64,
+        min_mean_rows_per_expert: 4,
+        dequant_rows: 16,
+        per_expert_choice: false,
+    };
 
     /// [`Self::width`] for a routed op of `experts` (total, chosen per token), under the
     /// kernel's conditions on the token-expert rows.
@@ -203,7 +222,10 @@ impl ExpertRowTile {
         if pairs < self.min_routed_rows || pairs < self.min_mean_rows_per_expert * e {
             return None;
         }
-        self.width(rows, family)
+        let width = self.width(rows, family)?;
+        // The step takes the tiled path by its own rows; the width follows the mean rows an
+        // expert holds where the host picks it so.
+        if self.per_expert_choice { self.fewest_tiles(pairs.div_ceil(e).max(1)) } else { Some(width) }
     }
 
     /// The tile width, rows, a step of `rows` rows runs its experts in (`None`: untiled): the
@@ -211,11 +233,15 @@ impl ExpertRowTile {
     /// when it needs strictly fewer tiles than the ones before).
     pub fn width(self, rows: u64, family: crate::llm::KernelFamily) -> Option<u64> {
         let half = family == crate::llm::KernelFamily::Half;
-        let widest = *self.widths.last()?;
         if rows < self.min_step_rows || (half && !self.covers_half) {
             return None;
         }
-        let fewest = rows.div_ceil(widest);
+        self.fewest_tiles(rows)
+    }
+
+    /// The first width that takes `rows` in the fewest tiles (`None`: no widths, untiled).
+    fn fewest_tiles(self, rows: u64) -> Option<u64> {
+        let fewest = rows.div_ceil(*self.widths.last()?);
         self.widths.iter().copied().find(|&w| rows.div_ceil(w) == fewest)
     }
 }
@@ -1083,6 +1109,16 @@ mod tests {
         // ROCm MMQ on RDNA3 (WMMA): multiples of 16, at most 128, from 5 rows; quantized only.
         let rocm = ExpertRowTile::ROCM_MMQ;
         assert_eq!([4, 5, 100, 512].map(|r| rocm.width(r, KQuant)), [None, Some(16), Some(112), Some(128)]);
+        // From late September 2026 RDNA picks against the mean rows an expert holds: 512
+        // tokens over 128 experts, top-4, is 16 an expert; 2048 is 64; 5 tokens still tile.
+        let per_expert = ExpertRowTile::ROCM_MMQ_PER_EXPERT;
+        let gpt_oss = Some((128, 4));
+        assert_eq!(
+            [4, 5, 512, 2048, 8192].map(|r| per_expert.width_routed(r, gpt_oss, KQuant)),
+            [None, Some(16), Some(16), Some(64), Some(128)]
+        );
+        assert_eq!([512, 2048].map(|r| rocm.width_routed(r, gpt_oss, KQuant)), [Some(128), Some(128)]);
+        assert_eq!(per_expert.width_routed(512, gpt_oss, Half), None);
         assert_eq!(rocm.width(512, Half), None);
         // Vulkan on AMD: 32-row tiles up to 32 rows, 64 above; mat-vec up to 8 rows; every type.
         let vulkan = ExpertRowTile::VULKAN_MM_ID;
