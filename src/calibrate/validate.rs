@@ -1327,6 +1327,9 @@ fn one_batch_run(row: &MeasurementRow) -> Result<Option<(i64, bool, String)>, St
 /// what each metric is read as. Other rows keep their `generate` workload.
 fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: &mut Vec<String>) -> Result<(), String> {
     let per_request = match row.metric.as_str() {
+        "ttft_s" if text_ttft(row) => Some(
+            "the mean over the requests of the time to each one's first streamed text (llama-benchy's TTFT: a chat header such as gpt-oss's harmony one decodes first), queueing for the prefills before each included",
+        ),
         "ttft_s" if concurrent(row) => {
             Some("the mean over the requests, queueing for the prefills before each included (the serving run's mean TTFT)")
         }
@@ -1710,9 +1713,9 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         "ttft_s" => {
             let p: u64 =
                 row.prompt_tokens.trim().parse().map_err(|_| "ttft_s row without prompt length: fill in prompt_tokens".to_string())?;
-            if concurrent_ttft(row) {
+            if concurrent_ttft(row) || text_ttft(row) {
                 // The serving run of the benchmark's batch: each request's output as its notes
-                // or its run say (its own first token is what is timed).
+                // or its run say (its own first token or text is what is timed).
                 let (_, generate) = serve_tokens(row, all, assumptions);
                 (p, generate)
             } else {
@@ -2331,6 +2334,12 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
         "cluster_power_w" => est.peak_power_w,
         "cluster_power_w_decode" => est.cluster_power_w,
         "cluster_power_w_prefill" => est.prefill_power_w,
+        "ttft_s" if text_ttft(row) => est
+            .serve
+            .as_ref()
+            .map(|sv| sv.mean_ttft_text_s)
+            .filter(|t| *t > 0.0)
+            .ok_or_else(|| RowError::NoResult("the serving run completed no request".into()))?,
         "ttft_s" => est.ttft_s,
         "ttft_p50_s" | "ttft_p99_s" | "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" => serving_value(row, est)?,
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) || mlx_benchmark_batch(row).is_some() => est.decode_tokens_per_s,
@@ -2358,6 +2367,13 @@ fn serving_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Resul
         other => return Err(RowError::Metric(other.to_string())),
     };
     if value > 0.0 { Ok(value) } else { Err(RowError::NoResult(format!("the serving run has no {}", row.metric))) }
+}
+
+/// Whether a row is llama-benchy's TTFT, which times the first streamed text (`first_token_ts`
+/// is set by the first `content` or `reasoning_content` delta, llama-benchy 0.3.5 `client.py`),
+/// at any concurrency.
+fn text_ttft(row: &MeasurementRow) -> bool {
+    row.metric == "ttft_s" && counts_from_first_token(row)
 }
 
 /// Whether a row is the time to first token of several concurrent requests (a serving run's

@@ -199,6 +199,7 @@ pub(crate) fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut
         per_request_decode_tokens_per_s: round3(st.per_request_rate_sum / n),
         generation_tokens_per_s: round3(st.tokens_after_first_per_s()),
         batch_prompt_tokens_per_s: round3(st.prompt_tokens_to_last_first_text_per_s()),
+        mean_ttft_text_s: round6(st.ttft_text_sum_ns as f64 / 1e9 / n),
         ttft_percentiles_s: ttft,
         e2e_s: q(&st.e2e_s),
         slo_attainment: slo.map(|_| round6(st.slo_met as f64 / n)),

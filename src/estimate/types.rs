@@ -44,6 +44,11 @@ pub struct ServeMetrics {
     /// (llama-benchy's concurrent `pp t/s (total)`), queueing for the prefills included.
     #[serde(default)]
     pub batch_prompt_tokens_per_s: f64,
+    /// Mean time from a request's arrival to the first text a streaming chat client sees, s:
+    /// its first token, or for a model with a chat header (gpt-oss's harmony
+    /// `<|channel|>analysis<|message|>`) the token after it (llama-benchy's TTFT).
+    #[serde(default)]
+    pub mean_ttft_text_s: f64,
     /// Time to first token, queueing included, s. (The top-level `ttft_s` is its mean.)
     pub ttft_percentiles_s: Quantiles,
     /// Arrival to last token, s.

@@ -500,3 +500,40 @@ fn llama_benchy_prompt_rates_of_a_batch_are_the_serving_runs_prompts_to_the_last
     // experts for all of them, so the batch's prompt rate beats one request's.
     assert!(predicted[1] > predicted[0], "{predicted:?}");
 }
+
+/// llama-benchy's TTFT times the first streamed text: for gpt-oss the token after its harmony
+/// header, three decode steps after the first token; a model without a header streams from its
+/// first token, so one request's TTFT is its prefill, as `generate` reports it.
+#[test]
+fn llama_benchy_ttft_is_the_first_streamed_text() {
+    use supernode::calibrate::validate::{read_csv, row_scenario};
+    let row = |id: &str, model: &str, quant: &str| {
+        format!("{id},dgx-spark,1,128gb,{model},{quant},vllm,none,none,1024,1,ttft_s,0.3,s,a blog,llama-benchy 0.3.5 pp1024 tg128\n")
+    };
+    let text = format!(
+        "id,system,nodes,node_mix,model,quant,engine,parallelism,fabric,prompt_tokens,concurrency,metric,value,unit,source,notes\n{}{}",
+        row("oss", "gpt-oss-120b", "mxfp4"),
+        row("llama", "llama-3.1-8b", "fp8")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::write_text(dir.path(), "ttft.csv", &text);
+    let rows = read_csv(&path).unwrap();
+    let p = quiet();
+    let mut data = supernode::calibrate::Dataset::default();
+    data.add_csv(&path, &p).unwrap();
+    let predicted = data.predict(&p).unwrap();
+    let generate = |model: &str, quant: &str| {
+        let s = sc(&format!(
+            "[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"{model}\"\nquant = \"{quant}\"\n[engine]\nname = \"vllm\"\n[workload]\nprompt_tokens = 1024\ngenerate_tokens = 128\n"
+        ));
+        estimate(&s, &p).unwrap()
+    };
+    let (oss, llama) = (generate("gpt-oss-120b", "mxfp4"), generate("llama-3.1-8b", "fp8"));
+    // Three decode steps of the header after the prefill's first token (each within a step's
+    // percentiles of the one-request decode), and no header for Llama.
+    let header = predicted[0] - oss.ttft_s;
+    assert!(header > 3.0 * 0.9 * oss.tpot_ms.p50 / 1e3 && header < 3.0 * 1.1 * oss.tpot_ms.p99 / 1e3, "{header} vs {:?}", oss.tpot_ms);
+    assert!((predicted[1] / llama.ttft_s - 1.0).abs() < 0.01, "{} vs {}", predicted[1], llama.ttft_s);
+    let (_, assumptions) = row_scenario(&rows[0], &rows).unwrap();
+    assert!(assumptions.iter().any(|a| a.contains("first streamed text")), "{assumptions:?}");
+}
