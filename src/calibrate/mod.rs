@@ -19,6 +19,7 @@
 //! - [`llama_bench`]: llama-bench output as measurement rows.
 
 pub mod batched_bench;
+pub mod benchy;
 pub mod cv;
 pub mod dataset;
 pub mod exo_bench;

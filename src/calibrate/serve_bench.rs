@@ -186,7 +186,7 @@ const NATIVE_RELEASES: &[(&str, &str)] = &[("gpt-oss-120b", "mxfp4"), ("gpt-oss-
 
 /// The quantization of a repo id (its format suffix, `-FP8`, `-NVFP4`, `-AWQ`), else of the
 /// model's native release.
-fn quant_of(model_id: &str) -> Option<String> {
+pub(crate) fn quant_of(model_id: &str) -> Option<String> {
     let cat = catalog();
     if let Ok(q) = cat.find_quant(model_id, QuantFamily::Hf) {
         return Some(q.id);

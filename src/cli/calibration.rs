@@ -14,7 +14,14 @@ use crate::profile::Profile;
 pub enum CalibrationCommand {
     /// Fit the twin's parameters to measurements (harness JSON and/or measurement CSV) and write a profile.
     Calibrate(CalibrateArgs),
-    /// Turn llama-bench output (-o md, json, jsonl or csv), llama-batched-bench output, exo-bench JSON, mlx_lm.benchmark output or serving benchmark results (vllm bench serve, SGLang bench_serving) into measurement CSV rows for `validate` and `calibrate`.
+    /// Turn llama-bench output (-o md, json, jsonl or csv), llama-batched-bench output, exo-bench JSON, mlx_lm.benchmark output or serving benchmark results (vllm bench serve, SGLang bench_serving, llama-benchy) into measurement CSV rows for `validate` and `calibrate`.
+    ///
+    /// llama-benchy output (its markdown table or `--format json`) becomes, per run of C
+    /// requests sent at once, its prompt rate, generation rate, per-request generation rate
+    /// (C > 1) and time to first token, which `validate` reads as the tool computes them; the
+    /// output names no hardware or server (`--node`, `--engine`), the model is the one it
+    /// printed (or `--model`), the format its suffix or native release (or `--quant`); runs after
+    /// a filled context (`@ dD`) are skipped.
     ///
     /// llama-batched-bench output (its table or `--output-format jsonl`) becomes an S_PP
     /// (`prefill_tokens_per_s`) and an S_TG (`aggregate_decode_tokens_per_s`) row per test, at
@@ -78,7 +85,7 @@ pub struct CalibrateArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// llama-bench output files (md, json, jsonl, csv), llama-batched-bench output (table or
-    /// jsonl), exo-bench JSON, serving benchmark results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines), or
+    /// jsonl), llama-benchy output (md or json), exo-bench JSON, serving benchmark results (`vllm bench serve --save-result` JSON, SGLang `bench_serving` JSON lines), or
     /// `mlx_lm.benchmark` output or `mlx_lm.generate --verbose`'s timing footer (their printed
     /// text), told apart by content.
     #[arg(required = true)]
@@ -144,6 +151,12 @@ fn run_import(a: &ImportArgs) -> Result<(), CliError> {
         let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES)
             .map_err(|e| CliError::input(format!("cannot read {}: {e}", f.display())))?;
         if let Some(got) = import_serving(a, f, &text, &stem)? {
+            tests += got.1;
+            what = "benchmark runs";
+            rows.extend(got.0);
+            continue;
+        }
+        if let Some(got) = import_benchy(a, f, &text, &stem)? {
             tests += got.1;
             what = "benchmark runs";
             rows.extend(got.0);
@@ -274,6 +287,34 @@ fn import_mlx_bench(
     Ok(Some((rows, runs.len())))
 }
 
+/// A llama-benchy output's rows and run count, or `None` when the file is not one.
+fn import_benchy(
+    a: &ImportArgs,
+    f: &Path,
+    text: &str,
+    stem: &str,
+) -> Result<Option<(Vec<calibrate::validate::MeasurementRow>, usize)>, CliError> {
+    use calibrate::benchy;
+    if !benchy::looks_like(text) {
+        return Ok(None);
+    }
+    let file = benchy::parse(text).map_err(|e| CliError::input(format!("{}: llama-benchy output: {e}", f.display())))?;
+    let node = required_node(a, f, "llama-benchy runs", "dgx-spark")?;
+    let labels = benchy::Labels {
+        node,
+        model: a.model.as_deref(),
+        quant: a.quant.as_deref(),
+        engine: a.engine.as_deref(),
+        nodes: a.nodes,
+        parallelism: a.parallelism.as_deref(),
+        fabric: a.fabric.as_deref(),
+    };
+    let (rows, skipped) =
+        benchy::to_rows(&file, &labels, stem, &f.display().to_string()).map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
+    report_skipped(&skipped);
+    Ok(Some((rows, file.runs.len())))
+}
+
 /// A llama-batched-bench output's rows and test count, or `None` when the file is not one.
 fn import_batched_bench(
     a: &ImportArgs,
@@ -336,6 +377,13 @@ pub(crate) fn load_dataset(files: &[PathBuf], profile: &Profile, harness_use: Ha
             // Serving benchmark results and llama-bench output are measurements too, but they
             // need the node they ran on first.
             let text = crate::util::read_bounded(f, crate::util::MAX_INPUT_BYTES).unwrap_or_default();
+            if calibrate::benchy::looks_like(&text) {
+                return Err(format!(
+                    "{} is llama-benchy output: turn it into measurement rows first, e.g. `supernode import {} --node dgx-spark --engine vllm -o rows.csv` (`supernode catalog nodes` lists the nodes)",
+                    f.display(),
+                    f.display()
+                ));
+            }
             if calibrate::batched_bench::looks_like(&text) {
                 return Err(format!(
                     "{} is llama-batched-bench output: turn it into measurement rows first, e.g. `supernode import {} --node dgx-spark --model gpt-oss-120b-mxfp4.gguf -o rows.csv` (`supernode catalog nodes` lists the nodes)",

@@ -436,3 +436,47 @@ fn llama_batched_bench_output_becomes_s_pp_and_s_tg_rows_that_validate() {
     let err = refused(bin().args(["validate", "--against"]).arg(&file));
     assert!(err.contains("is llama-batched-bench output") && err.contains("supernode import"), "{err}");
 }
+
+/// llama-benchy's markdown report (the benchmark Spark users run against vLLM): per run its
+/// prompt rate, generation rate, per-request rate (above one request) and TTFT, at the run's
+/// concurrency; the output names neither the machine nor the server (`--node`, `--engine`);
+/// runs after a filled context are skipped; the rows validate as the tool computes them.
+#[test]
+fn llama_benchy_output_becomes_rows_that_validate_as_the_tool_computes_them() {
+    let file = root().join("tests/fixtures/benchy/spark-gpt-oss-120b.md");
+    let err = refused(bin().arg("import").arg(&file));
+    assert!(err.contains("record no hardware: pass --node"), "{err}");
+    let err = refused(bin().args(["import", "--node", "dgx-spark"]).arg(&file));
+    assert!(err.contains("names no server: pass --engine"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    let out = bin().args(["import", "--node", "dgx-spark", "--engine", "vllm", "-o"]).arg(&csv).arg(&file).assert().success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("filled context"), "{stderr}");
+    let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap(), "rows.csv").unwrap();
+    let got: Vec<(&str, &str)> = rows.iter().map(|r| (r.metric.as_str(), r.concurrency.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("prefill_tokens_per_s", "1"),
+            ("aggregate_decode_tokens_per_s", "1"),
+            ("ttft_s", "1"),
+            ("prefill_tokens_per_s", "8"),
+            ("aggregate_decode_tokens_per_s", "8"),
+            ("decode_tokens_per_s", "8"),
+            ("ttft_s", "8")
+        ]
+    );
+    assert!(rows.iter().all(|r| (r.model.as_str(), r.quant.as_str(), r.engine.as_str()) == ("openai/gpt-oss-120b", "mxfp4", "vllm")));
+    let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).assert().success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let scored = report["rows"].as_array().unwrap();
+    assert_eq!(scored.len(), 7, "{report}");
+    let said = |i: usize, what: &str| scored[i]["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what));
+    assert!(said(3, "pp t/s (total)") && said(5, "each one's decode rate") && said(6, "first streamed text"), "{report}");
+    // Eight users: more tokens a second in all than one, fewer for each.
+    let predicted = |i: usize| scored[i]["predicted"].as_f64().unwrap();
+    assert!(predicted(4) > predicted(1) && predicted(5) < predicted(1), "{report}");
+    let err = refused(bin().args(["validate", "--against"]).arg(&file));
+    assert!(err.contains("is llama-benchy output") && err.contains("supernode import"), "{err}");
+}
