@@ -194,23 +194,10 @@ pub fn parse(text: &str) -> Result<BenchyFile, String> {
     Ok(file)
 }
 
-/// What the runs are about, the caller's flags applied.
-pub struct Labels<'a> {
-    /// The catalog node the server ran on (the output records no hardware).
-    pub node: &'a str,
-    /// The model (`--model`), else the run's.
-    pub model: Option<&'a str>,
-    /// The quantization (`--quant`), else the model name's format or native release.
-    pub quant: Option<&'a str>,
-    /// The engine served (`--engine`; the output names none).
-    pub engine: Option<&'a str>,
-    /// The nodes the server spanned (`--nodes`).
-    pub nodes: u64,
-    /// How it split the model over them (`--parallelism`).
-    pub parallelism: Option<&'a str>,
-    /// Their link (`--fabric`).
-    pub fabric: Option<&'a str>,
-}
+/// What the runs are about, the caller's flags applied: a serving benchmark's labels
+/// ([`crate::calibrate::serve_bench::Labels`]); llama-benchy names no server, so the engine must
+/// be given.
+pub use crate::calibrate::serve_bench::Labels;
 
 /// Turns runs into rows (`{stem}-{n}-{pp|tg|tg-req|ttft}`); runs after a filled context, or whose
 /// model or format is not known, are returned as (what, why).

@@ -227,6 +227,20 @@ fn report_skipped(skipped: &[(String, String)]) {
     }
 }
 
+/// The labels of a serving benchmark's runs (`vllm bench serve`, SGLang `bench_serving`,
+/// llama-benchy) from the import flags.
+fn serving_labels<'a>(a: &'a ImportArgs, node: &'a str) -> calibrate::serve_bench::Labels<'a> {
+    calibrate::serve_bench::Labels {
+        node,
+        model: a.model.as_deref(),
+        quant: a.quant.as_deref(),
+        engine: a.engine.as_deref(),
+        nodes: a.nodes,
+        parallelism: a.parallelism.as_deref(),
+        fabric: a.fabric.as_deref(),
+    }
+}
+
 /// A serving benchmark result file's rows and run count, or `None` when the file is not one.
 fn import_serving(
     a: &ImportArgs,
@@ -239,16 +253,7 @@ fn import_serving(
         return Ok(None);
     }
     let runs = serve_bench::parse(text).map_err(|e| CliError::input(format!("{}: serving benchmark results: {e}", f.display())))?;
-    let node = required_node(a, f, "serving benchmark results", "dgx-spark")?;
-    let labels = serve_bench::Labels {
-        node,
-        model: a.model.as_deref(),
-        quant: a.quant.as_deref(),
-        engine: a.engine.as_deref(),
-        nodes: a.nodes,
-        parallelism: a.parallelism.as_deref(),
-        fabric: a.fabric.as_deref(),
-    };
+    let labels = serving_labels(a, required_node(a, f, "serving benchmark results", "dgx-spark")?);
     let (rows, skipped) = serve_bench::to_rows(&runs, &labels, stem, &f.display().to_string())
         .map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
     report_skipped(&skipped);
@@ -299,16 +304,7 @@ fn import_benchy(
         return Ok(None);
     }
     let file = benchy::parse(text).map_err(|e| CliError::input(format!("{}: llama-benchy output: {e}", f.display())))?;
-    let node = required_node(a, f, "llama-benchy runs", "dgx-spark")?;
-    let labels = benchy::Labels {
-        node,
-        model: a.model.as_deref(),
-        quant: a.quant.as_deref(),
-        engine: a.engine.as_deref(),
-        nodes: a.nodes,
-        parallelism: a.parallelism.as_deref(),
-        fabric: a.fabric.as_deref(),
-    };
+    let labels = serving_labels(a, required_node(a, f, "llama-benchy runs", "dgx-spark")?);
     let (rows, skipped) =
         benchy::to_rows(&file, &labels, stem, &f.display().to_string()).map_err(|e| CliError::input(format!("{}: {e}", f.display())))?;
     report_skipped(&skipped);
