@@ -138,21 +138,21 @@ fn parse_md(text: &str) -> Result<Vec<BenchyRun>, String> {
         let total = col("t/s (total)").or(col("t/s")).map(mean).transpose().map_err(at)?.flatten();
         let req = col("t/s (req)").map(mean).transpose().map_err(at)?.flatten();
         let ttft = col("e2e_ttft (ms)").map(mean).transpose().map_err(at)?.flatten().map(|ms| ms / 1e3);
+        // A tg row completes the latest pp run of its depth and concurrency; anything else
+        // starts a run.
         let same = |r: &BenchyRun| r.depth == depth && r.concurrency == conc && r.context_phase == ctx && r.tg.is_none();
-        if kind == "tg" {
-            if let Some(r) = runs.iter_mut().rev().find(|r| same(r)) {
-                (r.response, r.tg, r.tg_req) = (tokens, total, req.filter(|_| conc > 1));
-                continue;
-            }
-        }
-        let model = col("model").map(String::from).filter(|m| !m.is_empty() && m != "Unknown");
-        let mut run = BenchyRun { model, concurrency: conc, depth, context_phase: ctx, ..Default::default() };
+        let open = if kind == "tg" { runs.iter().rposition(same) } else { None };
+        let k = open.unwrap_or_else(|| {
+            let model = col("model").map(String::from).filter(|m| !m.is_empty() && m != "Unknown");
+            runs.push(BenchyRun { model, concurrency: conc, depth, context_phase: ctx, ..Default::default() });
+            runs.len() - 1
+        });
+        let run = &mut runs[k];
         if kind == "pp" {
             (run.prompt, run.pp, run.ttft_s) = (tokens, total, ttft);
         } else {
             (run.response, run.tg, run.tg_req) = (tokens, total, req.filter(|_| conc > 1));
         }
-        runs.push(run);
     }
     Ok(runs)
 }
@@ -165,16 +165,17 @@ fn parse_json(o: &serde_json::Map<String, Value>) -> Result<BenchyFile, String> 
     for (n, b) in o.get("benchmarks").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let int = |k: &str| b.get(k).and_then(Value::as_u64).ok_or(format!("run {}: no `{k}`", n + 1));
         let metric = |k: &str| b.get(k).and_then(|m| m.get("mean")).and_then(Value::as_f64);
+        let concurrency = int("concurrency")?;
         runs.push(BenchyRun {
             model: model.clone(),
-            concurrency: int("concurrency")?,
+            concurrency,
             depth: int("context_size")?,
             prompt: int("prompt_size")?,
             response: int("response_size")?,
             context_phase: b.get("is_context_prefill_phase").and_then(Value::as_bool).unwrap_or(false),
             pp: metric("pp_throughput"),
             tg: metric("tg_throughput"),
-            tg_req: metric("tg_req_throughput").filter(|_| int("concurrency").is_ok_and(|c| c > 1)),
+            tg_req: metric("tg_req_throughput").filter(|_| concurrency > 1),
             // `e2e_ttft` is in ms; the tool's own TTFT takes the measured latency off it.
             ttft_s: metric("e2e_ttft").map(|ms| (ms / 1e3 - latency_s).max(0.0)),
         });
@@ -239,14 +240,6 @@ pub fn to_rows(file: &BenchyFile, labels: &Labels<'_>, stem: &str, source: &str)
             let Some(v) = value.filter(|v| v.is_finite() && *v > 0.0) else { continue };
             rows.push(MeasurementRow {
                 id: format!("{stem}-{}-{short}", n + 1),
-                system: labels.node.to_string(),
-                nodes: labels.nodes.to_string(),
-                node_mix: String::new(),
-                model: model.clone(),
-                quant: quant.clone(),
-                engine: engine.clone(),
-                parallelism: split.clone(),
-                fabric: link.clone(),
                 prompt_tokens: r.prompt.to_string(),
                 concurrency: c.to_string(),
                 metric: metric.into(),
@@ -254,7 +247,7 @@ pub fn to_rows(file: &BenchyFile, labels: &Labels<'_>, stem: &str, source: &str)
                 unit: unit.into(),
                 source: format!("{tool} {source}"),
                 notes: format!("{tool} pp{}{generated} c{c}; {column}", r.prompt),
-                metric_read_as: None,
+                ..labels.row(&model, &quant, &engine, (&split, &link))
             });
         }
     }

@@ -215,6 +215,33 @@ pub struct Labels<'a> {
     pub fabric: Option<&'a str>,
 }
 
+impl Labels<'_> {
+    /// A row of a run on these labels' cluster, for `model` at `quant` on `engine` split as
+    /// `split` over link `link` (as [`cluster_columns`] gives them); the measurement's own
+    /// columns (id, lengths, metric, value, source, notes) are left for the caller to fill.
+    pub(crate) fn row(&self, model: &str, quant: &str, engine: &str, (split, link): (&str, &str)) -> MeasurementRow {
+        MeasurementRow {
+            id: String::new(),
+            system: self.node.to_string(),
+            nodes: self.nodes.to_string(),
+            node_mix: String::new(),
+            model: model.to_string(),
+            quant: quant.to_string(),
+            engine: engine.to_string(),
+            parallelism: split.to_string(),
+            fabric: link.to_string(),
+            prompt_tokens: String::new(),
+            concurrency: String::new(),
+            metric: String::new(),
+            value: 0.0,
+            unit: String::new(),
+            source: String::new(),
+            notes: String::new(),
+            metric_read_as: None,
+        }
+    }
+}
+
 /// A run's model, quantization and engine (the flags first, then what the file says), or why
 /// it cannot become rows: paced by a request rate (open arrivals), nothing completed, or a label
 /// neither gives.
@@ -259,6 +286,7 @@ pub fn to_rows(runs: &[ServeRun], labels: &Labels<'_>, stem: &str, source: &str)
         let concurrency = r.max_concurrency.unwrap_or(r.prompts).min(r.prompts).max(1);
         let prompt = (r.input_tokens as f64 / r.completed as f64).round() as u64;
         let output = (r.output_tokens as f64 / r.completed as f64).round() as u64;
+        let base = labels.row(&model, &quant, &engine, (&split, &link));
         for (metric, value) in &r.metrics {
             let unit = match *metric {
                 "requests_per_s" => "req/s",
@@ -268,14 +296,6 @@ pub fn to_rows(runs: &[ServeRun], labels: &Labels<'_>, stem: &str, source: &str)
             };
             rows.push(MeasurementRow {
                 id: format!("{stem}-{}-{metric}", n + 1),
-                system: labels.node.to_string(),
-                nodes: labels.nodes.to_string(),
-                node_mix: String::new(),
-                model: model.clone(),
-                quant: quant.clone(),
-                engine: engine.clone(),
-                parallelism: split.clone(),
-                fabric: link.clone(),
                 prompt_tokens: prompt.to_string(),
                 concurrency: concurrency.to_string(),
                 metric: (*metric).into(),
@@ -286,7 +306,7 @@ pub fn to_rows(runs: &[ServeRun], labels: &Labels<'_>, stem: &str, source: &str)
                     "{} prompts, {output} generated tokens per request (mean), max concurrency {concurrency}; backend {}",
                     r.prompts, r.backend
                 ),
-                metric_read_as: None,
+                ..base.clone()
             });
         }
     }

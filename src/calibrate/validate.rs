@@ -1655,11 +1655,7 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         "decode_tokens_per_s" if is_batched_bench(row) => batched_bench_tokens(row, all, assumptions)?,
         // One user's decode rate among N concurrent ones: the serving run of N requests.
         "decode_tokens_per_s" if per_request_decode(row) => serve_tokens(row, all, assumptions),
-        "prefill_tokens_per_s" if is_batched_bench(row) => {
-            let prompt =
-                row.prompt_tokens.trim().parse::<u64>().map_err(|_| "batched-bench row without -npp: fill in prompt_tokens".to_string())?;
-            (prompt, 1)
-        }
+        "prefill_tokens_per_s" if is_batched_bench(row) => (batched_bench_prompt(row)?, 1),
         m if is_power(m) && row.prompt_tokens.trim().is_empty() && sibling_prompt(row, all).is_some() => {
             let p = sibling_prompt(row, all).expect("checked");
             assumptions.push(format!("power row: prompt {p} tokens, the longest of its benchmark's rows"));
@@ -1916,8 +1912,7 @@ fn one_batch_lengths(row: &MeasurementRow, assumptions: Option<&mut Vec<String>>
 /// Prompt (`-npp`, the prompt column) and decode (`-ntg N` or `TG=N` in the notes, or a row of
 /// the same run that says it) lengths of a `llama-batched-bench` row.
 fn batched_bench_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Vec<String>) -> Result<(u64, u64), String> {
-    let prompt =
-        row.prompt_tokens.trim().parse::<u64>().map_err(|_| "batched-bench row without -npp: fill in prompt_tokens".to_string())?;
+    let prompt = batched_bench_prompt(row)?;
     let tg = |r: &MeasurementRow| {
         let words: Vec<&str> = r.notes.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
         words
@@ -1936,6 +1931,11 @@ fn batched_bench_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumption
         }
     };
     Ok((prompt, generate))
+}
+
+/// A `llama-batched-bench` row's prompt per sequence (`-npp`, the prompt column).
+fn batched_bench_prompt(row: &MeasurementRow) -> Result<u64, String> {
+    row.prompt_tokens.trim().parse::<u64>().map_err(|_| "batched-bench row without -npp: fill in prompt_tokens".to_string())
 }
 
 /// "N generated tokens" in a row's notes (or a client's request size: `N tokens/request`, `N
@@ -2321,9 +2321,9 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
             let (_, output) = one_batch_lengths(row, None);
             est.decode_tokens_per_s * output as f64 / output.saturating_sub(1).max(1) as f64
         }
-        "decode_tokens_per_s" if per_request_decode(row) => per_request_rate(est)?,
+        "decode_tokens_per_s" if per_request_decode(row) => served(est, |sv| sv.per_request_decode_tokens_per_s)?,
         "decode_tokens_per_s" => est.decode_tokens_per_s,
-        "prefill_tokens_per_s" if concurrent_prompt_rate(row) => batch_prompt_rate(est)?,
+        "prefill_tokens_per_s" if concurrent_prompt_rate(row) => served(est, |sv| sv.batch_prompt_tokens_per_s)?,
         "prefill_tokens_per_s" => est.prefill_tokens_per_s,
         "tpot_ms" if est.tpot_ms.mean > 0.0 => est.tpot_ms.mean,
         "tpot_ms" => return Err(RowError::NoResult("the run decoded no token after the first".into())),
@@ -2334,12 +2334,7 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
         "cluster_power_w" => est.peak_power_w,
         "cluster_power_w_decode" => est.cluster_power_w,
         "cluster_power_w_prefill" => est.prefill_power_w,
-        "ttft_s" if text_ttft(row) => est
-            .serve
-            .as_ref()
-            .map(|sv| sv.mean_ttft_text_s)
-            .filter(|t| *t > 0.0)
-            .ok_or_else(|| RowError::NoResult("the serving run completed no request".into()))?,
+        "ttft_s" if text_ttft(row) => served(est, |sv| sv.mean_ttft_text_s)?,
         "ttft_s" => est.ttft_s,
         "ttft_p50_s" | "ttft_p99_s" | "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" => serving_value(row, est)?,
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) || mlx_benchmark_batch(row).is_some() => est.decode_tokens_per_s,
@@ -2393,10 +2388,11 @@ fn per_request_decode(row: &MeasurementRow) -> bool {
         && mlx_benchmark_batch(row).is_none()
 }
 
-/// A serving estimate's mean per-request decode rate, or why there is none.
-fn per_request_rate(est: &crate::estimate::Estimate) -> Result<f64, RowError> {
+/// A serving estimate's figure `pick` (per-request decode rate, batch prompt rate, TTFT to the
+/// first text: all 0 until a request completes), or why there is none.
+fn served(est: &crate::estimate::Estimate, pick: fn(&crate::estimate::ServeMetrics) -> f64) -> Result<f64, RowError> {
     match &est.serve {
-        Some(sv) if sv.per_request_decode_tokens_per_s > 0.0 => Ok(sv.per_request_decode_tokens_per_s),
+        Some(sv) if pick(sv) > 0.0 => Ok(pick(sv)),
         Some(sv) => Err(RowError::NoResult(format!("no request completed in the {} s window", sv.simulated_window_s))),
         None => Err(RowError::NoResult("the scenario ran no serving workload".into())),
     }
@@ -2406,16 +2402,6 @@ fn per_request_rate(est: &crate::estimate::Estimate) -> Result<f64, RowError> {
 /// (total)`), which a serving run of that batch predicts.
 fn concurrent_prompt_rate(row: &MeasurementRow) -> bool {
     row.metric == "prefill_tokens_per_s" && concurrent(row) && counts_from_first_token(row)
-}
-
-/// A serving estimate's batch prompt rate as llama-benchy defines it
-/// ([`crate::estimate::ServeMetrics::batch_prompt_tokens_per_s`]), or why there is none.
-fn batch_prompt_rate(est: &crate::estimate::Estimate) -> Result<f64, RowError> {
-    match &est.serve {
-        Some(sv) if sv.batch_prompt_tokens_per_s > 0.0 => Ok(sv.batch_prompt_tokens_per_s),
-        Some(sv) => Err(RowError::NoResult(format!("no request completed in the {} s window", sv.simulated_window_s))),
-        None => Err(RowError::NoResult("the scenario ran no serving workload".into())),
-    }
 }
 
 /// Whether a row's `concurrency` is above 1.
