@@ -637,6 +637,17 @@ fn info<T>(prefix: &str, x: &T, fields: &[Field<T>], out: &mut Vec<ParamInfo>) {
     out.extend(fields.iter().map(|f| ParamInfo { path: format!("{prefix}{}", f.name), value: (f.get)(x), unit: f.unit, bound: f.bound }));
 }
 
+/// The parameter paths a tied name stands for, one value for all of them in a fit: each
+/// `{a,b,...}` group of the name takes each of its alternatives, every combination, in order
+/// (`chips.{m3-ultra,m2-ultra}.bw_eff_dense` is the two chips' dense streaming efficiency as
+/// one parameter). A name without braces stands for itself.
+pub fn tied_paths(name: &str) -> Vec<String> {
+    let Some(open) = name.find('{') else { return vec![name.to_string()] };
+    let Some(close) = name[open..].find('}').map(|c| open + c) else { return vec![name.to_string()] };
+    let (head, alternatives, tail) = (&name[..open], &name[open + 1..close], &name[close + 1..]);
+    alternatives.split(',').flat_map(|a| tied_paths(&format!("{head}{a}{tail}"))).collect()
+}
+
 fn find<'a, T>(fields: &'a [Field<T>], name: &str) -> Option<&'a Field<T>> {
     fields.iter().find(|f| f.name == name)
 }
@@ -663,7 +674,14 @@ impl Profile {
     }
 
     /// The parameter at a dotted path, with its bound; `None` if there is no such parameter.
+    /// A tied name ([`tied_paths`]) reads its first member, and exists when every member
+    /// exists with one bound.
     pub fn param(&self, path: &str) -> Option<(f64, Bound)> {
+        if path.contains('{') {
+            let members = tied_paths(path);
+            let first = self.param(members.first()?)?;
+            return members.iter().all(|m| self.param(m).is_some_and(|(_, b)| b == first.1)).then_some(first);
+        }
         let parts: Vec<&str> = path.split('.').collect();
         match parts.as_slice() {
             ["chips", chip, name] => find(CHIP_FIELDS, name).and_then(|f| Some(((f.get)(self.chips.get(*chip)?), f.bound))),
@@ -682,8 +700,15 @@ impl Profile {
         }
     }
 
-    /// Sets the parameter at a dotted path; `false` if there is no such parameter.
+    /// Sets the parameter at a dotted path (every member of a tied name); `false` if there is
+    /// no such parameter.
     pub fn set_param(&mut self, path: &str, v: f64) -> bool {
+        if path.contains('{') {
+            if self.param(path).is_none() {
+                return false;
+            }
+            return tied_paths(path).iter().all(|m| self.set_param(m, v));
+        }
         let parts: Vec<&str> = path.split('.').collect();
         let set = |f: Option<&Field<_>>, x: Option<&mut _>| f.zip(x).map(|(f, x)| (f.set)(x, v)).is_some();
         match parts.as_slice() {
@@ -1058,6 +1083,33 @@ mod tests {
         }
         assert!(p.param("chips.nope.bw_eff_dense").is_none() && p.param("comm.nope").is_none() && p.param("meta.name").is_none());
         assert!(!p.set_param("chips.m3-ultra.runtimes.nope.bw_scale", 1.0));
+    }
+
+    #[test]
+    fn a_tied_name_stands_for_every_combination_and_is_one_value() {
+        assert_eq!(tied_paths("comm.rpc_call_us"), ["comm.rpc_call_us"]);
+        assert_eq!(
+            tied_paths("chips.{m3-ultra,m2-ultra}.runtimes.{mlx,llama-cpp}.bw_mult_half"),
+            [
+                "chips.m3-ultra.runtimes.mlx.bw_mult_half",
+                "chips.m3-ultra.runtimes.llama-cpp.bw_mult_half",
+                "chips.m2-ultra.runtimes.mlx.bw_mult_half",
+                "chips.m2-ultra.runtimes.llama-cpp.bw_mult_half",
+            ]
+        );
+        let mut p = Profile::default_profile();
+        p.set_param("chips.m2-ultra.bw_eff_dense", 0.6);
+        let tied = "chips.{m3-ultra,m2-ultra}.bw_eff_dense";
+        // Read: the first member's value and the shared bound.
+        assert_eq!(p.param(tied), Some((p.chips["m3-ultra"].bw_eff_dense, Bound::Fraction)));
+        // Written: every member.
+        assert!(p.set_param(tied, 0.7));
+        assert_eq!((p.chips["m3-ultra"].bw_eff_dense, p.chips["m2-ultra"].bw_eff_dense), (0.7, 0.7));
+        // A member that does not exist makes the whole name unknown; members of different
+        // bounds are no one parameter.
+        assert!(p.param("chips.{m3-ultra,nope}.bw_eff_dense").is_none());
+        assert!(!p.set_param("chips.{m3-ultra,nope}.bw_eff_dense", 0.5));
+        assert!(p.param("chips.m3-ultra.{bw_eff_dense,pj_per_byte}").is_none());
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub use harness::{
     HarnessBench, HarnessFile, HarnessKind, HarnessUse, SourceError, harness_id, harness_measured, host_fabric, host_node,
     pace_drift_percent, pace_factors, read_harness,
 };
-pub use params::{get_param, harness_params, published_params, set_params, with_host_chip};
+pub use params::{APPLE_DENSE_STREAM, APPLE_WIDE_STREAM, get_param, harness_params, published_params, set_params, with_host_chip};
 pub use predict::{HarnessError, e2e_model, predict_harness};
 pub use target::{PredictError, Target};
 
@@ -116,9 +116,10 @@ pub fn calibrate(
     let (mut fitted, report, dropped) = calibrate_from_starts(data, base, params, prior_weight)?;
     // Parameters left out of the fit keep their prior exactly, including those given a positive
     // start only so that they could be tried in log space (a 0 host cost started at 100 us).
-    for p in &dropped {
-        if let Some((v, _)) = base.param(p) {
-            fitted.set_param(p, v);
+    // A tied parameter's members go back to their own priors.
+    for p in dropped.iter().flat_map(|p| crate::profile::tied_paths(p)) {
+        if let Some((v, _)) = base.param(&p) {
+            fitted.set_param(&p, v);
         }
     }
     Ok((fitted, report, dropped))

@@ -92,19 +92,31 @@ pub fn harness_params() -> Vec<String> {
     .collect()
 }
 
+/// The ~4-bit weight stream's efficiency of every profiled Apple chip, one parameter.
+pub const APPLE_DENSE_STREAM: &str = "chips.{m3-ultra,m2-ultra}.bw_eff_dense";
+
+/// The 8- and 16-bit weight kernels' bandwidth multiplier over the ~4-bit ones on every
+/// profiled Apple chip and runtime, one parameter.
+pub const APPLE_WIDE_STREAM: &str = "chips.{m3-ultra,m2-ultra}.runtimes.{mlx,llama-cpp}.bw_mult_{8bit,half}";
+
 /// Parameters fitted from the published rows by default.
 pub fn published_params() -> Vec<String> {
     [
-        "chips.m3-ultra.bw_eff_dense",
+        // Apple GPUs stream ~4-bit weights (MLX affine 4-bit, GGUF k-quants) at one fraction
+        // of their spec bandwidth, and 8- and 16-bit weights at one multiple of it, whichever
+        // chip and runtime (tied: one value each for every profiled Apple chip). The evidence
+        // is on two chips and both runtimes: on the M3 Ultra, MLX 8-bit exo decode
+        // (g-qwen3-exo-*) against the 4-bit rows; on the M2 Ultra, Llama 3 70B f16 llama.cpp
+        // and bf16 MLX decode against its Q4_K_M decode (n-m2u-*-tg512, m2u-l70b-bf16-mlx).
+        // A chip no row measures (an M1 Max, an M3 Max) reads the same two values.
+        APPLE_DENSE_STREAM,
+        APPLE_WIDE_STREAM,
         "chips.m3-ultra.bw_eff_expert",
         "chips.m3-ultra.compute_eff_dense",
         "chips.m3-ultra.compute_eff_expert",
         "chips.m3-ultra.compute_eff_attention",
         "chips.m3-ultra.pj_per_flop",
         "chips.m3-ultra.runtimes.mlx.kernel_launch_us",
-        // MLX 8-bit kernels apart from the 4-bit ones: the Qwen3-235B 8-bit exo rows against
-        // the DeepSeek V3.1 4-bit ones (g-qwen3-exo-*, g-dsv31-exo-*).
-        "chips.m3-ultra.runtimes.mlx.bw_mult_8bit",
         "chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us",
         "comm.jaccl_round_us",
         "comm.jaccl_peer_us",

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::dataset::Dataset;
 use super::params::SEED_CHIP;
-use crate::profile::{FitReport, HOST_CHIP, ParamSource, Profile, ProfileMeta};
+use crate::profile::{FitReport, HOST_CHIP, ParamSource, Profile, ProfileMeta, tied_paths};
 
 /// How a profile was fitted, for its `[meta]`.
 #[derive(Clone, Debug)]
@@ -58,9 +58,10 @@ pub fn param_sources(fitted: &Profile, base: &Profile) -> BTreeMap<String, Param
     let fit = fitted.fit.as_ref().map_or(&[][..], |f| &f.params[..]);
     let mut out = BTreeMap::new();
     for p in fitted.params() {
-        let source = if let Some(f) = fit.iter().find(|f| f.name == p.path) {
+        let source = if let Some(f) = fit.iter().find(|f| tied_paths(&f.name).contains(&p.path)) {
+            let tied = if f.name == p.path { String::new() } else { format!(" as `{}`, one value for all", f.name) };
             ParamSource {
-                source: format!("fitted on {fitted_on}; started from {} ({})", f.initial, base_source(&p.path)),
+                source: format!("fitted on {fitted_on}{tied}; started from {} ({})", f.initial, base_source(&p.path)),
                 value: Some(p.value),
                 std_error: f.std_error,
                 data: Some(fitted_on.clone()),

@@ -87,17 +87,19 @@ fn memory_fit_arithmetic_matches_facts() {
     assert_eq!(c.model("llama-3.3-70b").unwrap().1.kv_bytes(1), 320 * 1024);
 }
 
-// Measured at this commit (default profile, --cv row): Geerling 10.9% over 12 rows, all scored
-// rows 23.3% over 43, decode 17.5%, coverage 86%; the bars leave ~2-3 points of margin.
+// Measured on 2026-12-07 (default profile with the Apple streams tied, --cv row): Geerling
+// 6.4% over 11 rows, all scored rows 7.5% over 56, decode 6.9%, coverage 96%; the bars leave
+// about a point of margin and hold issue 20's targets (decode <= 8%, all <= 12%, coverage
+// >= 85%). Before: Geerling 10.9%, all 23.3% over 43, decode 17.5%, coverage 86%.
 
-/// Held-out (leave-one-out) MAPE bar of the twelve Geerling cluster rows, percent.
-const GEERLING_BAR: f64 = 13.0;
+/// Held-out (leave-one-out) MAPE bar of the Geerling cluster rows, percent.
+const GEERLING_BAR: f64 = 7.5;
 /// Held-out MAPE bar of every scored row, percent.
-const ALL_BAR: f64 = 26.0;
+const ALL_BAR: f64 = 8.5;
 /// Held-out MAPE bar of the decode rows, percent.
-const DECODE_BAR: f64 = 20.0;
+const DECODE_BAR: f64 = 8.0;
 /// Least share of held-out rows inside their own 90% interval, percent.
-const COVERAGE_FLOOR: f64 = 80.0;
+const COVERAGE_FLOOR: f64 = 85.0;
 
 /// A FACTS.md figure no calibration row carries, as an out-of-sample check of MoE prefill on a
 /// chip whose expert GEMM rate is a prior: exo's profiled pipeline of Qwen3.5-397B-A17B 4-bit

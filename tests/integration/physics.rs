@@ -835,3 +835,44 @@ fn one_node_plan(
         profile: profile(),
     })
 }
+
+/// Apple GPUs stream 8- and 16-bit weights at one fitted multiple of their ~4-bit rate, on
+/// every Apple chip and both runtimes (`calibrate::APPLE_WIDE_STREAM`, tied): the M2 Ultra's
+/// f16 and bf16 Llama 3 70B decode against its Q4_K_M one, and the M3 Ultra's MLX 8-bit exo
+/// rows against its 4-bit ones, say the same. Every Mac reading those chips' parameters (an
+/// M1 Max calibrated as the M2 Ultra, an M3 Max as the M3 Ultra) therefore decodes a
+/// half-precision model faster per byte than a 4-bit one, by that multiple less the kernels'
+/// fixed launch costs.
+#[test]
+fn apple_chips_stream_wide_weights_at_one_multiple_of_their_4bit_rate() {
+    use supernode::calibrate::{APPLE_DENSE_STREAM, APPLE_WIDE_STREAM};
+    use supernode::profile::tied_paths;
+    let p = profile();
+    let values = |tied: &str| tied_paths(tied).iter().map(|m| p.param(m).expect("member").0).collect::<Vec<f64>>();
+    let wide = values(APPLE_WIDE_STREAM);
+    assert!(wide.iter().all(|&w| w == wide[0]) && wide[0] > 1.05, "{wide:?}");
+    let dense = values(APPLE_DENSE_STREAM);
+    assert!(dense.iter().all(|&d| d == dense[0]), "{dense:?}");
+    let (mut checked, mut bad) = (0, Vec::new());
+    for node in ["mac-studio-m2-ultra", "macbook-pro-m1-max-32c-64gb", "macbook-pro-m3-max-40c-128gb", "mac-studio-m3-ultra"] {
+        for (engine, narrow, wide_quant) in
+            [("llama-cpp", "q4_k_m", "f16"), ("mlx-lm", "mlx-4bit", "bf16"), ("mlx-lm", "mlx-4bit", "mlx-8bit")]
+        {
+            let a = Case::one(node, "llama-3.1-8b", narrow, engine);
+            let (Some(x), Some(y)) = (a.run(), a.clone().quant(wide_quant).run()) else { continue };
+            let per_byte = |e: &Estimate| e.decode_tokens_per_s * e.memory[0].weights_gb;
+            let ratio = per_byte(&y) / per_byte(&x);
+            // No stream passes the node's measured read ceiling (the M3 Ultra's 692 GB/s).
+            let ceiling = catalog().node(node).expect("catalog node").read_ceiling();
+            let multiple = wide[0].min(ceiling / dense[0]);
+            checked += 1;
+            // Launch costs are fixed per token, so the wider file's longer stream hides more of
+            // them: at least the multiple (less 3% for the embedding table, counted in the file
+            // but not streamed), at most half as much again.
+            if ratio < 0.97 * multiple || ratio > 1.5 * multiple {
+                bad.push(format!("{} -> {wide_quant}: {ratio:.3}x the bytes per second (multiple {multiple:.3})", a.name()));
+            }
+        }
+    }
+    verdict("wide weights at the fitted multiple", checked, bad);
+}

@@ -76,12 +76,12 @@ fn cheapest_cluster_for_kimi_k2_at_15_tokens_per_second() {
     // raised to 90% as users do, a 512 GB + 256 GB pair holds it in a llama.cpp RPC pipeline
     // (layers in proportion to memory: ~412 + ~213 GB against 460.8 + 230.4 GB), so the cheapest
     // cluster is $11,699 + $8,099 + one $70 Thunderbolt 5 cable = $19,868. Its pipeline (one
-    // GPU at a time) reaches 19.6 tok/s (refit of 2026-12-07 with R1's GGUFs on llama.cpp's per-head MLA cache: 19.611; of 2026-12-06 with every stream capped at its node's measured read ceiling: 19.442; with vLLM's MXFP4 and 8-bit multipliers at 1, not fitted: 19.542; with MLX's quantized mat-vec paying each row on the ALUs: 19.433; with the M4 Max's expert GEMM prior at the dense rate and its MLX launch cost from FACTS, not fitted: 19.407; with flash attention at a fitted share of the GEMM's rate: 19.579; with eager CUDA launches ahead across collectives: 19.448; with Vulkan/ROCm tiles and an old ROCm row predicted, not fitted: 19.409; with tiled MoE GEMMs and flash attention at the dense compute rate: 19.450; 2026-12-05 with MLX's host graph build and vllm-mlx request sizes from the notes: 19.374; with FACTS-sourced GB10 decode priors: 19.408; under Huber's robust loss: 19.411; with FP8 a kernel family of its own: 19.611; with log-normal expert popularity: 19.500; with gpt-oss's harmony header read as llama-benchy streams it: 19.452; with the GB10 expert stream fitted: 19.508; with a CUDA engine's eager launches overlapping its GPU: 19.574; with llama-batched-bench's random tokens: 19.472; with LMSYS's SGLang rows read as bench_one_batch_server: 19.453; after GB10 FP8 GEMMs moved to the FP8 peak: 19.431; before it, with the prefill-at-depth and gpt-oss F16 rows read as measured: 19.421; 2026-12-04, fourth session: 19.536; third: 19.542) over Thunderbolt TCP, above the 15 asked.
+    // GPU at a time) reaches 19.0 tok/s (refit of 2026-12-07 with the Apple chips' 4-bit and wide-format streams tied across chips and runtimes: 18.967, the M3 Ultra's 4-bit stream 0.716 -> 0.742 of its bandwidth and its 8-bit MLX multiplier 1.19 -> 1.16 for every runtime; with R1's GGUFs on llama.cpp's per-head MLA cache: 19.611; of 2026-12-06 with every stream capped at its node's measured read ceiling: 19.442; with vLLM's MXFP4 and 8-bit multipliers at 1, not fitted: 19.542; with MLX's quantized mat-vec paying each row on the ALUs: 19.433; with the M4 Max's expert GEMM prior at the dense rate and its MLX launch cost from FACTS, not fitted: 19.407; with flash attention at a fitted share of the GEMM's rate: 19.579; with eager CUDA launches ahead across collectives: 19.448; with Vulkan/ROCm tiles and an old ROCm row predicted, not fitted: 19.409; with tiled MoE GEMMs and flash attention at the dense compute rate: 19.450; 2026-12-05 with MLX's host graph build and vllm-mlx request sizes from the notes: 19.374; with FACTS-sourced GB10 decode priors: 19.408; under Huber's robust loss: 19.411; with FP8 a kernel family of its own: 19.611; with log-normal expert popularity: 19.500; with gpt-oss's harmony header read as llama-benchy streams it: 19.452; with the GB10 expert stream fitted: 19.508; with a CUDA engine's eager launches overlapping its GPU: 19.574; with llama-batched-bench's random tokens: 19.472; with LMSYS's SGLang rows read as bench_one_batch_server: 19.453; after GB10 FP8 GEMMs moved to the FP8 peak: 19.431; before it, with the prefill-at-depth and gpt-oss F16 rows read as measured: 19.421; 2026-12-04, fourth session: 19.536; third: 19.542) over Thunderbolt TCP, above the 15 asked.
     let w = &p["winner"];
     assert_eq!(w["cluster"], "1x m3-ultra-80c-512gb + 1x m3-ultra-80c-256gb, tb5-tcp full-mesh, llama-cpp-rpc pipeline");
     assert_eq!(w["cost_usd"].as_f64().unwrap(), 11699.0 + 8099.0 + 70.0);
     assert_eq!(w["cables"], 1);
-    assert_eq!(w["decode_tokens_per_s"].as_f64().unwrap(), 19.611);
+    assert_eq!(w["decode_tokens_per_s"].as_f64().unwrap(), 18.967);
 }
 
 #[test]
@@ -90,20 +90,20 @@ fn fastest_under_20000_dollars_for_deepseek_v3_1() {
     // Hand check: $20,000 buys one 512 GB node ($11,699), two 256 GB nodes (2 x $8,099 + $70 =
     // $16,268) or one of each ($19,868). DeepSeek V3.1 at 4 bits (~378 GB) fits on one 512 GB
     // node (~21 tok/s with mlx-lm) or across two nodes; exo tensor over RDMA splits every layer's
-    // weight reads in two and is the fastest (27.4 tok/s after the refit of 2026-12-07 with R1's GGUFs on llama.cpp's per-head MLA cache (27.374), 27.2 after the one of 2026-12-06 with every stream capped at its node's measured read ceiling (27.189), after the one with vLLM's MXFP4 and 8-bit multipliers at 1, not fitted (27.204), 27.1 after the one with MLX's quantized mat-vec paying each row on the ALUs (27.092), after the one with the M4 Max's expert GEMM prior at the dense rate and its MLX launch cost from FACTS (27.133), after the one with flash attention at a fitted share of the GEMM's rate (27.079), 27.0 after the one with eager CUDA launches ahead across collectives (27.032), 27.1 after the one with Vulkan/ROCm tiles (27.147) and with tiled MoE GEMMs (27.107), 27.5 after the refits of 2026-12-05 (27.654, then 27.673 after the GB10 FP8 one, 27.644 after the bench_one_batch_server reading, 27.657 after the batched-bench random-token one, 27.609 after the eager-overlap one, 27.554 after the GB10 expert-stream one, 27.617 after the harmony-header one, 27.577 after the log-normal popularity one, 27.518 after the FP8 one, 27.452 under Huber's loss, 27.437 with the GB10 priors from FACTS, 27.131 with MLX's host graph build and the JACCL peer cost back at its prior), 27.5 after the fourth of 2026-12-04, whose
+    // weight reads in two and is the fastest (27.4 tok/s after the refit of 2026-12-07 with the Apple streams tied across chips (27.447), after the one with R1's GGUFs on llama.cpp's per-head MLA cache (27.374), 27.2 after the one of 2026-12-06 with every stream capped at its node's measured read ceiling (27.189), after the one with vLLM's MXFP4 and 8-bit multipliers at 1, not fitted (27.204), 27.1 after the one with MLX's quantized mat-vec paying each row on the ALUs (27.092), after the one with the M4 Max's expert GEMM prior at the dense rate and its MLX launch cost from FACTS (27.133), after the one with flash attention at a fitted share of the GEMM's rate (27.079), 27.0 after the one with eager CUDA launches ahead across collectives (27.032), 27.1 after the one with Vulkan/ROCm tiles (27.147) and with tiled MoE GEMMs (27.107), 27.5 after the refits of 2026-12-05 (27.654, then 27.673 after the GB10 FP8 one, 27.644 after the bench_one_batch_server reading, 27.657 after the batched-bench random-token one, 27.609 after the eager-overlap one, 27.554 after the GB10 expert-stream one, 27.617 after the harmony-header one, 27.577 after the log-normal popularity one, 27.518 after the FP8 one, 27.452 under Huber's loss, 27.437 with the GB10 priors from FACTS, 27.131 with MLX's host graph build and the JACCL peer cost back at its prior), 27.5 after the fourth of 2026-12-04, whose
     // MLX launch cost fell 7.2 -> 5.9 us with vllm-mlx host costs borrowed on the M3 Ultra (measured 27.8 by
     // Geerling); 26.3 after the refit with exo's own 3.3 ms
     // host step, FACTS.md PR 1777, which the fit offsets with faster kernels; 27.2 before it). Two nodes "in a ring" and "in a full
     // mesh" are the same single cable running the same fully connected all-reduce: they tie and
     // the mesh, enumerated first, wins. The 512 + 256 GB pair is as fast but dearer.
     // Plain MLX distributed (mlx-lm under `mlx.launch`) runs the same split without exo's
-    // runner (3.3 ms a step, FACTS.md PR 1777) and wins at 30.1 tok/s (2026-12-07; FACTS.md,
-    // exo issue 2070: plain MLX tensor parallel ~2x exo's on a small-active MoE); exo's 27.374
+    // runner (3.3 ms a step, FACTS.md PR 1777) and wins at 30.2 tok/s (30.206 with the Apple streams tied, 30.119 before; 2026-12-07; FACTS.md,
+    // exo issue 2070: plain MLX tensor parallel ~2x exo's on a small-active MoE); exo's 27.447
     // is still listed.
     let w = &p["winner"];
     assert_eq!(w["cluster"], "2x m3-ultra-80c-256gb, tb5-rdma full-mesh, mlx-lm tensor");
     assert_eq!(w["cost_usd"].as_f64().unwrap(), 2.0 * 8099.0 + 70.0);
-    assert_eq!(w["decode_tokens_per_s"].as_f64().unwrap(), 30.119);
+    assert_eq!(w["decode_tokens_per_s"].as_f64().unwrap(), 30.206);
     let speed = w["decode_tokens_per_s"].as_f64().unwrap();
     for b in p["best"].as_array().unwrap() {
         assert!(b["decode_tokens_per_s"].as_f64().unwrap() <= speed, "{b}");
@@ -113,7 +113,7 @@ fn fastest_under_20000_dollars_for_deepseek_v3_1() {
     assert_eq!(p["best"][2]["verdict"], "as fast, dearer: +$3,600");
     let exo =
         p["best"].as_array().unwrap().iter().find(|b| b["cluster"] == "2x m3-ultra-80c-256gb, tb5-rdma full-mesh, exo tensor").unwrap();
-    assert_eq!(exo["decode_tokens_per_s"].as_f64().unwrap(), 27.374);
+    assert_eq!(exo["decode_tokens_per_s"].as_f64().unwrap(), 27.447);
     assert!(!p["pareto"].as_array().unwrap().is_empty());
 }
 

@@ -27,6 +27,7 @@ fn quiet_profile() -> Profile {
     let chip = p.chips.get_mut("m3-ultra").unwrap();
     chip.bw_eff_dense = 0.5;
     chip.runtimes.get_mut("mlx").unwrap().kernel_launch_us = 10.0;
+    chip.runtimes.get_mut("mlx").unwrap().bw_mult_half = 1.0;
     chip.runtimes.get_mut("mlx").unwrap().host_per_step_us = 0.0;
     p
 }
