@@ -773,7 +773,8 @@ pub fn row_priors(lin: &Linearized<'_>, profile: &Profile) -> Result<Vec<RowPrio
         if named.is_empty() {
             continue;
         }
-        match lin.paths.iter().position(|p| p == path) {
+        // A tied parameter carries the priors of its members.
+        match lin.paths.iter().position(|p| crate::profile::tied_paths(p).contains(path)) {
             Some(k) if same(center[k]) => {
                 out.push(RowPrior { path: path.clone(), from_rows: src.from_rows.clone(), fitted: Some(k), moves: Vec::new() })
             }
@@ -833,13 +834,13 @@ pub struct CvInput<'a> {
 }
 
 /// The prior's centre for `paths`: the starting values of the profile's own fit where it
-/// records them (the sourced values it was fitted from), the current values otherwise.
+/// records them (the sourced values it was fitted from), the current values otherwise. A tied
+/// parameter the profile fitted untied starts from its member's record, a member from its tie's.
 pub fn prior_center(profile: &Profile, paths: &[String]) -> Vec<f64> {
     let fit = profile.fit.as_ref().map_or(&[][..], |f| &f.params[..]);
-    paths
-        .iter()
-        .map(|p| fit.iter().find(|f| f.name == *p).map(|f| f.initial).or_else(|| get_param(profile, p)).unwrap_or(f64::NAN))
-        .collect()
+    use crate::profile::tied_paths;
+    let recorded = |p: &String| fit.iter().find(|f| f.name == *p || tied_paths(p).contains(&f.name) || tied_paths(&f.name).contains(p));
+    paths.iter().map(|p| recorded(p).map(|f| f.initial).or_else(|| get_param(profile, p)).unwrap_or(f64::NAN)).collect()
 }
 
 /// Grouped cross-validation of `data` (see [`cross_validate`]); `tick` advances a progress bar
