@@ -271,6 +271,11 @@ pub struct EngineOptions {
     /// How llama.cpp's ROCm build picks its MoE tile width on RDNA ([`RocmTiles`]). Inert
     /// off the ROCm backend.
     pub rocm_tiles: RocmTiles,
+    /// Whether llama.cpp runs attention as one flash-attention kernel (`-fa 1`, the default
+    /// here: FACTS.md) or as separate KQ and KQV matrix multiplications around a soft-max over
+    /// a materialised score matrix (`-fa 0`, llama-bench's default until mid-2026). Inert on
+    /// every other engine.
+    pub flash_attention: bool,
     /// Whether an MLX server batches requests (vllm-mlx `--continuous-batching`, oMLX always)
     /// or serves one at a time through mlx-lm's generate loop with none of the batching
     /// engine's own host work (vllm-mlx's simple mode). Inert on every other engine.
@@ -370,6 +375,7 @@ impl EngineOptions {
             cuda: defaults.cuda,
             llama_backend: LlamaBackend::Vulkan,
             rocm_tiles: RocmTiles::PerExpert,
+            flash_attention: true,
             continuous_batching: true,
         }
     }

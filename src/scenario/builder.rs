@@ -47,6 +47,7 @@ pub const KEYS: &[&str] = &[
     "engine.mla_cache",
     "engine.backend",
     "engine.rocm_tiles",
+    "engine.flash_attention",
     "engine.enforce_eager",
     "engine.kv_cache_dtype",
     "engine.max_num_batched_tokens",
@@ -122,6 +123,7 @@ fn empty_engine() -> RawEngine {
         mla_cache: None,
         backend: None,
         rocm_tiles: None,
+        flash_attention: None,
         enforce_eager: None,
         kv_cache_dtype: None,
         max_num_batched_tokens: None,
@@ -342,6 +344,7 @@ impl ScenarioBuilder {
             "engine.mla_cache" => self.engine_mut().mla_cache = Some(sp(v.string()?)),
             "engine.backend" => self.engine_mut().backend = Some(sp(v.string()?)),
             "engine.rocm_tiles" => self.engine_mut().rocm_tiles = Some(sp(v.string()?)),
+            "engine.flash_attention" => self.engine_mut().flash_attention = Some(sp(v.bool()?)),
             "engine.enforce_eager" => self.engine_mut().enforce_eager = Some(sp(v.bool()?)),
             "engine.kv_cache_dtype" => self.engine_mut().kv_cache_dtype = Some(sp(v.string()?)),
             "engine.max_num_batched_tokens" => self.engine_mut().max_num_batched_tokens = Some(sp(v.int()?)),
@@ -437,6 +440,7 @@ impl ScenarioBuilder {
             key(&mut t, "mla_cache", s(&e.mla_cache));
             key(&mut t, "backend", s(&e.backend));
             key(&mut t, "rocm_tiles", s(&e.rocm_tiles));
+            key(&mut t, "flash_attention", e.flash_attention.as_ref().map(|b| toml::Value::Boolean(*b.get_ref())));
             key(&mut t, "enforce_eager", e.enforce_eager.as_ref().map(|b| toml::Value::Boolean(*b.get_ref())));
             key(&mut t, "kv_cache_dtype", s(&e.kv_cache_dtype));
             key(&mut t, "max_num_batched_tokens", i(&e.max_num_batched_tokens));

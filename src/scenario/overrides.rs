@@ -54,6 +54,7 @@ const KEYS: &[(&str, KeyType)] = &[
     ("engine.mla_cache", KeyType::Str),
     ("engine.backend", KeyType::Str),
     ("engine.rocm_tiles", KeyType::Str),
+    ("engine.flash_attention", KeyType::Bool),
     ("engine.enforce_eager", KeyType::Bool),
     ("engine.kv_cache_dtype", KeyType::Str),
     ("engine.max_num_batched_tokens", KeyType::Int),

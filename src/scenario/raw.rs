@@ -66,6 +66,7 @@ pub(super) struct RawEngine {
     pub(super) mla_cache: Option<Spanned<String>>,
     pub(super) backend: Option<Spanned<String>>,
     pub(super) rocm_tiles: Option<Spanned<String>>,
+    pub(super) flash_attention: Option<Spanned<bool>>,
     pub(super) enforce_eager: Option<Spanned<bool>>,
     pub(super) kv_cache_dtype: Option<Spanned<String>>,
     pub(super) max_num_batched_tokens: Option<Spanned<i64>>,

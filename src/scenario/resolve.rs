@@ -808,6 +808,20 @@ fn engine_options(
             " (per-step: llama.cpp builds before late September 2026)",
         )?;
     }
+    if let Some(fa) = &e.flash_attention {
+        if options.kind.runtime() != crate::engine::Runtime::LlamaCpp {
+            return Err(src
+                .error(
+                    fa.span(),
+                    format!(
+                        "`engine.flash_attention` switches llama.cpp's flash-attention kernel (`-fa`); engine `{engine_name}` has no such switch"
+                    ),
+                    Some("remove it, or use a llama.cpp engine (llama-cpp, llama-cpp-rpc, ollama)".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        options.flash_attention = *fa.get_ref();
+    }
     if let Some(c) = &e.continuous_batching {
         if options.kind != EngineKind::VllmMlx {
             return Err(src

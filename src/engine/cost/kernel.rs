@@ -98,6 +98,10 @@ pub struct NodeCost<'a> {
     /// A flash-attention kernel's FLOP rate as a fraction of the dense GEMM's
     /// (`[kernels] flash_compute_ratio`): its QK and PV products, in prefill.
     pub flash_compute_ratio: f64,
+    /// Whether attention runs as llama.cpp runs it without flash attention (`-fa 0`): KQ and KQV
+    /// as broadcast matrix multiplications around a soft-max over a materialised f32 score
+    /// matrix ([`NodeCost::materialized_terms`]).
+    pub materialized_attention: bool,
     /// Bytes per KV element relative to the model's bf16 cache (fp8 KV cache: 0.5).
     pub kv_byte_scale: f64,
     /// Ranks the MoE experts are spread over whole (expert parallel; 1 otherwise): a rank
@@ -463,7 +467,19 @@ impl NodeCost<'_> {
 
     /// Kernels one operation launches in a step of `tokens` rows (its own and its MLA form's).
     fn kernels(&self, op: &Op, tokens: u64) -> u32 {
-        op.kernels + self.mla_form(op, tokens).extra_kernels(op)
+        let materialized = if self.materializes(op) { MATERIALIZED_EXTRA_KERNELS } else { 0 };
+        op.kernels + self.mla_form(op, tokens).extra_kernels(op) + materialized
+    }
+
+    /// Whether this node runs `op` as a materialised attention (a GQA or MHA layer's attention
+    /// under `-fa 0`; MLA forms keep their own kernels).
+    fn materializes(&self, op: &Op) -> bool {
+        self.materialized_attention
+            && op.class == OpClass::Attention
+            && op.kv_heads > 0
+            && op.kv_bytes_per_ctx > 0
+            && op.mla_per_head.is_none()
+            && op.mla_expanded.is_none()
     }
 
     /// How an MLA op runs a step of `tokens` rows (irrelevant, and inert, for other ops).
@@ -479,11 +495,12 @@ impl NodeCost<'_> {
     fn terms(&self, op: &Op, tokens: u64, context: u64, routed: u64) -> OpTerms {
         let shard = if op.placement == Placement::Sharded { self.shard } else { 1.0 };
         let mla = self.mla_form(op, tokens);
-        let base = OpTerms { kernels: op.kernels + mla.extra_kernels(op), ..OpTerms::default() };
+        let base = OpTerms { kernels: self.kernels(op, tokens), ..OpTerms::default() };
         match op.class {
             // The K and V projections follow the KV heads (replicated past them under vLLM).
             OpClass::Dense => self.dense_terms(op, tokens, context, op.weight_share(self.shard, self.kv_shard), mla, base),
             OpClass::Expert => self.expert_terms(op, tokens, routed.min(tokens), shard, base),
+            OpClass::Attention if self.materializes(op) => self.materialized_terms(op, tokens, context, shard, base),
             OpClass::Attention => self.attention_terms(op, tokens, context, shard, mla, base),
             OpClass::Recurrent => self.recurrent_terms(op, tokens, shard, base),
             OpClass::Elementwise => OpTerms { bytes: op.kernels as f64 * tokens as f64 * self.hidden as f64 * 4.0, ..base },
@@ -651,6 +668,40 @@ impl NodeCost<'_> {
         }
     }
 
+    /// Attention as llama.cpp runs it without flash attention (`-fa 0`; llama.cpp 0.2.76's
+    /// `llm_build_kqv`, read in llama-cpp-python's vendored copy of 2024-05-24; unchanged in
+    /// xllamacpp 2026.9.11063's `build_attn_mha`): `kq = mul_mat(k, q)` over the whole cache
+    /// (masked columns included), `soft_max_ext` into a new f32 tensor, `kqv = mul_mat(v, kq)`,
+    /// then the heads' permute and copy. A matrix multiplication broadcasts each KV head over
+    /// its group of query heads by indexing (ggml-metal `kernel_mul_mv_f16_f32`, one threadgroup
+    /// plane per query head), so each query head streams its KV head's K and V again: the
+    /// cache's bytes times the group size, at the dense streaming rate. The score matrix,
+    /// query heads x step tokens x cached tokens in f32, is written by KQ, read and written by
+    /// the soft-max and read by KQV: four passes, also streamed. The products run at the dense
+    /// GEMM's rate (no flash-attention ratio). Measured (not a row, its notes): Llama 3 70B
+    /// Q4_K_M on an M2 Ultra with llama-bench of May 2024 (`-fa` default off) generates 512
+    /// tokens at 12.48 tok/s and 8,192 at 9.34, where one pass over the cache would lose ~3%.
+    fn materialized_terms(&self, op: &Op, tokens: u64, context: u64, shard: f64, base: OpTerms) -> OpTerms {
+        let chip = self.chip;
+        let t = tokens as f64;
+        let kv_tokens = op.effective_context(context + tokens) as f64;
+        let mean_ctx = op.effective_context(context + tokens.div_ceil(2)) as f64;
+        // K and V of f16 (2 bytes each) per KV head and token: `kv_bytes_per_ctx / kv_heads / 4`
+        // elements per head; the FLOPs per context token are 4 x query heads x head size.
+        let query_heads = op.attn_flops_per_ctx as f64 * op.kv_heads as f64 / op.kv_bytes_per_ctx as f64;
+        let group = (query_heads / op.kv_heads as f64).max(1.0);
+        let kv_share = if op.kv_sharded { op.kv_share(shard, self.kv_shard) } else { 1.0 };
+        OpTerms {
+            bytes: op.kv_bytes_per_ctx as f64 * kv_tokens * kv_share * self.kv_byte_scale * group,
+            bw_eff: chip.bw_eff_dense,
+            flops: op.attn_flops_per_ctx as f64 * shard * t * mean_ctx,
+            compute_eff: chip.compute_eff_dense,
+            side_bytes: SCORE_PASSES * 4.0 * query_heads * shard * t * kv_tokens,
+            side_bw_eff: chip.bw_eff_dense,
+            ..base
+        }
+    }
+
     /// Attention at depth: the KV cache up to the step's last token once, FLOPs per query token
     /// over its mean context; the expanded MLA form adds the rope-score mask's traffic.
     fn attention_terms(&self, op: &Op, tokens: u64, context: u64, shard: f64, mla: MlaForm, base: OpTerms) -> OpTerms {
@@ -719,6 +770,14 @@ impl NodeCost<'_> {
         }
     }
 }
+
+/// Kernels a materialised attention launches beyond a flash-attention kernel: KQ, the soft-max
+/// and KQV in place of the one fused kernel, plus the copy that lays the heads out again.
+const MATERIALIZED_EXTRA_KERNELS: u32 = 3;
+
+/// Passes over a materialised attention's f32 score matrix: KQ writes it, the soft-max reads it
+/// and writes its own, KQV reads that.
+const SCORE_PASSES: f64 = 4.0;
 
 /// When a runtime's attention kernel gathers a sparse attention's top-k tokens (reading and
 /// multiplying only those) instead of running dense attention under a top-k mask (same
@@ -876,6 +935,7 @@ mod tests {
             fast_sync: false,
             flash_attention: false,
             flash_compute_ratio: 1.0,
+            materialized_attention: false,
             kv_byte_scale: 1.0,
             expert_ranks: 1,
             expert_skew: 0.0,
@@ -1092,6 +1152,35 @@ mod tests {
         assert!(close(half.op_ns(&op, 1000, 0), 20_000.0 + 10_000.0));
         assert!(close(half.op_ns(&op, 1, 32_767), 65_536.0 + 10_000.0));
         assert!(close(NodeCost { flash_compute_ratio: 0.5, ..sdpa }.op_ns(&op, 1000, 0), 12_500.0 + 10_000.0));
+    }
+
+    #[test]
+    fn llama_cpp_without_flash_attention_rereads_the_cache_per_query_head_and_streams_its_scores() {
+        let (c, r, m) = (chip(), runtime(), comm());
+        let flash = NodeCost { flash_attention: true, ..node(&c, &r, &m) };
+        let plain = NodeCost { flash_attention: false, materialized_attention: true, ..flash };
+        // Two KV heads of 64 (K and V in f16: 512 bytes per token), eight query heads
+        // (4 x 8 x 64 = 2,048 FLOPs per context token): groups of four.
+        let mut op = Op::attention("attn", 512, true, 2048, None);
+        op.kv_heads = 2;
+        // Decode after 32,767 tokens: the cache (16.8 MB) read by each of the four query heads
+        // of a group, 67.1 MB at 0.5 TB/s = 134,217.728 ns; the f32 scores (8 heads x 32,768)
+        // four times, 4.19 MB = 8,388.608 ns; four kernels of 10 us.
+        assert!(close(plain.op_ns(&op, 1, 32_767), 134_217.728 + 8_388.608 + 40_000.0));
+        // Flash attention: the cache once, one kernel.
+        assert!(close(flash.op_ns(&op, 1, 32_767), 33_554.432 + 10_000.0));
+        // Prefill of 1,000 tokens from empty: the products at the dense GEMM rate (2,048 x 1,000
+        // x 500 / 5e13 = 20,480 ns, over the 4,096 ns of cache reads), then the 1,000 x 1,000 x 8
+        // scores four times, 128 MB = 256,000 ns.
+        assert!(close(plain.op_ns(&op, 1000, 0), 20_480.0 + 256_000.0 + 40_000.0));
+        // The ratio of a flash kernel's products does not apply to separate matrix products.
+        let half = NodeCost { flash_compute_ratio: 0.5, ..plain };
+        assert!(close(half.op_ns(&op, 1000, 0), 20_480.0 + 256_000.0 + 40_000.0));
+        // MLA forms and ops without KV heads keep their own path.
+        let mut latent = op.clone();
+        latent.mla_expanded = Some(MlaExpanded { attn_flops_per_ctx: 2048, score_bytes_per_ctx: 0 });
+        assert!(!plain.materializes(&latent));
+        assert!(!plain.materializes(&Op::attention("attn", 512, true, 2048, None)));
     }
 
     #[test]

@@ -45,11 +45,29 @@ pub fn backend_named(notes: &str) -> Option<&'static str> {
     }
 }
 
+/// Whether a benchmark's command line turns flash attention on or off: `-fa 1|0|on|off`,
+/// `--flash-attn ...`, or the words "flash attention on|off" (any case); `auto` and anything
+/// else say nothing.
+pub fn flash_attention_flag(notes: &str) -> Option<bool> {
+    let lower = notes.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '=').filter(|w| !w.is_empty()).collect();
+    let value = |w: &str| match w.trim_end_matches(['.', ')', ':']) {
+        "1" | "on" | "true" | "enabled" => Some(true),
+        "0" | "off" | "false" | "disabled" => Some(false),
+        _ => None,
+    };
+    words
+        .windows(2)
+        .find_map(|w| matches!(w[0], "-fa" | "--flash-attn").then(|| value(w[1])).flatten())
+        .or_else(|| words.windows(3).find_map(|w| (w[0] == "flash" && w[1] == "attention").then(|| value(w[2])).flatten()))
+}
+
 /// The `[engine]` options a llama.cpp row's text states (every llama.cpp engine reads the
 /// same command line): `-ub N` (`n_ubatch`, the micro-batch a prompt is cut into: the prefill
 /// chunk; ggml-org's `benches/dgx-spark.md` runs `llama-bench -ub 2048`, so a 2,048-token
 /// prompt is one forward and the MoE experts stream once, not four times) and the GPU backend
-/// (ROCm or Vulkan, which tile MoE GEMMs differently on an AMD GPU).
+/// (ROCm or Vulkan, which tile MoE GEMMs differently on an AMD GPU) and flash attention on or
+/// off (`-fa`, [`flash_attention_flag`]).
 pub fn llama_measurement_options(notes: &str) -> Vec<(&'static str, toml::Value)> {
     let mut v = Vec::new();
     if let Some(ub) = ubatch_flag(notes) {
@@ -57,6 +75,9 @@ pub fn llama_measurement_options(notes: &str) -> Vec<(&'static str, toml::Value)
     }
     if let Some(backend) = backend_named(notes) {
         v.push(("engine.backend", toml::Value::String(backend.into())));
+    }
+    if let Some(fa) = flash_attention_flag(notes) {
+        v.push(("engine.flash_attention", toml::Value::Boolean(fa)));
     }
     v
 }
@@ -140,6 +161,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_flash_attention_flag_of_a_command_line_or_its_words() {
+        assert_eq!(flash_attention_flag("llama-batched-bench -fa 1 -ub 2048"), Some(true));
+        assert_eq!(flash_attention_flag("llama-bench -fa 0 -p 512"), Some(false));
+        assert_eq!(flash_attention_flag("--flash-attn off"), Some(false));
+        assert_eq!(flash_attention_flag("--flash-attn=on"), Some(true));
+        assert_eq!(flash_attention_flag("engine: via LM Studio, flash attention on; config"), Some(true));
+        assert_eq!(flash_attention_flag("'Llama.cpp with flash attention' row"), None);
+        assert_eq!(flash_attention_flag("-fa auto"), None);
+        assert_eq!(flash_attention_flag("llama-bench pp512"), None);
+        let opts = llama_measurement_options("llama-bench -fa 0");
+        assert!(opts.iter().any(|(k, v)| *k == "engine.flash_attention" && v.as_bool() == Some(false)), "{opts:?}");
+    }
+
+    #[test]
     fn ubatch_flag_reads_the_micro_batch_of_a_command_line() {
         assert_eq!(ubatch_flag("llama-bench tg32, -fa 1 -ub 2048, CUDA"), Some(2048));
         assert_eq!(ubatch_flag("llama-bench --ubatch-size 256 -p 512"), Some(256));
@@ -147,7 +182,10 @@ mod tests {
         assert_eq!(ubatch_flag("-ub x"), None);
         assert_eq!(ubatch_flag("-ub 0"), None);
         let opts = LlamaCpp.measurement_options("-fa 1 -ub 2048");
-        assert_eq!(opts, vec![("engine.prefill_chunk", toml::Value::Integer(2048))]);
+        assert_eq!(
+            opts,
+            vec![("engine.prefill_chunk", toml::Value::Integer(2048)), ("engine.flash_attention", toml::Value::Boolean(true))]
+        );
     }
 
     #[test]
