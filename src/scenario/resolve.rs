@@ -772,6 +772,25 @@ fn engine_options(
         }
         options.mla_per_head_cache = per_head;
     }
+    llama_cpp_options(src, e, engine_name, options)?;
+    if let Some(c) = &e.continuous_batching {
+        if options.kind != EngineKind::VllmMlx {
+            return Err(src
+                .error(
+                    c.span(),
+                    format!("`engine.continuous_batching` picks vllm-mlx's mode; engine `{engine_name}` has no such option"),
+                    Some("remove it, or use engine vllm-mlx (oMLX and mlx-lm's server always batch)".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        options.continuous_batching = *c.get_ref();
+    }
+    cuda_options(src, e, engine_name, options)
+}
+
+/// llama.cpp's own `[engine]` keys: `backend` (on an AMD GPU), `rocm_tiles` (ROCm only) and
+/// `flash_attention`; refused, with why, on engines that are not llama.cpp.
+fn llama_cpp_options(src: &Source, e: &RawEngine, engine_name: &str, options: &mut EngineOptions) -> Result<(), ScenarioError> {
     if let Some(b) = &e.backend {
         if options.kind.runtime() != Runtime::LlamaCpp {
             return Err(src
@@ -809,7 +828,7 @@ fn engine_options(
         )?;
     }
     if let Some(fa) = &e.flash_attention {
-        if options.kind.runtime() != crate::engine::Runtime::LlamaCpp {
+        if options.kind.runtime() != Runtime::LlamaCpp {
             return Err(src
                 .error(
                     fa.span(),
@@ -822,19 +841,7 @@ fn engine_options(
         }
         options.flash_attention = *fa.get_ref();
     }
-    if let Some(c) = &e.continuous_batching {
-        if options.kind != EngineKind::VllmMlx {
-            return Err(src
-                .error(
-                    c.span(),
-                    format!("`engine.continuous_batching` picks vllm-mlx's mode; engine `{engine_name}` has no such option"),
-                    Some("remove it, or use engine vllm-mlx (oMLX and mlx-lm's server always batch)".into()),
-                )
-                .with_kind(ErrorKind::BadValue));
-        }
-        options.continuous_batching = *c.get_ref();
-    }
-    cuda_options(src, e, engine_name, options)
+    Ok(())
 }
 
 /// vllm-mlx's simple mode serves one request at a time: a larger `workload.max_batch` cannot be
