@@ -42,7 +42,9 @@ pub use harness::{
     HarnessBench, HarnessFile, HarnessKind, HarnessUse, SourceError, harness_id, harness_measured, host_fabric, host_node,
     pace_drift_percent, pace_factors, read_harness,
 };
-pub use params::{APPLE_DENSE_STREAM, APPLE_WIDE_STREAM, get_param, harness_params, published_params, set_params, with_host_chip};
+pub use params::{
+    APPLE_DENSE_STREAM, APPLE_WIDE_STREAM, get_param, harness_params, published_params, set_params, split_param_list, with_host_chip,
+};
 pub use predict::{HarnessError, e2e_model, predict_harness};
 pub use target::{PredictError, Target};
 

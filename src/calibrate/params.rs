@@ -92,6 +92,26 @@ pub fn harness_params() -> Vec<String> {
     .collect()
 }
 
+/// A comma-separated list of parameter paths, split at the commas outside a tied name's braces:
+/// `a.x,chips.{m3-ultra,m2-ultra}.y` is two parameters. Blank entries are dropped.
+pub fn split_param_list(list: &str) -> Vec<String> {
+    let (mut out, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(list[start..i].trim().to_string());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(list[start..].trim().to_string());
+    out.retain(|p| !p.is_empty());
+    out
+}
+
 /// The ~4-bit weight stream's efficiency of every profiled Apple chip, one parameter.
 pub const APPLE_DENSE_STREAM: &str = "chips.{m3-ultra,m2-ultra}.bw_eff_dense";
 
@@ -193,6 +213,15 @@ mod tests {
         let q = set_params(&p, &["chips.m3-ultra.bw_eff_dense".into()], &[v * 2.0]).unwrap();
         assert_eq!(get_param(&q, "chips.m3-ultra.bw_eff_dense").unwrap(), v * 2.0);
         assert!(set_params(&p, &["chips.nope.x".into()], &[1.0]).is_err());
+    }
+
+    #[test]
+    fn a_parameter_list_splits_outside_tied_names() {
+        assert_eq!(
+            split_param_list("comm.rpc_call_us, chips.{m3-ultra,m2-ultra}.bw_eff_dense,,kernels.flash_compute_ratio"),
+            ["comm.rpc_call_us", "chips.{m3-ultra,m2-ultra}.bw_eff_dense", "kernels.flash_compute_ratio"]
+        );
+        assert_eq!(split_param_list(APPLE_WIDE_STREAM), [APPLE_WIDE_STREAM]);
     }
 
     #[test]

@@ -63,9 +63,10 @@ pub struct CalibrateArgs {
     /// `--profile` (clap reads the help from the flattened type).
     #[command(flatten)]
     pub profile: ProfileArg,
-    /// Parameters to fit, comma-separated dotted paths (default: those the data constrain).
-    #[arg(long, value_delimiter = ',')]
-    pub params: Option<Vec<String>>,
+    /// Parameters to fit, comma-separated dotted paths (default: those the data constrain); a
+    /// tied name, `chips.{m3-ultra,m2-ultra}.bw_eff_dense`, is one parameter for every member.
+    #[arg(long)]
+    pub params: Option<String>,
     /// Weight of the prior toward the starting profile's values, per unit of log / logit
     /// (0 = plain least squares). Default: 0.1 when the data include published rows (the
     /// starting values are sourced), 0 for harness files alone (theirs are only seeds).
@@ -454,7 +455,8 @@ fn run_calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     if a.uncertainty_only {
         return uncertainty_only(a, base, &data, prior_weight);
     }
-    let fit = with_evaluation_counter(|| calibrate::calibrate(&data, &base, a.params.clone(), prior_weight));
+    let fit =
+        with_evaluation_counter(|| calibrate::calibrate(&data, &base, a.params.as_deref().map(calibrate::split_param_list), prior_weight));
     let (mut fitted, report, dropped) = fit.map_err(|e| CliError::input(e.to_string()))?;
     let name = a.out.file_stem().map_or_else(|| "fitted".to_string(), |s| s.to_string_lossy().into_owned());
     let ctx = calibrate::provenance::FitContext { name, date: crate::util::today(), data: &data, prior_weight };

@@ -584,3 +584,43 @@ fn legacy_and_unsloth_gguf_labels_read_as_their_presets() {
         assert!(assumptions.iter().all(|a| !a.contains("GGUF quant not published")), "{label}: {assumptions:?}");
     }
 }
+
+/// A tied name on the command line is one parameter: the M3 and M2 Ultra's dense stream fitted
+/// once on the two chips' Llama 70B Q4_K_M decode rows, every member written with that value
+/// and a source that names the tie; the comma inside the braces does not split the list.
+#[test]
+fn calibrate_fits_a_tied_parameter_once_for_every_member() {
+    let all = std::fs::read_to_string(crate::measurements_csv()).unwrap();
+    let mut lines = all.lines();
+    let mut csv = format!("{}\n", lines.next().unwrap());
+    for l in lines.filter(|l| l.starts_with("b17-llama33-70b-tg,") || l.starts_with("n-m2u-llama3-70b-q4km-lcpp-tg512,")) {
+        csv.push_str(l);
+        csv.push('\n');
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let rows = crate::write_text(tmp.path(), "rows.csv", &csv);
+    let out = tmp.path().join("tied.toml");
+    let tied = "chips.{m3-ultra,m2-ultra}.bw_eff_dense";
+    let hand_set = root().join("calibration/profiles/hand-set.toml");
+    bin()
+        .args(["-q", "calibrate", "--params", &format!("{tied},chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us"), "-o"])
+        .arg(&out)
+        .arg(&rows)
+        .arg("--profile")
+        .arg(&hand_set)
+        .assert()
+        .success();
+    let p = Profile::load(&out).unwrap();
+    let fit = p.fit.as_ref().unwrap();
+    assert_eq!(
+        fit.params.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+        [tied, "chips.m3-ultra.runtimes.llama-cpp.kernel_launch_us"]
+    );
+    let (m3, m2) = (p.chips["m3-ultra"].bw_eff_dense, p.chips["m2-ultra"].bw_eff_dense);
+    assert_eq!(m3, m2);
+    assert_ne!(m3, Profile::load(&hand_set).unwrap().chips["m3-ultra"].bw_eff_dense, "fitted");
+    for chip in ["m3-ultra", "m2-ultra"] {
+        let s = &p.sources[&format!("chips.{chip}.bw_eff_dense")];
+        assert!(s.source.contains(&format!("as `{tied}`, one value for all")), "{s:?}");
+    }
+}
