@@ -82,6 +82,9 @@ pub struct BenchRecord {
     pub n_ubatch: Option<u64>,
     /// Layers offloaded to the GPU (`-ngl`; negative, "all", reads as `u64::MAX`), when recorded.
     pub n_gpu_layers: Option<u64>,
+    /// Flash attention (`-fa`): 1 on, 0 off, -1 auto, when recorded (JSON and CSV always; the
+    /// markdown table only where it differs from the build's default, as its `fa` column).
+    pub flash_attn: Option<i64>,
 }
 
 impl BenchRecord {
@@ -136,6 +139,24 @@ fn json_f64(o: &Value, key: &str) -> Option<f64> {
     }
 }
 
+/// llama-bench's `flash_attn` field: a bool before llama.cpp's `auto` type (llama-cpp-python
+/// 0.2.76's llama-bench), an int after (-1 auto, 0 off, 1 on: `llama_flash_attn_type`), in a
+/// table cell also `true`/`false`/`auto`.
+fn flash_attn_of(v: Option<&Value>) -> Option<i64> {
+    let text = |s: &str| match s.trim().to_lowercase().as_str() {
+        "1" | "true" | "on" | "enabled" => Some(1),
+        "0" | "false" | "off" | "disabled" => Some(0),
+        "-1" | "auto" => Some(-1),
+        _ => None,
+    };
+    match v? {
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::Number(n) => n.as_i64().filter(|x| (-1..=1).contains(x)),
+        Value::String(s) => text(s),
+        _ => None,
+    }
+}
+
 fn json_str(o: &Value, key: &str) -> Option<String> {
     match o.get(key)? {
         Value::String(s) => Some(s.clone()),
@@ -171,6 +192,7 @@ fn from_json(o: &Value) -> Result<BenchRecord, String> {
         n_ubatch: json_f64(o, "n_ubatch").filter(|x| *x >= 1.0).map(|x| x as u64),
         // Negative means "all layers" in llama.cpp's newer defaults.
         n_gpu_layers: json_f64(o, "n_gpu_layers").map(|x| if x < 0.0 { u64::MAX } else { x as u64 }),
+        flash_attn: flash_attn_of(o.get("flash_attn")),
     })
 }
 
@@ -235,6 +257,7 @@ fn parse_markdown(text: &str) -> Result<Vec<BenchRecord>, String> {
             build: None,
             n_ubatch: col("n_ubatch").and_then(|x| x.parse().ok()),
             n_gpu_layers: col("ngl").and_then(|x| x.parse::<i64>().ok()).map(|x| u64::try_from(x).unwrap_or(u64::MAX)),
+            flash_attn: flash_attn_of(col("fa").map(|x| Value::String(x.to_string())).as_ref()),
         });
     }
     if out.is_empty() && header.is_none() {
@@ -553,6 +576,10 @@ pub fn to_rows(
             // In llama.cpp's own flag, which `validate` reads as the prefill chunk.
             notes.push(format!("-ub {ub}"));
         }
+        if let Some(fa) = r.flash_attn {
+            // In llama.cpp's own flag, which `validate` reads (`auto` says nothing).
+            notes.push(format!("-fa {}", if fa < 0 { "auto".to_string() } else { fa.to_string() }));
+        }
         if let Some(g) = &r.gpu_info {
             notes.push(format!("gpu {g}"));
         }
@@ -614,6 +641,7 @@ mod tests {
                 build: None,
                 n_ubatch: None,
                 n_gpu_layers: None,
+                flash_attn: None,
             };
             assert_eq!(r.test_name(), t);
         }
@@ -680,6 +708,7 @@ mod tests {
             build: None,
             n_ubatch: None,
             n_gpu_layers: None,
+            flash_attn: None,
         }
     }
 
@@ -813,6 +842,25 @@ mod tests {
         let (rows, skipped) = to_rows(&parse(&text(0)).unwrap(), Some("m3-ultra-80c-512gb"), "t", "t").unwrap();
         assert_eq!(rows.len(), 0);
         assert!(skipped[0].reason.contains("CPU-only"));
+    }
+
+    #[test]
+    fn the_flash_attention_setting_travels_into_the_notes_as_its_flag() {
+        let json = |fa: &str| {
+            format!(r#"[{{"model_type":"llama 3B Q4_K - Medium","model_n_params":3.2e9,"n_gen":128,"avg_ts":100,"flash_attn":{fa}}}]"#)
+        };
+        // Bool before llama.cpp's `auto` type, int after; `auto` is written but says nothing.
+        for (fa, note) in
+            [("false", Some("-fa 0")), ("true", Some("-fa 1")), ("0", Some("-fa 0")), ("-1", Some("-fa auto")), ("null", None)]
+        {
+            let (rows, _) = to_rows(&parse(&json(fa)).unwrap(), Some("m3-ultra-80c-512gb"), "t", "t").unwrap();
+            assert_eq!(note.is_some_and(|n| rows[0].notes.contains(n)), note.is_some(), "{fa}: {}", rows[0].notes);
+            assert_eq!(rows[0].notes.contains("-fa"), note.is_some(), "{fa}: {}", rows[0].notes);
+        }
+        // The markdown table's `fa` column (printed where it differs from the build's default).
+        let md = "| model | size | params | backend | ngl | fa | test | t/s |\n| --- | ---: | ---: | --- | --: | -: | --: | --: |\n| llama 3B Q4_K - Medium | 1.87 GiB | 3.21 B | Metal | 99 | 1 | tg128 | 100.00 ± 1.00 |\n";
+        let records = parse(md).unwrap();
+        assert_eq!(records[0].flash_attn, Some(1));
     }
 
     #[test]
