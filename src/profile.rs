@@ -640,10 +640,11 @@ fn info<T>(prefix: &str, x: &T, fields: &[Field<T>], out: &mut Vec<ParamInfo>) {
 /// The parameter paths a tied name stands for, one value for all of them in a fit: each
 /// `{a,b,...}` group of the name takes each of its alternatives, every combination, in order
 /// (`chips.{m3-ultra,m2-ultra}.bw_eff_dense` is the two chips' dense streaming efficiency as
-/// one parameter). A name without braces stands for itself.
+/// one parameter). A name without braces stands for itself; one with an unclosed brace for
+/// nothing (no such parameter).
 pub fn tied_paths(name: &str) -> Vec<String> {
     let Some(open) = name.find('{') else { return vec![name.to_string()] };
-    let Some(close) = name[open..].find('}').map(|c| open + c) else { return vec![name.to_string()] };
+    let Some(close) = name[open..].find('}').map(|c| open + c) else { return Vec::new() };
     let (head, alternatives, tail) = (&name[..open], &name[open + 1..close], &name[close + 1..]);
     alternatives.split(',').flat_map(|a| tied_paths(&format!("{head}{a}{tail}"))).collect()
 }
@@ -1110,6 +1111,10 @@ mod tests {
         assert!(p.param("chips.{m3-ultra,nope}.bw_eff_dense").is_none());
         assert!(!p.set_param("chips.{m3-ultra,nope}.bw_eff_dense", 0.5));
         assert!(p.param("chips.m3-ultra.{bw_eff_dense,pj_per_byte}").is_none());
+        // An unclosed brace names nothing (and does not recurse).
+        assert!(tied_paths("chips.{m3-ultra.bw_eff_dense").is_empty());
+        assert!(p.param("chips.{m3-ultra.bw_eff_dense").is_none());
+        assert!(!p.set_param("chips.{m3-ultra.bw_eff_dense", 0.5));
     }
 
     #[test]
