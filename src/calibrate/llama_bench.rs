@@ -144,10 +144,8 @@ fn json_f64(o: &Value, key: &str) -> Option<f64> {
 /// table cell also `true`/`false`/`auto`.
 fn flash_attn_of(v: Option<&Value>) -> Option<i64> {
     let text = |s: &str| match s.trim().to_lowercase().as_str() {
-        "1" | "true" | "on" | "enabled" => Some(1),
-        "0" | "false" | "off" | "disabled" => Some(0),
         "-1" | "auto" => Some(-1),
-        _ => None,
+        w => crate::engine::runtimes::llama_cpp::on_off(w).map(i64::from),
     };
     match v? {
         Value::Bool(b) => Some(i64::from(*b)),

@@ -793,13 +793,11 @@ fn engine_options(
 fn llama_cpp_options(src: &Source, e: &RawEngine, engine_name: &str, options: &mut EngineOptions) -> Result<(), ScenarioError> {
     if let Some(b) = &e.backend {
         if options.kind.runtime() != Runtime::LlamaCpp {
-            return Err(src
-                .error(
-                    b.span(),
-                    format!("`engine.backend` picks llama.cpp's GPU backend; engine `{engine_name}` has no such option"),
-                    Some("remove it, or use a llama.cpp engine (llama-cpp, llama-cpp-rpc, ollama)".into()),
-                )
-                .with_kind(ErrorKind::BadValue));
+            return Err(llama_cpp_only(
+                src,
+                b.span(),
+                format!("`engine.backend` picks llama.cpp's GPU backend; engine `{engine_name}` has no such option"),
+            ));
         }
         options.llama_backend = one_of(
             src,
@@ -829,19 +827,24 @@ fn llama_cpp_options(src: &Source, e: &RawEngine, engine_name: &str, options: &m
     }
     if let Some(fa) = &e.flash_attention {
         if options.kind.runtime() != Runtime::LlamaCpp {
-            return Err(src
-                .error(
-                    fa.span(),
-                    format!(
-                        "`engine.flash_attention` switches llama.cpp's flash-attention kernel (`-fa`); engine `{engine_name}` has no such switch"
-                    ),
-                    Some("remove it, or use a llama.cpp engine (llama-cpp, llama-cpp-rpc, ollama)".into()),
-                )
-                .with_kind(ErrorKind::BadValue));
+            return Err(llama_cpp_only(
+                src,
+                fa.span(),
+                format!(
+                    "`engine.flash_attention` switches llama.cpp's flash-attention kernel (`-fa`); engine `{engine_name}` has no such switch"
+                ),
+            ));
         }
         options.flash_attention = *fa.get_ref();
     }
     Ok(())
+}
+
+/// The error for a llama.cpp-only `[engine]` key set on another engine (`message` says what it
+/// does and that this engine has none).
+fn llama_cpp_only(src: &Source, span: std::ops::Range<usize>, message: String) -> ScenarioError {
+    src.error(span, message, Some("remove it, or use a llama.cpp engine (llama-cpp, llama-cpp-rpc, ollama)".into()))
+        .with_kind(ErrorKind::BadValue)
 }
 
 /// vllm-mlx's simple mode serves one request at a time: a larger `workload.max_batch` cannot be

@@ -518,6 +518,18 @@ fn the_pipeline_e2e_case_is_a_fit_target_that_recovers_the_per_stage_cost() {
     assert!((got - 800.0).abs() < 8.0, "fitted {got}, truth 800");
 }
 
+/// The published measurement CSV's header and the rows whose line starts with one of `prefixes`.
+fn published_rows(prefixes: &[&str]) -> String {
+    let all = std::fs::read_to_string(crate::measurements_csv()).unwrap();
+    let mut lines = all.lines();
+    let mut csv = format!("{}\n", lines.next().unwrap());
+    for l in lines.filter(|l| prefixes.iter().any(|p| l.starts_with(p))) {
+        csv.push_str(l);
+        csv.push('\n');
+    }
+    csv
+}
+
 #[test]
 fn parameters_no_row_moves_materially_stay_at_their_prior_exactly() {
     // Geerling's llama.cpp rows of the 3B and 70B on one M3 Ultra: prefill at 512 and 4096
@@ -525,13 +537,7 @@ fn parameters_no_row_moves_materially_stay_at_their_prior_exactly() {
     // prefill rows move `compute_eff_attention` a little, none by 3.5% per doubling, so the fit
     // must leave it at the hand-set prior to the bit (before, the weak prior let it drift from
     // 0.5 to 0.82 with the robust weights).
-    let header = std::fs::read_to_string(crate::measurements_csv()).unwrap();
-    let mut lines = header.lines();
-    let mut csv = format!("{}\n", lines.next().unwrap());
-    for l in lines.filter(|l| l.starts_with("b17-llama32-3b-") || l.starts_with("b17-llama33-70b-")) {
-        csv.push_str(l);
-        csv.push('\n');
-    }
+    let csv = published_rows(&["b17-llama32-3b-", "b17-llama33-70b-"]);
     let dir = tempfile::tempdir().unwrap();
     let path = crate::write_text(dir.path(), "b17.csv", &csv);
     let base = Profile::hand_set();
@@ -590,13 +596,7 @@ fn legacy_and_unsloth_gguf_labels_read_as_their_presets() {
 /// and a source that names the tie; the comma inside the braces does not split the list.
 #[test]
 fn calibrate_fits_a_tied_parameter_once_for_every_member() {
-    let all = std::fs::read_to_string(crate::measurements_csv()).unwrap();
-    let mut lines = all.lines();
-    let mut csv = format!("{}\n", lines.next().unwrap());
-    for l in lines.filter(|l| l.starts_with("b17-llama33-70b-tg,") || l.starts_with("n-m2u-llama3-70b-q4km-lcpp-tg512,")) {
-        csv.push_str(l);
-        csv.push('\n');
-    }
+    let csv = published_rows(&["b17-llama33-70b-tg,", "n-m2u-llama3-70b-q4km-lcpp-tg512,"]);
     let tmp = tempfile::tempdir().unwrap();
     let rows = crate::write_text(tmp.path(), "rows.csv", &csv);
     let out = tmp.path().join("tied.toml");

@@ -51,15 +51,21 @@ pub fn backend_named(notes: &str) -> Option<&'static str> {
 pub fn flash_attention_flag(notes: &str) -> Option<bool> {
     let lower = notes.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '=').filter(|w| !w.is_empty()).collect();
-    let value = |w: &str| match w.trim_end_matches(['.', ')', ':']) {
-        "1" | "on" | "true" | "enabled" => Some(true),
-        "0" | "off" | "false" | "disabled" => Some(false),
-        _ => None,
-    };
+    let value = |w: &str| on_off(w.trim_end_matches(['.', ')', ':']));
     words
         .windows(2)
         .find_map(|w| matches!(w[0], "-fa" | "--flash-attn").then(|| value(w[1])).flatten())
         .or_else(|| words.windows(3).find_map(|w| (w[0] == "flash" && w[1] == "attention").then(|| value(w[2])).flatten()))
+}
+
+/// A switch's value as llama.cpp's flags and people write it: `1`/`on`/`true`/`enabled` or
+/// `0`/`off`/`false`/`disabled` (lower case); anything else (`auto`) is neither.
+pub fn on_off(word: &str) -> Option<bool> {
+    match word {
+        "1" | "on" | "true" | "enabled" => Some(true),
+        "0" | "off" | "false" | "disabled" => Some(false),
+        _ => None,
+    }
 }
 
 /// The `[engine]` options a llama.cpp row's text states (every llama.cpp engine reads the
