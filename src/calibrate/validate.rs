@@ -2146,9 +2146,29 @@ fn resolve_quant(
         assumptions.push(format!("quant `{}`: the model's own release format, {own}", row.quant.trim()));
         return Ok(own);
     }
+    let unstated = matches!(q, "" | "unknown" | "gguf");
+    // A row that leaves the quant blank but names the checkpoint in its model column
+    // (`mlx-community/Qwen3-30B-A3B-4bit`, `unsloth/Qwen3-30B-A3B-GGUF:Q4_K_M`): the format the
+    // checkpoint's name ends with, as the quant column would be read.
+    if unstated && let Some(found) = model_label_quant(&row.model, family) {
+        assumptions.push(format!(
+            "quant not stated: {}, as the checkpoint named in the model column (`{}`) says",
+            found.id,
+            row.model.trim()
+        ));
+        assumptions.extend(found.assumed);
+        return Ok(found.id);
+    }
+    // gpt-oss: released with MXFP4 experts, which the files people run keep (FACTS.md: ggml-org's
+    // gpt-oss-120b-GGUF, mlx-community's MXFP4-Q8, vLLM's native MXFP4), so an unstated quant is
+    // that format on every runtime, not a K-quant.
+    if unstated && ships_mxfp4_experts(model) {
+        assumptions
+            .push("quant not stated: assumed mxfp4, the model's own MXFP4 experts, as the files people run keep them (FACTS.md)".into());
+        return Ok("mxfp4".into());
+    }
     // A GGUF runtime's row that does not say its type (`unknown`, `gguf 4-bit`, empty) gets a
     // guessed one; any other label is one the twin does not know.
-    let unstated = matches!(q, "" | "unknown" | "gguf");
     if family != QuantFamily::Gguf || !unstated {
         return Err(format!(
             "quant `{}` unknown: name a quantization preset ({})",
@@ -2156,19 +2176,31 @@ fn resolve_quant(
             crate::catalog::catalog().quant_ids().join(", ")
         ));
     }
-    // Unknown GGUF quant: same bit class as the MLX quant of the same system and model.
+    // Unknown GGUF quant: same bit class as the MLX quant of exo runs of the same system and
+    // model, else Q4_K_M, the most common GGUF type of the models people run.
     let exo_rows = EngineKind::Exo.behaviour().measurement_names();
     let sibling = all
         .iter()
         .find(|r| r.system == row.system && r.model == row.model && exo_rows.contains(&r.engine.as_str()))
         .map(|r| first_word(&r.quant).to_string());
-    let pick = match sibling.as_deref() {
-        Some("mlx-8bit") => "q8_0",
-        Some(_) => "q4_k_m",
-        None => "q4_k_m",
+    let (pick, why) = match sibling.as_deref() {
+        Some("mlx-8bit") => ("q8_0", "bit class of the exo runs of the same model"),
+        Some(_) => ("q4_k_m", "bit class of the exo runs of the same model"),
+        None => ("q4_k_m", "the usual GGUF type; no run of the same model says more"),
     };
-    assumptions.push(format!("GGUF quant not published: assumed {pick} (bit class of the exo runs of the same model)"));
+    assumptions.push(format!("GGUF quant not published: assumed {pick} ({why})"));
     Ok(pick.to_string())
+}
+
+/// The quantization a row's model column names when it is a checkpoint's repository, tag or
+/// file (`mlx-community/Qwen3-30B-A3B-4bit`, `qwen3:30b-a3b-q8_0`, `..-Q8_0.gguf`): the format
+/// its name ends with; `None` for a plain model name or a name that ends with no format.
+fn model_label_quant(model: &str, family: QuantFamily) -> Option<crate::catalog::names::QuantName> {
+    let model = model.trim();
+    if !(model.contains('/') || model.contains(':') || model.to_lowercase().ends_with(".gguf")) {
+        return None;
+    }
+    crate::catalog::catalog().find_quant(model, family).ok()
 }
 
 /// A row turned into a scenario, ready to predict under any profile.
@@ -3288,6 +3320,26 @@ mod tests {
         ] {
             assert_eq!(quant_of(model, label, engine).map(|(q, a)| (q, a.len())), Ok((want.to_string(), 0)), "{model} {label} on {engine}");
         }
+        // A blank quant with the checkpoint named in the model column: the format its name ends
+        // with; gpt-oss without a stated quant: its own MXFP4 experts, on every runtime. Each
+        // says what it read. A plain name, or a repository whose name ends with no format, on a
+        // GGUF runtime: the usual Q4_K_M, said without claiming exo runs that do not exist.
+        for (model, label, engine, want, said) in [
+            ("mlx-community/Qwen3-30B-A3B-4bit", "", "mlx-lm", "mlx-4bit", "as the checkpoint named in the model column"),
+            ("unsloth/Qwen3-30B-A3B-GGUF:Q8_0", "unknown", "llama-cpp", "q8_0", "`unsloth/Qwen3-30B-A3B-GGUF:Q8_0`"),
+            ("Qwen/Qwen3-30B-A3B-FP8", "", "vllm", "fp8", "as the checkpoint named in the model column"),
+            ("gpt-oss-120b", "", "llama-cpp", "mxfp4", "the model's own MXFP4 experts"),
+            ("ggml-org/gpt-oss-20b-GGUF", "unknown", "ollama", "mxfp4", "the model's own MXFP4 experts"),
+            ("openai/gpt-oss-120b", "", "vllm", "mxfp4", "the model's own MXFP4 experts"),
+            ("unsloth/Qwen3-30B-A3B-GGUF", "", "llama-cpp", "q4_k_m", "the usual GGUF type; no run of the same model says more"),
+            ("qwen3:30b", "", "ollama", "q4_k_m", "the usual GGUF type"),
+        ] {
+            let (q, assumed) = quant_of(model, label, engine).unwrap();
+            assert_eq!(q, want, "{model} `{label}` on {engine}");
+            assert!(assumed.iter().any(|a| a.contains(said)), "{model} `{label}` on {engine}: {assumed:?}");
+        }
+        // The name's format still has to suit the engine; a plain model name says nothing.
+        assert!(quant_of("Qwen/Qwen3-30B-A3B", "", "vllm").unwrap_err().contains("quant `` unknown"));
     }
 
     #[test]

@@ -465,6 +465,9 @@ mod tests {
             ("NousResearch/Hermes-4-70B", "llama-3.3-70b"),
             ("NousResearch/Hermes-4-405B-FP8", "llama-3.1-405b"),
             ("NousResearch/Hermes-4-14B", "qwen3-14b"),
+            ("deepseek-ai/DeepSeek-R1-0528-Qwen3-8B", "qwen3-8b"),
+            ("openai/gpt-oss-safeguard-120b", "gpt-oss-120b"),
+            ("gpt-oss-safeguard-20b", "gpt-oss-20b"),
             // ollama's library tags.
             ("qwen3:30b", "qwen3-30b-a3b"),
             ("qwen3:235b", "qwen3-235b-a22b"),
