@@ -48,9 +48,12 @@ pub fn kinds_of(output: &str) -> &'static [&'static str] {
     match output {
         "decode_tokens_per_s" | "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" => &["decode_tokens_per_s"],
         "prefill_tokens_per_s" | "ttft_s" | "ttft_p50_s" | "ttft_p99_s" => &["prefill_tokens_per_s"],
-        "requests_per_s" => &["aggregate_decode_tokens_per_s"],
+        "requests_per_s" | "total_tokens_per_s" => &["aggregate_decode_tokens_per_s"],
+        // Arrival to last token: a prefill, then the decode steps.
+        "e2e_mean_s" | "e2e_p50_s" | "e2e_p99_s" => &["prefill_tokens_per_s", "decode_tokens_per_s"],
         "energy_j_per_token" => &["node_power_w", "decode_tokens_per_s"],
-        o if o.ends_with("_power_w") => &["node_power_w"],
+        // Peak power and each phase's (`cluster_power_w_decode`).
+        o if o.ends_with("_power_w") || o.ends_with("_power_w_decode") || o.ends_with("_power_w_prefill") => &["node_power_w"],
         _ => &["all"],
     }
 }

@@ -177,7 +177,28 @@ const METRIC_ALIASES: &[(&[&str], &str)] = &[
         &["output_tokens_per_s", "output_token_throughput", "output_token_throughput_tok_s", "output_throughput", "output_tok_per_s"],
         "aggregate_decode_tokens_per_s",
     ),
+    // Their "Total Token throughput" (vLLM) / total throughput (SGLang): prompt and output
+    // tokens of every request over the duration.
+    (&["total_token_throughput", "total_token_throughput_tok_s", "total_tokens_per_s", "total_throughput", "total_tok_per_s"], "total_tokens_per_s"),
+    // Their end-to-end latency lines (`Mean E2EL (ms)`, `Median E2E Latency (ms)`): arrival to
+    // a request's last token.
+    (
+        &["mean_e2el_ms", "e2el_ms", "e2el", "mean_e2e_latency_ms", "e2e_latency_ms", "e2e_latency_s", "e2e_latency", "mean_e2e_latency_s", "e2e_s"],
+        "e2e_mean_s",
+    ),
+    (&["median_e2el_ms", "p50_e2el_ms", "e2el_p50", "median_e2e_latency_ms", "e2e_p50", "e2e_latency_p50_s"], "e2e_p50_s"),
+    (&["p99_e2el_ms", "e2el_p99", "p99_e2e_latency_ms", "e2e_p99", "e2e_latency_p99_s"], "e2e_p99_s"),
+    // Energy per generated token (`J/tok`, the twin's `energy_j_per_token`); tokens per joule are
+    // read as its inverse ([`TOKENS_PER_JOULE`]).
+    (&["energy_per_token_j", "joules_per_token", "j_per_token", "j_per_tok", "j_tok", "energy_per_token", "energy_j_per_tok"], "energy_j_per_token"),
+    // Wall power by phase, of the whole system measured (one box: the box).
+    (&["decode_power_w", "power_decode_w", "decode_power", "avg_decode_power_w", "decode_w"], "cluster_power_w_decode"),
+    (&["prefill_power_w", "power_prefill_w", "prefill_power", "avg_prefill_power_w", "prefill_w"], "cluster_power_w_prefill"),
 ];
+
+/// Metrics written as tokens per joule, which `validate` reads as their inverse, joules per
+/// token (`energy_j_per_token`).
+const TOKENS_PER_JOULE: &[&str] = &["tokens_per_joule", "tokens_per_j", "tok_per_j", "tok_j", "tokens_per_joule_decode"];
 
 /// A metric written as llama-bench's own test name (`pp512`, `tg128`, `pp2048 @ d32768`, `tg32
 /// @ d4096`; its table's `test` column): the rate that test reports, with the test carried into
@@ -211,6 +232,17 @@ fn time_unit_s(unit: &str, metric: &str) -> Option<f64> {
     }
 }
 
+/// Seconds in one of a time-per-token unit (`ms/tok`, `ms/token`, `s per token`); `None` for
+/// any other unit.
+fn time_per_token_unit_s(unit: &str) -> Option<f64> {
+    let unit = unit.trim().to_lowercase().replace(" per ", "/").replace(' ', "");
+    let (time, per) = unit.split_once('/')?;
+    if !matches!(per, "tok" | "token" | "tokens" | "t") {
+        return None;
+    }
+    time_unit_s(time, "")
+}
+
 /// A row with its metric as `validate` predicts it: an alias read as its metric (a time
 /// converted to that metric's unit from the row's unit or the alias's suffix; `ITL` read as the
 /// mean time per output token), said in [`MeasurementRow::metric_read_as`].
@@ -221,10 +253,43 @@ fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
     // (req/s)`): words joined by `_`.
     let joined = written.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("_");
     let alias = |name: &str| METRIC_ALIASES.iter().find(|(names, _)| names.contains(&name)).map(|(_, m)| *m);
+    if TOKENS_PER_JOULE.contains(&written.as_str()) || TOKENS_PER_JOULE.contains(&joined.as_str()) {
+        let value = 1.0 / row.value;
+        row.metric_read_as = Some(format!(
+            "metric `{}` ({} {}) read as energy_j_per_token, its inverse ({} J/tok)",
+            row.metric.trim(),
+            row.value,
+            row.unit.trim(),
+            crate::util::round6(value)
+        ));
+        row.metric = "energy_j_per_token".into();
+        row.value = value;
+        row.unit = "J/tok".into();
+        return row;
+    }
     let metric = test.unwrap_or_else(|| alias(&written).or_else(|| alias(&joined)).unwrap_or(written.as_str()));
+    // A rate written in time per token (`decode_tokens_per_s` in `ms/tok`): tokens per second,
+    // its inverse.
+    if metric.ends_with("tokens_per_s")
+        && let Some(per_token_s) = time_per_token_unit_s(&row.unit)
+        && row.value > 0.0
+    {
+        let value = 1.0 / (row.value * per_token_s);
+        row.metric_read_as = Some(format!(
+            "metric `{}` ({} {}) read as {metric}, its inverse ({} tok/s)",
+            row.metric.trim(),
+            row.value,
+            row.unit.trim(),
+            crate::util::round3(value)
+        ));
+        row.metric = metric.to_string();
+        row.value = value;
+        row.unit = "tok/s".into();
+        return row;
+    }
     // A time metric's unit: seconds of one, and its name.
     let time_unit = match metric {
-        "ttft_s" | "ttft_p50_s" | "ttft_p99_s" => Some((1.0, "s")),
+        "ttft_s" | "ttft_p50_s" | "ttft_p99_s" | "e2e_mean_s" | "e2e_p50_s" | "e2e_p99_s" => Some((1.0, "s")),
         "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" => Some((1e-3, "ms")),
         _ => None,
     };
@@ -268,12 +333,15 @@ const FAMILIES: &[(&str, &str)] =
 
 /// The metrics `validate` predicts.
 const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, ttft_s, tpot_ms, node_power_w, cluster_power_w, \
-                       aggregate_decode_tokens_per_s, ttft_p50_s, ttft_p99_s, tpot_p50_ms, tpot_p99_ms, requests_per_s";
+                       node_power_w_decode, cluster_power_w_decode, node_power_w_prefill, cluster_power_w_prefill, \
+                       energy_j_per_token, aggregate_decode_tokens_per_s, ttft_p50_s, ttft_p99_s, tpot_p50_ms, tpot_p99_ms, \
+                       requests_per_s, total_tokens_per_s, e2e_mean_s, e2e_p50_s, e2e_p99_s";
 
 /// The serving benchmarks' per-request percentiles and request rate (`vllm bench serve`, SGLang's
 /// `bench_serving`: median and P99 TTFT and TPOT over the requests, request throughput): always
 /// read from a serving run of the row's concurrency (one request when it names none).
-const SERVING_METRICS: [&str; 5] = ["ttft_p50_s", "ttft_p99_s", "tpot_p50_ms", "tpot_p99_ms", "requests_per_s"];
+const SERVING_METRICS: [&str; 9] =
+    ["ttft_p50_s", "ttft_p99_s", "tpot_p50_ms", "tpot_p99_ms", "requests_per_s", "total_tokens_per_s", "e2e_mean_s", "e2e_p50_s", "e2e_p99_s"];
 
 /// The memory size of each node a row's mix lists (`512gb`, `2x512gb+2x256gb`, annotations such
 /// as `(assumed)` dropped); `None` when the mix says none (`unknown`).
@@ -1343,6 +1411,11 @@ fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: 
             "all prompt tokens over the time from the first request sent to the last first text (llama-benchy 0.3.5's `pp t/s (total)`)",
         ),
         "requests_per_s" => Some("the requests completed over the run's window, from the first arrival to the last token"),
+        "total_tokens_per_s" => {
+            Some("the completed requests' prompt and output tokens over the run's window, from the first arrival to the last token")
+        }
+        "e2e_mean_s" => Some("the mean over the requests of the time from each one's arrival to its last token, queueing included"),
+        "e2e_p50_s" | "e2e_p99_s" => Some("that percentile over the requests of the time from arrival to last token, queueing included"),
         _ => None,
     };
     if row.metric == "aggregate_decode_tokens_per_s" && counts_from_first_token(row) {
@@ -1661,7 +1734,9 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
             assumptions.push(format!("power row: prompt {p} tokens, the longest of its benchmark's rows"));
             (p, 128)
         }
-        m if m == "decode_tokens_per_s" || is_power(m) => {
+        // Energy per token is decode power over the decode rate (`Estimate::energy_j_per_token`):
+        // a decode row's workload.
+        m if m == "decode_tokens_per_s" || m == "energy_j_per_token" || is_power(m) => {
             match row.prompt_tokens.trim().parse::<u64>() {
                 // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
                 // context: 0); `mlx_lm.benchmark` rows say how many tokens it generated after
@@ -1739,7 +1814,9 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
                 .map_err(|_| format!("{} row without prompt length: fill in prompt_tokens", row.metric))?;
             serve_tokens(row, all, assumptions)
         }
-        "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" => serve_tokens(row, all, assumptions),
+        "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" | "total_tokens_per_s" | "e2e_mean_s" | "e2e_p50_s" | "e2e_p99_s" => {
+            serve_tokens(row, all, assumptions)
+        }
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     })
 }
@@ -2368,7 +2445,8 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
         "cluster_power_w_prefill" => est.prefill_power_w,
         "ttft_s" if text_ttft(row) => served(est, |sv| sv.mean_ttft_text_s)?,
         "ttft_s" => est.ttft_s,
-        "ttft_p50_s" | "ttft_p99_s" | "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" => serving_value(row, est)?,
+        m if SERVING_METRICS.contains(&m) => serving_value(row, est)?,
+        "energy_j_per_token" => est.energy_j_per_token,
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) || mlx_benchmark_batch(row).is_some() => est.decode_tokens_per_s,
         "aggregate_decode_tokens_per_s" if counts_from_first_token(row) => generation_rate(est)?,
         "aggregate_decode_tokens_per_s" => serve_rate(est)?,
@@ -2391,6 +2469,10 @@ fn serving_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Resul
         // No window to divide by reads 0: "no result" below.
         "requests_per_s" if sv.simulated_window_s > 0.0 => sv.requests_completed as f64 / sv.simulated_window_s,
         "requests_per_s" => 0.0,
+        "total_tokens_per_s" => sv.total_tokens_per_s,
+        "e2e_mean_s" => sv.mean_e2e_s,
+        "e2e_p50_s" => sv.e2e_s.p50,
+        "e2e_p99_s" => sv.e2e_s.p99,
         other => return Err(RowError::Metric(other.to_string())),
     };
     if value > 0.0 { Ok(value) } else { Err(RowError::NoResult(format!("the serving run has no {}", row.metric))) }
@@ -3113,7 +3195,14 @@ mod tests {
              i,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Median TTFT (ms),900,ms,me,\n\
              j,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,P99 TPOT (ms),55,ms,me,\n\
              k,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Request throughput (req/s),1.2,req/s,me,\n\
-             l,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Mean TTFT (ms),1000,ms,me,\n",
+             l,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Mean TTFT (ms),1000,ms,me,\n\
+             m,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Mean E2EL (ms),5000,ms,me,\n\
+             n,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Total Token throughput (tok/s),1200,tok/s,me,\n\
+             o,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,1024,8,Median E2E Latency (ms),4800,ms,me,\n\
+             p,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,energy_per_token_j,1.3,J/tok,me,\n\
+             q,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,tokens_per_joule,0.8,tok/J,me,\n\
+             r,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,decode_power_w,52.2,W,me,\n\
+             s,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,decode_tokens_per_s,25,ms/tok,me,\n",
         );
         let got: Vec<(&str, f64, &str, bool)> =
             rs.iter().map(|r| (r.metric.as_str(), r.value, r.unit.as_str(), r.metric_read_as.is_some())).collect();
@@ -3132,8 +3221,26 @@ mod tests {
                 ("tpot_p99_ms", 55.0, "ms", true),
                 ("requests_per_s", 1.2, "req/s", true),
                 ("ttft_s", 1.0, "s", true),
+                ("e2e_mean_s", 5.0, "s", true),
+                ("total_tokens_per_s", 1200.0, "tok/s", true),
+                ("e2e_p50_s", 4.8, "s", true),
+                ("energy_j_per_token", 1.3, "J/tok", true),
+                ("energy_j_per_token", 1.25, "J/tok", true),
+                ("cluster_power_w_decode", 52.2, "W", true),
+                ("decode_tokens_per_s", 40.0, "tok/s", true),
             ]
         );
+        // Each is predicted: the serving ones from the closed loop of 8, energy and phase power
+        // from the decode run (energy = decode power / decode rate).
+        let profile = crate::profile::Profile::default_profile();
+        let value = |i: usize| {
+            let (sc, _) = row_scenario(&rs[i], &rs).unwrap();
+            let est = crate::estimate::estimate(&sc.build().unwrap(), &profile).unwrap();
+            metric_value(&rs[i], &est).unwrap()
+        };
+        let (mean, median) = (value(12), value(14));
+        assert!(mean > 0.0 && (mean / median - 1.0).abs() < 0.25, "{mean} {median}");
+        assert!((value(15) - value(17) / value(18)).abs() < 1e-3 * value(15), "J/tok = decode W / decode tok/s");
         let (_, said) = row_scenario(&rs[0], &rs).unwrap();
         assert!(said.iter().any(|a| a == "metric `ttft_ms` (1234 ms) read as ttft_s (1.234 s)"), "{said:?}");
         // llama-bench's test names as the metric: the phase's rate, the test carried into the

@@ -53,6 +53,14 @@ pub struct ServeMetrics {
     pub ttft_percentiles_s: Quantiles,
     /// Arrival to last token, s.
     pub e2e_s: Quantiles,
+    /// Mean over requests of arrival to last token, s (the serving benchmarks' mean E2E
+    /// latency).
+    #[serde(default)]
+    pub mean_e2e_s: f64,
+    /// Prompt and output tokens of the completed requests per second of the measurement window
+    /// (`vllm bench serve`'s "Total Token throughput", SGLang's total throughput).
+    #[serde(default)]
+    pub total_tokens_per_s: f64,
     /// Share of completed requests meeting every `[slo]` target (none when no target is set).
     pub slo_attainment: Option<f64>,
     /// Whether the p99 TTFT and p99 TPOT meet the `[slo]` targets (none when no target is set).

@@ -83,6 +83,8 @@ pub struct ServeStats {
     pub e2e_s: LogHistogram,
     /// Sum of measured requests' TTFT, ns.
     pub ttft_sum_ns: u128,
+    /// Sum of measured requests' times from arrival to last token, ns.
+    pub e2e_sum_ns: u128,
     /// Sum of measured requests' times from arrival to their first streamed text, ns.
     pub ttft_text_sum_ns: u128,
     /// Sum of measured requests' decode times, ns.
@@ -137,6 +139,7 @@ impl ServeStats {
         self.tpot_ms.record(decode as f64 / r.output as f64 / 1e6);
         self.e2e_s.record((r.done - r.arrival) as f64 / 1e9);
         self.ttft_sum_ns += ttft as u128;
+        self.e2e_sum_ns += (r.done - r.arrival) as u128;
         self.ttft_text_sum_ns += (r.first_text - r.arrival) as u128;
         self.decode_sum_ns += decode as u128;
         self.output_tokens += r.output;
