@@ -179,18 +179,34 @@ const METRIC_ALIASES: &[(&[&str], &str)] = &[
     ),
     // Their "Total Token throughput" (vLLM) / total throughput (SGLang): prompt and output
     // tokens of every request over the duration.
-    (&["total_token_throughput", "total_token_throughput_tok_s", "total_tokens_per_s", "total_throughput", "total_tok_per_s"], "total_tokens_per_s"),
+    (
+        &["total_token_throughput", "total_token_throughput_tok_s", "total_tokens_per_s", "total_throughput", "total_tok_per_s"],
+        "total_tokens_per_s",
+    ),
     // Their end-to-end latency lines (`Mean E2EL (ms)`, `Median E2E Latency (ms)`): arrival to
     // a request's last token.
     (
-        &["mean_e2el_ms", "e2el_ms", "e2el", "mean_e2e_latency_ms", "e2e_latency_ms", "e2e_latency_s", "e2e_latency", "mean_e2e_latency_s", "e2e_s"],
+        &[
+            "mean_e2el_ms",
+            "e2el_ms",
+            "e2el",
+            "mean_e2e_latency_ms",
+            "e2e_latency_ms",
+            "e2e_latency_s",
+            "e2e_latency",
+            "mean_e2e_latency_s",
+            "e2e_s",
+        ],
         "e2e_mean_s",
     ),
     (&["median_e2el_ms", "p50_e2el_ms", "e2el_p50", "median_e2e_latency_ms", "e2e_p50", "e2e_latency_p50_s"], "e2e_p50_s"),
     (&["p99_e2el_ms", "e2el_p99", "p99_e2e_latency_ms", "e2e_p99", "e2e_latency_p99_s"], "e2e_p99_s"),
     // Energy per generated token (`J/tok`, the twin's `energy_j_per_token`); tokens per joule are
     // read as its inverse ([`TOKENS_PER_JOULE`]).
-    (&["energy_per_token_j", "joules_per_token", "j_per_token", "j_per_tok", "j_tok", "energy_per_token", "energy_j_per_tok"], "energy_j_per_token"),
+    (
+        &["energy_per_token_j", "joules_per_token", "j_per_token", "j_per_tok", "j_tok", "energy_per_token", "energy_j_per_tok"],
+        "energy_j_per_token",
+    ),
     // Wall power by phase, of the whole system measured (one box: the box).
     (&["decode_power_w", "power_decode_w", "decode_power", "avg_decode_power_w", "decode_w"], "cluster_power_w_decode"),
     (&["prefill_power_w", "power_prefill_w", "prefill_power", "avg_prefill_power_w", "prefill_w"], "cluster_power_w_prefill"),
@@ -340,8 +356,17 @@ const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, ttft_s, tpot_m
 /// The serving benchmarks' per-request percentiles and request rate (`vllm bench serve`, SGLang's
 /// `bench_serving`: median and P99 TTFT and TPOT over the requests, request throughput): always
 /// read from a serving run of the row's concurrency (one request when it names none).
-const SERVING_METRICS: [&str; 9] =
-    ["ttft_p50_s", "ttft_p99_s", "tpot_p50_ms", "tpot_p99_ms", "requests_per_s", "total_tokens_per_s", "e2e_mean_s", "e2e_p50_s", "e2e_p99_s"];
+const SERVING_METRICS: [&str; 9] = [
+    "ttft_p50_s",
+    "ttft_p99_s",
+    "tpot_p50_ms",
+    "tpot_p99_ms",
+    "requests_per_s",
+    "total_tokens_per_s",
+    "e2e_mean_s",
+    "e2e_p50_s",
+    "e2e_p99_s",
+];
 
 /// The memory size of each node a row's mix lists (`512gb`, `2x512gb+2x256gb`, annotations such
 /// as `(assumed)` dropped); `None` when the mix says none (`unknown`).
@@ -2372,10 +2397,28 @@ pub fn prepare_in(rows: &[MeasurementRow], profile: &Profile, csv_dir: Option<&P
                 continue;
             }
         };
+        let (sc, first) = match estimate(&sc, profile) {
+            Err(e) if e.kind() == crate::scenario::ErrorKind::DoesNotFit && guessed_gguf_quant(&assumptions) => {
+                let guessed = sc.quant.id.clone();
+                match smaller_guess_that_fits(&builder, profile, &guessed) {
+                    Some((smaller, quant)) => {
+                        assumptions.retain(|a| !a.starts_with(GUESSED_GGUF));
+                        assumptions.push(format!(
+                            "{GUESSED_GGUF} assumed {quant}: {guessed} does not fit the row's machines, and the run was made, so its file was smaller; {quant} is the largest of llama.cpp's common types ({}) that fits",
+                            SMALLER_GGUF_GUESSES.join(", ")
+                        ));
+                        let est = estimate(&smaller, profile);
+                        (smaller, est)
+                    }
+                    None => (sc, Err(e)),
+                }
+            }
+            est => (sc, est),
+        };
         // A row the twin refuses (the model does not fit, an illegal split, a run with no
         // answer for the metric) is listed with the reason, never an error that stops the
         // other rows.
-        let refused = match estimate(&sc, profile) {
+        let refused = match first {
             // A profile without the row's chip is the profile's gap, not the row's: it stays
             // an error of the whole run (naming the chip), as before.
             Err(e) if e.kind() == crate::scenario::ErrorKind::Uncalibrated => None,
@@ -2398,6 +2441,41 @@ pub fn prepare_in(rows: &[MeasurementRow], profile: &Profile, csv_dir: Option<&P
         out.push(Prepared { row: row.clone(), scenario: sc, assumptions, not_fitted });
     }
     (out, skipped)
+}
+
+/// How a row whose GGUF type is unstated says the type it was given.
+const GUESSED_GGUF: &str = "GGUF quant not published:";
+
+/// The GGUF types tried, largest first, for a row whose type is unstated and whose model does
+/// not fit its machines at the type guessed (Q4_K_M, or Q8_0 beside 8-bit exo runs):
+/// llama.cpp's common K-quants, then the 2- and 1-bit i-quants people run the largest models at.
+const SMALLER_GGUF_GUESSES: [&str; 5] = ["q4_k_m", "q3_k_m", "q2_k", "iq2_xxs", "iq1_s"];
+
+/// Whether a row's GGUF type was guessed (Q4_K_M or the exo runs' bit class).
+fn guessed_gguf_quant(assumptions: &[String]) -> bool {
+    assumptions.iter().any(|a| a.starts_with(GUESSED_GGUF))
+}
+
+/// The row's scenario at the largest of [`SMALLER_GGUF_GUESSES`] that fits its machines, and
+/// that type; `None` when none fits.
+fn smaller_guess_that_fits(builder: &ScenarioBuilder, profile: &Profile, guessed: &str) -> Option<(scenario::Scenario, &'static str)> {
+    SMALLER_GGUF_GUESSES
+        .into_iter()
+        .skip_while(|q| *q != guessed)
+        .skip(1)
+        .chain(
+            // A guess outside the list (q8_0): every type of the list is smaller.
+            SMALLER_GGUF_GUESSES.into_iter().filter(|_| !SMALLER_GGUF_GUESSES.contains(&guessed)),
+        )
+        .find_map(|quant| {
+            let mut b = builder.clone();
+            b.set("model.quant", &toml::Value::String(quant.into())).ok()?;
+            let sc = b.build().ok()?;
+            match estimate(&sc, profile) {
+                Err(e) if e.kind() == crate::scenario::ErrorKind::DoesNotFit => None,
+                _ => Some((sc, quant)),
+            }
+        })
 }
 
 /// Why a prepared row could not be predicted.
@@ -3447,6 +3525,32 @@ mod tests {
         }
         // The name's format still has to suit the engine; a plain model name says nothing.
         assert!(quant_of("Qwen/Qwen3-30B-A3B", "", "vllm").unwrap_err().contains("quant `` unknown"));
+    }
+
+    /// A GGUF row that does not say its type gets Q4_K_M; where that does not fit the row's
+    /// machines (the run was made, so the file was smaller), the largest common type that fits,
+    /// said; a model no type fits stays refused with the fit's reason. A stated type is never
+    /// changed.
+    #[test]
+    fn an_unstated_gguf_type_that_does_not_fit_steps_down_to_one_that_does() {
+        let rs = rows(
+            "a,framework-desktop-ai-max-395,1,128gb,qwen3-235b-a22b,,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n\
+             b,mac-studio-m3-ultra,1,512gb,kimi-k2-thinking,unknown,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n\
+             c,framework-desktop-ai-max-395,1,128gb,qwen3-30b-a3b,,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n\
+             d,framework-desktop-ai-max-395,1,128gb,deepseek-v3.1,,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n\
+             e,framework-desktop-ai-max-395,1,128gb,qwen3-235b-a22b,q4_k_m,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n",
+        );
+        let (prepared, skipped) = prepare(&rs, &Profile::default_profile());
+        let quant = |id: &str| prepared.iter().find(|p| p.row.id == id).map(|p| p.scenario.quant.id.clone());
+        assert_eq!(quant("a").as_deref(), Some("q3_k_m"));
+        assert_eq!(quant("b").as_deref(), Some("q3_k_m"));
+        assert_eq!(quant("c").as_deref(), Some("q4_k_m"));
+        let said = &prepared.iter().find(|p| p.row.id == "a").unwrap().assumptions;
+        assert!(said.iter().any(|a| a.contains("assumed q3_k_m: q4_k_m does not fit the row's machines")), "{said:?}");
+        assert_eq!(said.iter().filter(|a| a.starts_with(GUESSED_GGUF)).count(), 1, "{said:?}");
+        let reasons: Vec<(&str, &str)> = skipped.iter().map(|s| (s.id.as_str(), s.reason.as_str())).collect();
+        assert!(reasons.iter().any(|(id, why)| *id == "d" && why.contains("does not fit")), "{reasons:?}");
+        assert!(reasons.iter().any(|(id, why)| *id == "e" && why.contains("does not fit")), "{reasons:?}");
     }
 
     #[test]
