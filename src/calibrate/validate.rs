@@ -2269,6 +2269,13 @@ fn resolve_quant(
             .push("quant not stated: assumed mxfp4, the model's own MXFP4 experts, as the files people run keep them (FACTS.md)".into());
         return Ok("mxfp4".into());
     }
+    // An MLX runtime's row that does not say its format: MLX's default conversion, affine 4-bit
+    // in groups of 64 (`mlx_lm.convert -q`: mlx-lm 0.32.2 `utils.py` `defaults_for_mode`,
+    // "affine": (64, 4)), the format of the mlx-community files people run.
+    if family == QuantFamily::Mlx && unstated {
+        assumptions.push(format!("{GUESSED_MLX} assumed mlx-4bit (mlx_lm.convert's default: affine 4-bit, groups of 64)"));
+        return Ok("mlx-4bit".into());
+    }
     // A GGUF runtime's row that does not say its type (`unknown`, `gguf 4-bit`, empty) gets a
     // guessed one; any other label is one the twin does not know.
     if family != QuantFamily::Gguf || !unstated {
@@ -2398,14 +2405,19 @@ pub fn prepare_in(rows: &[MeasurementRow], profile: &Profile, csv_dir: Option<&P
             }
         };
         let (sc, first) = match estimate(&sc, profile) {
-            Err(e) if e.kind() == crate::scenario::ErrorKind::DoesNotFit && guessed_gguf_quant(&assumptions) => {
+            Err(e) if e.kind() == crate::scenario::ErrorKind::DoesNotFit && guessed_quant(&assumptions) => {
                 let guessed = sc.quant.id.clone();
-                match smaller_guess_that_fits(&builder, profile, &guessed) {
+                let (said, list, whose) = if sc.quant.family == QuantFamily::Mlx {
+                    (GUESSED_MLX, &SMALLER_MLX_GUESSES[..], "MLX's affine widths")
+                } else {
+                    (GUESSED_GGUF, &SMALLER_GGUF_GUESSES[..], "llama.cpp's common types")
+                };
+                match smaller_guess_that_fits(&builder, profile, &guessed, list) {
                     Some((smaller, quant)) => {
-                        assumptions.retain(|a| !a.starts_with(GUESSED_GGUF));
+                        assumptions.retain(|a| !a.starts_with(said));
                         assumptions.push(format!(
-                            "{GUESSED_GGUF} assumed {quant}: {guessed} does not fit the row's machines, and the run was made, so its file was smaller; {quant} is the largest of llama.cpp's common types ({}) that fits",
-                            SMALLER_GGUF_GUESSES.join(", ")
+                            "{said} assumed {quant}: {guessed} does not fit the row's machines, and the run was made, so its file was smaller; {quant} is the largest of {whose} ({}) that fits",
+                            list.join(", ")
                         ));
                         let est = estimate(&smaller, profile);
                         (smaller, est)
@@ -2446,36 +2458,41 @@ pub fn prepare_in(rows: &[MeasurementRow], profile: &Profile, csv_dir: Option<&P
 /// How a row whose GGUF type is unstated says the type it was given.
 const GUESSED_GGUF: &str = "GGUF quant not published:";
 
+/// How a row whose MLX format is unstated says the format it was given.
+const GUESSED_MLX: &str = "MLX quant not published:";
+
 /// The GGUF types tried, largest first, for a row whose type is unstated and whose model does
 /// not fit its machines at the type guessed (Q4_K_M, or Q8_0 beside 8-bit exo runs):
 /// llama.cpp's common K-quants, then the 2- and 1-bit i-quants people run the largest models at.
 const SMALLER_GGUF_GUESSES: [&str; 5] = ["q4_k_m", "q3_k_m", "q2_k", "iq2_xxs", "iq1_s"];
 
-/// Whether a row's GGUF type was guessed (Q4_K_M or the exo runs' bit class).
-fn guessed_gguf_quant(assumptions: &[String]) -> bool {
-    assumptions.iter().any(|a| a.starts_with(GUESSED_GGUF))
+/// The MLX formats tried below a guessed 4-bit one that does not fit (3 bits: the narrowest
+/// affine width among the catalog's MLX formats).
+const SMALLER_MLX_GUESSES: [&str; 2] = ["mlx-4bit", "mlx-3bit"];
+
+/// Whether a row's GGUF type (Q4_K_M or the exo runs' bit class) or MLX format was guessed.
+fn guessed_quant(assumptions: &[String]) -> bool {
+    assumptions.iter().any(|a| a.starts_with(GUESSED_GGUF) || a.starts_with(GUESSED_MLX))
 }
 
-/// The row's scenario at the largest of [`SMALLER_GGUF_GUESSES`] that fits its machines, and
-/// that type; `None` when none fits.
-fn smaller_guess_that_fits(builder: &ScenarioBuilder, profile: &Profile, guessed: &str) -> Option<(scenario::Scenario, &'static str)> {
-    SMALLER_GGUF_GUESSES
-        .into_iter()
-        .skip_while(|q| *q != guessed)
-        .skip(1)
-        .chain(
-            // A guess outside the list (q8_0): every type of the list is smaller.
-            SMALLER_GGUF_GUESSES.into_iter().filter(|_| !SMALLER_GGUF_GUESSES.contains(&guessed)),
-        )
-        .find_map(|quant| {
-            let mut b = builder.clone();
-            b.set("model.quant", &toml::Value::String(quant.into())).ok()?;
-            let sc = b.build().ok()?;
-            match estimate(&sc, profile) {
-                Err(e) if e.kind() == crate::scenario::ErrorKind::DoesNotFit => None,
-                _ => Some((sc, quant)),
-            }
-        })
+/// The row's scenario at the first type of `list` after the `guessed` one (all of them for a
+/// guess outside it) that fits its machines, and that type; `None` when none fits.
+fn smaller_guess_that_fits(
+    builder: &ScenarioBuilder,
+    profile: &Profile,
+    guessed: &str,
+    list: &[&'static str],
+) -> Option<(scenario::Scenario, &'static str)> {
+    let start = list.iter().position(|q| *q == guessed).map_or(0, |i| i + 1);
+    list[start..].iter().copied().find_map(|quant| {
+        let mut b = builder.clone();
+        b.set("model.quant", &toml::Value::String(quant.into())).ok()?;
+        let sc = b.build().ok()?;
+        match estimate(&sc, profile) {
+            Err(e) if e.kind() == crate::scenario::ErrorKind::DoesNotFit => None,
+            _ => Some((sc, quant)),
+        }
+    })
 }
 
 /// Why a prepared row could not be predicted.
@@ -3538,13 +3555,20 @@ mod tests {
              b,mac-studio-m3-ultra,1,512gb,kimi-k2-thinking,unknown,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n\
              c,framework-desktop-ai-max-395,1,128gb,qwen3-30b-a3b,,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n\
              d,framework-desktop-ai-max-395,1,128gb,deepseek-v3.1,,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n\
-             e,framework-desktop-ai-max-395,1,128gb,qwen3-235b-a22b,q4_k_m,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n",
+             e,framework-desktop-ai-max-395,1,128gb,qwen3-235b-a22b,q4_k_m,llama-cpp,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n\
+             f,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,,mlx-lm,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n\
+             g,mac-studio-m4-max,1,128gb,qwen3-235b-a22b,,mlx-lm,none,none,,1,decode_tokens_per_s,1,tok/s,me,\n",
         );
         let (prepared, skipped) = prepare(&rs, &Profile::default_profile());
         let quant = |id: &str| prepared.iter().find(|p| p.row.id == id).map(|p| p.scenario.quant.id.clone());
         assert_eq!(quant("a").as_deref(), Some("q3_k_m"));
         assert_eq!(quant("b").as_deref(), Some("q3_k_m"));
         assert_eq!(quant("c").as_deref(), Some("q4_k_m"));
+        // MLX: its converter's default, 4 bits, then 3.
+        assert_eq!(quant("f").as_deref(), Some("mlx-4bit"));
+        assert_eq!(quant("g").as_deref(), Some("mlx-3bit"));
+        let said_g = &prepared.iter().find(|p| p.row.id == "g").unwrap().assumptions;
+        assert!(said_g.iter().any(|a| a.starts_with("MLX quant not published: assumed mlx-3bit: mlx-4bit does not fit")), "{said_g:?}");
         let said = &prepared.iter().find(|p| p.row.id == "a").unwrap().assumptions;
         assert!(said.iter().any(|a| a.contains("assumed q3_k_m: q4_k_m does not fit the row's machines")), "{said:?}");
         assert_eq!(said.iter().filter(|a| a.starts_with(GUESSED_GGUF)).count(), 1, "{said:?}");
