@@ -738,7 +738,7 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
         return Ok(("llama-cpp-rpc".into(), None));
     }
     // Programs that run llama.cpp's kernels under their own name: KoboldCpp builds the llama.cpp
-    // it vendors, Lemonade Server and llamafile run GGUF files on llama.cpp builds; ik_llama.cpp is
+    // it vendors, Lemonade Server, llamafile and Jan run GGUF files on llama.cpp builds; ik_llama.cpp is
     // a fork of it (its own CPU and fused MoE kernels differ; its GPU backends are llama.cpp's,
     // assumed unchanged).
     if let Some(what) = match name.as_str() {
@@ -747,6 +747,7 @@ fn engine_label(raw: &str, quant: &str) -> Result<(String, Option<String>), Stri
             Some("Lemonade Server runs GGUF files on the llama.cpp builds it ships (assumed: its host costs not modelled)")
         }
         "llamafile" => Some("llamafile runs GGUF files on llama.cpp's GPU kernels (assumed: its own CPU kernels not modelled)"),
+        "jan" | "jan-ai" => Some("Jan runs GGUF files on its bundled llama.cpp server (assumed: its host costs not modelled)"),
         "ik-llama-cpp" | "ik-llamacpp" => {
             Some("ik_llama.cpp, a llama.cpp fork, read with llama.cpp's GPU kernels (assumed: its own fused kernels not modelled)")
         }
@@ -3075,6 +3076,7 @@ mod tests {
             ("llama.cpp rpc", "q4_k_m", "llama-cpp-rpc", None),
             ("llama.cpp (RPC)", "q4_k_m", "llama-cpp-rpc", None),
             ("koboldcpp", "q4_k_m", "llama-cpp", Some("KoboldCpp")),
+            ("Jan", "q4_k_m", "llama-cpp", Some("Jan runs GGUF files")),
             ("Lemonade", "q4_k_m", "llama-cpp", Some("Lemonade Server")),
             ("lemonade-server (vulkan)", "q4_k_m", "llama-cpp", Some("Lemonade Server")),
             ("llamafile", "q4_k_m", "llama-cpp", Some("llamafile")),
