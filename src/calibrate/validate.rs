@@ -271,17 +271,7 @@ fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
     let alias = |name: &str| METRIC_ALIASES.iter().find(|(names, _)| names.contains(&name)).map(|(_, m)| *m);
     if TOKENS_PER_JOULE.contains(&written.as_str()) || TOKENS_PER_JOULE.contains(&joined.as_str()) {
         let value = 1.0 / row.value;
-        row.metric_read_as = Some(format!(
-            "metric `{}` ({} {}) read as energy_j_per_token, its inverse ({} J/tok)",
-            row.metric.trim(),
-            row.value,
-            row.unit.trim(),
-            crate::util::round6(value)
-        ));
-        row.metric = "energy_j_per_token".into();
-        row.value = value;
-        row.unit = "J/tok".into();
-        return row;
+        return read_as(row, "energy_j_per_token", value, "J/tok", ", its inverse");
     }
     let metric = test.unwrap_or_else(|| alias(&written).or_else(|| alias(&joined)).unwrap_or(written.as_str()));
     // A rate written in time per token (`decode_tokens_per_s` in `ms/tok`): tokens per second,
@@ -291,17 +281,7 @@ fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
         && row.value > 0.0
     {
         let value = 1.0 / (row.value * per_token_s);
-        row.metric_read_as = Some(format!(
-            "metric `{}` ({} {}) read as {metric}, its inverse ({} tok/s)",
-            row.metric.trim(),
-            row.value,
-            row.unit.trim(),
-            crate::util::round3(value)
-        ));
-        row.metric = metric.to_string();
-        row.value = value;
-        row.unit = "tok/s".into();
-        return row;
+        return read_as(row, metric, value, "tok/s", ", its inverse");
     }
     // A time metric's unit: seconds of one, and its name.
     let time_unit = match metric {
@@ -320,16 +300,18 @@ fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
         _ => row.unit.as_str(),
     }
     .to_string();
-    row.metric_read_as = Some(format!(
-        "metric `{}` ({} {}) read as {metric} ({} {unit})",
-        row.metric.trim(),
-        row.value,
-        row.unit.trim(),
-        crate::util::round3(value)
-    ));
+    read_as(row, metric, value, &unit, "")
+}
+
+/// `row` with its metric read as `metric`, of `value` in `unit`, said in
+/// [`MeasurementRow::metric_read_as`] (`how`: what the reading did, e.g. ", its inverse").
+fn read_as(mut row: MeasurementRow, metric: &str, value: f64, unit: &str, how: &str) -> MeasurementRow {
+    let shown = if value.abs() < 0.01 { crate::util::round6(value) } else { crate::util::round3(value) };
+    row.metric_read_as =
+        Some(format!("metric `{}` ({} {}) read as {metric}{how} ({shown} {unit})", row.metric.trim(), row.value, row.unit.trim()));
     row.metric = metric.to_string();
     row.value = value;
-    row.unit = unit;
+    row.unit = unit.to_string();
     row
 }
 
