@@ -169,8 +169,35 @@ const METRIC_ALIASES: &[(&[&str], &str)] = &[
     (&["median_tpot_ms", "p50_tpot_ms", "tpot_p50", "tpot_median_ms"], "tpot_p50_ms"),
     (&["p99_tpot_ms", "tpot_p99"], "tpot_p99_ms"),
     (&["request_throughput", "request_throughput_req_s", "req_per_s", "requests_per_second", "req_s"], "requests_per_s"),
-    (&["pp_tokens_per_s", "prompt_tokens_per_s", "prompt_eval_tokens_per_s", "prefill_tps", "pp_tps"], "prefill_tokens_per_s"),
-    (&["tg_tokens_per_s", "eval_tokens_per_s", "generation_tokens_per_s", "decode_tps", "tg_tps", "generation_tps"], "decode_tokens_per_s"),
+    // ollama's `--verbose` lines (`prompt eval rate`, `eval rate`), llama-server's timings
+    // (`prompt_per_second`, `predicted_per_second`), mlx_lm.generate's `tokens-per-sec`.
+    (
+        &[
+            "pp_tokens_per_s",
+            "prompt_tokens_per_s",
+            "prompt_eval_tokens_per_s",
+            "prefill_tps",
+            "pp_tps",
+            "prompt_eval_rate",
+            "prompt_per_second",
+            "prompt_tokens_per_sec",
+        ],
+        "prefill_tokens_per_s",
+    ),
+    (
+        &[
+            "tg_tokens_per_s",
+            "eval_tokens_per_s",
+            "generation_tokens_per_s",
+            "decode_tps",
+            "tg_tps",
+            "generation_tps",
+            "eval_rate",
+            "predicted_per_second",
+            "generation_tokens_per_sec",
+        ],
+        "decode_tokens_per_s",
+    ),
     // `vllm bench serve` / SGLang's `bench_serving` "Output token throughput": every request's
     // output tokens over the benchmark's duration, the serving run's aggregate rate.
     (
@@ -207,6 +234,9 @@ const METRIC_ALIASES: &[(&[&str], &str)] = &[
         &["energy_per_token_j", "joules_per_token", "j_per_token", "j_per_tok", "j_tok", "energy_per_token", "energy_j_per_tok"],
         "energy_j_per_token",
     ),
+    // The memory a run holds on its busiest node (mlx_lm's `Peak memory`): weights, KV cache and
+    // the runtime's own, as `run` reports `memory_per_node_gb`.
+    (&["peak_memory_gb", "peak_memory", "peak_mem_gb", "memory", "memory_used_gb", "mem_gb"], "memory_gb"),
     // Wall power by phase, of the whole system measured (one box: the box).
     (&["decode_power_w", "power_decode_w", "decode_power", "avg_decode_power_w", "decode_w"], "cluster_power_w_decode"),
     (&["prefill_power_w", "power_prefill_w", "prefill_power", "avg_prefill_power_w", "prefill_w"], "cluster_power_w_prefill"),
@@ -248,6 +278,23 @@ fn time_unit_s(unit: &str, metric: &str) -> Option<f64> {
     }
 }
 
+/// The factor from a row's unit to the unit of `energy_j_per_token` (J/tok) or `memory_gb`
+/// (GB); `None` for another metric or a unit not known.
+fn other_unit_factor(metric: &str, unit: &str) -> Option<f64> {
+    let unit = unit.trim().to_lowercase().replace(' ', "").replace("/token", "/tok").replace("/1mtok", "/mtok");
+    match (metric, unit.as_str()) {
+        ("energy_j_per_token", "j/tok" | "j" | "") => Some(1.0),
+        ("energy_j_per_token", "mj/tok") => Some(1e-3),
+        ("energy_j_per_token", "wh/mtok") => Some(3600.0 / 1e6),
+        ("energy_j_per_token", "kwh/mtok") => Some(3.6),
+        ("memory_gb", "gb" | "") => Some(1.0),
+        ("memory_gb", "gib") => Some(1.073_741_824),
+        ("memory_gb", "mb") => Some(1e-3),
+        ("memory_gb", "mib") => Some(1.048_576e-3),
+        _ => None,
+    }
+}
+
 /// Seconds in one of a time-per-token unit (`ms/tok`, `ms/token`, `s per token`); `None` for
 /// any other unit.
 fn time_per_token_unit_s(unit: &str) -> Option<f64> {
@@ -282,6 +329,14 @@ fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
     {
         let value = 1.0 / (row.value * per_token_s);
         return read_as(row, metric, value, "tok/s", ", its inverse");
+    }
+    // Energy and memory written in other units (`mJ/tok`, `Wh/Mtok`; `GiB`, `MB`).
+    if let Some(factor) = other_unit_factor(metric, &row.unit) {
+        let unit = if metric == "memory_gb" { "GB" } else { "J/tok" };
+        if factor != 1.0 || metric != row.metric {
+            let value = row.value * factor;
+            return read_as(row, metric, value, unit, "");
+        }
     }
     // A time metric's unit: seconds of one, and its name.
     let time_unit = match metric {
@@ -332,7 +387,7 @@ const FAMILIES: &[(&str, &str)] =
 /// The metrics `validate` predicts.
 const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, ttft_s, tpot_ms, node_power_w, cluster_power_w, \
                        node_power_w_decode, cluster_power_w_decode, node_power_w_prefill, cluster_power_w_prefill, \
-                       energy_j_per_token, aggregate_decode_tokens_per_s, ttft_p50_s, ttft_p99_s, tpot_p50_ms, tpot_p99_ms, \
+                       energy_j_per_token, memory_gb, aggregate_decode_tokens_per_s, ttft_p50_s, ttft_p99_s, tpot_p50_ms, tpot_p99_ms, \
                        requests_per_s, total_tokens_per_s, e2e_mean_s, e2e_p50_s, e2e_p99_s";
 
 /// The serving benchmarks' per-request percentiles and request rate (`vllm bench serve`, SGLang's
@@ -1744,7 +1799,7 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
         }
         // Energy per token is decode power over the decode rate (`Estimate::energy_j_per_token`):
         // a decode row's workload.
-        m if m == "decode_tokens_per_s" || m == "energy_j_per_token" || is_power(m) => {
+        m if m == "decode_tokens_per_s" || m == "energy_j_per_token" || m == "memory_gb" || is_power(m) => {
             match row.prompt_tokens.trim().parse::<u64>() {
                 // A decode measured after a given prompt (llama-bench `tg128` runs on an empty
                 // context: 0); `mlx_lm.benchmark` rows say how many tokens it generated after
@@ -2525,6 +2580,7 @@ fn metric_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Result
         "ttft_s" => est.ttft_s,
         m if SERVING_METRICS.contains(&m) => serving_value(row, est)?,
         "energy_j_per_token" => est.energy_j_per_token,
+        "memory_gb" => est.max_memory_per_node_gb(),
         "aggregate_decode_tokens_per_s" if is_batched_bench(row) || mlx_benchmark_batch(row).is_some() => est.decode_tokens_per_s,
         "aggregate_decode_tokens_per_s" if counts_from_first_token(row) => generation_rate(est)?,
         "aggregate_decode_tokens_per_s" => serve_rate(est)?,
@@ -3281,7 +3337,11 @@ mod tests {
              p,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,energy_per_token_j,1.3,J/tok,me,\n\
              q,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,tokens_per_joule,0.8,tok/J,me,\n\
              r,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,decode_power_w,52.2,W,me,\n\
-             s,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,decode_tokens_per_s,25,ms/tok,me,\n",
+             s,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,decode_tokens_per_s,25,ms/tok,me,\n\
+             t,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,energy_j_per_token,500,Wh/Mtok,me,\n\
+             u,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,mlx-4bit,mlx-lm,none,none,,1,Peak memory,17.3,GB,me,\n\
+             v,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,mlx-4bit,mlx-lm,none,none,,1,peak_memory_gb,16,GiB,me,\n\
+             w,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,q4_k_m,ollama,none,none,,1,eval rate,80,tokens/s,me,\n",
         );
         let got: Vec<(&str, f64, &str, bool)> =
             rs.iter().map(|r| (r.metric.as_str(), r.value, r.unit.as_str(), r.metric_read_as.is_some())).collect();
@@ -3307,6 +3367,10 @@ mod tests {
                 ("energy_j_per_token", 1.25, "J/tok", true),
                 ("cluster_power_w_decode", 52.2, "W", true),
                 ("decode_tokens_per_s", 40.0, "tok/s", true),
+                ("energy_j_per_token", 1.8, "J/tok", true),
+                ("memory_gb", 17.3, "GB", true),
+                ("memory_gb", 16.0 * 1.073_741_824, "GB", true),
+                ("decode_tokens_per_s", 80.0, "tokens/s", true),
             ]
         );
         // Each is predicted: the serving ones from the closed loop of 8, energy and phase power
@@ -3320,6 +3384,8 @@ mod tests {
         let (mean, median) = (value(12), value(14));
         assert!(mean > 0.0 && (mean / median - 1.0).abs() < 0.25, "{mean} {median}");
         assert!((value(15) - value(17) / value(18)).abs() < 1e-3 * value(15), "J/tok = decode W / decode tok/s");
+        // The busiest node's memory, as `run` reports it: the 4-bit weights and the runtime.
+        assert!((15.0..25.0).contains(&value(20)), "{}", value(20));
         let (_, said) = row_scenario(&rs[0], &rs).unwrap();
         assert!(said.iter().any(|a| a == "metric `ttft_ms` (1234 ms) read as ttft_s (1.234 s)"), "{said:?}");
         // llama-bench's test names as the metric: the phase's rate, the test carried into the
