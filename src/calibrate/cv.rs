@@ -83,7 +83,11 @@ pub fn kind_of(data: &Dataset, i: usize) -> String {
         // (`interval::kinds_of`).
         TargetSource::Row(p) if matches!(p.row.metric.as_str(), "ttft_s" | "ttft_p50_s" | "ttft_p99_s") => "prefill_tokens_per_s".into(),
         // A time per output token is a decode step's time: the decode scatter.
-        TargetSource::Row(p) if matches!(p.row.metric.as_str(), "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms") => "decode_tokens_per_s".into(),
+        TargetSource::Row(p)
+            if matches!(p.row.metric.as_str(), "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" | "itl_p50_ms" | "itl_p99_ms") =>
+        {
+            "decode_tokens_per_s".into()
+        }
         // Requests a second follow the aggregate rate they are completed at.
         TargetSource::Row(p) if p.row.metric == "requests_per_s" => "aggregate_decode_tokens_per_s".into(),
         TargetSource::Row(p) => p.row.metric.clone(),

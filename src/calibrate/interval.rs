@@ -46,7 +46,7 @@ pub struct Interval {
 /// per token is power over decode rate).
 pub fn kinds_of(output: &str) -> &'static [&'static str] {
     match output {
-        "decode_tokens_per_s" | "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" => &["decode_tokens_per_s"],
+        "decode_tokens_per_s" | "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" | "itl_p50_ms" | "itl_p99_ms" => &["decode_tokens_per_s"],
         "prefill_tokens_per_s" | "ttft_s" | "ttft_p50_s" | "ttft_p99_s" => &["prefill_tokens_per_s"],
         "requests_per_s" | "total_tokens_per_s" => &["aggregate_decode_tokens_per_s"],
         // Arrival to last token: a prefill, then the decode steps.

@@ -18,7 +18,8 @@
 //! rate (open arrivals) is skipped: `validate` replays closed loops of `max_concurrency` users.
 //!
 //! Each run becomes one row per metric it has: `requests_per_s`, `aggregate_decode_tokens_per_s`,
-//! `ttft_s`, `ttft_p50_s`, `ttft_p99_s`, `tpot_ms`, `tpot_p50_ms`, `tpot_p99_ms`, and where it has
+//! `ttft_s`, `ttft_p50_s`, `ttft_p99_s`, `tpot_ms`, `tpot_p50_ms`, `tpot_p99_ms`, `itl_p50_ms`,
+//! `itl_p99_ms`, and where it has
 //! them `total_tokens_per_s`, `e2e_mean_s`, `e2e_p50_s`, `e2e_p99_s`, with the mean
 //! prompt as the prompt column and the mean output and the prompt count in the notes.
 
@@ -75,7 +76,7 @@ pub struct ServeRun {
 }
 
 /// The result keys read, each with the metric it is and the factor to that metric's unit.
-const METRIC_KEYS: [(&str, &str, f64); 15] = [
+const METRIC_KEYS: [(&str, &str, f64); 17] = [
     ("request_throughput", "requests_per_s", 1.0),
     ("output_throughput", "aggregate_decode_tokens_per_s", 1.0),
     ("mean_ttft_ms", "ttft_s", 1e-3),
@@ -84,6 +85,8 @@ const METRIC_KEYS: [(&str, &str, f64); 15] = [
     ("mean_tpot_ms", "tpot_ms", 1.0),
     ("median_tpot_ms", "tpot_p50_ms", 1.0),
     ("p99_tpot_ms", "tpot_p99_ms", 1.0),
+    ("median_itl_ms", "itl_p50_ms", 1.0),
+    ("p99_itl_ms", "itl_p99_ms", 1.0),
     // vLLM's total (prompt + output) token rate; its E2E latency lines (printed when
     // `--percentile-metrics` names e2el), and SGLang's (always).
     ("total_token_throughput", "total_tokens_per_s", 1.0),

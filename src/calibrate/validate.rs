@@ -161,13 +161,15 @@ const METRIC_ALIASES: &[(&[&str], &str)] = &[
         "ttft_s",
     ),
     (&["tpot", "tpot_s", "time_per_output_token_ms", "itl", "itl_ms", "inter_token_latency_ms", "mean_tpot_ms", "mean_itl_ms"], "tpot_ms"),
-    // The serving benchmarks' percentile lines (`Median TTFT (ms)`, `P99 TPOT (ms)`) and request
-    // rate (`Request throughput (req/s)`). Their ITL percentiles are of single inter-token gaps,
-    // not of a request's mean, and stay unread.
+    // The serving benchmarks' percentile lines (`Median TTFT (ms)`, `P99 TPOT (ms)`, `Median ITL
+    // (ms)`: ITL percentiles are of single inter-token gaps, not of a request's mean) and request
+    // rate (`Request throughput (req/s)`).
     (&["median_ttft_ms", "median_ttft_s", "p50_ttft_ms", "ttft_p50", "ttft_p50_ms", "ttft_median_ms"], "ttft_p50_s"),
     (&["p99_ttft_ms", "p99_ttft_s", "ttft_p99", "ttft_p99_ms"], "ttft_p99_s"),
     (&["median_tpot_ms", "p50_tpot_ms", "tpot_p50", "tpot_median_ms"], "tpot_p50_ms"),
     (&["p99_tpot_ms", "tpot_p99"], "tpot_p99_ms"),
+    (&["median_itl_ms", "p50_itl_ms", "itl_p50", "itl_median_ms"], "itl_p50_ms"),
+    (&["p99_itl_ms", "itl_p99"], "itl_p99_ms"),
     (&["request_throughput", "request_throughput_req_s", "req_per_s", "requests_per_second", "req_s"], "requests_per_s"),
     // ollama's `--verbose` lines (`prompt eval rate`, `eval rate`), llama-server's timings
     // (`prompt_per_second`, `predicted_per_second`), mlx_lm.generate's `tokens-per-sec`.
@@ -341,7 +343,7 @@ fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
     // A time metric's unit: seconds of one, and its name.
     let time_unit = match metric {
         "ttft_s" | "ttft_p50_s" | "ttft_p99_s" | "e2e_mean_s" | "e2e_p50_s" | "e2e_p99_s" => Some((1.0, "s")),
-        "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" => Some((1e-3, "ms")),
+        "tpot_ms" | "tpot_p50_ms" | "tpot_p99_ms" | "itl_p50_ms" | "itl_p99_ms" => Some((1e-3, "ms")),
         _ => None,
     };
     let factor = time_unit.and_then(|(t, _)| time_unit_s(&row.unit, &written).map(|u| u / t)).unwrap_or(1.0);
@@ -388,16 +390,18 @@ const FAMILIES: &[(&str, &str)] =
 const METRICS: &str = "decode_tokens_per_s, prefill_tokens_per_s, ttft_s, tpot_ms, node_power_w, cluster_power_w, \
                        node_power_w_decode, cluster_power_w_decode, node_power_w_prefill, cluster_power_w_prefill, \
                        energy_j_per_token, memory_gb, aggregate_decode_tokens_per_s, ttft_p50_s, ttft_p99_s, tpot_p50_ms, tpot_p99_ms, \
-                       requests_per_s, total_tokens_per_s, e2e_mean_s, e2e_p50_s, e2e_p99_s";
+                       itl_p50_ms, itl_p99_ms, requests_per_s, total_tokens_per_s, e2e_mean_s, e2e_p50_s, e2e_p99_s";
 
 /// The serving benchmarks' per-request percentiles and request rate (`vllm bench serve`, SGLang's
 /// `bench_serving`: median and P99 TTFT and TPOT over the requests, request throughput): always
 /// read from a serving run of the row's concurrency (one request when it names none).
-const SERVING_METRICS: [&str; 9] = [
+const SERVING_METRICS: [&str; 11] = [
     "ttft_p50_s",
     "ttft_p99_s",
     "tpot_p50_ms",
     "tpot_p99_ms",
+    "itl_p50_ms",
+    "itl_p99_ms",
     "requests_per_s",
     "total_tokens_per_s",
     "e2e_mean_s",
@@ -1479,6 +1483,9 @@ fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: 
         }
         "e2e_mean_s" => Some("the mean over the requests of the time from each one's arrival to its last token, queueing included"),
         "e2e_p50_s" | "e2e_p99_s" => Some("that percentile over the requests of the time from arrival to last token, queueing included"),
+        "itl_p50_ms" | "itl_p99_ms" => Some(
+            "that percentile over every gap between a request's consecutive tokens after its first (a step a prefill joins is a long gap)",
+        ),
         _ => None,
     };
     if row.metric == "aggregate_decode_tokens_per_s" && counts_from_first_token(row) {
@@ -1877,9 +1884,8 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
                 .map_err(|_| format!("{} row without prompt length: fill in prompt_tokens", row.metric))?;
             serve_tokens(row, all, assumptions)
         }
-        "tpot_p50_ms" | "tpot_p99_ms" | "requests_per_s" | "total_tokens_per_s" | "e2e_mean_s" | "e2e_p50_s" | "e2e_p99_s" => {
-            serve_tokens(row, all, assumptions)
-        }
+        "tpot_p50_ms" | "tpot_p99_ms" | "itl_p50_ms" | "itl_p99_ms" | "requests_per_s" | "total_tokens_per_s" | "e2e_mean_s"
+        | "e2e_p50_s" | "e2e_p99_s" => serve_tokens(row, all, assumptions),
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     })
 }
@@ -2607,6 +2613,8 @@ fn serving_value(row: &MeasurementRow, est: &crate::estimate::Estimate) -> Resul
         "e2e_mean_s" => sv.mean_e2e_s,
         "e2e_p50_s" => sv.e2e_s.p50,
         "e2e_p99_s" => sv.e2e_s.p99,
+        "itl_p50_ms" => sv.itl_ms.p50,
+        "itl_p99_ms" => sv.itl_ms.p99,
         other => return Err(RowError::Metric(other.to_string())),
     };
     if value > 0.0 { Ok(value) } else { Err(RowError::NoResult(format!("the serving run has no {}", row.metric))) }

@@ -202,6 +202,7 @@ pub(crate) fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut
         mean_ttft_text_s: round6(st.ttft_text_sum_ns as f64 / 1e9 / n),
         ttft_percentiles_s: ttft,
         e2e_s: q(&st.e2e_s),
+        itl_ms: q(&st.itl_ms),
         mean_e2e_s: round6(st.e2e_sum_ns as f64 / 1e9 / n),
         total_tokens_per_s: if window_s > 0.0 { round3((st.prompt_tokens + st.output_tokens) as f64 / window_s) } else { 0.0 },
         slo_attainment: slo.map(|_| round6(st.slo_met as f64 / n)),

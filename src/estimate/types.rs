@@ -17,7 +17,7 @@ pub struct Percentiles {
 }
 
 /// Latency percentiles of a serving run (unit in the key's name).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Quantiles {
     /// Median.
     pub p50: f64,
@@ -53,6 +53,11 @@ pub struct ServeMetrics {
     pub ttft_percentiles_s: Quantiles,
     /// Arrival to last token, s.
     pub e2e_s: Quantiles,
+    /// Gaps between consecutive tokens of a request after its first, over every request's
+    /// tokens in the window, ms (the serving benchmarks' ITL percentiles: a decode step that a
+    /// prefill chunk joins shows as a long gap). Their mean is `tpot_ms.mean`.
+    #[serde(default)]
+    pub itl_ms: Quantiles,
     /// Mean over requests of arrival to last token, s (the serving benchmarks' mean E2E
     /// latency).
     #[serde(default)]

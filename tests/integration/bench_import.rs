@@ -279,6 +279,8 @@ fn a_vllm_serving_result_becomes_rows_that_validate_as_a_closed_loop() {
             "tpot_ms",
             "tpot_p50_ms",
             "tpot_p99_ms",
+            "itl_p50_ms",
+            "itl_p99_ms",
             "total_tokens_per_s",
             "e2e_mean_s",
             "e2e_p50_s",
@@ -303,18 +305,20 @@ fn a_vllm_serving_result_becomes_rows_that_validate_as_a_closed_loop() {
     let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).assert().success();
     let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     let scored = report["rows"].as_array().unwrap();
-    assert_eq!(scored.len(), 12, "{report}");
+    assert_eq!(scored.len(), 14, "{report}");
     let said = |i: usize, what: &str| scored[i]["assumptions"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().contains(what));
     assert!(said(0, "64 requests, 8 in flight at a time"), "{}", scored[0]);
     let predicted = |i: usize| scored[i]["predicted"].as_f64().unwrap();
     // Requests a second times the tokens of one request is the output rate.
     assert!((predicted(1) / predicted(0) / 128.0 - 1.0).abs() < 0.02);
+    // Single inter-token gaps: the median near the mean time per token, the p99 no shorter.
+    assert!((predicted(8) / predicted(5) - 1.0).abs() < 0.25 && predicted(9) >= predicted(8), "{} {}", predicted(8), predicted(9));
     // Prompt and output tokens over the same window: 1152 tokens a request.
-    assert!((predicted(8) / predicted(0) / 1152.0 - 1.0).abs() < 0.02, "{} {}", predicted(8), predicted(0));
+    assert!((predicted(10) / predicted(0) / 1152.0 - 1.0).abs() < 0.02, "{} {}", predicted(10), predicted(0));
     // A request's end-to-end time holds its time to first token and its 127 decode steps.
-    let e2e = predicted(9);
+    let e2e = predicted(11);
     assert!(e2e > predicted(2) + 127.0 * predicted(5) / 1e3 * 0.98, "e2e {e2e} s");
-    assert!(predicted(10) <= predicted(11), "median e2e at most the p99");
+    assert!(predicted(12) <= predicted(13), "median e2e at most the p99");
 
     // A server on two Sparks: the split must be named; the link is the machines' own.
     let file = serving("vllm-gpt-oss-120b-c8.json");
@@ -346,10 +350,11 @@ fn sglang_serving_lines_need_the_model_and_skip_paced_runs() {
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(stderr.contains("skipped run 3") && stderr.contains("paced at 2 requests/s"), "{stderr}");
     let rows = parse_csv(&String::from_utf8(out.get_output().stdout.clone()).unwrap(), "stdout").unwrap();
-    // Eight metrics of each run and SGLang's three E2E latency lines.
-    assert_eq!(rows.len(), 22);
+    // Ten metrics of each run (the ITL percentiles among them) and SGLang's three E2E latency
+    // lines.
+    assert_eq!(rows.len(), 26);
     assert!(rows.iter().all(|r| r.engine == "sglang" && r.quant == "fp8" && r.prompt_tokens == "1024"));
-    let concurrency: Vec<&str> = rows.iter().map(|r| r.concurrency.as_str()).step_by(11).collect();
+    let concurrency: Vec<&str> = rows.iter().map(|r| r.concurrency.as_str()).step_by(13).collect();
     assert_eq!(concurrency, ["1", "16"]);
 }
 

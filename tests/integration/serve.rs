@@ -346,3 +346,29 @@ fn a_window_in_which_no_request_completes_says_so_instead_of_printing_zeros() {
     assert_eq!(v["per_request_decode_tokens_per_s"], 0.0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no request that arrived after the warm-up completed"));
 }
+
+/// Inter-token gaps and end-to-end times of a serving run, hand-checkable: one user's gaps are
+/// its decode steps (the median at the mean time per token), its end-to-end time is its time to
+/// first token plus its decode time, and its total token rate is its request rate times the
+/// request's prompt and output tokens. Under vLLM with 32 prompts sent at once, a decode step
+/// that an 8,192-token prefill chunk joins is one long gap: the p99 far above the median.
+#[test]
+fn inter_token_gaps_and_end_to_end_times_follow_the_steps() {
+    let text = format!(
+        "{SMALL_MLX}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 1\nrequests = 3\nprompt_tokens = 512\ngenerate_tokens = 64\n"
+    );
+    let s = estimate(&sc(&text), &quiet()).unwrap();
+    let sv = s.serve.as_ref().unwrap();
+    assert!((sv.itl_ms.p50 / s.tpot_ms.mean - 1.0).abs() < 0.01, "{:?} vs {}", sv.itl_ms, s.tpot_ms.mean);
+    assert!(sv.itl_ms.p99 >= sv.itl_ms.p50);
+    let e2e = s.ttft_s + s.tpot_ms.mean * 64.0 / 1e3;
+    assert!((sv.mean_e2e_s / e2e - 1.0).abs() < 1e-4, "{} vs {e2e}", sv.mean_e2e_s);
+    let requests_per_s = sv.requests_completed as f64 / sv.simulated_window_s;
+    assert!((sv.total_tokens_per_s / (requests_per_s * (512.0 + 64.0)) - 1.0).abs() < 1e-3, "{}", sv.total_tokens_per_s);
+
+    let spark = "[cluster]\nnode = \"dgx-spark\"\n[model]\nname = \"gpt-oss-120b\"\n[engine]\nname = \"vllm\"\n\
+                 [workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 32\nrequests = 32\nprompt_tokens = 1024\ngenerate_tokens = 128\n";
+    let s = estimate(&sc(spark), &quiet()).unwrap();
+    let itl = s.serve.as_ref().unwrap().itl_ms;
+    assert!(itl.p99 > 5.0 * itl.p50, "{itl:?}");
+}

@@ -175,6 +175,8 @@ pub(crate) struct Req {
     /// When a chat client sees the first text: the decode step that passes the model's chat
     /// header ([`crate::llm::ModelSpec::chat_header_tokens`]); the first token without one.
     first_text: Time,
+    /// Its latest token, ns (0 before the first): the start of the next inter-token gap.
+    last_token: Time,
     user: u32,
     prompt: u64,
     output: u64,
@@ -504,6 +506,7 @@ impl<'a> ServeSim<'a> {
                 admitted: 0,
                 first_token: 0,
                 first_text: 0,
+                last_token: 0,
                 user: a.user,
                 prompt: a.prompt,
                 output: a.output,
@@ -745,10 +748,18 @@ impl<'a> ServeSim<'a> {
         self.decoded();
     }
 
-    /// Every generating sequence got a token at `now`; the finished ones leave.
+    /// Every generating sequence got a token at `now`; the finished ones leave. Each token's
+    /// gap since its sequence's previous one (its first token's, for the first decode step) is
+    /// an inter-token latency, as streaming clients time them.
     pub(crate) fn decoded(&mut self) {
         if self.now > self.warmup && self.horizon.is_none_or(|h| self.now <= h) {
             self.stats.window_tokens += self.decoding.len() as u64;
+            for r in &self.decoding {
+                self.stats.itl_ms.record((self.now - r.last_token.max(r.first_token)) as f64 / 1e6);
+            }
+        }
+        for r in &mut self.decoding {
+            r.last_token = self.now;
         }
         let header = self.chat_header;
         let mut i = 0;

@@ -81,6 +81,8 @@ pub struct ServeStats {
     pub tpot_ms: LogHistogram,
     /// Arrival to last token, s.
     pub e2e_s: LogHistogram,
+    /// Gaps between a request's consecutive tokens after its first, ms (inside the window).
+    pub itl_ms: LogHistogram,
     /// Sum of measured requests' TTFT, ns.
     pub ttft_sum_ns: u128,
     /// Sum of measured requests' times from arrival to last token, ns.
