@@ -754,8 +754,21 @@ impl<'a> ServeSim<'a> {
     pub(crate) fn decoded(&mut self) {
         if self.now > self.warmup && self.horizon.is_none_or(|h| self.now <= h) {
             self.stats.window_tokens += self.decoding.len() as u64;
+            // Sequences that decoded together share a gap: one record per run of equal starts.
+            let mut run: Option<(crate::sim::Time, u32)> = None;
             for r in &self.decoding {
-                self.stats.itl_ms.record((self.now - r.last_token.max(r.first_token)) as f64 / 1e6);
+                let since = r.last_token.max(r.first_token);
+                run = match run {
+                    Some((t, n)) if t == since => Some((t, n + 1)),
+                    Some((t, n)) => {
+                        self.stats.itl_ms.record_n((self.now - t) as f64 / 1e6, n);
+                        Some((since, 1))
+                    }
+                    None => Some((since, 1)),
+                };
+            }
+            if let Some((t, n)) = run {
+                self.stats.itl_ms.record_n((self.now - t) as f64 / 1e6, n);
             }
         }
         for r in &mut self.decoding {

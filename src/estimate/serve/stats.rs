@@ -35,10 +35,18 @@ impl LogHistogram {
 
     /// Records one value.
     pub fn record(&mut self, x: f64) {
+        self.record_n(x, 1);
+    }
+
+    /// Records `n` equal values.
+    pub fn record_n(&mut self, x: f64, n: u32) {
+        if n == 0 {
+            return;
+        }
         let i = if x <= LOW { 0 } else { ((x / LOW).ln() / STEP.ln()) as usize };
         let i = i.min(BUCKETS - 1);
-        self.counts[i] = self.counts[i].saturating_add(1);
-        self.n += 1;
+        self.counts[i] = self.counts[i].saturating_add(n);
+        self.n += n as u64;
         self.min = self.min.min(x);
         self.max = self.max.max(x);
     }
