@@ -771,13 +771,11 @@ impl<'a> ServeSim<'a> {
                 self.stats.itl_ms.record_n((self.now - t) as f64 / 1e6, n);
             }
         }
-        for r in &mut self.decoding {
-            r.last_token = self.now;
-        }
         let header = self.chat_header;
         let mut i = 0;
         while i < self.decoding.len() {
             self.decoding[i].generated += 1;
+            self.decoding[i].last_token = self.now;
             if self.decoding[i].generated == header {
                 self.decoding[i].first_text = self.now;
             }

@@ -19,6 +19,9 @@ pub struct LogHistogram {
     n: u64,
     min: f64,
     max: f64,
+    /// The last value recorded and its bucket: a serving run records the same step times over
+    /// and over, and the logarithm is the costly part of a record.
+    last: (f64, usize),
 }
 
 impl Default for LogHistogram {
@@ -30,7 +33,7 @@ impl Default for LogHistogram {
 impl LogHistogram {
     /// An empty histogram.
     pub fn new() -> Self {
-        LogHistogram { counts: vec![0; BUCKETS], n: 0, min: f64::INFINITY, max: f64::NEG_INFINITY }
+        LogHistogram { counts: vec![0; BUCKETS], n: 0, min: f64::INFINITY, max: f64::NEG_INFINITY, last: (f64::NAN, 0) }
     }
 
     /// Records one value.
@@ -43,8 +46,14 @@ impl LogHistogram {
         if n == 0 {
             return;
         }
-        let i = if x <= LOW { 0 } else { ((x / LOW).ln() / STEP.ln()) as usize };
-        let i = i.min(BUCKETS - 1);
+        let i = if x == self.last.0 {
+            self.last.1
+        } else {
+            let i = if x <= LOW { 0 } else { ((x / LOW).ln() / STEP.ln()) as usize };
+            let i = i.min(BUCKETS - 1);
+            self.last = (x, i);
+            i
+        };
         self.counts[i] = self.counts[i].saturating_add(n);
         self.n += n as u64;
         self.min = self.min.min(x);
