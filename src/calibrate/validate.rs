@@ -244,6 +244,29 @@ const METRIC_ALIASES: &[(&[&str], &str)] = &[
     (&["prefill_power_w", "power_prefill_w", "prefill_power", "avg_prefill_power_w", "prefill_w"], "cluster_power_w_prefill"),
 ];
 
+/// Rates written without their phase; the row's notes say which ([`notes_phase`]).
+const PHASE_LESS_RATES: &[&str] = &["tokens_per_second", "tokens_per_s", "tokens_per_sec", "tok_s", "t_s", "tps", "tok_per_s", "speed"];
+
+/// The phase a row's notes name for a rate without one: the first llama-bench test they name
+/// (`tg128` decode, `pp512` prefill), else the words `generation`/`decode`/`eval rate` or
+/// `prompt processing`/`prefill`, when only one of the two kinds appears.
+fn notes_phase(row: &MeasurementRow) -> Option<&'static str> {
+    match first_test(row) {
+        Some((0, g, _)) if g > 0 => return Some("decode_tokens_per_s"),
+        Some((p, 0, _)) if p > 0 => return Some("prefill_tokens_per_s"),
+        _ => {}
+    }
+    let notes = row.notes.to_lowercase();
+    let prefill = ["prompt processing", "prefill", "prompt eval"].iter().any(|w| notes.contains(w));
+    // ollama's `eval rate` is the decode rate; its `prompt eval rate` the prefill one.
+    let decode = ["generation", "decode", "eval rate"].iter().any(|w| notes.replace("prompt eval", "").contains(w));
+    match (decode, prefill) {
+        (true, false) => Some("decode_tokens_per_s"),
+        (false, true) => Some("prefill_tokens_per_s"),
+        _ => None,
+    }
+}
+
 /// Metrics written as tokens per joule, which `validate` reads as their inverse, joules per
 /// token (`energy_j_per_token`).
 const TOKENS_PER_JOULE: &[&str] = &["tokens_per_joule", "tokens_per_j", "tok_per_j", "tok_j", "tokens_per_joule_decode"];
@@ -322,7 +345,12 @@ fn canonical_metric(mut row: MeasurementRow) -> MeasurementRow {
         let value = 1.0 / row.value;
         return read_as(row, "energy_j_per_token", value, "J/tok", ", its inverse");
     }
-    let metric = test.unwrap_or_else(|| alias(&written).or_else(|| alias(&joined)).unwrap_or(written.as_str()));
+    let mut metric = test.unwrap_or_else(|| alias(&written).or_else(|| alias(&joined)).unwrap_or(written.as_str()));
+    // A rate that names no phase (`tokens_per_second`, `t/s`): the phase the row's notes name.
+    let phase_less = PHASE_LESS_RATES.contains(&written.as_str()) || PHASE_LESS_RATES.contains(&joined.as_str());
+    if phase_less && let Some(phase) = notes_phase(&row) {
+        metric = phase;
+    }
     // A rate written in time per token (`decode_tokens_per_s` in `ms/tok`): tokens per second,
     // its inverse.
     if metric.ends_with("tokens_per_s")
@@ -3351,7 +3379,10 @@ mod tests {
              t,framework-desktop-ai-max-395,1,128gb,llama-3.1-8b,q4_k_m,llama-cpp,none,none,,1,energy_j_per_token,500,Wh/Mtok,me,\n\
              u,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,mlx-4bit,mlx-lm,none,none,,1,Peak memory,17.3,GB,me,\n\
              v,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,mlx-4bit,mlx-lm,none,none,,1,peak_memory_gb,16,GiB,me,\n\
-             w,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,q4_k_m,ollama,none,none,,1,eval rate,80,tokens/s,me,\n",
+             w,mac-studio-m4-max,1,128gb,qwen3-30b-a3b,q4_k_m,ollama,none,none,,1,eval rate,80,tokens/s,me,\n\
+             x,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,tokens_per_second,58,t/s,me,llama-bench tg128 -fa 1\n\
+             y,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,2048,1,t/s,1900,t/s,me,prompt processing\n\
+             z,dgx-spark,1,128gb,gpt-oss-120b,mxfp4,llama-cpp,none,none,,1,tokens_per_second,58,t/s,me,\n",
         );
         let got: Vec<(&str, f64, &str, bool)> =
             rs.iter().map(|r| (r.metric.as_str(), r.value, r.unit.as_str(), r.metric_read_as.is_some())).collect();
@@ -3381,6 +3412,10 @@ mod tests {
                 ("memory_gb", 17.3, "GB", true),
                 ("memory_gb", 16.0 * 1.073_741_824, "GB", true),
                 ("decode_tokens_per_s", 80.0, "tokens/s", true),
+                ("decode_tokens_per_s", 58.0, "t/s", true),
+                ("prefill_tokens_per_s", 1900.0, "t/s", true),
+                // No phase in the name or the notes: left as written (refused, `not predicted`).
+                ("tokens_per_second", 58.0, "t/s", false),
             ]
         );
         // Each is predicted: the serving ones from the closed loop of 8, energy and phase power
