@@ -19,9 +19,9 @@
 //!
 //! Each run becomes one row per metric it has: `requests_per_s`, `aggregate_decode_tokens_per_s`,
 //! `ttft_s`, `ttft_p50_s`, `ttft_p99_s`, `tpot_ms`, `tpot_p50_ms`, `tpot_p99_ms`, `itl_p50_ms`,
-//! `itl_p99_ms`, and where it has
-//! them `total_tokens_per_s`, `e2e_mean_s`, `e2e_p50_s`, `e2e_p99_s`, with the mean
-//! prompt as the prompt column and the mean output and the prompt count in the notes.
+//! `itl_p99_ms`, and where it has them `total_tokens_per_s`, `e2e_mean_s`, `e2e_p50_s`,
+//! `e2e_p99_s`, with the mean prompt as the prompt column and the mean output and the prompt
+//! count in the notes.
 
 use serde_json::Value;
 

@@ -259,7 +259,8 @@ fn notes_phase(row: &MeasurementRow) -> Option<&'static str> {
     let notes = row.notes.to_lowercase();
     let prefill = ["prompt processing", "prefill", "prompt eval"].iter().any(|w| notes.contains(w));
     // ollama's `eval rate` is the decode rate; its `prompt eval rate` the prefill one.
-    let decode = ["generation", "decode", "eval rate"].iter().any(|w| notes.replace("prompt eval", "").contains(w));
+    let without_prompt_eval = notes.replace("prompt eval", "");
+    let decode = ["generation", "decode", "eval rate"].iter().any(|w| without_prompt_eval.contains(w));
     match (decode, prefill) {
         (true, false) => Some("decode_tokens_per_s"),
         (false, true) => Some("prefill_tokens_per_s"),
@@ -1912,8 +1913,8 @@ fn row_tokens(row: &MeasurementRow, all: &[MeasurementRow], assumptions: &mut Ve
                 .map_err(|_| format!("{} row without prompt length: fill in prompt_tokens", row.metric))?;
             serve_tokens(row, all, assumptions)
         }
-        "tpot_p50_ms" | "tpot_p99_ms" | "itl_p50_ms" | "itl_p99_ms" | "requests_per_s" | "total_tokens_per_s" | "e2e_mean_s"
-        | "e2e_p50_s" | "e2e_p99_s" => serve_tokens(row, all, assumptions),
+        // The other serving metrics: the serving run of the row's concurrency.
+        m if SERVING_METRICS.contains(&m) => serve_tokens(row, all, assumptions),
         other => return Err(format!("metric `{other}` is not predicted (catalog fact or not modelled); predicted: {METRICS}")),
     })
 }
@@ -2485,13 +2486,12 @@ pub fn prepare_in(rows: &[MeasurementRow], profile: &Profile, csv_dir: Option<&P
                     (GUESSED_GGUF, &SMALLER_GGUF_GUESSES[..], "llama.cpp's common types")
                 };
                 match smaller_guess_that_fits(&builder, profile, &guessed, list) {
-                    Some((smaller, quant)) => {
+                    Some((smaller, quant, est)) => {
                         assumptions.retain(|a| !a.starts_with(said));
                         assumptions.push(format!(
                             "{said} assumed {quant}: {guessed} does not fit the row's machines, and the run was made, so its file was smaller; {quant} is the largest of {whose} ({}) that fits",
                             list.join(", ")
                         ));
-                        let est = estimate(&smaller, profile);
                         (smaller, est)
                     }
                     None => (sc, Err(e)),
@@ -2548,13 +2548,14 @@ fn guessed_quant(assumptions: &[String]) -> bool {
 }
 
 /// The row's scenario at the first type of `list` after the `guessed` one (all of them for a
-/// guess outside it) that fits its machines, and that type; `None` when none fits.
+/// guess outside it) that fits its machines, that type and the scenario's estimate; `None` when
+/// none fits.
 fn smaller_guess_that_fits(
     builder: &ScenarioBuilder,
     profile: &Profile,
     guessed: &str,
     list: &[&'static str],
-) -> Option<(scenario::Scenario, &'static str)> {
+) -> Option<(scenario::Scenario, &'static str, Result<crate::estimate::Estimate, crate::estimate::EstimateError>)> {
     let start = list.iter().position(|q| *q == guessed).map_or(0, |i| i + 1);
     list[start..].iter().copied().find_map(|quant| {
         let mut b = builder.clone();
@@ -2562,7 +2563,7 @@ fn smaller_guess_that_fits(
         let sc = b.build().ok()?;
         match estimate(&sc, profile) {
             Err(e) if e.kind() == crate::scenario::ErrorKind::DoesNotFit => None,
-            _ => Some((sc, quant)),
+            est => Some((sc, quant, est)),
         }
     })
 }
