@@ -627,29 +627,65 @@ fn mix_parts(mix: &str) -> Vec<&str> {
     parts
 }
 
+/// The split of a row's cluster: `replicas` copies (data parallel by separate servers, 1 when
+/// the row names none) of a group of `n / replicas` nodes that runs `split`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RowSplit {
+    split: Parallelism,
+    replicas: usize,
+}
+
+impl RowSplit {
+    /// One cluster running `split`.
+    fn single(split: Parallelism) -> Self {
+        RowSplit { split, replicas: 1 }
+    }
+}
+
 /// The split a row runs on `n` nodes: none on one node; the engine's default where the row
-/// does not say (said in `assumptions`); else [`parallelism_label`].
+/// does not say (said in `assumptions`); else [`parallelism_label`]. Data parallel on vLLM
+/// with an MoE model is refused: vLLM's `--data-parallel-size` then shards the MoE layers over
+/// every rank of every engine instance (tensor parallel over DP x TP devices, or expert
+/// parallel with `--enable-expert-parallel`: vllm 0.9.2 `fused_moe/config.py`
+/// `FusedMoEParallelConfig.make`), so the instances run their forwards together, not as
+/// separate servers.
 fn row_parallelism(
     row: &MeasurementRow,
     n: usize,
     engine: &dyn EngineRuntime,
+    moe: bool,
     assumptions: &mut Vec<String>,
-) -> Result<Parallelism, String> {
+) -> Result<RowSplit, String> {
     let stated = strip_notes(&row.parallelism);
     match n {
-        1 => Ok(Parallelism::None),
+        1 => Ok(RowSplit::single(Parallelism::None)),
         _ if stated.is_empty() || stated == "unknown" => {
             let default = engine.default_parallelism(n);
             assumptions.push(format!("parallelism not stated: {}'s default on {n} nodes, {}", engine.id(), default.id()));
-            Ok(default)
+            Ok(RowSplit::single(default))
         }
         _ => {
             let split = parallelism_label(&row.parallelism, n)?;
-            if let Parallelism::TensorPipeline { stages } = split {
+            let group = n / split.replicas;
+            if split.replicas > 1 {
+                if moe && engine.id() == "vllm" {
+                    return Err(format!(
+                        "parallelism `{}`: vLLM's data parallel on an MoE model shards the experts over all {n} ranks (vllm `FusedMoEParallelConfig`: tensor parallel over DP x TP devices), so its instances are not separate servers; not modelled",
+                        stated.trim()
+                    ));
+                }
+                assumptions.push(format!(
+                    "parallelism `{}` read as {} replicas of {group} node(s) ({}) behind a load balancer that spreads the requests evenly",
+                    stated.trim(),
+                    split.replicas,
+                    split.split.id()
+                ));
+            }
+            if let Parallelism::TensorPipeline { stages } = split.split {
                 assumptions.push(format!(
                     "parallelism `{}` read as {stages} pipeline stages of {} tensor-parallel ranks",
                     stated.trim(),
-                    n / stages as usize
+                    group / stages as usize
                 ));
             }
             Ok(split)
@@ -658,15 +694,18 @@ fn row_parallelism(
 }
 
 /// The split a row's parallelism column names, as the twin's (`tensor`, `pipeline`, `expert`,
-/// `tensor+pipeline`): the words people write (`tensor parallel`, `TP`, `TP2`, `tp=2`, `PP`,
-/// `EP`, `TP+EP`: tensor parallel attention with experts spread across the ranks, the twin's
-/// `expert`; `TP2 PP2`, `TP=2 PP=2`: two stages of two tensor-parallel ranks). A rank count
-/// written with a single split must be the row's node count (one GPU per machine here); with
-/// tensor and pipeline together the counts multiply to it (a pipeline without its count takes
-/// what the tensor count leaves, two stages when neither says).
-fn parallelism_label(raw: &str, n: usize) -> Result<Parallelism, String> {
+/// `tensor+pipeline`) and its replicas: the words people write (`tensor parallel`, `TP`,
+/// `TP2`, `tp=2`, `PP`, `EP`, `TP+EP`: tensor parallel attention with experts spread across
+/// the ranks, the twin's `expert`; `TP2 PP2`, `TP=2 PP=2`: two stages of two tensor-parallel
+/// ranks; `DP`, `DP2`, `data parallel`, `replicas`: copies of the model on separate servers,
+/// with a split of their own (`DP2 TP2` on four nodes) or one node each). A rank count written
+/// with a single split must be the group's node count (one GPU per machine here); with tensor
+/// and pipeline together the counts multiply to it (a pipeline without its count takes what
+/// the tensor count leaves, two stages when neither says).
+fn parallelism_label(raw: &str, n: usize) -> Result<RowSplit, String> {
     let text = strip_notes(raw);
     let (mut tensor, mut pipeline, mut expert) = (None::<Option<usize>>, None::<Option<usize>>, None::<Option<usize>>);
+    let mut data = None::<Option<usize>>;
     for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '=')).filter(|w| !w.is_empty()) {
         let head = word.trim_end_matches(|c: char| c.is_ascii_digit() || c == '=');
         let ranks = word[head.len()..].trim_start_matches('=').parse::<usize>().ok();
@@ -675,23 +714,60 @@ fn parallelism_label(raw: &str, n: usize) -> Result<Parallelism, String> {
             // llama.cpp's RPC and `-sm layer` split the layers across machines: a pipeline.
             "pp" | "pipeline" | "pipe" | "rpc" | "layer" | "layers" => &mut pipeline,
             "ep" | "expert" | "experts" => &mut expert,
+            "dp" | "data" | "replica" | "replicas" => &mut data,
             "parallel" | "parallelism" | "split" | "sharding" | "sharded" => continue,
             "none" => return Err(format!("parallelism `none` on {n} nodes: write tensor, pipeline or expert")),
-            "dp" | "data" | "replica" | "replicas" => {
-                return Err(format!(
-                    "parallelism `{}`: data parallel (a whole model per node, requests spread over the replicas) is not modelled",
-                    raw.trim()
-                ));
-            }
             _ => {
                 return Err(format!(
-                    "unknown parallelism `{}`: write tensor, pipeline, expert or tensor+pipeline (or TP, PP, EP, TP+EP, TP2 PP2)",
+                    "unknown parallelism `{}`: write tensor, pipeline, expert or tensor+pipeline (or TP, PP, EP, TP+EP, TP2 PP2, DP2)",
                     raw.trim()
                 ));
             }
         };
         *slot = Some(slot.flatten().or(ranks));
     }
+    let Some(data) = data else { return model_split(raw, tensor, pipeline, expert, n).map(RowSplit::single) };
+    // Nodes per replica: what the replica count leaves, else what the split's counts name,
+    // else one (a whole model per node).
+    let named = |k: Option<Option<usize>>| k.flatten();
+    let group = match data {
+        Some(d) if d == 0 || n % d != 0 => {
+            return Err(format!("parallelism `{}`: {d} replicas do not divide the row's {n} nodes", raw.trim()));
+        }
+        Some(d) => n / d,
+        None => match (named(tensor), named(pipeline), named(expert)) {
+            (Some(t), Some(p), _) => t * p,
+            (Some(k), None, _) | (None, Some(k), _) | (None, None, Some(k)) => k,
+            (None, None, None) if tensor.is_none() && pipeline.is_none() && expert.is_none() => 1,
+            _ => return Err(format!("parallelism `{}`: say how many replicas (DP2) or ranks each has (TP2)", raw.trim())),
+        },
+    };
+    if group == 0 || n % group != 0 {
+        return Err(format!("parallelism `{}`: replicas of {group} nodes do not divide the row's {n} nodes", raw.trim()));
+    }
+    let split = match (tensor, pipeline, expert) {
+        (None, None, None) if group == 1 => Parallelism::None,
+        (None, None, None) => {
+            return Err(format!(
+                "parallelism `{}`: {} replicas of {group} nodes: say how each splits (TP, PP or EP)",
+                raw.trim(),
+                n / group
+            ));
+        }
+        _ if group == 1 => return Err(format!("parallelism `{}`: a split within replicas of one node", raw.trim())),
+        _ => model_split(raw, tensor, pipeline, expert, group)?,
+    };
+    Ok(RowSplit { split, replicas: n / group })
+}
+
+/// The model split of a group of `n` nodes from the counts its words named.
+fn model_split(
+    raw: &str,
+    tensor: Option<Option<usize>>,
+    pipeline: Option<Option<usize>>,
+    expert: Option<Option<usize>>,
+    n: usize,
+) -> Result<Parallelism, String> {
     let single = |k: Option<usize>| match k {
         Some(k) if k != n => Err(format!("parallelism `{}` names {k} ranks but the row has {n} nodes: make them agree", raw.trim())),
         _ => Ok(()),
@@ -1366,7 +1442,9 @@ pub fn row_scenario_in(
     // the twin assumes for its rows (vllm-mlx: its scheduler taken as mlx-lm's).
     let (mut engine_name, engine_note) = engine_label(&row.engine, &row.quant)?;
     assumptions.extend(engine_note);
-    if engine_name == "llama-cpp" && n > 1 {
+    // Replicas of one machine each (`DP2`) run llama.cpp as it runs on one.
+    let one_node_replicas = n > 1 && parallelism_label(&row.parallelism, n).is_ok_and(|s| s.replicas == n);
+    if engine_name == "llama-cpp" && n > 1 && !one_node_replicas {
         // llama.cpp spans machines only through its RPC backend (`--rpc`).
         assumptions.push(format!("llama.cpp on {n} machines: its RPC backend (llama-cpp-rpc), the only way it spans machines"));
         engine_name = "llama-cpp-rpc".into();
@@ -1386,18 +1464,21 @@ pub fn row_scenario_in(
     }
     let model = row_model(row, csv_dir, &mut assumptions)?;
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
-    let parallelism = row_parallelism(row, n, engine, &mut assumptions)?;
+    let RowSplit { split: parallelism, replicas } = row_parallelism(row, n, engine, row_is_moe(&model), &mut assumptions)?;
+    // The nodes one replica joins over the fabric (every node without replicas).
+    let group = &nodes[..n / replicas];
+    let joined = group.len() > 1;
     let (fabric, fabric_note) = match fabric_label(&row.fabric, engine.id()) {
-        _ if n > 1 && is_unstated_link(&row.fabric) => machines_own_link(&row.fabric, &nodes, engine.id())?,
-        _ if n > 1 && is_plain_ethernet(&row.fabric) => builtin_ethernet(&row.fabric, &nodes)?,
-        (_, None) if n > 1 && is_plain_thunderbolt(&row.fabric) => machines_thunderbolt(&row.fabric, &nodes, engine.id())?,
+        _ if joined && is_unstated_link(&row.fabric) => machines_own_link(&row.fabric, group, engine.id())?,
+        _ if joined && is_plain_ethernet(&row.fabric) => builtin_ethernet(&row.fabric, group)?,
+        (_, None) if joined && is_plain_thunderbolt(&row.fabric) => machines_thunderbolt(&row.fabric, group, engine.id())?,
         read => read,
     };
     let fabric_word = fabric.as_str();
-    if n > 1 && row.fabric.contains("not stated") {
+    if joined && row.fabric.contains("not stated") {
         assumptions.push(format!("fabric not stated: assumed {fabric_word}"));
     }
-    if n > 1 {
+    if joined {
         assumptions.extend(fabric_note);
     }
     let (kind_prompt, generate) = row_tokens(row, all, &mut assumptions)?;
@@ -1406,9 +1487,12 @@ pub fn row_scenario_in(
     if let Parallelism::TensorPipeline { stages } = parallelism {
         b.set("engine.pipeline_stages", &toml::Value::Integer(i64::from(stages))).map_err(|e| e.to_string())?;
     }
+    if replicas > 1 {
+        b.set("engine.replicas", &toml::Value::Integer(replicas as i64)).map_err(|e| e.to_string())?;
+    }
     set_row_model(&mut b, model, row, engine, &mut assumptions)?;
-    if n > 1 {
-        b.fabric(fabric_word).topology(row_topology(fabric_word, &nodes, &mut assumptions));
+    if joined {
+        b.fabric(fabric_word).topology(row_topology(fabric_word, group, &mut assumptions));
     }
     b.tokens(kind_prompt, generate);
     if let Some(depth) = prefill_depth(row)? {
@@ -2241,6 +2325,19 @@ fn hpl_scenario(
     b.name(row.id.clone()).seed(1).nodes(nodes).fabric(fabric_word).topology(topology);
     b.set("workload.kind", &toml::Value::String("hpl".into())).map_err(|e| e.message)?;
     Ok((b, assumptions))
+}
+
+/// Whether a row's model routes its FFN through experts (a preset's spec, or a `config: PATH`
+/// that names an expert count); false when the config cannot be read (its error comes later).
+fn row_is_moe(model: &RowModel) -> bool {
+    match model {
+        RowModel::Preset(id) => crate::catalog::catalog().model(id).is_some_and(|(_, spec)| spec.moe.is_some()),
+        RowModel::Config(path) => crate::util::read_bounded(path, crate::util::MAX_INPUT_BYTES)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|v| crate::llm::ModelSpec::from_hf_config("row", "row", &v).ok())
+            .is_some_and(|spec| spec.moe.is_some()),
+    }
 }
 
 /// Whether a row's model ships its routed experts in MXFP4: a preset whose checkpoint does
@@ -3299,16 +3396,26 @@ mod tests {
             ("rpc", "pipeline"),
             ("layer split", "pipeline"),
         ] {
-            assert_eq!(parallelism_label(raw, 2).map(Parallelism::id), Ok(want), "{raw}");
+            assert_eq!(parallelism_label(raw, 2).map(|s| (s.split.id(), s.replicas)), Ok((want, 1)), "{raw}");
         }
         assert!(parallelism_label("TP4", 2).unwrap_err().contains("names 4 ranks but the row has 2 nodes"));
         assert!(parallelism_label("ring", 2).unwrap_err().contains("unknown parallelism `ring`"));
         assert!(parallelism_label("none", 2).unwrap_err().contains("parallelism `none` on 2 nodes"));
         assert!(parallelism_label("TP+PP", 2).unwrap_err().contains("do not fit 2 nodes"));
         assert!(parallelism_label("PP+EP", 4).unwrap_err().contains("pipeline combined with expert parallel"));
-        assert!(parallelism_label("DP=2", 2).unwrap_err().contains("data parallel (a whole model per node"));
+        // Data parallel: replicas of one node each, or of a split group.
+        let replicated = |split, replicas| Ok(RowSplit { split, replicas });
+        for raw in ["DP=2", "DP2", "data parallel", "replicas", "DP"] {
+            assert_eq!(parallelism_label(raw, 2), replicated(Parallelism::None, 2), "{raw}");
+        }
+        assert_eq!(parallelism_label("DP2 TP2", 4), replicated(Parallelism::Tensor, 2));
+        assert_eq!(parallelism_label("TP2 + DP", 4), replicated(Parallelism::Tensor, 2));
+        assert_eq!(parallelism_label("dp2 tp2 pp2", 8), replicated(Parallelism::TensorPipeline { stages: 2 }, 2));
+        assert!(parallelism_label("DP3", 4).unwrap_err().contains("3 replicas do not divide the row's 4 nodes"));
+        assert!(parallelism_label("DP2", 4).unwrap_err().contains("say how each splits"));
+        assert!(parallelism_label("DP TP", 4).unwrap_err().contains("say how many replicas"));
         // Tensor within pipeline stages: the counts multiply to the node count.
-        let hybrid = |stages| Ok(Parallelism::TensorPipeline { stages });
+        let hybrid = |stages| Ok(RowSplit::single(Parallelism::TensorPipeline { stages }));
         assert_eq!(parallelism_label("tp2 pp2", 4), hybrid(2));
         assert_eq!(parallelism_label("TP=2 PP=2", 4), hybrid(2));
         assert_eq!(parallelism_label("TP4 PP2", 8), hybrid(2));

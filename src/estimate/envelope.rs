@@ -11,12 +11,13 @@ use super::Envelope;
 const UNBOUNDED: u64 = u64::MAX;
 
 /// The sequences a scenario decodes together: 1 for a generate run, a batched-bench run's batch,
-/// the users of a closed serving loop, a Poisson run's `max_batch` (unbounded without one).
+/// the users of a closed serving loop (one replica's share: the most any replica takes), a
+/// Poisson run's `max_batch` (unbounded without one).
 fn concurrency(s: &Scenario) -> u64 {
     match (&s.workload.kind, &s.workload.serve) {
         (WorkloadKind::Serve, Some(sv)) => match (&sv.arrival, sv.max_batch) {
             (_, Some(b)) => b,
-            (Arrival::Closed { users, .. }, None) => *users,
+            (Arrival::Closed { users, .. }, None) => users.div_ceil(s.replicas as u64),
             _ => UNBOUNDED,
         },
         (WorkloadKind::BatchedBench, _) => s.workload.batch,

@@ -48,6 +48,23 @@ pub struct GenerateRun {
 }
 
 impl GenerateRun {
+    /// This run on the first of `replicas` copies of its nodes, the others idle: their busy
+    /// times and work 0 (the phases' lengths and the steps are the first copy's).
+    pub fn with_idle_copies(&self, replicas: usize) -> GenerateRun {
+        fn widen<T: Clone + Default>(v: &[T], replicas: usize) -> Vec<T> {
+            v.iter().cloned().chain(std::iter::repeat_n(T::default(), v.len() * (replicas - 1))).collect()
+        }
+        GenerateRun {
+            decode_busy_gpu: widen(&self.decode_busy_gpu, replicas),
+            decode_busy_cpu: widen(&self.decode_busy_cpu, replicas),
+            prefill_busy_gpu: widen(&self.prefill_busy_gpu, replicas),
+            prefill_busy_cpu: widen(&self.prefill_busy_cpu, replicas),
+            prefill_work: widen(&self.prefill_work, replicas),
+            decode_work: widen(&self.decode_work, replicas),
+            ..self.clone()
+        }
+    }
+
     /// A run from its phases: prefill ended at `prefill_ns`, decode at `end_ns` after
     /// `decode_steps` steps (`step_ns` each), with the phases' busy time and work.
     #[allow(clippy::too_many_arguments)]

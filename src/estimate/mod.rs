@@ -22,6 +22,7 @@ pub mod microbench;
 pub mod power;
 pub mod recorder;
 pub mod replay;
+pub mod replicas;
 pub mod serve;
 pub mod trace;
 pub mod types;
@@ -78,7 +79,8 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
     let plan = generate_plan(s, profile)?;
     if let Some(sv) = &s.workload.serve {
         let mut out = skeleton(s, node_memory(s, &plan), profile);
-        let run = simulate_serve(&plan, sv, &s.slo, s.seed);
+        let run =
+            if s.replicas > 1 { replicas::simulate_replicated_serve(s, &plan, sv) } else { simulate_serve(&plan, sv, &s.slo, s.seed) };
         serve_metrics(s, &plan, &run, &mut out);
         return Ok(out);
     }
@@ -152,6 +154,9 @@ pub fn estimate_reusing(s: &Scenario, profile: &Profile, cache: &mut ScheduleCac
 
 /// The estimate of a generate scenario from its simulated run.
 pub(crate) fn generate_estimate(s: &Scenario, plan: &Plan, run: &GenerateRun, profile: &Profile) -> Estimate {
+    // Replicas: the request runs on the first; the others' nodes stay idle.
+    let widened = (s.replicas > 1).then(|| run.with_idle_copies(s.replicas));
+    let run = widened.as_ref().unwrap_or(run);
     let mut out = skeleton(s, node_memory(s, plan), profile);
     let decode_s = run.decode_ns as f64 / 1e9;
     let prefill_s = run.prefill_ns as f64 / 1e9;
@@ -247,12 +252,14 @@ pub(crate) fn serve_metrics(s: &Scenario, plan: &Plan, run: &ServeRun, out: &mut
     out.sim_events = run.events;
 }
 
-/// Memory of each node of a generate plan, for reports.
+/// Memory of each node of a generate plan (every replica's alike), for reports.
 pub(crate) fn node_memory(s: &Scenario, plan: &Plan) -> Vec<NodeMemory> {
     plan.memory
         .iter()
         .zip(&plan.shares)
         .zip(&s.nodes)
+        .cycle()
+        .take(s.nodes.len() * s.replicas)
         .map(|((m, sh), node): ((&MemoryBreakdown, _), _)| NodeMemory {
             node: node.id.clone(),
             layers: [sh.first_layer, sh.end_layer],
@@ -274,9 +281,10 @@ pub(crate) fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile)
         fits: Fits,
         engine: s.engine.kind.id().into(),
         parallelism: s.engine.parallelism.id().into(),
+        replicas: s.replicas,
         model: s.model.id.clone(),
         quant: s.quant.id.clone(),
-        nodes: s.nodes.iter().map(|n| n.id.clone()).collect(),
+        nodes: s.cluster_nodes().map(|n| n.id.clone()).collect(),
         fabric: s.fabric.id.clone(),
         topology: s.topology.id().into(),
         workload: match s.workload.kind {
@@ -306,7 +314,7 @@ pub(crate) fn skeleton(s: &Scenario, memory: Vec<NodeMemory>, profile: &Profile)
         cost_usd: round3(hardware_cost(s)),
         usd_per_mtok: 0.0,
         usd_per_token_per_s: 0.0,
-        cables: s.topology.cables(s.nodes.len()),
+        cables: s.replicas * s.topology.cables(s.nodes.len()),
         hpl_gflops: None,
         hpl_problem: None,
         calibration: envelope(s, profile),

@@ -22,10 +22,11 @@ use crate::util::{round3, round6};
 
 use super::{Estimate, GenerateRun};
 
-/// Hardware cost of a scenario's cluster: nodes, cables, and a switch for switched fabrics, USD.
+/// Hardware cost of a scenario's cluster: nodes, cables, and a switch for switched fabrics, USD
+/// (each replica its own; the network that carries requests to replicas is not priced).
 /// Cheap (no simulation), so planners can prune by budget before estimating.
 pub fn hardware_cost(s: &Scenario) -> f64 {
-    crate::hw::cluster_cost(s.nodes.iter(), &s.fabric, s.topology)
+    s.replicas as f64 * crate::hw::cluster_cost(s.nodes.iter(), &s.fabric, s.topology)
 }
 
 /// Host threads per node that spin for a whole phase: MLX's CPU-stream thread when it waits on
@@ -70,18 +71,27 @@ pub fn phase_power_w(plan: &Plan, i: usize, load: &PhaseLoad) -> f64 {
     p.min(node.max_wall_w())
 }
 
+/// [`phase_power_w`] of node `i` of a cluster of copies of `plan`'s nodes: a copy that did
+/// nothing in the phase (an idle replica) draws its idle power, no spinning thread included.
+fn node_power_w(plan: &Plan, i: usize, load: &PhaseLoad) -> f64 {
+    let idle_copy = i >= plan.n() && load.cpu_busy == 0 && load.work == Work::default();
+    if idle_copy { plan.nodes[i % plan.n()].idle_w } else { phase_power_w(plan, i % plan.n(), load) }
+}
+
 /// Fills power per phase (per node and cluster), GPU busy share, energy per token and the cost
 /// figures of a generate run.
 pub(super) fn decode_power_and_cost(s: &Scenario, plan: &Plan, run: &GenerateRun, out: &mut Estimate) {
-    let n = plan.n();
+    // One entry per node of the cluster: a replicated run's copies of the plan's nodes follow
+    // the first's ([`Scenario::replicas`]).
+    let n = run.decode_busy_gpu.len();
     let (mut decode, mut prefill) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         let gpu_util = (run.decode_busy_gpu[i] as f64 / run.decode_ns as f64).min(1.0);
         out.decode_gpu_busy_percent.push(round3(gpu_util * 100.0));
         let d = PhaseLoad { ns: run.decode_ns, cpu_busy: run.decode_busy_cpu[i], work: run.decode_work[i] };
-        decode.push(phase_power_w(plan, i, &d));
+        decode.push(node_power_w(plan, i, &d));
         let p = PhaseLoad { ns: run.prefill_ns, cpu_busy: run.prefill_busy_cpu[i], work: run.prefill_work[i] };
-        prefill.push(phase_power_w(plan, i, &p));
+        prefill.push(node_power_w(plan, i, &p));
     }
     let cluster_power: f64 = decode.iter().sum();
     let prefill_power: f64 = prefill.iter().sum();

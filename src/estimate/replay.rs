@@ -31,9 +31,13 @@ pub struct ServeBase {
 }
 
 /// `estimate` of a serving scenario, with its [`ServeBase`] for [`estimate_nudged`]; `None` when
-/// the scenario does not serve.
+/// the scenario does not serve, or serves on replicas.
 pub fn estimate_serve_base(s: &Scenario, profile: &Profile) -> Result<Option<(Estimate, ServeBase)>, EstimateError> {
     let Some(sv) = &s.workload.serve else { return Ok(None) };
+    if s.replicas > 1 {
+        // Replicas run several shares: their intervals re-run the whole estimate.
+        return Ok(None);
+    }
     let plan = generate_plan(s, profile)?;
     let (run, table) = ServeSim::new(&plan, sv, &s.slo, s.seed).run_keeping_steps();
     let mut out = skeleton(s, node_memory(s, &plan), profile);

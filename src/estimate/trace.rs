@@ -39,12 +39,16 @@ pub fn trace_run(s: &Scenario, plan: &Plan, tr: &mut Trace<'_>) {
 /// `window` (ns, `[from, to)`) to the trace's sink (at most `tr.max_events`). Serving forwards
 /// are traced as phase `decode` (one token per sequence) or `prefill` (any prompt tokens), with
 /// the forward's index as the step. The returned run's log holds the requests whose lifecycle
-/// (arrival to done) overlaps the window, in completion order.
+/// (arrival to done) overlaps the window, in completion order. With replicas it traces the
+/// first replica and its share of the requests.
 ///
 /// # Panics
 /// When the scenario is not a serving workload.
 pub fn trace_serve(s: &Scenario, plan: &Plan, window: (Time, Time), tr: &mut Trace<'_>) -> ServeRun {
     let sv = s.workload.serve.as_ref().expect("a serving workload");
+    // Replicas: the first one's share (every replica runs the same physics).
+    let first = (s.replicas > 1).then(|| super::replicas::shares(sv, s.replicas).swap_remove(0)).flatten();
+    let sv = first.as_ref().unwrap_or(sv);
     let mut run = ServeSim::new(plan, sv, &s.slo, s.seed)
         .with_request_log()
         .with_observer(|f: &Forward<'_>| {

@@ -245,8 +245,12 @@ pub struct Estimate {
     pub fits: Fits,
     /// Engine id.
     pub engine: String,
-    /// Parallelism id.
+    /// Parallelism id (within one replica).
     pub parallelism: String,
+    /// Identical copies of the cluster behind a load balancer (`engine.replicas`); omitted
+    /// when 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub replicas: usize,
     /// Model id.
     pub model: String,
     /// Quantization id.
@@ -358,6 +362,14 @@ impl Estimate {
 }
 
 /// Whether a count is 0 (a JSON key left out when it says nothing).
+fn one() -> usize {
+    1
+}
+
+fn is_one(x: &usize) -> bool {
+    *x == 1
+}
+
 fn is_zero(x: &u64) -> bool {
     *x == 0
 }

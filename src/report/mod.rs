@@ -21,7 +21,8 @@ fn range(iv: &Intervals, key: &str, decimals: usize) -> String {
 
 /// The table's second line: the nodes, the fabric and topology, then `what` ran on them.
 fn cluster_line(s: &mut String, e: &Estimate, what: &str) {
-    let _ = writeln!(s, "  {} node(s): {} over {} ({}); {what}", e.nodes.len(), summarize_nodes(&e.nodes), e.fabric, e.topology);
+    let replicas = if e.replicas > 1 { format!(" as {} replicas behind a load balancer", e.replicas) } else { String::new() };
+    let _ = writeln!(s, "  {} node(s): {} over {} ({}){replicas}; {what}", e.nodes.len(), summarize_nodes(&e.nodes), e.fabric, e.topology);
 }
 
 /// [`run_table`] with each headline's 90% interval as a range beside it.
@@ -62,8 +63,16 @@ pub fn run_table_with(e: &Estimate, iv: &Intervals) -> String {
     }
     if !e.decode_gpu_busy_percent.is_empty() {
         let per: Vec<String> = e.decode_gpu_busy_percent.iter().map(|p| format!("{p:.0}")).collect();
-        let waits = e.decode_gpu_busy_percent.iter().any(|p| *p < 99.5);
-        let note = if waits { "  (the rest waits on the host, syncs, collectives and transfers)" } else { "" };
+        // Replicas: the first replica's nodes' waits; a replica with no request is idle.
+        let first = e.decode_gpu_busy_percent.len() / e.replicas.max(1);
+        let waits = e.decode_gpu_busy_percent[..first].iter().any(|p| *p < 99.5);
+        let idle = e.decode_gpu_busy_percent[first..].contains(&0.0);
+        let note = match (waits, idle) {
+            (true, false) => "  (the rest waits on the host, syncs, collectives and transfers)",
+            (true, true) => "  (the rest waits on the host, syncs, collectives and transfers; 0: a replica with no request)",
+            (false, true) => "  (0: a replica with no request)",
+            (false, false) => "",
+        };
         row(&mut s, "GPU busy in decode", format!("{}%{note}", per.join(", ")));
     }
     row(

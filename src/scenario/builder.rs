@@ -38,6 +38,7 @@ pub const KEYS: &[&str] = &[
     "engine.name",
     "engine.parallelism",
     "engine.pipeline_stages",
+    "engine.replicas",
     "engine.macos",
     "engine.jaccl_frame_kib",
     "engine.allreduce",
@@ -114,6 +115,7 @@ fn empty_engine() -> RawEngine {
         name: sp(String::new()),
         parallelism: None,
         pipeline_stages: None,
+        replicas: None,
         macos: None,
         jaccl_frame_kib: None,
         allreduce: None,
@@ -335,6 +337,7 @@ impl ScenarioBuilder {
             }
             "engine.parallelism" => self.engine_mut().parallelism = Some(sp(v.string()?)),
             "engine.pipeline_stages" => self.engine_mut().pipeline_stages = Some(sp(v.int()?)),
+            "engine.replicas" => self.engine_mut().replicas = Some(sp(v.int()?)),
             "engine.macos" => self.engine_mut().macos = Some(sp(v.string()?)),
             "engine.jaccl_frame_kib" => self.engine_mut().jaccl_frame_kib = Some(sp(v.int()?)),
             "engine.allreduce" => self.engine_mut().allreduce = Some(sp(v.string()?)),
@@ -431,6 +434,7 @@ impl ScenarioBuilder {
             key(&mut t, "name", Some(toml::Value::String(e.name.get_ref().clone())));
             key(&mut t, "parallelism", s(&e.parallelism));
             key(&mut t, "pipeline_stages", i(&e.pipeline_stages));
+            key(&mut t, "replicas", i(&e.replicas));
             key(&mut t, "macos", s(&e.macos));
             key(&mut t, "jaccl_frame_kib", i(&e.jaccl_frame_kib));
             key(&mut t, "allreduce", s(&e.allreduce));

@@ -148,8 +148,13 @@ pub struct Scenario {
     pub name: String,
     /// Seed of the run's random stream.
     pub seed: u64,
-    /// The nodes, in order (node 0 is the llama.cpp RPC client).
+    /// The nodes of one replica, in order (node 0 is the llama.cpp RPC client); the cluster
+    /// is `replicas` copies of them ([`Scenario::cluster_nodes`]).
     pub nodes: Vec<NodeSpec>,
+    /// Identical copies of `nodes`, each running its own engine on its own share of the
+    /// requests behind a load balancer (`engine.replicas`, 1 by default): data parallelism
+    /// by separate servers.
+    pub replicas: usize,
     /// Fabric the runtime runs over (a TCP-only runtime on an RDMA fabric: its TCP sibling).
     pub fabric: FabricSpec,
     /// The RDMA fabric the file named when the runtime runs its TCP sibling over the same
@@ -185,6 +190,12 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Every node of the cluster: [`Scenario::nodes`] once per replica.
+    pub fn cluster_nodes(&self) -> impl ExactSizeIterator<Item = &NodeSpec> + Clone {
+        let n = self.nodes.len();
+        (0..n * self.replicas).map(move |i| &self.nodes[i % n])
+    }
+
     /// Stored weight bytes of the model under its quantization (every tensor class, norms
     /// included), GB.
     pub fn computed_size_gb(&self) -> f64 {

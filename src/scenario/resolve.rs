@@ -43,10 +43,13 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     let cluster = raw.cluster.into_inner();
     let node_ids = node_ids(src, &cluster, cluster_span.clone(), &mut spans)?;
     let nodes = lookup_nodes(src, cat, &cluster, &node_ids)?;
+    let replicas = replicas(src, raw.engine.as_ref().map(|e| e.get_ref()), &node_ids)?;
+    // From here on the cluster is one replica's nodes: the copies are identical.
+    let (nodes, node_ids) = (nodes[..nodes.len() / replicas].to_vec(), &node_ids[..node_ids.len() / replicas]);
     let n = nodes.len();
     let fabric = fabric(src, cat, &cluster, cluster_span, n, &mut spans)?;
     let topology = topology(src, &cluster, &fabric, n, &mut spans)?;
-    check_cabling(src, &nodes, &node_ids, &fabric, topology, &spans)?;
+    check_cabling(src, &nodes, node_ids, &fabric, topology, &spans)?;
     let wired_limit_fraction = wired_limit(src, &cluster)?;
 
     // The workload first: an HPL run needs no model.
@@ -128,10 +131,14 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     let name = raw.name.map(|n| n.into_inner()).unwrap_or_else(|| {
         Path::new(&source.path).file_stem().map_or_else(|| "scenario".to_string(), |s| s.to_string_lossy().into_owned())
     });
+    if replicas > 1 {
+        check_replicated_workload(src, &raw_workload, &workload, faults.is_some(), &spans)?;
+    }
     Ok(Scenario {
         name,
         seed,
         nodes,
+        replicas,
         fabric,
         cabled_fabric,
         topology,
@@ -148,6 +155,67 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
         source,
         spans,
     })
+}
+
+/// `engine.replicas`: how many identical copies of the cluster `nodes` lists (1 when unset).
+/// The list must split into that many equal groups, each the same presets in the same order.
+fn replicas(src: &Source, engine: Option<&RawEngine>, ids: &[Spanned<String>]) -> Result<usize, ScenarioError> {
+    let Some(r) = engine.and_then(|e| e.replicas.as_ref()) else { return Ok(1) };
+    let count = positive(src, r, "engine.replicas", MAX_NODES as i64)? as usize;
+    if ids.len() % count != 0 {
+        return Err(src
+            .error(
+                r.span(),
+                format!("{} nodes do not split into {count} replicas", ids.len()),
+                Some(format!("list {count} x (nodes per replica) nodes, or set replicas to a divisor of {}", ids.len())),
+            )
+            .with_kind(ErrorKind::BadValue));
+    }
+    let group = ids.len() / count;
+    if let Some(k) = (group..ids.len()).find(|&k| ids[k].get_ref() != ids[k % group].get_ref()) {
+        return Err(src
+            .error(
+                ids[k].span(),
+                format!(
+                    "replica {} differs from the first: node {} is `{}` where the first replica has `{}`",
+                    k / group + 1,
+                    k % group + 1,
+                    ids[k].get_ref(),
+                    ids[k % group].get_ref()
+                ),
+                Some(format!("engine.replicas = {count} copies one group of {group} node(s): list the same presets in each")),
+            )
+            .with_kind(ErrorKind::BadValue));
+    }
+    Ok(count)
+}
+
+/// What replicas serve: one request of `generate` on one of them (the rest idle), or a serving
+/// workload spread over them. A batched benchmark runs one server, HPL no model, and the fault
+/// model one cluster: refused with replicas.
+fn check_replicated_workload(
+    src: &Source,
+    raw: &Option<(RawWorkload, Range<usize>)>,
+    workload: &Workload,
+    faults: bool,
+    spans: &Spans,
+) -> Result<(), ScenarioError> {
+    let span = raw.as_ref().map_or(spans.parallelism.clone(), |(_, s)| s.clone());
+    let refuse = |what: &str| {
+        Err(src
+            .error(
+                span.clone(),
+                format!("{what} with engine.replicas > 1 is not modelled"),
+                Some("remove engine.replicas (or run one replica)".into()),
+            )
+            .with_kind(ErrorKind::BadValue))
+    };
+    match workload.kind {
+        WorkloadKind::Hpl => refuse("HPL (it runs no model to replicate)"),
+        WorkloadKind::BatchedBench => refuse("a batched benchmark (one server runs it)"),
+        _ if faults => refuse("`[faults]`"),
+        _ => Ok(()),
+    }
 }
 
 /// The node preset ids of `[cluster]`, one per node (`nodes = [...]`, or `node` x `count`).

@@ -38,6 +38,7 @@ mod ports;
 mod power;
 mod proptests;
 mod quant;
+mod replicas;
 mod report_page;
 mod rpc_kv;
 mod serve;

@@ -24,6 +24,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::estimate::replicas::simulate_replicated_serve;
 use crate::estimate::serve::arrivals::{Arrivals, s_to_ns};
 use crate::estimate::{generate_plan, simulate_serve};
 use crate::profile::Profile;
@@ -166,14 +167,17 @@ fn run_probe(spec: &SloSpec, option: &SloOption, profile: &Profile, load: f64) -
     let s = probe_scenario(spec, option, load)?;
     let sv = s.workload.serve.as_ref().ok_or("the scenario is not a serving workload (workload.kind = \"serve\")")?;
     let plan = generate_plan(&s, profile).map_err(|e| e.to_string())?;
-    let run = simulate_serve(&plan, sv, &s.slo, s.seed);
+    let run = if s.replicas > 1 { simulate_replicated_serve(&s, &plan, sv) } else { simulate_serve(&plan, sv, &s.slo, s.seed) };
     let st = &run.stats;
     let window_s = run.window_ns as f64 / 1e9;
     let aggregate = if window_s > 0.0 { round3(st.window_tokens as f64 / window_s) } else { 0.0 };
     let offered = match (&sv.arrival, spec.axis) {
         (Arrival::Poisson { .. }, Axis::Rate) if window_s > 0.0 => {
             let from = s_to_ns(sv.warmup_s);
-            Some(offered_in_window(sv, s.seed, from, from + run.window_ns))
+            // Replicas each draw the stream of their share (the same for every one).
+            let share = crate::estimate::replicas::shares(sv, s.replicas).swap_remove(0).expect("a Poisson share");
+            let (n, tokens) = offered_in_window(&share, s.seed, from, from + run.window_ns);
+            Some((s.replicas as u64 * n, s.replicas as f64 * tokens))
         }
         _ => None,
     };
@@ -304,7 +308,8 @@ fn search_option(spec: &SloSpec, option: &SloOption, profile: &Profile, progress
     }
 }
 
-/// A cluster in words: `2x dgx-spark over cx7-roce (direct), vllm tensor, mxfp4`.
+/// A cluster in words: `2x dgx-spark over cx7-roce (direct), vllm tensor, mxfp4` (one
+/// replica's nodes, then ` x 2 replicas` when there are more).
 fn describe(s: &Scenario) -> String {
     let mut nodes: Vec<(String, usize)> = Vec::new();
     for n in &s.nodes {
@@ -315,7 +320,8 @@ fn describe(s: &Scenario) -> String {
     }
     let nodes: Vec<String> = nodes.iter().map(|(id, k)| format!("{k}x {id}")).collect();
     let fabric = if s.nodes.len() > 1 { format!(" over {} ({})", s.fabric.id, s.topology.id()) } else { String::new() };
-    format!("{}{fabric}, {} {}, {}", nodes.join(" + "), s.engine.kind.id(), s.engine.parallelism.id(), s.quant.id)
+    let replicas = if s.replicas > 1 { format!(" x {} replicas", s.replicas) } else { String::new() };
+    format!("{}{fabric}{replicas}, {} {}, {}", nodes.join(" + "), s.engine.kind.id(), s.engine.parallelism.id(), s.quant.id)
 }
 
 /// The option that serves the most load under the SLO: the highest capacity, ties to the

@@ -62,7 +62,7 @@ impl PointInfo {
             quant: s.quant.id.clone(),
             engine: s.engine.kind.id().into(),
             parallelism: s.engine.parallelism.id().into(),
-            nodes: s.nodes.iter().map(|n| n.id.clone()).collect(),
+            nodes: s.cluster_nodes().map(|n| n.id.clone()).collect(),
             fabric: s.fabric.id.clone(),
             topology: s.topology.id().into(),
             prompt_tokens: s.workload.prompt_tokens,

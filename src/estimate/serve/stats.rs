@@ -60,6 +60,16 @@ impl LogHistogram {
         self.max = self.max.max(x);
     }
 
+    /// Adds every value `other` recorded.
+    pub fn merge(&mut self, other: &LogHistogram) {
+        for (c, o) in self.counts.iter_mut().zip(&other.counts) {
+            *c = c.saturating_add(*o);
+        }
+        self.n += other.n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     /// Values recorded.
     pub fn len(&self) -> u64 {
         self.n
@@ -150,6 +160,43 @@ pub struct ServeStats {
 }
 
 impl ServeStats {
+    /// Adds what another server measured over the same window (a replica's): counts, sums and
+    /// histograms add, peaks take the larger, the llama-benchy spans the wider.
+    pub fn absorb(&mut self, o: &ServeStats) {
+        for (h, x) in
+            [(&mut self.ttft_s, &o.ttft_s), (&mut self.tpot_ms, &o.tpot_ms), (&mut self.e2e_s, &o.e2e_s), (&mut self.itl_ms, &o.itl_ms)]
+        {
+            h.merge(x);
+        }
+        self.ttft_sum_ns += o.ttft_sum_ns;
+        self.e2e_sum_ns += o.e2e_sum_ns;
+        self.ttft_text_sum_ns += o.ttft_text_sum_ns;
+        self.decode_sum_ns += o.decode_sum_ns;
+        self.output_tokens += o.output_tokens;
+        self.per_request_rate_sum += o.per_request_rate_sum;
+        self.prompt_tokens += o.prompt_tokens;
+        self.prefill_ns += o.prefill_ns;
+        self.completed += o.completed;
+        self.rejected += o.rejected;
+        self.slo_met += o.slo_met;
+        self.window_tokens += o.window_tokens;
+        self.batch_ns += o.batch_ns;
+        self.queue_ns += o.queue_ns;
+        self.covered_ns += o.covered_ns;
+        self.peak_kv = self.peak_kv.max(o.peak_kv);
+        self.preempted += o.preempted;
+        self.peak_queue = self.peak_queue.max(o.peak_queue);
+        let earliest = |a: Option<Time>, b: Option<Time>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.first_text_min = earliest(self.first_text_min, o.first_text_min);
+        self.text_tokens += o.text_tokens;
+        self.last_token_max = self.last_token_max.max(o.last_token_max);
+        self.arrival_min = earliest(self.arrival_min, o.arrival_min);
+        self.first_text_max = self.first_text_max.max(o.first_text_max);
+    }
+
     /// Records a completed request; `met` = it meets every SLO target.
     pub fn complete(&mut self, r: &RequestRecord, met: bool) {
         let ttft = r.first_token - r.arrival;
