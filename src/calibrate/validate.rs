@@ -703,7 +703,16 @@ fn row_parallelism(
 /// and pipeline together the counts multiply to it (a pipeline without its count takes what
 /// the tensor count leaves, two stages when neither says).
 fn parallelism_label(raw: &str, n: usize) -> Result<RowSplit, String> {
+    // `TP2xPP2`, `dp2xtp2`: an `x` between a count and the next split is a separator.
     let text = strip_notes(raw);
+    let bytes = text.as_bytes();
+    let text: String = text
+        .char_indices()
+        .map(|(i, c)| {
+            let between = c == 'x' && i > 0 && bytes[i - 1].is_ascii_digit() && bytes.get(i + 1).is_some_and(u8::is_ascii_alphabetic);
+            if between { ' ' } else { c }
+        })
+        .collect();
     let (mut tensor, mut pipeline, mut expert) = (None::<Option<usize>>, None::<Option<usize>>, None::<Option<usize>>);
     let mut data = None::<Option<usize>>;
     for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '=')).filter(|w| !w.is_empty()) {
@@ -1492,7 +1501,10 @@ pub fn row_scenario_in(
     }
     set_row_model(&mut b, model, row, engine, &mut assumptions)?;
     if joined {
-        b.fabric(fabric_word).topology(row_topology(fabric_word, group, &mut assumptions));
+        let switched = names_switch_only(&row.fabric)
+            && crate::catalog::catalog().fabric(fabric_word).is_some_and(|f| f.topologies.contains(&crate::hw::Topology::Switch));
+        let topology = if switched { "switch" } else { row_topology(fabric_word, group, &mut assumptions) };
+        b.fabric(fabric_word).topology(topology);
     }
     b.tokens(kind_prompt, generate);
     if let Some(depth) = prefill_depth(row)? {
@@ -1807,6 +1819,16 @@ fn row_topology(fabric_word: &str, nodes: &[String], assumptions: &mut Vec<Strin
 /// (`TCP`).
 fn is_unstated_link(raw: &str) -> bool {
     matches!(strip_notes(raw).as_str(), "" | "unknown" | "not stated" | "unstated" | "n/a" | "?" | "-" | "tcp" | "tcp/ip")
+        || names_switch_only(raw)
+}
+
+/// Whether a fabric label names only a switch (`switch`, `via switch`, `network switch`): the
+/// machines' own link ([`machines_own_link`]) cabled through a switch.
+fn names_switch_only(raw: &str) -> bool {
+    let text = strip_notes(raw);
+    let words: Vec<&str> = text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    words.iter().any(|w| matches!(*w, "switch" | "switched"))
+        && words.iter().all(|w| matches!(*w, "switch" | "switched" | "via" | "through" | "a" | "network" | "tcp"))
 }
 
 /// The link a cluster whose row names none runs on: the one its machines are built to be joined
@@ -3417,6 +3439,8 @@ mod tests {
         // Tensor within pipeline stages: the counts multiply to the node count.
         let hybrid = |stages| Ok(RowSplit::single(Parallelism::TensorPipeline { stages }));
         assert_eq!(parallelism_label("tp2 pp2", 4), hybrid(2));
+        assert_eq!(parallelism_label("TP2xPP2", 4), hybrid(2));
+        assert_eq!(parallelism_label("DP2xTP2", 4), Ok(RowSplit { split: Parallelism::Tensor, replicas: 2 }));
         assert_eq!(parallelism_label("TP=2 PP=2", 4), hybrid(2));
         assert_eq!(parallelism_label("TP4 PP2", 8), hybrid(2));
         assert_eq!(parallelism_label("TP2 PP4", 8), hybrid(4));
@@ -3425,6 +3449,39 @@ mod tests {
         assert!(parallelism_label("tp2 pp2", 8).unwrap_err().contains("names 2 x 2 ranks but the row has 8 nodes"));
         assert!(parallelism_label("TP3+PP", 4).unwrap_err().contains("3 tensor ranks do not divide the row's 4 nodes"));
         assert!(parallelism_label("", 2).unwrap_err().contains("no parallelism for 2 nodes"));
+    }
+
+    /// A fabric column that names only a switch is the machines' own link through one.
+    #[test]
+    fn a_fabric_of_only_a_switch_is_the_machines_own_link_switched() {
+        for raw in ["switch", "via switch", "Network switch", "switched (QSFP)"] {
+            assert!(names_switch_only(raw) && is_unstated_link(raw), "{raw}");
+        }
+        for raw in ["10GbE switch", "cx7", "direct"] {
+            assert!(!names_switch_only(raw), "{raw}");
+        }
+        let row = MeasurementRow {
+            id: "sw".into(),
+            system: "dgx-spark".into(),
+            nodes: "4".into(),
+            node_mix: String::new(),
+            model: "llama-3.3-70b".into(),
+            quant: "fp8".into(),
+            engine: "vllm".into(),
+            parallelism: "TP4".into(),
+            fabric: "switch".into(),
+            prompt_tokens: "128".into(),
+            concurrency: String::new(),
+            metric: "decode_tokens_per_s".into(),
+            value: 1.0,
+            unit: "tok/s".into(),
+            source: "probe".into(),
+            notes: String::new(),
+            metric_read_as: None,
+        };
+        let (b, _) = row_scenario(&row, std::slice::from_ref(&row)).unwrap();
+        let s = b.build().unwrap();
+        assert_eq!((s.fabric.id.as_str(), s.topology), ("cx7-roce", crate::hw::Topology::Switch));
     }
 
     /// System labels that count their machines; names that merely end in `X2` count nothing.

@@ -269,15 +269,19 @@ pub(crate) fn llama_cpp_file_type(label: &str) -> Option<String> {
 /// than the standard mix), so the standard rules are an assumption, said in the result.
 fn unsloth_dynamic(cat: &Catalog, q: &str) -> Option<(String, String)> {
     let (ud, rest) = q.strip_prefix("ud-").map_or((false, q), |r| (true, r));
-    let candidates: Vec<String> = match rest.strip_suffix("_xl") {
+    // `Q4_K_L`, `Q2_K_L` (not llama.cpp types: `Q3_K_L` is one, and found before this): a K
+    // type with some tensors kept at higher precision, as `_XL` is.
+    let large = rest.strip_suffix("_l").filter(|b| b.ends_with("_k"));
+    let candidates: Vec<String> = match rest.strip_suffix("_xl").or(large) {
         Some("q8_k") => vec!["q8_0".into()],
         Some(base) => vec![format!("{base}_m"), base.to_string()],
         None if ud => vec![rest.to_string()],
         None => return None,
     };
     let id = candidates.into_iter().find(|c| cat.quant(c).is_some_and(|p| matches!(p.scheme, QuantScheme::Gguf(_))))?;
+    let what = if ud || large.is_none() { "Unsloth dynamic quant" } else { "GGUF quant" };
     let assumed = format!(
-        "Unsloth dynamic quant `{}` read as llama.cpp's {id} rules (its per-tensor choices are not published; list its tensors with model.gguf_tensor_types for the real mix)",
+        "{what} `{}` read as llama.cpp's {id} rules (its per-tensor choices are not published; list its tensors with model.gguf_tensor_types for the real mix)",
         q.to_uppercase()
     );
     Some((id, assumed))
@@ -657,6 +661,11 @@ mod tests {
             ("UD-IQ2_XXS", QuantFamily::Gguf, "iq2_xxs", false, true),
             ("UD-IQ1_S", QuantFamily::Gguf, "iq1_s", false, true),
             ("ud-iq3_xxs", QuantFamily::Gguf, "iq3_xxs", false, true),
+            // `_L` files of K types that have no large variant: the type's rules, said.
+            ("Q4_K_L", QuantFamily::Gguf, "q4_k_m", false, true),
+            ("Q2_K_L", QuantFamily::Gguf, "q2_k", false, true),
+            ("Q6_K_L", QuantFamily::Gguf, "q6_k", false, true),
+            ("Q3_K_L", QuantFamily::Gguf, "q3_k_l", false, false),
             // A checkpoint's repository or file name: the format its name ends with.
             ("mlx-community/Qwen3-Coder-Next-4bit", QuantFamily::Mlx, "mlx-4bit", true, false),
             ("mlx-community/Qwen3-30B-A3B-4bit-DWQ", QuantFamily::Any, "mlx-4bit", false, false),
