@@ -42,14 +42,13 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     let cluster_span = raw.cluster.span();
     let cluster = raw.cluster.into_inner();
     let node_ids = node_ids(src, &cluster, cluster_span.clone(), &mut spans)?;
-    let nodes = lookup_nodes(src, cat, &cluster, &node_ids)?;
-    let replicas = replicas(src, raw.engine.as_ref().map(|e| e.get_ref()), &node_ids)?;
     // From here on the cluster is one replica's nodes: the copies are identical.
-    let (nodes, node_ids) = (nodes[..nodes.len() / replicas].to_vec(), &node_ids[..node_ids.len() / replicas]);
+    let (node_ids, replicas) = replica_group(src, raw.engine.as_ref().map(|e| e.get_ref()), node_ids)?;
+    let nodes = lookup_nodes(src, cat, &cluster, &node_ids)?;
     let n = nodes.len();
     let fabric = fabric(src, cat, &cluster, cluster_span, n, &mut spans)?;
     let topology = topology(src, &cluster, &fabric, n, &mut spans)?;
-    check_cabling(src, &nodes, node_ids, &fabric, topology, &spans)?;
+    check_cabling(src, &nodes, &node_ids, &fabric, topology, &spans)?;
     let wired_limit_fraction = wired_limit(src, &cluster)?;
 
     // The workload first: an HPL run needs no model.
@@ -131,9 +130,7 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     let name = raw.name.map(|n| n.into_inner()).unwrap_or_else(|| {
         Path::new(&source.path).file_stem().map_or_else(|| "scenario".to_string(), |s| s.to_string_lossy().into_owned())
     });
-    if replicas > 1 {
-        check_replicated_workload(src, &raw_workload, &workload, faults.is_some(), &spans)?;
-    }
+    check_replicated_workload(src, replicas, &raw_workload, &workload, faults.is_some(), &spans)?;
     Ok(Scenario {
         name,
         seed,
@@ -157,8 +154,20 @@ pub(super) fn resolve(raw: RawScenario, source: Source) -> Result<Scenario, Scen
     })
 }
 
-/// `engine.replicas`: how many identical copies of the cluster `nodes` lists (1 when unset).
-/// The list must split into that many equal groups, each the same presets in the same order.
+/// One replica's node ids and `engine.replicas`, how many identical copies of them the cluster
+/// `nodes` lists (1 when unset). The list must split into that many equal groups, each the same
+/// presets in the same order.
+fn replica_group(
+    src: &Source,
+    engine: Option<&RawEngine>,
+    mut ids: Vec<Spanned<String>>,
+) -> Result<(Vec<Spanned<String>>, usize), ScenarioError> {
+    let count = replicas(src, engine, &ids)?;
+    ids.truncate(ids.len() / count);
+    Ok((ids, count))
+}
+
+/// `engine.replicas` of [`replica_group`].
 fn replicas(src: &Source, engine: Option<&RawEngine>, ids: &[Spanned<String>]) -> Result<usize, ScenarioError> {
     let Some(r) = engine.and_then(|e| e.replicas.as_ref()) else { return Ok(1) };
     let count = positive(src, r, "engine.replicas", MAX_NODES as i64)? as usize;
@@ -192,9 +201,10 @@ fn replicas(src: &Source, engine: Option<&RawEngine>, ids: &[Spanned<String>]) -
 
 /// What replicas serve: one request of `generate` on one of them (the rest idle), or a serving
 /// workload spread over them. A batched benchmark runs one server, HPL no model, and the fault
-/// model one cluster: refused with replicas.
+/// model one cluster: refused with replicas (anything goes with one).
 fn check_replicated_workload(
     src: &Source,
+    replicas: usize,
     raw: &Option<(RawWorkload, Range<usize>)>,
     workload: &Workload,
     faults: bool,
@@ -211,6 +221,7 @@ fn check_replicated_workload(
             .with_kind(ErrorKind::BadValue))
     };
     match workload.kind {
+        _ if replicas == 1 => Ok(()),
         WorkloadKind::Hpl => refuse("HPL (it runs no model to replicate)"),
         WorkloadKind::BatchedBench => refuse("a batched benchmark (one server runs it)"),
         _ if faults => refuse("`[faults]`"),
