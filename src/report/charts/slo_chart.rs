@@ -10,7 +10,9 @@ use super::ChartError;
 use super::figure::{Body, Figure, Line, MAX_SERIES, PALETTE, Panel, Scale, Series, Swatch, bounds, render, svg_string};
 use crate::capacity::slo::{Probe, SloPlan};
 
-const SLO_COLOR: RGBColor = RGBColor(200, 30, 30);
+/// The targets' dashed line: black, a colour no option's series takes (the palette's fourth is
+/// a red that a red target line was mistaken for once a spec had four options).
+const SLO_COLOR: RGBColor = RGBColor(0, 0, 0);
 
 /// One panel: `y` of every probe per option, the target line, the capacities marked.
 fn panel(plan: &SloPlan, y: fn(&Probe) -> f64, y_desc: &str, target: Option<f64>, x_scale: Scale) -> Panel {
