@@ -252,6 +252,18 @@ pub fn envelope(s: &Scenario, profile: &Profile) -> Envelope {
         profile: profile.meta.name.clone(),
         status: if reasons.is_empty() { "inside".into() } else { "extrapolation".into() },
         reasons,
-        notes: tcp_only_note(s).into_iter().collect(),
+        notes: tcp_only_note(s).into_iter().chain(replicas_note(s)).collect(),
     }
+}
+
+/// What a replicated run assumes of its load balancer, which the twin does not simulate.
+pub fn replicas_note(s: &Scenario) -> Option<String> {
+    (s.replicas > 1).then(|| {
+        format!(
+            "{} replicas of {} node(s), each its own server: the load balancer is assumed, not simulated (users split evenly, a Poisson stream thinned to 1/{} each, a trace dealt round-robin)",
+            s.replicas,
+            s.nodes.len(),
+            s.replicas
+        )
+    })
 }

@@ -77,6 +77,9 @@ fn one_request_runs_on_one_replica_while_the_other_idles() {
     assert_eq!(two.cost_usd, 2.0 * one.cost_usd);
     assert_eq!(two.memory.len(), 2);
     assert_eq!(two.memory[1].total_gb, one.memory[0].total_gb);
+    // The load balancer is an assumption, and the run says so.
+    assert!(two.calibration.notes.iter().any(|n| n.contains("2 replicas of 1 node(s)") && n.contains("assumed, not simulated")));
+    assert!(one.calibration.notes.iter().all(|n| !n.contains("replicas")));
 }
 
 /// Eight closed-loop users on two replicas are four on each: every per-request figure is one
