@@ -21,26 +21,35 @@ use crate::sim::Time;
 use super::serve::{ServeRun, simulate_serve};
 
 /// Each replica's share of a serving workload, in replica order; `None` for a replica that gets
-/// no request (fewer users than replicas).
+/// no request (fewer users, or trace requests, than replicas). A request budget is split over
+/// the replicas that get requests.
 pub fn shares(serve: &Serve, replicas: usize) -> Vec<Option<Serve>> {
-    let split = |n: u64, i: usize| n / replicas as u64 + u64::from((i as u64) < n % replicas as u64);
-    (0..replicas)
-        .map(|i| {
-            let arrival = match &serve.arrival {
-                Arrival::Closed { users, think_s, think } => Arrival::Closed { users: split(*users, i), think_s: *think_s, think: *think },
-                Arrival::Poisson { rate_per_s } => Arrival::Poisson { rate_per_s: rate_per_s / replicas as f64 },
-                Arrival::Trace(requests) => Arrival::Trace(requests.iter().skip(i).step_by(replicas).cloned().collect()),
-            };
+    let split = |n: u64, i: usize, over: usize| n / over as u64 + u64::from((i as u64) < n % over as u64);
+    let arrivals: Vec<Arrival> = (0..replicas)
+        .map(|i| match &serve.arrival {
+            Arrival::Closed { users, think_s, think } => {
+                Arrival::Closed { users: split(*users, i, replicas), think_s: *think_s, think: *think }
+            }
+            Arrival::Poisson { rate_per_s } => Arrival::Poisson { rate_per_s: rate_per_s / replicas as f64 },
+            Arrival::Trace(requests) => Arrival::Trace(requests.iter().skip(i).step_by(replicas).cloned().collect()),
+        })
+        .collect();
+    let gets_requests = |a: &Arrival| match a {
+        Arrival::Closed { users, .. } => *users > 0,
+        Arrival::Trace(t) => !t.is_empty(),
+        Arrival::Poisson { .. } => true,
+    };
+    // The replicas with requests are the first ones (the remainder goes to the front).
+    let active = arrivals.iter().filter(|a| gets_requests(a)).count();
+    arrivals
+        .into_iter()
+        .enumerate()
+        .map(|(i, arrival)| {
             let stop = match serve.stop {
-                Stop::Requests(n) => Stop::Requests(split(n, i)),
+                Stop::Requests(n) => Stop::Requests(split(n, i, active.max(1))),
                 d @ Stop::Duration(_) => d,
             };
-            let empty = match (&arrival, stop) {
-                (Arrival::Closed { users: 0, .. }, _) | (_, Stop::Requests(0)) => true,
-                (Arrival::Trace(t), _) => t.is_empty(),
-                _ => false,
-            };
-            (!empty).then(|| Serve { arrival, stop, ..serve.clone() })
+            (gets_requests(&arrival) && stop != Stop::Requests(0)).then(|| Serve { arrival, stop, ..serve.clone() })
         })
         .collect()
 }
@@ -132,6 +141,10 @@ mod tests {
         assert_eq!(s[1].as_ref().map(|x| (&x.arrival, x.stop)), Some((&closed(2), Stop::Requests(3))));
         let s = shares(&serve(closed(1), Stop::Duration(10.0)), 3);
         assert!(s[0].is_some() && s[1].is_none() && s[2].is_none());
+        // A request budget goes to the replicas that have users.
+        let s = shares(&serve(closed(2), Stop::Requests(9)), 3);
+        let stops: Vec<Option<Stop>> = s.iter().map(|x| x.as_ref().map(|x| x.stop)).collect();
+        assert_eq!(stops, vec![Some(Stop::Requests(5)), Some(Stop::Requests(4)), None]);
         let s = shares(&serve(Arrival::Poisson { rate_per_s: 6.0 }, Stop::Duration(10.0)), 4);
         assert!(s.iter().all(|x| x.as_ref().unwrap().arrival == Arrival::Poisson { rate_per_s: 1.5 }));
     }
