@@ -175,8 +175,14 @@ fn replicas(src: &Source, engine: Option<&RawEngine>, ids: &[Spanned<String>]) -
         return Err(src
             .error(
                 r.span(),
-                format!("{} nodes do not split into {count} replicas", ids.len()),
-                Some(format!("list {count} x (nodes per replica) nodes, or set replicas to a divisor of {}", ids.len())),
+                match ids.len() {
+                    1 => format!("1 node does not split into {count} replicas"),
+                    n => format!("{n} nodes do not split into {count} replicas"),
+                },
+                Some(format!(
+                    "list every replica's nodes ({count} x the nodes of one: cluster.count = {count} for one node each), or set replicas to a divisor of {}",
+                    ids.len()
+                )),
             )
             .with_kind(ErrorKind::BadValue));
     }
