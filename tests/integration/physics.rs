@@ -876,3 +876,50 @@ fn apple_chips_stream_wide_weights_at_one_multiple_of_their_4bit_rate() {
     }
     verdict("wide weights at the fitted multiple", checked, bad);
 }
+
+/// Replicas are the one-group physics added up: over every catalog node and model one node
+/// holds, on each runtime family the node runs, one request on two replicas decodes and
+/// prefills exactly as on one node, the second node draws its idle power, and the two cost
+/// twice one.
+#[test]
+fn a_request_on_replicas_runs_as_on_one_node_while_the_others_idle() {
+    let (mut checked, mut bad) = (0, Vec::new());
+    for node in nodes() {
+        let spec = catalog().node(node).expect("node").clone();
+        for model in models() {
+            let mut cases = vec![Case::one(node, model, "q4_k_m", "llama-cpp")];
+            if is_mac(node) {
+                cases.push(Case::one(node, model, "mlx-4bit", "mlx-lm"));
+            }
+            if is_cuda(node) {
+                cases.push(Case::one(node, model, "fp8", "vllm"));
+            }
+            for c in cases {
+                let Some(one) = c.run() else { continue };
+                let mut b = ScenarioBuilder::new(format!("{} x 2 replicas", c.name()));
+                b.nodes(&[node.to_string(), node.to_string()]).model(c.model).quant(c.quant).engine(c.engine);
+                b.parallelism("none").tokens(c.prompt, c.generate).seed(1);
+                b.set("engine.replicas", &toml::Value::Integer(2)).unwrap();
+                let two = estimate(&b.build().unwrap(), profile()).unwrap();
+                checked += 1;
+                let same = (two.decode_tokens_per_s, two.prefill_tokens_per_s) == (one.decode_tokens_per_s, one.prefill_tokens_per_s);
+                let idle = two.node_power_w.get(1) == Some(&spec.idle_w) && two.node_power_w[0] == one.node_power_w[0];
+                if !(same && idle && two.cost_usd == 2.0 * one.cost_usd) {
+                    bad.push(format!(
+                        "{}: 2 replicas decode {} / prefill {} tok/s, W {:?}, ${} vs one node {} / {}, W {:?}, ${}",
+                        c.name(),
+                        two.decode_tokens_per_s,
+                        two.prefill_tokens_per_s,
+                        two.node_power_w,
+                        two.cost_usd,
+                        one.decode_tokens_per_s,
+                        one.prefill_tokens_per_s,
+                        one.node_power_w,
+                        one.cost_usd
+                    ));
+                }
+            }
+        }
+    }
+    verdict("replicas are one node's physics", checked, bad);
+}
