@@ -715,10 +715,20 @@ fn parallelism_label(raw: &str, n: usize) -> Result<RowSplit, String> {
         .collect();
     let (mut tensor, mut pipeline, mut expert) = (None::<Option<usize>>, None::<Option<usize>>, None::<Option<usize>>);
     let mut data = None::<Option<usize>>;
+    // A count written before its split (`4-way tensor`, `2 replicas`) applies to the next split.
+    let mut before = None::<usize>;
     for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '=')).filter(|w| !w.is_empty()) {
+        if let Ok(count) = word.parse::<usize>() {
+            before = Some(count);
+            continue;
+        }
         let head = word.trim_end_matches(|c: char| c.is_ascii_digit() || c == '=');
-        let ranks = word[head.len()..].trim_start_matches('=').parse::<usize>().ok();
+        let ranks = word[head.len()..].trim_start_matches('=').parse::<usize>().ok().or(before.take());
         let slot = match head {
+            "way" | "x" => {
+                before = ranks;
+                continue;
+            }
             "tp" | "tensor" => &mut tensor,
             // llama.cpp's RPC and `-sm layer` split the layers across machines: a pipeline.
             "pp" | "pipeline" | "pipe" | "rpc" | "layer" | "layers" => &mut pipeline,
@@ -3434,6 +3444,11 @@ mod tests {
         assert_eq!(parallelism_label("TP2 + DP", 4), replicated(Parallelism::Tensor, 2));
         assert_eq!(parallelism_label("dp2 tp2 pp2", 8), replicated(Parallelism::TensorPipeline { stages: 2 }, 2));
         assert!(parallelism_label("DP3", 4).unwrap_err().contains("3 replicas do not divide the row's 4 nodes"));
+        // A count before its split.
+        assert_eq!(parallelism_label("2 replicas", 2), replicated(Parallelism::None, 2));
+        assert_eq!(parallelism_label("4-way tensor parallel", 4), Ok(RowSplit::single(Parallelism::Tensor)));
+        assert!(parallelism_label("4-way tensor parallel", 2).unwrap_err().contains("names 4 ranks"));
+        assert_eq!(parallelism_label("2 replicas, TP2", 4), replicated(Parallelism::Tensor, 2));
         assert!(parallelism_label("DP2", 4).unwrap_err().contains("say how each splits"));
         assert!(parallelism_label("DP TP", 4).unwrap_err().contains("say how many replicas"));
         // Tensor within pipeline stages: the counts multiply to the node count.
