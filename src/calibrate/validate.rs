@@ -648,7 +648,7 @@ impl RowSplit {
 /// every rank of every engine instance (tensor parallel over DP x TP devices, or expert
 /// parallel with `--enable-expert-parallel`: vllm 0.9.2 `fused_moe/config.py`
 /// `FusedMoEParallelConfig.make`), so the instances run their forwards together, not as
-/// separate servers.
+/// separate servers. So is SGLang's `--enable-dp-attention` (a row that says DP attention).
 fn row_parallelism(
     row: &MeasurementRow,
     n: usize,
@@ -668,6 +668,13 @@ fn row_parallelism(
             let split = parallelism_label(&row.parallelism, n)?;
             let group = n / split.replicas;
             if split.replicas > 1 {
+                let text = format!("{}; {}", row.parallelism, row_text(row)).to_lowercase();
+                if text.contains("dp-attention") || text.contains("dp attention") || text.contains("dp_attention") {
+                    return Err(format!(
+                        "parallelism `{}` with DP attention (attention per instance, the MoE layers over every rank, forwards in step): not separate servers; not modelled",
+                        stated.trim()
+                    ));
+                }
                 if moe && engine.id() == "vllm" {
                     return Err(format!(
                         "parallelism `{}`: vLLM's data parallel on an MoE model shards the experts over all {n} ranks (vllm `FusedMoEParallelConfig`: tensor parallel over DP x TP devices), so its instances are not separate servers; not modelled",

@@ -194,6 +194,8 @@ fn validate_reads_data_parallel_rows_as_replicas() {
         "dp,dgx-spark,2,,llama-3.1-8b,fp8,vllm,DP2,,1024,8,aggregate_decode_tokens_per_s,100,tok/s,probe,",
         "lcpp,framework desktop,2,,gpt-oss-120b,mxfp4,llama.cpp,data parallel,,512,2,aggregate_decode_tokens_per_s,100,tok/s,probe,",
         "moe,dgx-spark,2,,gpt-oss-120b,mxfp4,vllm,DP2,,1024,8,aggregate_decode_tokens_per_s,100,tok/s,probe,",
+        "sgdp,dgx-spark,2,,gpt-oss-120b,mxfp4,sglang,DP2 (enable-dp-attention),,1024,8,aggregate_decode_tokens_per_s,100,tok/s,probe,",
+        "sg,dgx-spark,2,,gpt-oss-120b,mxfp4,sglang,DP2,,1024,8,aggregate_decode_tokens_per_s,100,tok/s,probe,",
     ];
     std::fs::write(&csv, format!("{head}{}\n", rows.join("\n"))).unwrap();
     let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).output().unwrap();
@@ -206,4 +208,7 @@ fn validate_reads_data_parallel_rows_as_replicas() {
     let assumed = v["rows"].as_array().unwrap().iter().find(|r| r["id"] == "lcpp").unwrap()["assumptions"].to_string();
     assert!(assumed.contains("2 replicas of 1 node(s)") && !assumed.contains("RPC"), "{assumed}");
     assert!(crate::skip_reason(&v, "moe").contains("vLLM's data parallel on an MoE model"), "{v}");
+    // SGLang's `--dp` router runs separate servers; with DP attention it does not.
+    assert!(predicted("sg").is_some(), "{v}");
+    assert!(crate::skip_reason(&v, "sgdp").contains("with DP attention"), "{v}");
 }
