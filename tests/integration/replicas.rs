@@ -126,6 +126,11 @@ fn an_uneven_split_adds_the_shares() {
     let (lo, hi) = (sb.e2e_s.p50.min(sa.e2e_s.p50), sb.e2e_s.p50.max(sa.e2e_s.p50));
     assert!((lo..=hi).contains(&s2.e2e_s.p50), "{} not in {lo}..{hi}", s2.e2e_s.p50);
     assert!(close(two.cluster_power_w, a.cluster_power_w + b.cluster_power_w, 1e-4));
+    // One user on two replicas: the second serves nothing and draws its idle power.
+    let lone = est(&spark(2, 2, &closed(1)));
+    let idle = supernode::catalog::catalog().node("dgx-spark").unwrap().idle_w;
+    assert_eq!((lone.node_power_w[1], lone.decode_gpu_busy_percent[1]), (idle, 0.0));
+    assert_eq!(lone.serve.unwrap().aggregate_decode_tokens_per_s, sb.aggregate_decode_tokens_per_s);
 }
 
 /// A Poisson stream thinned over two replicas: each sees half the rate.
