@@ -643,19 +643,11 @@ impl RowSplit {
 }
 
 /// The split a row runs on `n` nodes: none on one node; the engine's default where the row
-/// does not say (said in `assumptions`); else [`parallelism_label`]. Data parallel on vLLM
-/// with an MoE model is refused: vLLM's `--data-parallel-size` then shards the MoE layers over
-/// every rank of every engine instance (tensor parallel over DP x TP devices, or expert
-/// parallel with `--enable-expert-parallel`: vllm 0.9.2 `fused_moe/config.py`
-/// `FusedMoEParallelConfig.make`), so the instances run their forwards together, not as
-/// separate servers. So is SGLang's `--enable-dp-attention` (a row that says DP attention).
-fn row_parallelism(
-    row: &MeasurementRow,
-    n: usize,
-    engine: &dyn EngineRuntime,
-    moe: bool,
-    assumptions: &mut Vec<String>,
-) -> Result<RowSplit, String> {
+/// does not say (said in `assumptions`); else [`parallelism_label`]. Data parallel with DP
+/// attention (SGLang's `--enable-dp-attention`: attention per instance, the MoE layers over
+/// every rank, forwards in step) is refused: its instances are not separate servers (nor are
+/// vLLM's on an MoE model, [`refuse_vllm_moe_replicas`]).
+fn row_parallelism(row: &MeasurementRow, n: usize, engine: &dyn EngineRuntime, assumptions: &mut Vec<String>) -> Result<RowSplit, String> {
     let stated = strip_notes(&row.parallelism);
     match n {
         1 => Ok(RowSplit::single(Parallelism::None)),
@@ -672,12 +664,6 @@ fn row_parallelism(
                 if text.contains("dp-attention") || text.contains("dp attention") || text.contains("dp_attention") {
                     return Err(format!(
                         "parallelism `{}` with DP attention (attention per instance, the MoE layers over every rank, forwards in step): not separate servers; not modelled",
-                        stated.trim()
-                    ));
-                }
-                if moe && engine.id() == "vllm" {
-                    return Err(format!(
-                        "parallelism `{}`: vLLM's data parallel on an MoE model shards the experts over all {n} ranks (vllm `FusedMoEParallelConfig`: tensor parallel over DP x TP devices), so its instances are not separate servers; not modelled",
                         stated.trim()
                     ));
                 }
@@ -1490,7 +1476,10 @@ pub fn row_scenario_in(
     }
     let model = row_model(row, csv_dir, &mut assumptions)?;
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
-    let RowSplit { split: parallelism, replicas } = row_parallelism(row, n, engine, row_is_moe(&model), &mut assumptions)?;
+    let RowSplit { split: parallelism, replicas } = row_parallelism(row, n, engine, &mut assumptions)?;
+    if replicas > 1 && engine.id() == "vllm" && row_is_moe(&model) {
+        return Err(refuse_vllm_moe_replicas(row, n));
+    }
     // The nodes one replica joins over the fabric (every node without replicas).
     let group = &nodes[..n / replicas];
     let joined = group.len() > 1;
@@ -2364,6 +2353,18 @@ fn hpl_scenario(
     b.name(row.id.clone()).seed(1).nodes(nodes).fabric(fabric_word).topology(topology);
     b.set("workload.kind", &toml::Value::String("hpl".into())).map_err(|e| e.message)?;
     Ok((b, assumptions))
+}
+
+/// Why a vLLM data-parallel row of an MoE model is refused: `--data-parallel-size` then shards
+/// the MoE layers over every rank of every engine instance (tensor parallel over DP x TP
+/// devices, or expert parallel with `--enable-expert-parallel`: vllm 0.9.2
+/// `fused_moe/config.py` `FusedMoEParallelConfig.make`), so the instances run their forwards
+/// together, not as separate servers.
+fn refuse_vllm_moe_replicas(row: &MeasurementRow, n: usize) -> String {
+    format!(
+        "parallelism `{}`: vLLM's data parallel on an MoE model shards the experts over all {n} ranks (vllm `FusedMoEParallelConfig`: tensor parallel over DP x TP devices), so its instances are not separate servers; not modelled",
+        strip_notes(&row.parallelism)
+    )
 }
 
 /// Whether a row's model routes its FFN through experts (a preset's spec, or a `config: PATH`
@@ -3482,26 +3483,8 @@ mod tests {
         for raw in ["10GbE switch", "cx7", "direct"] {
             assert!(!names_switch_only(raw), "{raw}");
         }
-        let row = MeasurementRow {
-            id: "sw".into(),
-            system: "dgx-spark".into(),
-            nodes: "4".into(),
-            node_mix: String::new(),
-            model: "llama-3.3-70b".into(),
-            quant: "fp8".into(),
-            engine: "vllm".into(),
-            parallelism: "TP4".into(),
-            fabric: "switch".into(),
-            prompt_tokens: "128".into(),
-            concurrency: String::new(),
-            metric: "decode_tokens_per_s".into(),
-            value: 1.0,
-            unit: "tok/s".into(),
-            source: "probe".into(),
-            notes: String::new(),
-            metric_read_as: None,
-        };
-        let (b, _) = row_scenario(&row, std::slice::from_ref(&row)).unwrap();
+        let rs = rows("sw,dgx-spark,4,,llama-3.3-70b,fp8,vllm,TP4,switch,128,,decode_tokens_per_s,1,tok/s,probe,\n");
+        let (b, _) = row_scenario(&rs[0], &rs).unwrap();
         let s = b.build().unwrap();
         assert_eq!((s.fabric.id.as_str(), s.topology), ("cx7-roce", crate::hw::Topology::Switch));
     }

@@ -79,8 +79,7 @@ pub fn estimate(s: &Scenario, profile: &Profile) -> Result<Estimate, EstimateErr
     let plan = generate_plan(s, profile)?;
     if let Some(sv) = &s.workload.serve {
         let mut out = skeleton(s, node_memory(s, &plan), profile);
-        let run =
-            if s.replicas > 1 { replicas::simulate_replicated_serve(s, &plan, sv) } else { simulate_serve(&plan, sv, &s.slo, s.seed) };
+        let run = replicas::simulate_scenario_serve(s, &plan, sv);
         serve_metrics(s, &plan, &run, &mut out);
         return Ok(out);
     }

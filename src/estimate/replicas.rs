@@ -54,6 +54,12 @@ pub fn shares(serve: &Serve, replicas: usize) -> Vec<Option<Serve>> {
         .collect()
 }
 
+/// The serving run of scenario `s` (its workload `serve`) on one replica's `plan`: the plain run
+/// for one replica, else [`simulate_replicated_serve`]. What `estimate` and `plan --slo` run.
+pub fn simulate_scenario_serve(s: &Scenario, plan: &Plan, serve: &Serve) -> ServeRun {
+    if s.replicas > 1 { simulate_replicated_serve(s, plan, serve) } else { simulate_serve(plan, serve, &s.slo, s.seed) }
+}
+
 /// Simulates a replicated serving workload on one replica's `plan`: each distinct share once
 /// (in replica order), merged into one run over every node of the cluster (replica by replica;
 /// an idle replica's nodes never busy). The merged window is the longest replica's.

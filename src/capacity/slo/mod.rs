@@ -24,9 +24,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::estimate::replicas::simulate_replicated_serve;
+use crate::estimate::generate_plan;
+use crate::estimate::replicas::{shares, simulate_scenario_serve};
 use crate::estimate::serve::arrivals::{Arrivals, s_to_ns};
-use crate::estimate::{generate_plan, simulate_serve};
 use crate::profile::Profile;
 use crate::scenario::{self, Arrival, Scenario, Slo};
 use crate::util::{round3, round6};
@@ -167,7 +167,7 @@ fn run_probe(spec: &SloSpec, option: &SloOption, profile: &Profile, load: f64) -
     let s = probe_scenario(spec, option, load)?;
     let sv = s.workload.serve.as_ref().ok_or("the scenario is not a serving workload (workload.kind = \"serve\")")?;
     let plan = generate_plan(&s, profile).map_err(|e| e.to_string())?;
-    let run = if s.replicas > 1 { simulate_replicated_serve(&s, &plan, sv) } else { simulate_serve(&plan, sv, &s.slo, s.seed) };
+    let run = simulate_scenario_serve(&s, &plan, sv);
     let st = &run.stats;
     let window_s = run.window_ns as f64 / 1e9;
     let aggregate = if window_s > 0.0 { round3(st.window_tokens as f64 / window_s) } else { 0.0 };
@@ -175,7 +175,7 @@ fn run_probe(spec: &SloSpec, option: &SloOption, profile: &Profile, load: f64) -
         (Arrival::Poisson { .. }, Axis::Rate) if window_s > 0.0 => {
             let from = s_to_ns(sv.warmup_s);
             // Replicas each draw the stream of their share (the same for every one).
-            let share = crate::estimate::replicas::shares(sv, s.replicas).swap_remove(0).expect("a Poisson share");
+            let share = shares(sv, s.replicas).swap_remove(0).expect("a Poisson share");
             let (n, tokens) = offered_in_window(&share, s.seed, from, from + run.window_ns);
             Some((s.replicas as u64 * n, s.replicas as f64 * tokens))
         }
