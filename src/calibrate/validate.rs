@@ -643,11 +643,20 @@ impl RowSplit {
 }
 
 /// The split a row runs on `n` nodes: none on one node; the engine's default where the row
-/// does not say (said in `assumptions`); else [`parallelism_label`]. Data parallel with DP
-/// attention (SGLang's `--enable-dp-attention`: attention per instance, the MoE layers over
-/// every rank, forwards in step) is refused: its instances are not separate servers (nor are
-/// vLLM's on an MoE model, [`refuse_vllm_moe_replicas`]).
-fn row_parallelism(row: &MeasurementRow, n: usize, engine: &dyn EngineRuntime, assumptions: &mut Vec<String>) -> Result<RowSplit, String> {
+/// does not say (said in `assumptions`); else [`parallelism_label`]. Data parallel whose
+/// instances share the MoE layers is data-parallel attention, not separate servers: where the
+/// row says DP attention (SGLang's `--enable-dp-attention`) or `moe_shared` (vLLM's
+/// `--data-parallel-size` on an MoE model slices the experts over every rank of every instance,
+/// `FusedMoEParallelConfig.make`: "There are 2 engine instances and the tensors are sharded
+/// across 2 devices"), DP of one node each reads as [`Parallelism::Data`]; DP over
+/// tensor-parallel groups that share their MoE layers is not modelled.
+fn row_parallelism(
+    row: &MeasurementRow,
+    n: usize,
+    engine: &dyn EngineRuntime,
+    moe_shared: bool,
+    assumptions: &mut Vec<String>,
+) -> Result<RowSplit, String> {
     let stated = strip_notes(&row.parallelism);
     match n {
         1 => Ok(RowSplit::single(Parallelism::None)),
@@ -659,14 +668,25 @@ fn row_parallelism(row: &MeasurementRow, n: usize, engine: &dyn EngineRuntime, a
         _ => {
             let split = parallelism_label(&row.parallelism, n)?;
             let group = n / split.replicas;
-            if split.replicas > 1 {
-                let text = format!("{}; {}", row.parallelism, row_text(row)).to_lowercase();
-                if text.contains("dp-attention") || text.contains("dp attention") || text.contains("dp_attention") {
+            let text = format!("{}; {}", row.parallelism, row_text(row)).to_lowercase();
+            let dp_attention = text.contains("dp-attention") || text.contains("dp attention") || text.contains("dp_attention");
+            if split.split == Parallelism::DataExpert || (split.replicas > 1 && (dp_attention || moe_shared)) {
+                if split.replicas > 1 && group > 1 {
                     return Err(format!(
-                        "parallelism `{}` with DP attention (attention per instance, the MoE layers over every rank, forwards in step): not separate servers; not modelled",
+                        "parallelism `{}`: data-parallel attention over tensor-parallel groups of {group} nodes that share the MoE layers is not modelled (one node per data-parallel rank is)",
                         stated.trim()
                     ));
                 }
+                let data = if split.split == Parallelism::DataExpert { Parallelism::DataExpert } else { Parallelism::Data };
+                assumptions.push(format!(
+                    "parallelism `{}` read as data-parallel attention over {n} nodes (`{}`): each rank runs the attention over its own requests, the MoE layers {} over all ranks, forwards in lockstep",
+                    stated.trim(),
+                    data.id(),
+                    if data == Parallelism::DataExpert { "spread whole" } else { "sliced" }
+                ));
+                return Ok(RowSplit::single(data));
+            }
+            if split.replicas > 1 {
                 assumptions.push(format!(
                     "parallelism `{}` read as {} replicas of {group} node(s) ({}) behind a load balancer that spreads the requests evenly",
                     stated.trim(),
@@ -739,6 +759,17 @@ fn parallelism_label(raw: &str, n: usize) -> Result<RowSplit, String> {
         *slot = Some(slot.flatten().or(ranks));
     }
     let Some(data) = data else { return model_split(raw, tensor, pipeline, expert, n).map(RowSplit::single) };
+    // Expert parallel beside data parallel spans every rank of every instance (vLLM's
+    // `--data-parallel-size N --enable-expert-parallel`: ep_size = dp x tp): data-parallel
+    // attention with the experts spread, not separate servers.
+    if let (Some(e), None, None) = (expert, tensor, pipeline) {
+        return match (data, e) {
+            (Some(d), _) | (None, Some(d)) if d != n => {
+                Err(format!("parallelism `{}` names {d} ranks but the row has {n} nodes: make them agree", raw.trim()))
+            }
+            _ => Ok(RowSplit::single(Parallelism::DataExpert)),
+        };
+    }
     // Nodes per replica: what the replica count leaves, else what the split's counts name,
     // else one (a whole model per node).
     let named = |k: Option<Option<usize>>| k.flatten();
@@ -1476,10 +1507,8 @@ pub fn row_scenario_in(
     }
     let model = row_model(row, csv_dir, &mut assumptions)?;
     let quant = resolve_quant(row, all, engine, &model, &mut assumptions)?;
-    let RowSplit { split: parallelism, replicas } = row_parallelism(row, n, engine, &mut assumptions)?;
-    if replicas > 1 && engine.id() == "vllm" && row_is_moe(&model) {
-        return Err(refuse_vllm_moe_replicas(row, n));
-    }
+    let moe_shared = engine.id() == "vllm" && n > 1 && row_is_moe(&model);
+    let RowSplit { split: parallelism, replicas } = row_parallelism(row, n, engine, moe_shared, &mut assumptions)?;
     // The nodes one replica joins over the fabric (every node without replicas).
     let group = &nodes[..n / replicas];
     let joined = group.len() > 1;
@@ -2353,18 +2382,6 @@ fn hpl_scenario(
     b.name(row.id.clone()).seed(1).nodes(nodes).fabric(fabric_word).topology(topology);
     b.set("workload.kind", &toml::Value::String("hpl".into())).map_err(|e| e.message)?;
     Ok((b, assumptions))
-}
-
-/// Why a vLLM data-parallel row of an MoE model is refused: `--data-parallel-size` then shards
-/// the MoE layers over every rank of every engine instance (tensor parallel over DP x TP
-/// devices, or expert parallel with `--enable-expert-parallel`: vllm 0.9.2
-/// `fused_moe/config.py` `FusedMoEParallelConfig.make`), so the instances run their forwards
-/// together, not as separate servers.
-fn refuse_vllm_moe_replicas(row: &MeasurementRow, n: usize) -> String {
-    format!(
-        "parallelism `{}`: vLLM's data parallel on an MoE model shards the experts over all {n} ranks (vllm `FusedMoEParallelConfig`: tensor parallel over DP x TP devices), so its instances are not separate servers; not modelled",
-        strip_notes(&row.parallelism)
-    )
 }
 
 /// Whether a row's model routes its FFN through experts (a preset's spec, or a `config: PATH`

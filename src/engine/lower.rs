@@ -28,6 +28,9 @@ pub(super) fn lower_segments(plan: &Plan, tokens: u64) -> Lowered {
 /// runtime that launches kernels from the host (a CUDA engine run eagerly) launches the whole
 /// step ahead of its GPU, through the collectives ([`Builder::dispatch_ahead`]).
 pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -> Lowered {
+    if plan.options.parallelism.data_attention() && plan.n() > 1 {
+        return lower_data_attention(plan, tokens, driver_ns);
+    }
     let mut b = Builder::new(plan);
     let n = plan.n();
     let dispatch: Vec<Option<TaskId>> = (0..n).map(|i| b.dispatch_ahead(i)).collect();
@@ -36,6 +39,72 @@ pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -
     let nodes: Vec<usize> = (0..n).collect();
     let mut prev: Vec<Option<TaskId>> = vec![None; n];
     let mut seg_ops = lower_layer_segments(&mut b, 0..plan.model.layers, &nodes, &mut prev, |b, ready| b.all_sum(ready, act_bytes));
+    seg_ops.extend(plan.head_ops());
+    let shared: std::sync::Arc<[Op]> = seg_ops.into();
+    for (i, p) in prev.iter_mut().enumerate() {
+        let deps: Vec<TaskId> = p.iter().copied().collect();
+        let head = b.gpu(i, shared.clone(), logits_all, &deps);
+        let ready = if i == 0 && driver_ns > 0 { b.cpu(0, driver_ns, "ray", &[head]) } else { head };
+        let deps: Vec<TaskId> = std::iter::once(ready).chain(dispatch[i]).collect();
+        *p = Some(b.host(i, &deps));
+    }
+    b.finish(tokens)
+}
+
+/// Data-parallel attention on an MoE model ([`super::Parallelism::Data`]), one step, as vLLM
+/// 0.17 runs `--data-parallel-size N` (SGLang's `--enable-dp-attention` alike): the ranks first
+/// agree on the step's token counts (`coordinate_batch_across_dp`, an all-reduce of 4 x N
+/// int32 on the GPU group); each rank runs every layer but the experts whole over its own
+/// sequences (which rank runs which is [`Lowered::retime_rows`]'s); before each MoE layer the
+/// ranks all-gather every rank's hidden states with their top-k weights and ids (dispatch,
+/// `AgRsAll2AllManager.dispatch`, vLLM 0.17's default `all2all_backend`), run their slice of
+/// the experts (or their whole experts under expert parallel) over all of them, and
+/// reduce-scatter the result back (combine), timed as an all-gather of the same bytes (a
+/// ring's steps and bytes per link; the reduction's adds are not charged). A layer without
+/// experts communicates nothing. The host's close of the step is as tensor parallel's
+/// ([`lower_segments_driven`]): every rank's own, Ray's dispatch on node 0.
+fn lower_data_attention(plan: &Plan, tokens: u64, driver_ns: Time) -> Lowered {
+    let mut b = Builder::new(plan);
+    let n = plan.n();
+    let nodes: Vec<usize> = (0..n).collect();
+    let dispatch: Vec<Option<TaskId>> = (0..n).map(|i| b.dispatch_ahead(i)).collect();
+    let logits_all = plan.options.prefill_logits_all;
+    let start: Vec<TaskId> = (0..n).map(|_| b.g.join(&[])).collect();
+    let mut prev: Vec<Option<TaskId>> = b.nccl_all_sum_among(&nodes, &start, 16 * n as u64).into_iter().map(Some).collect();
+    let hidden_bytes = tokens * plan.model.hidden * plan.options.activation_bytes;
+    let top_k = plan.model.moe.as_ref().map_or(0, |m| m.active);
+    // Hidden states, then top-k weights (f32) and ids (i32) per token.
+    let dispatch_bytes = hidden_bytes + tokens * top_k * 8;
+    let mut seg_ops: Vec<Op> = Vec::new();
+    // Closes the segment so far on every rank, then runs a gather of `bytes` among them.
+    let gather = |b: &mut Builder<'_>, seg_ops: &mut Vec<Op>, prev: &mut [Option<TaskId>], bytes: u64| {
+        let shared: std::sync::Arc<[Op]> = std::mem::take(seg_ops).into();
+        let ready: Vec<TaskId> =
+            nodes.iter().map(|&i| b.gpu(i, shared.clone(), logits_all, &prev[i].into_iter().collect::<Vec<_>>())).collect();
+        for (i, done) in b.nccl_all_gather_among(&nodes, &ready, bytes).into_iter().enumerate() {
+            prev[i] = Some(done);
+        }
+    };
+    for l in 0..plan.model.layers {
+        // The dispatch right before the experts (the router and top-k run on each rank's own
+        // tokens), the combine at the layer's first sum point after them.
+        let mut routed = false;
+        for op in plan.layer_ops(l) {
+            match op.class {
+                OpClass::Expert => {
+                    gather(&mut b, &mut seg_ops, &mut prev, dispatch_bytes);
+                    routed = true;
+                    seg_ops.push(op);
+                }
+                OpClass::AllSum if routed => {
+                    gather(&mut b, &mut seg_ops, &mut prev, hidden_bytes);
+                    routed = false;
+                }
+                OpClass::AllSum => {}
+                _ => seg_ops.push(op),
+            }
+        }
+    }
     seg_ops.extend(plan.head_ops());
     let shared: std::sync::Arc<[Op]> = seg_ops.into();
     for (i, p) in prev.iter_mut().enumerate() {

@@ -52,6 +52,9 @@ pub struct Lowered {
     pub(super) ctx_ops: Vec<(usize, Op)>,
     /// LM-head rows `seg_parts` was summed for.
     pub(super) head_rows: u64,
+    /// Per node, the step's tokens `seg_parts` was summed for (all of them on every node but
+    /// under data-parallel attention, where each rank runs its own sequences).
+    pub(super) node_tokens: Vec<u64>,
     /// Rows of the step that route on their own through MoE layers (None: every token);
     /// [`Lowered::set_routed_tokens`].
     pub(super) routed_tokens: Option<u64>,
@@ -88,12 +91,14 @@ impl Lowered {
     /// sampling sequences ([`super::NodeCost::host_ns`]).
     pub fn retime_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) {
         debug_assert_eq!(rows.iter().map(|r| r.0).sum::<u64>(), self.tokens, "rows must cover the step's tokens");
-        self.split_parts(plan, head_rows);
+        let ranks = RankRows::new(plan, rows, head_rows);
+        self.split_parts(plan, &ranks);
         // Each distinct context-dependent op once; a segment adds its ops' times in its order,
         // so the sums are the same bits as timing every op of every segment.
         // Each node's cost model built once for the step (it is read per op below).
         let costs = plan.costs();
-        let ctx_ns: Vec<(f64, f64, f64)> = self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(&costs[*node], op, rows)).collect();
+        let ctx_ns: Vec<(f64, f64, f64)> =
+            self.ctx_ops.iter().map(|(node, op)| per_sequence_ns(&costs[*node], op, ranks.rows(*node))).collect();
         // Per node: its GPU tasks' time and its host's build of the next step's graph.
         let mut gpu_by_node = vec![0u64; plan.n()];
         let mut ahead_by_node = vec![0.0f64; plan.n()];
@@ -139,7 +144,7 @@ impl Lowered {
         }
         for &(task, node) in &self.host_tasks {
             let behind = (ahead_by_node[node].round().clamp(0.0, 1e15) as Time).saturating_sub(gpu_by_node[node]);
-            self.graph.set_duration(task, costs[node].host_ns(head_rows) + behind);
+            self.graph.set_duration(task, costs[node].host_ns(ranks.head_rows(node)) + behind);
         }
     }
 
@@ -167,7 +172,8 @@ impl Lowered {
     /// [`Lowered::work`] for a batched step (`rows` and `head_rows` as in
     /// [`Lowered::retime_rows`]).
     pub fn work_rows(&mut self, plan: &Plan, rows: &[(u64, u64)], head_rows: u64) -> Vec<Work> {
-        self.split_parts(plan, head_rows);
+        let ranks = RankRows::new(plan, rows, head_rows);
+        self.split_parts(plan, &ranks);
         let mut out = vec![Work::default(); plan.n()];
         let costs = plan.costs();
         for &(_, seg) in &self.gpu_tasks {
@@ -176,7 +182,7 @@ impl Lowered {
             let p = &self.seg_parts[seg];
             out[node] += p.work;
             for &j in &p.by_context {
-                for &(t, c) in rows {
+                for &(t, c) in ranks.rows(node) {
                     out[node] += cost.op_work(&self.ctx_ops[j].1, t, c);
                 }
             }
@@ -185,12 +191,14 @@ impl Lowered {
     }
 
     /// Splits each segment into its context-independent cost (time and work, summed once for
-    /// `head_rows` LM-head rows) and the ops that depend on the context.
-    fn split_parts(&mut self, plan: &Plan, head_rows: u64) {
-        if !self.seg_parts.is_empty() && self.head_rows == head_rows {
+    /// each node's tokens and LM-head rows, `ranks`) and the ops that depend on the context.
+    fn split_parts(&mut self, plan: &Plan, ranks: &RankRows<'_>) {
+        let head_rows = ranks.head_rows;
+        if !self.seg_parts.is_empty() && self.head_rows == head_rows && self.node_tokens == ranks.tokens {
             return;
         }
         self.head_rows = head_rows;
+        self.node_tokens.clone_from(&ranks.tokens);
         self.ctx_ops.clear();
         let routed = self.routed_tokens.unwrap_or(self.tokens).min(self.tokens);
         // Only some ops depend on the context (Op::depends_on_context): sum the rest once.
@@ -209,7 +217,10 @@ impl Lowered {
                     };
                     parts.by_context.push(j);
                 } else {
-                    let toks = if op.name == "lm_head" && !s.logits_all_tokens { head_rows } else { self.tokens };
+                    // Under data-parallel attention a rank runs all but the experts over its own
+                    // tokens; the experts run over every rank's, gathered.
+                    let own = if op.class == crate::llm::OpClass::Expert { self.tokens } else { ranks.tokens[s.node] };
+                    let toks = if op.name == "lm_head" && !s.logits_all_tokens { ranks.head_rows(s.node) } else { own };
                     parts.gpu_ns += cost.op_ns_routed(op, toks, 0, routed.min(toks));
                     parts.dispatch_ns += cost.dispatch_ns(op, toks);
                     parts.ahead_ns += cost.ahead_ns(op, toks);
@@ -219,6 +230,61 @@ impl Lowered {
             seg_parts.push(parts);
         }
         self.seg_parts = seg_parts;
+    }
+}
+
+/// The rows of a step each rank runs. Every rank runs every row, but under data-parallel
+/// attention ([`super::Parallelism::Data`]), where the server deals its sequences to the ranks in
+/// turn (row j to rank j mod N: a balancer that keeps the ranks' counts within one), each rank
+/// runs its own; a rank dealt none runs a dummy forward of one token on an empty cache, as the
+/// ranks step in lockstep (vLLM 0.17 `DPEngineCoreProc.execute_dummy_batch`).
+struct RankRows<'a> {
+    /// Per rank, its rows (`None`: every rank runs every row).
+    dealt: Option<Vec<Vec<(u64, u64)>>>,
+    /// Every row of the step.
+    all: &'a [(u64, u64)],
+    /// Per rank, its tokens.
+    tokens: Vec<u64>,
+    /// Sampling rows of the whole step.
+    head_rows: u64,
+    /// Ranks the rows are dealt to (1: not dealt).
+    ranks: usize,
+}
+
+impl<'a> RankRows<'a> {
+    fn new(plan: &Plan, all: &'a [(u64, u64)], head_rows: u64) -> Self {
+        let n = plan.n();
+        let ranks = plan.options.parallelism.data_ranks(n);
+        if ranks <= 1 {
+            let total = all.iter().map(|r| r.0).sum();
+            return RankRows { dealt: None, all, tokens: vec![total; n], head_rows, ranks: 1 };
+        }
+        let mut dealt: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n];
+        for (j, &row) in all.iter().enumerate() {
+            dealt[j % n].push(row);
+        }
+        for d in &mut dealt {
+            if d.is_empty() {
+                d.push((1, 0));
+            }
+        }
+        let tokens = dealt.iter().map(|d| d.iter().map(|r| r.0).sum()).collect();
+        RankRows { dealt: Some(dealt), all, tokens, head_rows, ranks }
+    }
+
+    /// The rows `node` runs.
+    fn rows(&self, node: usize) -> &[(u64, u64)] {
+        self.dealt.as_ref().map_or(self.all, |d| d[node].as_slice())
+    }
+
+    /// The sampling rows `node` runs: all of them, or its turn's share when dealt (at least the
+    /// dummy forward's one).
+    fn head_rows(&self, node: usize) -> u64 {
+        if self.ranks <= 1 {
+            return self.head_rows;
+        }
+        let n = self.ranks as u64;
+        (self.head_rows / n + u64::from((node as u64) < self.head_rows % n)).max(1)
     }
 }
 

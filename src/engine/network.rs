@@ -506,6 +506,7 @@ impl<'a> Builder<'a> {
             seg_parts: Vec::new(),
             ctx_ops: Vec::new(),
             head_rows: 0,
+            node_tokens: Vec::new(),
             routed_tokens: None,
         }
     }

@@ -138,13 +138,24 @@ pub enum Parallelism {
         /// Pipeline stages (`--pipeline-parallel-size`, `[engine] pipeline_stages`).
         stages: u32,
     },
+    /// Data-parallel attention on an MoE model: every rank holds the whole attention (and every
+    /// other non-expert weight) and runs it over its own sequences; the MoE layers are sliced
+    /// over all ranks as tensor parallel slices them and run over every rank's tokens, gathered
+    /// before and scattered after (vLLM `--data-parallel-size N` on an MoE model, SGLang
+    /// `--tp N --dp N --enable-dp-attention`). The ranks step in lockstep: a rank with no
+    /// sequence runs a dummy forward. A dense model's data parallel is separate servers
+    /// (`[engine] replicas`).
+    Data,
+    /// [`Self::Data`] with the experts whole and spread over the ranks (vLLM
+    /// `--data-parallel-size N --enable-expert-parallel`).
+    DataExpert,
     /// One node.
     None,
 }
 
 impl Parallelism {
     /// Every split name a scenario may use.
-    pub const NAMES: [&'static str; 5] = ["tensor", "pipeline", "expert", "tensor+pipeline", "none"];
+    pub const NAMES: [&'static str; 7] = ["tensor", "pipeline", "expert", "tensor+pipeline", "data", "data+expert", "none"];
 
     /// Pipeline stages of a `tensor+pipeline` split whose file does not say
     /// (`[engine] pipeline_stages`): two, the split people run on four machines.
@@ -157,6 +168,8 @@ impl Parallelism {
             "pipeline" => Some(Self::Pipeline),
             "expert" => Some(Self::Expert),
             "tensor+pipeline" => Some(Self::TensorPipeline { stages: Self::DEFAULT_STAGES }),
+            "data" => Some(Self::Data),
+            "data+expert" => Some(Self::DataExpert),
             "none" => Some(Self::None),
             _ => None,
         }
@@ -169,8 +182,27 @@ impl Parallelism {
             Self::Pipeline => "pipeline",
             Self::Expert => "expert",
             Self::TensorPipeline { .. } => "tensor+pipeline",
+            Self::Data => "data",
+            Self::DataExpert => "data+expert",
             Self::None => "none",
         }
+    }
+
+    /// Ranks that run the attention each over its own sequences on `nodes` nodes (data-parallel
+    /// attention, [`Self::Data`] and [`Self::DataExpert`]); 1 under every other split.
+    pub fn data_ranks(self, nodes: usize) -> usize {
+        if self.data_attention() { nodes } else { 1 }
+    }
+
+    /// Whether the attention runs data parallel ([`Self::Data`], [`Self::DataExpert`]).
+    pub fn data_attention(self) -> bool {
+        matches!(self, Self::Data | Self::DataExpert)
+    }
+
+    /// Whether the MoE experts are whole and spread over the ranks ([`Self::Expert`],
+    /// [`Self::DataExpert`]).
+    pub fn spreads_experts(self) -> bool {
+        matches!(self, Self::Expert | Self::DataExpert)
     }
 
     /// Whether every rank holds a slice of its layers' attention (tensor, expert and
@@ -185,17 +217,17 @@ impl Parallelism {
         match self {
             Self::Pipeline => nodes,
             Self::TensorPipeline { stages } => stages as usize,
-            Self::Tensor | Self::Expert | Self::None => 1,
+            Self::Tensor | Self::Expert | Self::Data | Self::DataExpert | Self::None => 1,
         }
     }
 
     /// Ranks each layer is sliced over on `nodes` nodes (the tensor-parallel size; 1 under a
-    /// pipeline or on one node).
+    /// pipeline, data-parallel attention or on one node).
     pub fn tensor_ranks(self, nodes: usize) -> usize {
         match self {
             Self::Tensor | Self::Expert => nodes,
             Self::TensorPipeline { stages } => nodes / (stages as usize).max(1),
-            Self::Pipeline | Self::None => 1,
+            Self::Pipeline | Self::Data | Self::DataExpert | Self::None => 1,
         }
     }
 }

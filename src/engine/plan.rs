@@ -95,6 +95,9 @@ pub struct Share {
     pub end_layer: u64,
     /// Fraction of sharded weights held (1/N under tensor parallelism, else 1).
     pub shard: f64,
+    /// Fraction of each MoE expert layer's weights held: `shard`, but 1/N under data-parallel
+    /// attention, whose ranks hold every other weight whole ([`Parallelism::Data`]).
+    pub expert_shard: f64,
     /// Holds the input embedding.
     pub embedding: bool,
     /// Computes the LM head.
@@ -180,9 +183,19 @@ impl Plan {
         let shares: Vec<Share> = match inp.options.parallelism {
             // Expert parallel holds E/N whole experts per rank: the same 1/N of the expert bytes.
             Parallelism::Tensor | Parallelism::Expert => {
-                (0..n).map(|_| Share { first_layer: 0, end_layer: layers, shard: 1.0 / n as f64, embedding: true, head: true }).collect()
+                let shard = 1.0 / n as f64;
+                (0..n)
+                    .map(|_| Share { first_layer: 0, end_layer: layers, shard, expert_shard: shard, embedding: true, head: true })
+                    .collect()
             }
-            Parallelism::None => vec![Share { first_layer: 0, end_layer: layers, shard: 1.0, embedding: true, head: true }],
+            // Data-parallel attention: everything whole but the experts, which are split
+            // (sliced, or E/N whole experts under expert parallel: the same 1/N of the bytes).
+            Parallelism::Data | Parallelism::DataExpert => (0..n)
+                .map(|_| Share { first_layer: 0, end_layer: layers, shard: 1.0, expert_shard: 1.0 / n as f64, embedding: true, head: true })
+                .collect(),
+            Parallelism::None => {
+                vec![Share { first_layer: 0, end_layer: layers, shard: 1.0, expert_shard: 1.0, embedding: true, head: true }]
+            }
             Parallelism::Pipeline | Parallelism::TensorPipeline { .. } => {
                 let stages = inp.options.parallelism.stages(n);
                 let ranks = inp.options.parallelism.tensor_ranks(n);
@@ -203,7 +216,7 @@ impl Plan {
                     .map(|i| {
                         let s = i / ranks;
                         let (first_layer, end_layer) = ranges[s];
-                        Share { first_layer, end_layer, shard, embedding: s == 0, head: s + 1 == stages }
+                        Share { first_layer, end_layer, shard, expert_shard: shard, embedding: s == 0, head: s + 1 == stages }
                     })
                     .collect()
             }
@@ -285,9 +298,12 @@ impl Plan {
         self.options.fast_sync.unwrap_or(self.fabric.backend == Backend::Jaccl && self.n() > 1)
     }
 
-    /// KV-cache bytes one sequence of `context` tokens holds on `node`.
+    /// KV-cache bytes one sequence of `context` tokens holds on `node`. Under data-parallel
+    /// attention a sequence's whole cache lives on the one rank that runs it; a server spreads
+    /// its sequences evenly over the ranks, so each rank is charged 1/N of it (a fair balancer:
+    /// the memory check in [`Plan::new`] still asks one whole sequence to fit a rank).
     pub fn kv_bytes(&self, node: usize, context: u64) -> f64 {
-        kv_bytes(&self.model, &self.shares[node], &self.options, context)
+        kv_bytes(&self.model, &self.shares[node], &self.options, context) / self.options.parallelism.data_ranks(self.n()) as f64
     }
 
     /// Bytes of KV cache `node` can hold beside its weights and runtime overhead, under its
@@ -330,6 +346,7 @@ impl Plan {
             runtime: &self.runtimes[node],
             comm: &self.comm,
             shard: self.shares[node].shard,
+            expert_shard: self.shares[node].expert_shard,
             kv_shard: kv_head_share(&self.model, self.shares[node].shard),
             hidden: self.model.hidden,
             mla: MlaOptions { per_head_cache: self.options.mla_per_head_cache, prefill_expanded: self.options.mla_prefill_expanded },
@@ -338,7 +355,7 @@ impl Plan {
             flash_compute_ratio: self.flash_compute_ratio,
             materialized_attention: self.options.kind.runtime() == Runtime::LlamaCpp && !self.options.flash_attention,
             kv_byte_scale: self.options.cuda.kv_byte_scale(),
-            expert_ranks: if self.options.parallelism == Parallelism::Expert { self.n() } else { 1 },
+            expert_ranks: if self.options.parallelism.spreads_experts() { self.n() } else { 1 },
             expert_skew: self.expert_skew,
             expert_tile: match self.options.kind.runtime() {
                 Runtime::LlamaCpp if spec.os == Os::Macos => ExpertRowTile::METAL_MM_ID,
@@ -521,7 +538,7 @@ fn node_weight_bytes(m: &ModelSpec, quant: &QuantSpec, share: &Share) -> f64 {
     let kv_shard = kv_head_share(m, share.shard);
     for l in share.first_layer..share.end_layer {
         for op in m.quantized_layer_ops(l, quant) {
-            let frac = op.weight_share(share.shard, kv_shard);
+            let frac = if op.class == OpClass::Expert { share.expert_shard } else { op.weight_share(share.shard, kv_shard) };
             w += op.weight_bytes(op.total_params() as f64) * frac;
         }
     }

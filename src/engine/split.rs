@@ -105,6 +105,25 @@ pub enum SplitError {
         /// Engine name as written.
         engine: String,
     },
+    /// An engine without data-parallel attention asked for it.
+    #[error(
+        "engine `{engine}` has no data-parallel attention in the model (vLLM has: `--data-parallel-size N`; SGLang: `--enable-dp-attention`)"
+    )]
+    NoDataAttention {
+        /// Engine name as written.
+        engine: String,
+    },
+    /// Data-parallel attention asked of a model without MoE layers: its ranks would share
+    /// nothing, which is separate servers.
+    #[error(
+        "`{model}` has no MoE layers: data parallel of a dense model is separate servers, which share no layer (parallelism `{}` needs an MoE model)", parallelism.id()
+    )]
+    DataAttentionNeedsMoe {
+        /// Model id.
+        model: String,
+        /// The split asked for.
+        parallelism: Parallelism,
+    },
     /// An engine without a tensor-parallel pipeline asked for one.
     #[error(
         "engine `{engine}` has no tensor+pipeline parallelism in the model (vLLM has: `--tensor-parallel-size T --pipeline-parallel-size P`)"
@@ -164,6 +183,12 @@ impl SplitError {
             }
             Self::NoPipeline { .. } => "use parallelism = \"tensor\" (or count = 1)".into(),
             Self::NoExpertParallel { .. } => "use parallelism = \"tensor\", or engine = \"vllm\" on GB10 nodes".into(),
+            Self::NoDataAttention { .. } => {
+                "use parallelism = \"tensor\", separate servers (`[engine] replicas = N`), or engine = \"vllm\" on GB10 nodes".into()
+            }
+            Self::DataAttentionNeedsMoe { .. } => {
+                "use `[engine] replicas = N` (one server per group of nodes) or parallelism = \"tensor\"".into()
+            }
             Self::NoTensorPipeline { .. } => "use parallelism = \"tensor\" or \"pipeline\", or engine = \"vllm\" on GB10 nodes".into(),
             Self::ModelHasNoSplit { .. } => {
                 "use the split it offers, or engine = \"exo\" (its own sharding) or \"llama-cpp-rpc\" (pipeline)".into()
@@ -203,6 +228,15 @@ pub fn check_split(engine: &str, kind: EngineKind, parallelism: Parallelism, nod
         && !legal_stages(nodes).contains(&stages)
     {
         return Err(SplitError::IllegalStages { nodes, stages });
+    }
+    Ok(())
+}
+
+/// Checks that data-parallel attention has MoE layers to share: a dense model's data parallel
+/// is separate servers ([`SplitError::DataAttentionNeedsMoe`]).
+pub fn check_data_attention(model: &crate::llm::ModelSpec, parallelism: Parallelism) -> Result<(), SplitError> {
+    if parallelism.data_attention() && model.moe.is_none() {
+        return Err(SplitError::DataAttentionNeedsMoe { model: model.id.clone(), parallelism });
     }
     Ok(())
 }

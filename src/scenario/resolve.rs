@@ -11,7 +11,7 @@ use std::path::Path;
 use toml::Spanned;
 
 use crate::catalog::{Catalog, catalog};
-use crate::engine::split::{SplitError, check_fleet, check_split, check_tensor_split, default_parallelism};
+use crate::engine::split::{SplitError, check_data_attention, check_fleet, check_split, check_tensor_split, default_parallelism};
 use crate::engine::{AllReduceAlgo, EngineKind, EngineOptions, LlamaBackend, Parallelism, RocmTiles, Runtime};
 use crate::hw::cabling::{CablingError, check_cluster, check_node};
 use crate::hw::{Backend, FabricSpec, NodeSpec, Topology, Transport};
@@ -662,6 +662,7 @@ fn check_splits(engine: &str, kind: EngineKind, parallelism: Parallelism, nodes:
     check_split(engine, kind, parallelism, nodes.len())?;
     check_fleet(engine, kind, nodes)?;
     kind.behaviour().check_model_split(engine, model, parallelism)?;
+    check_data_attention(model, parallelism)?;
     if parallelism.slices_layers() {
         check_tensor_split(kind.behaviour().tensor_split_rule(), model, parallelism.tensor_ranks(nodes.len()))?;
     }
@@ -676,6 +677,8 @@ fn split_error(src: &Source, spans: &Spans, e: SplitError) -> ScenarioError {
         | SplitError::NoPipeline { .. }
         | SplitError::NoExpertParallel { .. }
         | SplitError::NoTensorPipeline { .. }
+        | SplitError::NoDataAttention { .. }
+        | SplitError::DataAttentionNeedsMoe { .. }
         | SplitError::ModelHasNoSplit { .. }
         | SplitError::IllegalStages { .. } => spans.parallelism.clone(),
         SplitError::NoSplitOnCluster { .. }

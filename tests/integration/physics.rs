@@ -204,13 +204,14 @@ fn a_split_never_beats_its_nodes_and_a_batch_one_pipeline_never_beats_one_node()
                 let one_case = Case::one(node, model, quant, single);
                 let Some(one) = one_case.run() else { continue };
                 for count in [2, 4] {
-                    // vLLM runs every split: pipeline, tensor and expert parallel (MoE models).
+                    // vLLM runs every split: pipeline, tensor, expert parallel and data-parallel
+                    // attention (the last three on MoE models).
                     let mut splits = vec!["pipeline"];
                     if matches!(multi, "exo" | "mlx-lm" | "vllm") {
                         splits.push("tensor");
                     }
                     if multi == "vllm" {
-                        splits.push("expert");
+                        splits.extend(["expert", "data", "data+expert"]);
                     }
                     // Two stages of tensor-parallel pairs: at batch 1 no faster than one pair.
                     if multi == "vllm" && count == 4 {
@@ -225,7 +226,7 @@ fn a_split_never_beats_its_nodes_and_a_batch_one_pipeline_never_beats_one_node()
                             "pipeline" if x > y * TOL => {
                                 bad.push(format!("{}: batch-1 pipeline decodes {x:.2} tok/s > one node's {y:.2}", c.name()))
                             }
-                            "tensor" | "expert" if x > count as f64 * y * TOL => {
+                            "tensor" | "expert" | "data" | "data+expert" if x > count as f64 * y * TOL => {
                                 bad.push(format!("{}: {x:.2} tok/s > {count} x one node's {y:.2}", c.name()))
                             }
                             "tensor+pipeline" if x > (count / 2) as f64 * y * TOL => {

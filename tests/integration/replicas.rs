@@ -188,7 +188,8 @@ replicas = 2
 }
 
 /// `validate` reads a data-parallel row as replicas (llama.cpp on one machine each, not RPC),
-/// and refuses vLLM's data parallel of an MoE model, whose instances share their experts.
+/// but vLLM's data parallel of an MoE model, whose instances share their experts, and any with
+/// DP attention as data-parallel attention (`data`; with EP, `data+expert`).
 #[test]
 fn validate_reads_data_parallel_rows_as_replicas() {
     let dir = tempfile::tempdir().unwrap();
@@ -201,6 +202,8 @@ fn validate_reads_data_parallel_rows_as_replicas() {
         "moe,dgx-spark,2,,gpt-oss-120b,mxfp4,vllm,DP2,,1024,8,aggregate_decode_tokens_per_s,100,tok/s,probe,",
         "sgdp,dgx-spark,2,,gpt-oss-120b,mxfp4,sglang,DP2 (enable-dp-attention),,1024,8,aggregate_decode_tokens_per_s,100,tok/s,probe,",
         "sg,dgx-spark,2,,gpt-oss-120b,mxfp4,sglang,DP2,,1024,8,aggregate_decode_tokens_per_s,100,tok/s,probe,",
+        "dpep,dgx-spark,2,,gpt-oss-120b,mxfp4,vllm,DP2 + EP,,1024,8,aggregate_decode_tokens_per_s,100,tok/s,probe,",
+        "dptp,dgx-spark,4,,gpt-oss-120b,mxfp4,vllm,DP2 TP2,,1024,8,aggregate_decode_tokens_per_s,100,tok/s,probe,",
     ];
     std::fs::write(&csv, format!("{head}{}\n", rows.join("\n"))).unwrap();
     let out = bin().args(["-q", "validate", "--json", "--against"]).arg(&csv).output().unwrap();
@@ -212,8 +215,11 @@ fn validate_reads_data_parallel_rows_as_replicas() {
     assert!(predicted("lcpp").is_some(), "{v}");
     let assumed = v["rows"].as_array().unwrap().iter().find(|r| r["id"] == "lcpp").unwrap()["assumptions"].to_string();
     assert!(assumed.contains("2 replicas of 1 node(s)") && !assumed.contains("RPC"), "{assumed}");
-    assert!(crate::skip_reason(&v, "moe").contains("vLLM's data parallel on an MoE model"), "{v}");
+    let assumed = |id: &str| v["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap()["assumptions"].to_string();
+    assert!(predicted("moe").is_some() && assumed("moe").contains("data-parallel attention over 2 nodes (`data`)"), "{v}");
     // SGLang's `--dp` router runs separate servers; with DP attention it does not.
-    assert!(predicted("sg").is_some(), "{v}");
-    assert!(crate::skip_reason(&v, "sgdp").contains("with DP attention"), "{v}");
+    assert!(predicted("sg").is_some() && assumed("sg").contains("2 replicas of 1 node(s)"), "{v}");
+    assert!(predicted("sgdp").is_some() && assumed("sgdp").contains("(`data`)"), "{v}");
+    assert!(predicted("dpep").is_some() && assumed("dpep").contains("(`data+expert`)"), "{v}");
+    assert!(crate::skip_reason(&v, "dptp").contains("over tensor-parallel groups of 2 nodes"), "{v}");
 }

@@ -274,3 +274,117 @@ fn a_tensor_pipeline_serves_one_batch_per_stage_in_flight() {
     let overlapping = forwards.windows(2).filter(|w| w[1].0 < w[0].0 + w[0].2 && (w[0].1, w[1].1) == (4, 4)).count();
     assert!(overlapping >= 10, "{overlapping} overlapping pairs of four");
 }
+
+/// Data-parallel attention (`--data-parallel-size 2` of gpt-oss-120b on two Sparks) by hand:
+/// the ranks agree on the step's token counts with one small all-reduce, then every MoE layer
+/// all-gathers the tokens before its experts and reduce-scatters them after (36 layers: 72
+/// gathers); nothing else crosses the link. Each rank holds the attention whole and half of
+/// every expert; a sequence's KV cache lives whole on the rank that runs it.
+#[test]
+fn data_parallel_attention_gathers_before_each_moe_layer_and_scatters_after() {
+    let p = quiet();
+    let dp = sparks(2, "gpt-oss-120b", "mxfp4-hf", "data");
+    let plan = dp.plan(200, &p).unwrap();
+    let mut low = lower_step(&plan, 1);
+    low.retime(&plan, 100);
+    let g = &low.graph;
+    let on = |label: &str, node: u32| g.task_ids().filter(|&t| g.task(t).label() == label && g.resource_of(t).node() == node).count();
+    for node in 0..2 {
+        assert_eq!((on("nccl all-gather", node), on("nccl all-reduce", node)), (72, 1), "node {node}");
+    }
+    // Raising every NCCL collective's base by 10 us adds 73 x 10 us.
+    let mut slower = p.clone();
+    slower.comm.nccl_base_us += 10.0;
+    assert_eq!(decode_step_ns(&dp, &slower) - decode_step_ns(&dp, &p), 73 * 10_000);
+    // Dispatch: a token's hidden states (2,880 x 2 B) and its top-4 weights and ids (4 x 8 B).
+    let net = plan.net_cost();
+    let durations: std::collections::BTreeSet<u64> =
+        g.task_ids().filter(|&t| g.task(t).label() == "nccl all-gather").map(|t| g.task(t).duration()).collect();
+    let want: std::collections::BTreeSet<u64> = [net.nccl_all_gather_ns(5_760 + 32, 2), net.nccl_all_gather_ns(5_760, 2)].into();
+    assert_eq!(durations, want);
+
+    // Memory: the attention (and embeddings, head, router) whole, half of every expert.
+    let one = sparks(1, "gpt-oss-120b", "mxfp4-hf", "none").plan(200, &p).unwrap();
+    let experts_gb: f64 = (0..plan.model.layers)
+        .flat_map(|l| plan.layer_ops(l))
+        .filter(|o| o.class == OpClass::Expert)
+        .map(|o| o.weight_bytes(o.total_params() as f64))
+        .sum::<f64>()
+        / 1e9;
+    assert!((plan.memory[0].weights_gb - (one.memory[0].weights_gb - experts_gb / 2.0)).abs() < 1e-6);
+    let tp = sparks(2, "gpt-oss-120b", "mxfp4-hf", "tensor").plan(200, &p).unwrap();
+    assert!(plan.memory[0].weights_gb > tp.memory[0].weights_gb);
+    // A sequence's cache is whole on its rank; a server of many spreads them: half per rank.
+    assert_eq!(plan.memory[0].kv_cache_gb, one.memory[0].kv_cache_gb);
+    assert!((plan.kv_bytes(0, 4096) - one.kv_bytes(0, 4096) / 2.0).abs() < 1e-6);
+}
+
+/// One request runs on one rank while the other runs a dummy forward in step; two requests run
+/// one on each rank, so the second costs the experts of one more token and nothing else.
+#[test]
+fn data_parallel_ranks_run_their_own_sequences_in_lockstep() {
+    let p = quiet();
+    let plan = sparks(2, "gpt-oss-120b", "mxfp4-hf", "data").plan(200, &p).unwrap();
+    let busy = |rows: &[(u64, u64)]| {
+        let mut low = lower_step(&plan, rows.iter().map(|r| r.0).sum());
+        low.retime_rows(&plan, rows, rows.len() as u64);
+        let tl = execute(&low.graph, 0, &mut Jitter::new(1, 0.0));
+        let g = &low.graph;
+        let gpu = |node: u32| {
+            g.task_ids()
+                .filter(|&t| g.task(t).label() == "compute" && g.resource_of(t).node() == node)
+                .map(|t| g.task(t).duration())
+                .sum::<u64>()
+        };
+        (gpu(0), gpu(1), tl.makespan())
+    };
+    let (a0, a1, one) = busy(&[(1, 4000)]);
+    assert!(a1 < a0, "the dummy rank {a1} vs the busy one {a0}");
+    // Each rank one sequence at the same context: both as busy as the lone sequence's rank
+    // but for the experts of a second token.
+    let (b0, b1, two) = busy(&[(1, 4000), (1, 4000)]);
+    assert_eq!(b0, b1);
+    assert!(b0 > a0 && two > one, "{b0} vs {a0}");
+    let expert = plan.layer_ops(0).into_iter().find(|o| o.class == OpClass::Expert).unwrap();
+    let c = plan.cost(0);
+    let launches = c.launch_ns(&expert, 2) - c.launch_ns(&expert, 1);
+    let experts_extra = 36.0 * (c.op_ns(&expert, 2, 0) - c.op_ns(&expert, 1, 0) - launches);
+    assert!(((b0 - a0) as f64 - experts_extra).abs() < 36.0 * 2.0, "{} vs {experts_extra}", b0 - a0);
+}
+
+#[test]
+fn data_parallel_attention_needs_an_moe_model_and_an_engine_that_has_it() {
+    let err = |text: String| parse(Source { path: "x.toml".into(), dir: PathBuf::new(), text }).unwrap_err();
+    let base = |model: &str, quant: &str, engine: &str, split: &str| {
+        format!(
+            "[cluster]\nnode = \"dgx-spark\"\ncount = 2\nfabric = \"cx7-roce\"\ntopology = \"full-mesh\"\n[model]\nname = \"{model}\"\nquant = \"{quant}\"\n[engine]\nname = \"{engine}\"\nparallelism = \"{split}\"\n[workload]\nprompt_tokens = 128\ngenerate_tokens = 8\n"
+        )
+    };
+    let e = err(base("llama-3.3-70b", "fp8", "vllm", "data"));
+    assert!(e.message.contains("has no MoE layers: data parallel of a dense model is separate servers"), "{}", e.message);
+    assert!(e.help.unwrap_or_default().contains("replicas"));
+    let e = err(base("gpt-oss-120b", "mxfp4", "sglang", "data+expert"));
+    assert!(e.message.contains("no expert parallelism"), "{}", e.message);
+    let e = err(base("gpt-oss-120b", "mxfp4", "llama-cpp-rpc", "data").replace("cx7-roce", "eth-10g").replace("full-mesh", "switch"));
+    assert!(e.message.contains("splits layers"), "{}", e.message);
+    let mac = base("gpt-oss-120b", "mxfp4", "exo", "data").replace("dgx-spark", "m3-ultra-80c-512gb").replace("cx7-roce", "tb5-rdma");
+    assert!(err(mac).message.contains("no data-parallel attention"));
+    // SGLang's DP attention slices the experts over the ranks: it runs.
+    sc(&base("gpt-oss-120b", "mxfp4", "sglang", "data"));
+}
+
+/// One user on data-parallel attention is `generate` exactly (one rank runs it, the other
+/// steps with it on a dummy).
+#[test]
+fn one_user_on_data_parallel_attention_reproduces_generate() {
+    use supernode::estimate::estimate;
+    let base = sparks(2, "gpt-oss-120b", "mxfp4-hf", "data").source.text.clone();
+    let head = &base[..base.find("[workload]").unwrap()];
+    let g = estimate(&sc(&format!("{head}[workload]\nprompt_tokens = 1000\ngenerate_tokens = 32\n")), &quiet()).unwrap();
+    let serve = format!(
+        "{head}[workload]\nkind = \"serve\"\narrival = \"closed\"\nconcurrency = 1\nrequests = 1\nprompt_tokens = 1000\ngenerate_tokens = 32\n"
+    );
+    let s = estimate(&sc(&serve), &quiet()).unwrap();
+    assert_eq!(s.serve.as_ref().unwrap().per_request_decode_tokens_per_s, g.decode_tokens_per_s);
+    assert_eq!((s.ttft_s, s.tpot_ms.mean), (g.ttft_s, g.tpot_ms.mean));
+}

@@ -199,7 +199,10 @@ fn configs(req: &PlanRequest, cat: &Catalog, mix: &[&NodeSpec]) -> Vec<Config> {
 /// model's architecture ([`EngineRuntime::check_model_split`]).
 fn split_fits_model(r: &dyn EngineRuntime, p: Parallelism, model: &crate::llm::ModelSpec, nodes: usize) -> bool {
     let sharded_ok = !p.slices_layers() || r.tensor_split_rule().is_legal(model, p.tensor_ranks(nodes) as u64);
-    sharded_ok && (p != Parallelism::Expert || model.moe.is_some()) && r.check_model_split(r.id(), model, p).is_ok()
+    sharded_ok
+        && (p != Parallelism::Expert || model.moe.is_some())
+        && crate::engine::split::check_data_attention(model, p).is_ok()
+        && r.check_model_split(r.id(), model, p).is_ok()
 }
 
 /// Engine option sets of a configuration: only the defaults, or with `vary` the cartesian

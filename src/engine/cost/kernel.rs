@@ -82,6 +82,9 @@ pub struct NodeCost<'a> {
     pub comm: &'a CommParams,
     /// Fraction of sharded weights (and heads) this node holds.
     pub shard: f64,
+    /// Fraction of each MoE expert layer's weights this node holds (`shard`, but 1/N under
+    /// data-parallel attention, whose other weights are whole).
+    pub expert_shard: f64,
     /// Fraction of a GQA cache's KV heads this node holds: `shard`, or more where tensor
     /// parallelism outnumbers the KV heads and replicates them (`engine::plan::kv_head_share`).
     pub kv_shard: f64,
@@ -420,7 +423,7 @@ impl NodeCost<'_> {
         // experts, as tensor parallel reads); the busiest rank's sets the time
         // ([`Self::expert_parallel_terms`]) while the others read fewer experts and wait.
         if self.expert_ranks > 1 && op.class == OpClass::Expert {
-            let mean = NodeCost { expert_ranks: 1, shard: 1.0 / self.expert_ranks as f64, ..*self };
+            let mean = NodeCost { expert_ranks: 1, expert_shard: 1.0 / self.expert_ranks as f64, ..*self };
             return mean.op_work_routed(op, tokens, context, routed);
         }
         let c = self.terms(op, tokens, context, routed);
@@ -499,7 +502,10 @@ impl NodeCost<'_> {
         match op.class {
             // The K and V projections follow the KV heads (replicated past them under vLLM).
             OpClass::Dense => self.dense_terms(op, tokens, context, op.weight_share(self.shard, self.kv_shard), mla, base),
-            OpClass::Expert => self.expert_terms(op, tokens, routed.min(tokens), shard, base),
+            OpClass::Expert => {
+                let shard = if op.placement == Placement::Sharded { self.expert_shard } else { 1.0 };
+                self.expert_terms(op, tokens, routed.min(tokens), shard, base)
+            }
             OpClass::Attention if self.materializes(op) => self.materialized_terms(op, tokens, context, shard, base),
             OpClass::Attention => self.attention_terms(op, tokens, context, shard, mla, base),
             OpClass::Recurrent => self.recurrent_terms(op, tokens, shard, base),
@@ -928,6 +934,7 @@ mod tests {
             runtime,
             comm,
             shard: 1.0,
+            expert_shard: 1.0,
             kv_shard: 1.0,
             hidden: 64,
             mla: MlaOptions::default(),

@@ -57,6 +57,7 @@ impl EngineRuntime for Exo {
         match parallelism {
             Parallelism::Expert => Err(SplitError::NoExpertParallel { engine: engine.to_string() }),
             Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine: engine.to_string() }),
+            Parallelism::Data | Parallelism::DataExpert => Err(SplitError::NoDataAttention { engine: engine.to_string() }),
             Parallelism::Tensor | Parallelism::Pipeline | Parallelism::None => Ok(()),
         }
     }
@@ -71,7 +72,9 @@ impl EngineRuntime for Exo {
         match plan.options.parallelism {
             Parallelism::None | Parallelism::Tensor | Parallelism::Expert => lower_segments(plan, tokens),
             Parallelism::Pipeline => lower_pipeline(plan, tokens),
-            Parallelism::TensorPipeline { .. } => unreachable!("exo refuses tensor+pipeline (check_split)"),
+            Parallelism::TensorPipeline { .. } | Parallelism::Data | Parallelism::DataExpert => {
+                unreachable!("exo refuses tensor+pipeline and data-parallel attention (check_split)")
+            }
         }
     }
 
@@ -88,9 +91,11 @@ impl EngineRuntime for Exo {
 
     fn crash_reaction(&self, parallelism: Parallelism, _node: usize) -> &'static str {
         match parallelism {
-            Parallelism::Tensor | Parallelism::Expert | Parallelism::TensorPipeline { .. } => {
-                "exo stops the instance and reloads every node"
-            }
+            Parallelism::Tensor
+            | Parallelism::Expert
+            | Parallelism::TensorPipeline { .. }
+            | Parallelism::Data
+            | Parallelism::DataExpert => "exo stops the instance and reloads every node",
             Parallelism::Pipeline | Parallelism::None => "the pipeline stalls until the node has reloaded its layers",
         }
     }
@@ -103,7 +108,12 @@ impl EngineRuntime for Exo {
     fn cable_loss(&self, parallelism: Parallelism) -> CableLoss {
         match parallelism {
             Parallelism::Pipeline => CableLoss::FallBack("exo places the pipeline again over the LAN (exo issue 2295)"),
-            Parallelism::Tensor | Parallelism::Expert | Parallelism::TensorPipeline { .. } | Parallelism::None => {
+            Parallelism::Tensor
+            | Parallelism::Expert
+            | Parallelism::TensorPipeline { .. }
+            | Parallelism::Data
+            | Parallelism::DataExpert
+            | Parallelism::None => {
                 CableLoss::Replace("exo's collective fails; exo places the instance again on the nodes still cabled to each other")
             }
         }

@@ -57,7 +57,11 @@ impl EngineRuntime for LlamaCppRpc {
     /// RPC splits layers (pipeline), not tensors.
     fn check_split(&self, _engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
         match parallelism {
-            Parallelism::Tensor | Parallelism::Expert | Parallelism::TensorPipeline { .. } => Err(SplitError::RpcSplitsLayers),
+            Parallelism::Tensor
+            | Parallelism::Expert
+            | Parallelism::TensorPipeline { .. }
+            | Parallelism::Data
+            | Parallelism::DataExpert => Err(SplitError::RpcSplitsLayers),
             Parallelism::Pipeline | Parallelism::None => Ok(()),
         }
     }
@@ -77,9 +81,12 @@ impl EngineRuntime for LlamaCppRpc {
     fn lower(&self, plan: &Plan, tokens: u64) -> Lowered {
         match plan.options.parallelism {
             Parallelism::Pipeline => lower_rpc(plan, tokens),
-            Parallelism::None | Parallelism::Tensor | Parallelism::Expert | Parallelism::TensorPipeline { .. } => {
-                lower_segments(plan, tokens)
-            }
+            Parallelism::None
+            | Parallelism::Tensor
+            | Parallelism::Expert
+            | Parallelism::TensorPipeline { .. }
+            | Parallelism::Data
+            | Parallelism::DataExpert => lower_segments(plan, tokens),
         }
     }
 

@@ -25,15 +25,17 @@ use super::options::{CudaOptions, EngineKind, EngineOptions, Parallelism, Runtim
 use super::plan::Plan;
 use super::split::{DeviceNeed, SplitError, TensorSplitRule};
 
-/// The split rule of a CUDA engine that runs one node or tensor parallel only (SGLang
-/// `--tp N`, TensorRT-LLM `--tp_size N`): pipeline and expert parallel refused, naming `engine`.
+/// The split rule of a CUDA engine that runs one node, tensor parallel or data-parallel
+/// attention with the MoE layers sliced over every rank (SGLang `--tp N`, `--tp N --dp N
+/// --enable-dp-attention`; TensorRT-LLM `--tp_size N`, `enable_attention_dp`): pipeline and
+/// expert parallel refused, naming `engine`.
 pub(crate) fn tensor_or_one_node(engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
     let engine = engine.to_string();
     match parallelism {
         Parallelism::Pipeline => Err(SplitError::NoPipeline { engine }),
-        Parallelism::Expert => Err(SplitError::NoExpertParallel { engine }),
+        Parallelism::Expert | Parallelism::DataExpert => Err(SplitError::NoExpertParallel { engine }),
         Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine }),
-        Parallelism::Tensor | Parallelism::None => Ok(()),
+        Parallelism::Tensor | Parallelism::Data | Parallelism::None => Ok(()),
     }
 }
 
@@ -392,9 +394,12 @@ pub trait EngineRuntime: Sync {
 /// A single-node runtime's split rule: no tensor or pipeline parallelism.
 fn single_node_split(engine: &str, parallelism: Parallelism) -> Result<(), SplitError> {
     match parallelism {
-        Parallelism::Tensor | Parallelism::Pipeline | Parallelism::Expert | Parallelism::TensorPipeline { .. } => {
-            Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism })
-        }
+        Parallelism::Tensor
+        | Parallelism::Pipeline
+        | Parallelism::Expert
+        | Parallelism::TensorPipeline { .. }
+        | Parallelism::Data
+        | Parallelism::DataExpert => Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism }),
         Parallelism::None => Ok(()),
     }
 }

@@ -100,7 +100,9 @@ impl CudaEngine for Vllm {
         match plan.options.parallelism {
             Parallelism::Pipeline => lower_pipeline(plan, tokens, ray),
             Parallelism::TensorPipeline { .. } => lower_tensor_pipeline(plan, tokens, ray),
-            Parallelism::None | Parallelism::Tensor | Parallelism::Expert => lower_segments_driven(plan, tokens, ray),
+            Parallelism::None | Parallelism::Tensor | Parallelism::Expert | Parallelism::Data | Parallelism::DataExpert => {
+                lower_segments_driven(plan, tokens, ray)
+            }
         }
     }
 

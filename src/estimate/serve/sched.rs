@@ -105,17 +105,24 @@ pub enum Policy {
 }
 
 impl Policy {
-    /// The scheduler of the plan's runtime, with the scenario's `max_batch` override.
+    /// The scheduler of the plan's runtime, with the scenario's `max_batch` override. Under
+    /// data-parallel attention each of the N ranks schedules its own sequences with the
+    /// engine's budgets (vLLM's `DPEngineCoreProc`, one scheduler per rank) and the ranks step
+    /// together: modelled as one scheduler with N times the budgets whose rows are dealt to the
+    /// ranks in turn ([`crate::engine::Lowered::retime_rows`]).
     pub fn for_plan(plan: &Plan, serve: &Serve) -> Policy {
+        let ranks = plan.options.parallelism.data_ranks(plan.n()) as u64;
         // The runtime chooses its loop and defaults (its module under `engine::runtimes`).
         match plan.options.kind.behaviour().serving_loop(serve.max_batch, &plan.options) {
             ServingLoop::Exo { max_batch } => Policy::Exo { max_batch },
             ServingLoop::MlxBatchGenerator { max_batch, prefill_batch } => Policy::MlxLm { max_batch, prefill_batch },
             ServingLoop::LlamaServer { slots, n_batch } => Policy::LlamaServer { slots, n_batch },
             ServingLoop::VllmV1 { max_num_seqs, max_num_batched_tokens, block_tokens } => {
-                Policy::VllmV1 { max_num_seqs, max_num_batched_tokens, block_tokens }
+                Policy::VllmV1 { max_num_seqs: max_num_seqs * ranks, max_num_batched_tokens: max_num_batched_tokens * ranks, block_tokens }
             }
-            ServingLoop::Sglang { max_running, chunked_prefill } => Policy::Sglang { max_running, chunked_prefill },
+            ServingLoop::Sglang { max_running, chunked_prefill } => {
+                Policy::Sglang { max_running: max_running * ranks, chunked_prefill: chunked_prefill * ranks }
+            }
         }
     }
 
