@@ -137,14 +137,17 @@ fn planned(model: &str, max_nodes: usize) -> Vec<(usize, String, String)> {
 fn the_planner_lists_only_the_splits_a_model_can_take() {
     let has = |v: &[(usize, String, String)], n: usize, p: &str| v.iter().any(|c| c.0 == n && c.2 == p);
     let moe = planned("gpt-oss-120b", 3);
-    for p in ["tensor", "expert", "pipeline"] {
+    for p in ["tensor", "expert", "data", "pipeline"] {
         assert!(has(&moe, 2, p), "2 Sparks {p}: {moe:?}");
     }
+    // Data-parallel attention asks nothing of the heads: 3 Sparks take it.
+    assert!(has(&moe, 3, "data"), "{moe:?}");
     // gpt-oss-120b has 64 heads and 8 KV heads: 3 ranks cannot split them; a pipeline can.
     assert!(!has(&moe, 3, "tensor") && !has(&moe, 3, "expert") && has(&moe, 3, "pipeline"), "{moe:?}");
     // A dense model has no expert split.
     let dense = planned("llama-3.3-70b", 2);
     assert!(has(&dense, 2, "tensor") && has(&dense, 2, "pipeline") && !has(&dense, 2, "expert"), "{dense:?}");
+    assert!(!has(&dense, 2, "data"), "{dense:?}");
 }
 
 /// `model` in `quant` on four DGX Sparks through a switch, vLLM tensor parallel within two

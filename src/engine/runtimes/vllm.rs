@@ -111,16 +111,18 @@ impl CudaEngine for Vllm {
         super::vllm_v1_loop(max_batch, options)
     }
 
-    /// On a cluster every split, tensor+pipeline (two stages) on an even count from four (the
-    /// planner drops the splits a model cannot take: a tensor size its heads refuse, expert
-    /// parallel of a dense model).
+    /// On a cluster every split but data-parallel attention with expert parallel,
+    /// tensor+pipeline (two stages) on an even count from four (the planner drops the splits a
+    /// model cannot take: a tensor size its heads refuse, expert parallel or data-parallel
+    /// attention of a dense model).
     fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
         match nodes {
             1 => &[Parallelism::None],
-            n if n < 4 || n % 2 == 1 => &[Parallelism::Tensor, Parallelism::Expert, Parallelism::Pipeline],
+            n if n < 4 || n % 2 == 1 => &[Parallelism::Tensor, Parallelism::Expert, Parallelism::Data, Parallelism::Pipeline],
             _ => &[
                 Parallelism::Tensor,
                 Parallelism::Expert,
+                Parallelism::Data,
                 Parallelism::Pipeline,
                 Parallelism::TensorPipeline { stages: Parallelism::DEFAULT_STAGES },
             ],
