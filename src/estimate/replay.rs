@@ -31,11 +31,13 @@ pub struct ServeBase {
 }
 
 /// `estimate` of a serving scenario, with its [`ServeBase`] for [`estimate_nudged`]; `None` when
-/// the scenario does not serve, or serves on replicas.
+/// the scenario does not serve, or serves on replicas or with data-parallel attention.
 pub fn estimate_serve_base(s: &Scenario, profile: &Profile) -> Result<Option<(Estimate, ServeBase)>, EstimateError> {
     let Some(sv) = &s.workload.serve else { return Ok(None) };
-    if s.replicas > 1 {
-        // Replicas run several shares: their intervals re-run the whole estimate.
+    if s.replicas > 1 || s.engine.parallelism.data_attention() {
+        // Replicas run several shares, and data-parallel attention deals a step's rows to its
+        // ranks, so one forward size's steps do not share one sensitivity (which rank takes
+        // a prefill chunk decides the step): their intervals re-run the whole estimate.
         return Ok(None);
     }
     let plan = generate_plan(s, profile)?;
