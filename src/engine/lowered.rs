@@ -220,7 +220,12 @@ impl Lowered {
                     // Under data-parallel attention a rank runs all but the experts over its own
                     // tokens; the experts run over every rank's, gathered.
                     let own = if op.class == crate::llm::OpClass::Expert { self.tokens } else { ranks.tokens[s.node] };
-                    let toks = if op.name == "lm_head" && !s.logits_all_tokens { ranks.head_rows(s.node) } else { own };
+                    let head = op.name == "lm_head";
+                    // A dummy forward computes hidden states, no logits.
+                    if head && ranks.is_dummy(s.node) {
+                        continue;
+                    }
+                    let toks = if head && !s.logits_all_tokens { ranks.head_rows(s.node) } else { own };
                     parts.gpu_ns += cost.op_ns_routed(op, toks, 0, routed.min(toks));
                     parts.dispatch_ns += cost.dispatch_ns(op, toks);
                     parts.ahead_ns += cost.ahead_ns(op, toks);
@@ -236,8 +241,9 @@ impl Lowered {
 /// The rows of a step each rank runs. Every rank runs every row, but under data-parallel
 /// attention ([`super::Parallelism::Data`]), where the server deals its sequences to the ranks in
 /// turn (row j to rank j mod N: a balancer that keeps the ranks' counts within one), each rank
-/// runs its own; a rank dealt none runs a dummy forward of one token on an empty cache, as the
-/// ranks step in lockstep (vLLM 0.17 `DPEngineCoreProc.execute_dummy_batch`).
+/// runs its own; a rank dealt none runs a dummy forward of one token on an empty cache and no LM
+/// head, as the ranks step in lockstep (vLLM 0.17 `DPEngineCoreProc.execute_dummy_batch`, whose
+/// `_dummy_run` returns hidden states without computing logits).
 struct RankRows<'a> {
     /// Per rank, its rows (`None`: every rank runs every row).
     dealt: Option<Vec<Vec<(u64, u64)>>>,
@@ -272,19 +278,23 @@ impl<'a> RankRows<'a> {
         RankRows { dealt: Some(dealt), all, tokens, head_rows, ranks }
     }
 
+    /// Whether `node` was dealt no row and runs a dummy forward.
+    fn is_dummy(&self, node: usize) -> bool {
+        self.dealt.is_some() && node >= self.all.len()
+    }
+
     /// The rows `node` runs.
     fn rows(&self, node: usize) -> &[(u64, u64)] {
         self.dealt.as_ref().map_or(self.all, |d| d[node].as_slice())
     }
 
-    /// The sampling rows `node` runs: all of them, or its turn's share when dealt (at least the
-    /// dummy forward's one).
+    /// The sampling rows `node` runs: all of them, or its turn's share when dealt.
     fn head_rows(&self, node: usize) -> u64 {
         if self.ranks <= 1 {
             return self.head_rows;
         }
         let n = self.ranks as u64;
-        (self.head_rows / n + u64::from((node as u64) < self.head_rows % n)).max(1)
+        self.head_rows / n + u64::from((node as u64) < self.head_rows % n)
     }
 }
 
