@@ -52,8 +52,8 @@ pub struct Lowered {
     pub(super) ctx_ops: Vec<(usize, Op)>,
     /// LM-head rows `seg_parts` was summed for.
     pub(super) head_rows: u64,
-    /// Per node, the step's tokens `seg_parts` was summed for (all of them on every node but
-    /// under data-parallel attention, where each rank runs its own sequences).
+    /// Per node, the step's tokens `seg_parts` was summed for under data-parallel attention,
+    /// where each rank runs its own sequences (empty elsewhere: every node runs them all).
     pub(super) node_tokens: Vec<u64>,
     /// Rows of the step that route on their own through MoE layers (None: every token);
     /// [`Lowered::set_routed_tokens`].
@@ -219,7 +219,7 @@ impl Lowered {
                 } else {
                     // Under data-parallel attention a rank runs all but the experts over its own
                     // tokens; the experts run over every rank's, gathered.
-                    let own = if op.class == crate::llm::OpClass::Expert { self.tokens } else { ranks.tokens[s.node] };
+                    let own = if op.class == crate::llm::OpClass::Expert { self.tokens } else { ranks.tokens_of(s.node, self.tokens) };
                     let head = op.name == "lm_head";
                     // A dummy forward computes hidden states, no logits.
                     if head && ranks.is_dummy(s.node) {
@@ -249,7 +249,7 @@ struct RankRows<'a> {
     dealt: Option<Vec<Vec<(u64, u64)>>>,
     /// Every row of the step.
     all: &'a [(u64, u64)],
-    /// Per rank, its tokens.
+    /// Per rank, its tokens when dealt (empty otherwise: every rank runs all of them).
     tokens: Vec<u64>,
     /// Sampling rows of the whole step.
     head_rows: u64,
@@ -262,8 +262,7 @@ impl<'a> RankRows<'a> {
         let n = plan.n();
         let ranks = plan.options.parallelism.data_ranks(n);
         if ranks <= 1 {
-            let total = all.iter().map(|r| r.0).sum();
-            return RankRows { dealt: None, all, tokens: vec![total; n], head_rows, ranks: 1 };
+            return RankRows { dealt: None, all, tokens: Vec::new(), head_rows, ranks: 1 };
         }
         let mut dealt: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n];
         for (j, &row) in all.iter().enumerate() {
@@ -276,6 +275,11 @@ impl<'a> RankRows<'a> {
         }
         let tokens = dealt.iter().map(|d| d.iter().map(|r| r.0).sum()).collect();
         RankRows { dealt: Some(dealt), all, tokens, head_rows, ranks }
+    }
+
+    /// The tokens `node` runs of a step of `total`.
+    fn tokens_of(&self, node: usize, total: u64) -> u64 {
+        self.tokens.get(node).copied().unwrap_or(total)
     }
 
     /// Whether `node` was dealt no row and runs a dummy forward.
