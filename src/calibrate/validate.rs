@@ -669,7 +669,10 @@ fn row_parallelism(
             let split = parallelism_label(&row.parallelism, n)?;
             let group = n / split.replicas;
             let text = format!("{}; {}", row.parallelism, row_text(row)).to_lowercase();
-            let dp_attention = text.contains("dp-attention") || text.contains("dp attention") || text.contains("dp_attention");
+            // SGLang's `--enable-dp-attention`, TensorRT-LLM's `enable_attention_dp`.
+            let dp_attention = ["dp-attention", "dp attention", "dp_attention", "attention_dp", "attention dp", "attention-dp"]
+                .iter()
+                .any(|w| text.contains(w));
             if split.split == Parallelism::DataExpert || (split.replicas > 1 && (dp_attention || moe_shared)) {
                 if split.replicas > 1 && group > 1 {
                     return Err(format!(
@@ -747,7 +750,9 @@ fn parallelism_label(raw: &str, n: usize) -> Result<RowSplit, String> {
             "pp" | "pipeline" | "pipe" | "rpc" | "layer" | "layers" => &mut pipeline,
             "ep" | "expert" | "experts" => &mut expert,
             "dp" | "data" | "replica" | "replicas" => &mut data,
-            "parallel" | "parallelism" | "split" | "sharding" | "sharded" => continue,
+            // `DP attention`, `enable_attention_dp`: words of a data-parallel split
+            // ([`row_parallelism`] reads what they mean from the row's text).
+            "parallel" | "parallelism" | "split" | "sharding" | "sharded" | "attention" | "attn" | "enable" => continue,
             "none" => return Err(format!("parallelism `none` on {n} nodes: write tensor, pipeline or expert")),
             _ => {
                 return Err(format!(
@@ -763,11 +768,9 @@ fn parallelism_label(raw: &str, n: usize) -> Result<RowSplit, String> {
     // `--data-parallel-size N --enable-expert-parallel`: ep_size = dp x tp): data-parallel
     // attention with the experts spread, not separate servers.
     if let (Some(e), None, None) = (expert, tensor, pipeline) {
-        return match (data, e) {
-            (Some(d), _) | (None, Some(d)) if d != n => {
-                Err(format!("parallelism `{}` names {d} ranks but the row has {n} nodes: make them agree", raw.trim()))
-            }
-            _ => Ok(RowSplit::single(Parallelism::DataExpert)),
+        return match [data, e].into_iter().flatten().find(|&k| k != n) {
+            Some(k) => Err(format!("parallelism `{}` names {k} ranks but the row has {n} nodes: make them agree", raw.trim())),
+            None => Ok(RowSplit::single(Parallelism::DataExpert)),
         };
     }
     // Nodes per replica: what the replica count leaves, else what the split's counts name,
@@ -3469,6 +3472,12 @@ mod tests {
         assert_eq!(parallelism_label("TP2 + DP", 4), replicated(Parallelism::Tensor, 2));
         assert_eq!(parallelism_label("dp2 tp2 pp2", 8), replicated(Parallelism::TensorPipeline { stages: 2 }, 2));
         assert!(parallelism_label("DP3", 4).unwrap_err().contains("3 replicas do not divide the row's 4 nodes"));
+        // Data parallel beside expert parallel spans every rank (data-parallel attention).
+        for raw in ["DP2 + EP", "dp2 ep2", "DP+EP", "DP attention + EP"] {
+            assert_eq!(parallelism_label(raw, 2), Ok(RowSplit::single(Parallelism::DataExpert)), "{raw}");
+        }
+        assert!(parallelism_label("DP2 EP4", 2).unwrap_err().contains("names 4 ranks"));
+        assert_eq!(parallelism_label("DP2 attention", 2), replicated(Parallelism::None, 2));
         // A count before its split.
         assert_eq!(parallelism_label("2 replicas", 2), replicated(Parallelism::None, 2));
         assert_eq!(parallelism_label("4-way tensor parallel", 4), Ok(RowSplit::single(Parallelism::Tensor)));

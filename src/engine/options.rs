@@ -142,7 +142,8 @@ pub enum Parallelism {
     /// other non-expert weight) and runs it over its own sequences; the MoE layers are sliced
     /// over all ranks as tensor parallel slices them and run over every rank's tokens, gathered
     /// before and scattered after (vLLM `--data-parallel-size N` on an MoE model, SGLang
-    /// `--tp N --dp N --enable-dp-attention`). The ranks step in lockstep: a rank with no
+    /// `--tp N --dp N --enable-dp-attention`, TensorRT-LLM `enable_attention_dp`). The ranks
+    /// step in lockstep: a rank with no
     /// sequence runs a dummy forward. A dense model's data parallel is separate servers
     /// (`[engine] replicas`).
     Data,
