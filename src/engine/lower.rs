@@ -34,12 +34,26 @@ pub(super) fn lower_segments_driven(plan: &Plan, tokens: u64, driver_ns: Time) -
     let mut b = Builder::new(plan);
     let n = plan.n();
     let dispatch: Vec<Option<TaskId>> = (0..n).map(|i| b.dispatch_ahead(i)).collect();
-    let logits_all = plan.options.prefill_logits_all;
     let act_bytes = tokens * plan.model.hidden * plan.options.activation_bytes;
     let nodes: Vec<usize> = (0..n).collect();
     let mut prev: Vec<Option<TaskId>> = vec![None; n];
-    let mut seg_ops = lower_layer_segments(&mut b, 0..plan.model.layers, &nodes, &mut prev, |b, ready| b.all_sum(ready, act_bytes));
-    seg_ops.extend(plan.head_ops());
+    let seg_ops = lower_layer_segments(&mut b, 0..plan.model.layers, &nodes, &mut prev, |b, ready| b.all_sum(ready, act_bytes));
+    close_step(b, seg_ops, &mut prev, &dispatch, driver_ns, tokens)
+}
+
+/// Every node's last segment (`seg_ops`, the ops after the last collective, and the LM head)
+/// after its `prev` task, then the step's close: Ray's dispatch `driver_ns` on node 0 (none
+/// when 0), each node's host work once its forward and its launches (`dispatch`) are done.
+fn close_step(
+    mut b: Builder<'_>,
+    mut seg_ops: Vec<Op>,
+    prev: &mut [Option<TaskId>],
+    dispatch: &[Option<TaskId>],
+    driver_ns: Time,
+    tokens: u64,
+) -> Lowered {
+    let logits_all = b.plan.options.prefill_logits_all;
+    seg_ops.extend(b.plan.head_ops());
     let shared: std::sync::Arc<[Op]> = seg_ops.into();
     for (i, p) in prev.iter_mut().enumerate() {
         let deps: Vec<TaskId> = p.iter().copied().collect();
@@ -105,16 +119,7 @@ fn lower_data_attention(plan: &Plan, tokens: u64, driver_ns: Time) -> Lowered {
             }
         }
     }
-    seg_ops.extend(plan.head_ops());
-    let shared: std::sync::Arc<[Op]> = seg_ops.into();
-    for (i, p) in prev.iter_mut().enumerate() {
-        let deps: Vec<TaskId> = p.iter().copied().collect();
-        let head = b.gpu(i, shared.clone(), logits_all, &deps);
-        let ready = if i == 0 && driver_ns > 0 { b.cpu(0, driver_ns, "ray", &[head]) } else { head };
-        let deps: Vec<TaskId> = std::iter::once(ready).chain(dispatch[i]).collect();
-        *p = Some(b.host(i, &deps));
-    }
-    b.finish(tokens)
+    close_step(b, seg_ops, &mut prev, &dispatch, driver_ns, tokens)
 }
 
 /// The GPU tasks of layers `layers` on the nodes of `group`, as tensor parallel runs them:
