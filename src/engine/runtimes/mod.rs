@@ -665,6 +665,7 @@ mod tests {
                 ("llama-cpp-rpc", "pipeline"),
                 ("vllm", "tensor"),
                 ("vllm", "expert"),
+                ("vllm", "data"),
                 ("vllm", "pipeline"),
                 ("sglang", "tensor")
             ]
@@ -672,7 +673,7 @@ mod tests {
         assert_eq!(ids(3), ids(2));
         // From four nodes, an even count: vLLM's two stages of tensor parallel too.
         let mut four = ids(2);
-        four.insert(8, ("vllm", "tensor+pipeline"));
+        four.insert(9, ("vllm", "tensor+pipeline"));
         assert_eq!(ids(4), four);
         assert_eq!(ids(5), ids(2));
         assert_eq!(ids(6), four);
