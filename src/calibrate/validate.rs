@@ -648,8 +648,9 @@ impl RowSplit {
 /// row says DP attention (SGLang's `--enable-dp-attention`) or `moe_shared` (vLLM's
 /// `--data-parallel-size` on an MoE model slices the experts over every rank of every instance,
 /// `FusedMoEParallelConfig.make`: "There are 2 engine instances and the tensors are sharded
-/// across 2 devices"), DP of one node each reads as [`Parallelism::Data`]; DP over
-/// tensor-parallel groups that share their MoE layers is not modelled.
+/// across 2 devices"), DP of one node each, or of a tensor-parallel group each (`DP2 TP2`),
+/// reads as [`Parallelism::Data`] (with EP, [`Parallelism::DataExpert`]); DP over pipelines is
+/// not modelled.
 fn row_parallelism(
     row: &MeasurementRow,
     n: usize,
@@ -673,19 +674,30 @@ fn row_parallelism(
             let dp_attention = ["dp-attention", "dp attention", "dp_attention", "attention_dp", "attention dp", "attention-dp"]
                 .iter()
                 .any(|w| text.contains(w));
-            if split.split == Parallelism::DataExpert || (split.replicas > 1 && (dp_attention || moe_shared)) {
-                if split.replicas > 1 && group > 1 {
-                    return Err(format!(
-                        "parallelism `{}`: data-parallel attention over tensor-parallel groups of {group} nodes that share the MoE layers is not modelled (one node per data-parallel rank is)",
-                        stated.trim()
-                    ));
-                }
-                let data = if split.split == Parallelism::DataExpert { Parallelism::DataExpert } else { Parallelism::Data };
+            if matches!(split.split, Parallelism::DataExpert { .. }) || (split.replicas > 1 && (dp_attention || moe_shared)) {
+                // Each data-parallel rank a group of `group` nodes: tensor parallel within it
+                // (expert parallel: the experts spread over every node), or one node.
+                let tensor = group as u32;
+                let data = match split.split {
+                    Parallelism::DataExpert { .. } => Parallelism::DataExpert { tensor: 1 },
+                    Parallelism::None => Parallelism::Data { tensor: 1 },
+                    Parallelism::Tensor => Parallelism::Data { tensor },
+                    Parallelism::Expert => Parallelism::DataExpert { tensor },
+                    other => {
+                        return Err(format!(
+                            "parallelism `{}`: data-parallel attention over {} groups that share the MoE layers is not modelled (one node or a tensor-parallel group per data-parallel rank is)",
+                            stated.trim(),
+                            other.id()
+                        ));
+                    }
+                };
+                let ranks = data.data_ranks(n);
                 assumptions.push(format!(
-                    "parallelism `{}` read as data-parallel attention over {n} nodes (`{}`): each rank runs the attention over its own requests, the MoE layers {} over all ranks, forwards in lockstep",
+                    "parallelism `{}` read as data-parallel attention (`{}`) over {ranks} ranks of {} node(s): each rank runs the attention over its own requests, the MoE layers {} over all {n} nodes, forwards in lockstep",
                     stated.trim(),
                     data.id(),
-                    if data == Parallelism::DataExpert { "spread whole" } else { "sliced" }
+                    data.tensor_ranks(n),
+                    if data.spreads_experts() { "spread whole" } else { "sliced" }
                 ));
                 return Ok(RowSplit::single(data));
             }
@@ -770,7 +782,7 @@ fn parallelism_label(raw: &str, n: usize) -> Result<RowSplit, String> {
     if let (Some(e), None, None) = (expert, tensor, pipeline) {
         return match [data, e].into_iter().flatten().find(|&k| k != n) {
             Some(k) => Err(format!("parallelism `{}` names {k} ranks but the row has {n} nodes: make them agree", raw.trim())),
-            None => Ok(RowSplit::single(Parallelism::DataExpert)),
+            None => Ok(RowSplit::single(Parallelism::DataExpert { tensor: 1 })),
         };
     }
     // Nodes per replica: what the replica count leaves, else what the split's counts name,
@@ -3474,7 +3486,7 @@ mod tests {
         assert!(parallelism_label("DP3", 4).unwrap_err().contains("3 replicas do not divide the row's 4 nodes"));
         // Data parallel beside expert parallel spans every rank (data-parallel attention).
         for raw in ["DP2 + EP", "dp2 ep2", "DP+EP", "DP attention + EP"] {
-            assert_eq!(parallelism_label(raw, 2), Ok(RowSplit::single(Parallelism::DataExpert)), "{raw}");
+            assert_eq!(parallelism_label(raw, 2), Ok(RowSplit::single(Parallelism::DataExpert { tensor: 1 })), "{raw}");
         }
         assert!(parallelism_label("DP2 EP4", 2).unwrap_err().contains("names 4 ranks"));
         assert_eq!(parallelism_label("DP2 attention", 2), replicated(Parallelism::None, 2));

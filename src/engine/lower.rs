@@ -80,46 +80,83 @@ fn close_step(
 fn lower_data_attention(plan: &Plan, tokens: u64, driver_ns: Time) -> Lowered {
     let mut b = Builder::new(plan);
     let n = plan.n();
-    let nodes: Vec<usize> = (0..n).collect();
+    // Data-parallel ranks of `tensor` consecutive nodes each (vLLM's rank order); the experts'
+    // dispatch and combine run among the nodes of one tensor index across the ranks.
+    let tensor = plan.options.parallelism.tensor_ranks(n).max(1);
+    let ranks = n / tensor;
+    let groups: Vec<Vec<usize>> = (0..ranks).map(|d| (d * tensor..(d + 1) * tensor).collect()).collect();
+    let peers: Vec<Vec<usize>> = (0..tensor).map(|k| (0..ranks).map(|d| d * tensor + k).collect()).collect();
     let dispatch: Vec<Option<TaskId>> = (0..n).map(|i| b.dispatch_ahead(i)).collect();
-    let logits_all = plan.options.prefill_logits_all;
     let start: Vec<TaskId> = (0..n).map(|_| b.g.join(&[])).collect();
-    let mut prev: Vec<Option<TaskId>> = b.nccl_all_sum_among(&nodes, &start, 16 * n as u64).into_iter().map(Some).collect();
-    let hidden_bytes = tokens * plan.model.hidden * plan.options.activation_bytes;
+    let all: Vec<usize> = (0..n).collect();
+    let mut prev: Vec<Option<TaskId>> = b.nccl_all_sum_among(&all, &start, 16 * ranks as u64).into_iter().map(Some).collect();
+    let act = plan.model.hidden * plan.options.activation_bytes;
     let top_k = plan.model.moe.as_ref().map_or(0, |m| m.active);
-    // Hidden states, then top-k weights (f32) and ids (i32) per token.
-    let dispatch_bytes = hidden_bytes + tokens * top_k * 8;
+    // Gathered: every rank's hidden states, then top-k weights (f32) and ids (i32) per token.
+    let (hidden_bytes, dispatch_bytes) = (tokens * act, tokens * (act + top_k * 8));
+    // A rank's own tokens' activations, summed within its tensor group (a balanced share).
+    let group_bytes = tokens.div_ceil(ranks as u64) * act;
     let mut seg_ops: Vec<Op> = Vec::new();
-    // Closes the segment so far on every rank, then runs a gather of `bytes` among them.
-    let gather = |b: &mut Builder<'_>, seg_ops: &mut Vec<Op>, prev: &mut [Option<TaskId>], bytes: u64| {
-        let shared: std::sync::Arc<[Op]> = std::mem::take(seg_ops).into();
-        let ready: Vec<TaskId> =
-            nodes.iter().map(|&i| b.gpu(i, shared.clone(), logits_all, &prev[i].into_iter().collect::<Vec<_>>())).collect();
-        for (i, done) in b.nccl_all_gather_among(&nodes, &ready, bytes).into_iter().enumerate() {
-            prev[i] = Some(done);
-        }
-    };
     for l in 0..plan.model.layers {
         // The dispatch right before the experts (the router and top-k run on each rank's own
-        // tokens), the combine at the layer's first sum point after them.
+        // tokens), the combine at the layer's first sum point after them; every other sum
+        // point is the tensor group's all-reduce (none on a group of one).
         let mut routed = false;
         for op in plan.layer_ops(l) {
             match op.class {
                 OpClass::Expert => {
-                    gather(&mut b, &mut seg_ops, &mut prev, dispatch_bytes);
+                    let ready = close_segment(&mut b, &mut seg_ops, &prev);
+                    set(&mut prev, collective(&mut b, &peers, &ready, dispatch_bytes, true));
                     routed = true;
                     seg_ops.push(op);
                 }
-                OpClass::AllSum if routed => {
-                    gather(&mut b, &mut seg_ops, &mut prev, hidden_bytes);
-                    routed = false;
+                OpClass::AllSum => {
+                    if !routed && tensor == 1 {
+                        continue;
+                    }
+                    let mut ready = close_segment(&mut b, &mut seg_ops, &prev);
+                    if routed {
+                        ready = collective(&mut b, &peers, &ready, hidden_bytes, true);
+                        routed = false;
+                    }
+                    if tensor > 1 {
+                        ready = collective(&mut b, &groups, &ready, group_bytes, false);
+                    }
+                    set(&mut prev, ready);
                 }
-                OpClass::AllSum => {}
                 _ => seg_ops.push(op),
             }
         }
     }
     close_step(b, seg_ops, &mut prev, &dispatch, driver_ns, tokens)
+}
+
+/// Ends every node's current segment (`seg_ops`, shared) after its `prev` task: the GPU tasks.
+fn close_segment(b: &mut Builder<'_>, seg_ops: &mut Vec<Op>, prev: &[Option<TaskId>]) -> Vec<TaskId> {
+    let logits_all = b.plan.options.prefill_logits_all;
+    let shared: std::sync::Arc<[Op]> = std::mem::take(seg_ops).into();
+    prev.iter().enumerate().map(|(i, p)| b.gpu(i, shared.clone(), logits_all, &p.iter().copied().collect::<Vec<_>>())).collect()
+}
+
+/// An NCCL collective of `bytes` within each set of `sets` (all-gather when `gather`, else
+/// all-reduce), each node from its task in `ready`: each node's done task.
+fn collective(b: &mut Builder<'_>, sets: &[Vec<usize>], ready: &[TaskId], bytes: u64, gather: bool) -> Vec<TaskId> {
+    let mut done = ready.to_vec();
+    for set in sets {
+        let r: Vec<TaskId> = set.iter().map(|&i| ready[i]).collect();
+        let out = if gather { b.nccl_all_gather_among(set, &r, bytes) } else { b.nccl_all_sum_among(set, &r, bytes) };
+        for (&i, t) in set.iter().zip(out) {
+            done[i] = t;
+        }
+    }
+    done
+}
+
+/// Every node's last task: `done`.
+fn set(prev: &mut [Option<TaskId>], done: Vec<TaskId>) {
+    for (p, t) in prev.iter_mut().zip(done) {
+        *p = Some(t);
+    }
 }
 
 /// The GPU tasks of layers `layers` on the nodes of `group`, as tensor parallel runs them:

@@ -238,23 +238,27 @@ impl Lowered {
     }
 }
 
-/// The rows of a step each rank runs. Every rank runs every row, but under data-parallel
-/// attention ([`super::Parallelism::Data`]), where the server deals its sequences to the ranks in
-/// turn (row j to rank j mod N: a balancer that keeps the ranks' counts within one), each rank
-/// runs its own; a rank dealt none runs a dummy forward of one token on an empty cache and no LM
-/// head, as the ranks step in lockstep (vLLM 0.17 `DPEngineCoreProc.execute_dummy_batch`, whose
-/// `_dummy_run` returns hidden states without computing logits).
+/// The rows of a step each node runs. Every node runs every row, but under data-parallel
+/// attention ([`super::Parallelism::Data`]), where the server deals its sequences to the
+/// data-parallel ranks in turn (row j to rank j mod D: a balancer that keeps the ranks' counts
+/// within one), each rank (one node, or a tensor-parallel group of consecutive nodes, as vLLM
+/// numbers them) runs its own; a rank dealt none runs a dummy forward of one token on an empty
+/// cache and no LM head, as the ranks step in lockstep (vLLM 0.17
+/// `DPEngineCoreProc.execute_dummy_batch`, whose `_dummy_run` returns hidden states without
+/// computing logits).
 struct RankRows<'a> {
-    /// Per rank, its rows (`None`: every rank runs every row).
+    /// Per data-parallel rank, its rows (`None`: every node runs every row).
     dealt: Option<Vec<Vec<(u64, u64)>>>,
     /// Every row of the step.
     all: &'a [(u64, u64)],
-    /// Per rank, its tokens when dealt (empty otherwise: every rank runs all of them).
+    /// Per data-parallel rank, its tokens when dealt (empty otherwise: every node runs all).
     tokens: Vec<u64>,
     /// Sampling rows of the whole step.
     head_rows: u64,
-    /// Ranks the rows are dealt to (1: not dealt).
+    /// Data-parallel ranks the rows are dealt to (1: not dealt).
     ranks: usize,
+    /// Nodes per data-parallel rank.
+    group: usize,
 }
 
 impl<'a> RankRows<'a> {
@@ -262,11 +266,11 @@ impl<'a> RankRows<'a> {
         let n = plan.n();
         let ranks = plan.options.parallelism.data_ranks(n);
         if ranks <= 1 {
-            return RankRows { dealt: None, all, tokens: Vec::new(), head_rows, ranks: 1 };
+            return RankRows { dealt: None, all, tokens: Vec::new(), head_rows, ranks: 1, group: n };
         }
-        let mut dealt: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n];
+        let mut dealt: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ranks];
         for (j, &row) in all.iter().enumerate() {
-            dealt[j % n].push(row);
+            dealt[j % ranks].push(row);
         }
         for d in &mut dealt {
             if d.is_empty() {
@@ -274,31 +278,36 @@ impl<'a> RankRows<'a> {
             }
         }
         let tokens = dealt.iter().map(|d| d.iter().map(|r| r.0).sum()).collect();
-        RankRows { dealt: Some(dealt), all, tokens, head_rows, ranks }
+        RankRows { dealt: Some(dealt), all, tokens, head_rows, ranks, group: n / ranks }
+    }
+
+    /// The data-parallel rank `node` belongs to.
+    fn rank_of(&self, node: usize) -> usize {
+        node / self.group.max(1)
     }
 
     /// The tokens `node` runs of a step of `total`.
     fn tokens_of(&self, node: usize, total: u64) -> u64 {
-        self.tokens.get(node).copied().unwrap_or(total)
+        self.tokens.get(self.rank_of(node)).copied().unwrap_or(total)
     }
 
     /// Whether `node` was dealt no row and runs a dummy forward.
     fn is_dummy(&self, node: usize) -> bool {
-        self.dealt.is_some() && node >= self.all.len()
+        self.dealt.is_some() && self.rank_of(node) >= self.all.len()
     }
 
     /// The rows `node` runs.
     fn rows(&self, node: usize) -> &[(u64, u64)] {
-        self.dealt.as_ref().map_or(self.all, |d| d[node].as_slice())
+        self.dealt.as_ref().map_or(self.all, |d| d[self.rank_of(node)].as_slice())
     }
 
-    /// The sampling rows `node` runs: all of them, or its turn's share when dealt.
+    /// The sampling rows `node` runs: all of them, or its rank's share when dealt.
     fn head_rows(&self, node: usize) -> u64 {
         if self.ranks <= 1 {
             return self.head_rows;
         }
-        let n = self.ranks as u64;
-        self.head_rows / n + u64::from((node as u64) < self.head_rows % n)
+        let (d, rank) = (self.ranks as u64, self.rank_of(node) as u64);
+        self.head_rows / d + u64::from(rank < self.head_rows % d)
     }
 }
 

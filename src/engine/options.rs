@@ -145,11 +145,20 @@ pub enum Parallelism {
     /// `--tp N --dp N --enable-dp-attention`, TensorRT-LLM `enable_attention_dp`). The ranks
     /// step in lockstep: a rank with no
     /// sequence runs a dummy forward. A dense model's data parallel is separate servers
-    /// (`[engine] replicas`).
-    Data,
+    /// (`[engine] replicas`). With `tensor` > 1 each data-parallel rank is a tensor-parallel
+    /// group of `tensor` consecutive nodes (vLLM `--data-parallel-size D
+    /// --tensor-parallel-size T` on D x T nodes, `[engine] tensor_ranks = T`), its attention
+    /// sliced within the group.
+    Data {
+        /// Nodes per data-parallel rank (`--tensor-parallel-size`, `[engine] tensor_ranks`).
+        tensor: u32,
+    },
     /// [`Self::Data`] with the experts whole and spread over the ranks (vLLM
     /// `--data-parallel-size N --enable-expert-parallel`).
-    DataExpert,
+    DataExpert {
+        /// Nodes per data-parallel rank, as [`Self::Data`]'s.
+        tensor: u32,
+    },
     /// One node.
     None,
 }
@@ -169,8 +178,8 @@ impl Parallelism {
             "pipeline" => Some(Self::Pipeline),
             "expert" => Some(Self::Expert),
             "tensor+pipeline" => Some(Self::TensorPipeline { stages: Self::DEFAULT_STAGES }),
-            "data" => Some(Self::Data),
-            "data+expert" => Some(Self::DataExpert),
+            "data" => Some(Self::Data { tensor: 1 }),
+            "data+expert" => Some(Self::DataExpert { tensor: 1 }),
             "none" => Some(Self::None),
             _ => None,
         }
@@ -183,33 +192,38 @@ impl Parallelism {
             Self::Pipeline => "pipeline",
             Self::Expert => "expert",
             Self::TensorPipeline { .. } => "tensor+pipeline",
-            Self::Data => "data",
-            Self::DataExpert => "data+expert",
+            Self::Data { .. } => "data",
+            Self::DataExpert { .. } => "data+expert",
             Self::None => "none",
         }
     }
 
-    /// Ranks that run the attention each over its own sequences on `nodes` nodes (data-parallel
-    /// attention, [`Self::Data`] and [`Self::DataExpert`]); 1 under every other split.
+    /// Data-parallel ranks that run the attention each over its own sequences on `nodes` nodes
+    /// (data-parallel attention, [`Self::Data`] and [`Self::DataExpert`]: one per group of
+    /// `tensor` nodes); 1 under every other split.
     pub fn data_ranks(self, nodes: usize) -> usize {
-        if self.data_attention() { nodes } else { 1 }
+        match self {
+            Self::Data { tensor } | Self::DataExpert { tensor } => nodes / (tensor as usize).max(1),
+            _ => 1,
+        }
     }
 
     /// Whether the attention runs data parallel ([`Self::Data`], [`Self::DataExpert`]).
     pub fn data_attention(self) -> bool {
-        matches!(self, Self::Data | Self::DataExpert)
+        matches!(self, Self::Data { .. } | Self::DataExpert { .. })
     }
 
     /// Whether the MoE experts are whole and spread over the ranks ([`Self::Expert`],
     /// [`Self::DataExpert`]).
     pub fn spreads_experts(self) -> bool {
-        matches!(self, Self::Expert | Self::DataExpert)
+        matches!(self, Self::Expert | Self::DataExpert { .. })
     }
 
     /// Whether every rank holds a slice of its layers' attention (tensor, expert and
     /// tensor+pipeline parallel).
     pub fn slices_layers(self) -> bool {
         matches!(self, Self::Tensor | Self::Expert | Self::TensorPipeline { .. })
+            || self.tensor_ranks(usize::MAX) > 1 && self.data_attention()
     }
 
     /// Pipeline stages on `nodes` nodes: every node under a pipeline split, the named count
@@ -218,7 +232,7 @@ impl Parallelism {
         match self {
             Self::Pipeline => nodes,
             Self::TensorPipeline { stages } => stages as usize,
-            Self::Tensor | Self::Expert | Self::Data | Self::DataExpert | Self::None => 1,
+            Self::Tensor | Self::Expert | Self::Data { .. } | Self::DataExpert { .. } | Self::None => 1,
         }
     }
 
@@ -228,7 +242,8 @@ impl Parallelism {
         match self {
             Self::Tensor | Self::Expert => nodes,
             Self::TensorPipeline { stages } => nodes / (stages as usize).max(1),
-            Self::Pipeline | Self::Data | Self::DataExpert | Self::None => 1,
+            Self::Data { tensor } | Self::DataExpert { tensor } => tensor as usize,
+            Self::Pipeline | Self::None => 1,
         }
     }
 }

@@ -188,11 +188,15 @@ impl Plan {
                     .map(|_| Share { first_layer: 0, end_layer: layers, shard, expert_shard: shard, embedding: true, head: true })
                     .collect()
             }
-            // Data-parallel attention: everything whole but the experts, which are split
+            // Data-parallel attention: everything but the experts whole on each data-parallel
+            // rank (sliced over its tensor group of T nodes), the experts split over all N
             // (sliced, or E/N whole experts under expert parallel: the same 1/N of the bytes).
-            Parallelism::Data | Parallelism::DataExpert => (0..n)
-                .map(|_| Share { first_layer: 0, end_layer: layers, shard: 1.0, expert_shard: 1.0 / n as f64, embedding: true, head: true })
-                .collect(),
+            Parallelism::Data { tensor } | Parallelism::DataExpert { tensor } => {
+                let shard = 1.0 / tensor.max(1) as f64;
+                (0..n)
+                    .map(|_| Share { first_layer: 0, end_layer: layers, shard, expert_shard: 1.0 / n as f64, embedding: true, head: true })
+                    .collect()
+            }
             Parallelism::None => {
                 vec![Share { first_layer: 0, end_layer: layers, shard: 1.0, expert_shard: 1.0, embedding: true, head: true }]
             }

@@ -38,6 +38,7 @@ pub const KEYS: &[&str] = &[
     "engine.name",
     "engine.parallelism",
     "engine.pipeline_stages",
+    "engine.tensor_ranks",
     "engine.replicas",
     "engine.macos",
     "engine.jaccl_frame_kib",
@@ -115,6 +116,7 @@ fn empty_engine() -> RawEngine {
         name: sp(String::new()),
         parallelism: None,
         pipeline_stages: None,
+        tensor_ranks: None,
         replicas: None,
         macos: None,
         jaccl_frame_kib: None,
@@ -337,6 +339,7 @@ impl ScenarioBuilder {
             }
             "engine.parallelism" => self.engine_mut().parallelism = Some(sp(v.string()?)),
             "engine.pipeline_stages" => self.engine_mut().pipeline_stages = Some(sp(v.int()?)),
+            "engine.tensor_ranks" => self.engine_mut().tensor_ranks = Some(sp(v.int()?)),
             "engine.replicas" => self.engine_mut().replicas = Some(sp(v.int()?)),
             "engine.macos" => self.engine_mut().macos = Some(sp(v.string()?)),
             "engine.jaccl_frame_kib" => self.engine_mut().jaccl_frame_kib = Some(sp(v.int()?)),
@@ -434,6 +437,7 @@ impl ScenarioBuilder {
             key(&mut t, "name", Some(toml::Value::String(e.name.get_ref().clone())));
             key(&mut t, "parallelism", s(&e.parallelism));
             key(&mut t, "pipeline_stages", i(&e.pipeline_stages));
+            key(&mut t, "tensor_ranks", i(&e.tensor_ranks));
             key(&mut t, "replicas", i(&e.replicas));
             key(&mut t, "macos", s(&e.macos));
             key(&mut t, "jaccl_frame_kib", i(&e.jaccl_frame_kib));

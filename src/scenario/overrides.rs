@@ -45,6 +45,7 @@ const KEYS: &[(&str, KeyType)] = &[
     ("engine.name", KeyType::Str),
     ("engine.parallelism", KeyType::Str),
     ("engine.pipeline_stages", KeyType::Int),
+    ("engine.tensor_ranks", KeyType::Int),
     ("engine.replicas", KeyType::Int),
     ("engine.macos", KeyType::Str),
     ("engine.jaccl_frame_kib", KeyType::Int),

@@ -57,6 +57,7 @@ pub(super) struct RawEngine {
     pub(super) name: Spanned<String>,
     pub(super) parallelism: Option<Spanned<String>>,
     pub(super) pipeline_stages: Option<Spanned<i64>>,
+    pub(super) tensor_ranks: Option<Spanned<i64>>,
     pub(super) replicas: Option<Spanned<i64>>,
     pub(super) macos: Option<Spanned<String>>,
     pub(super) jaccl_frame_kib: Option<Spanned<i64>>,

@@ -625,9 +625,13 @@ fn parallelism(
 ) -> Result<Parallelism, ScenarioError> {
     spans.parallelism = engine_span;
     let stages = re.and_then(|e| e.pipeline_stages.as_ref());
+    let tensor = re.and_then(|e| e.tensor_ranks.as_ref());
     let Some(p) = re.and_then(|e| e.parallelism.as_ref()) else {
         if let Some(s) = stages {
             return Err(stages_without_hybrid(src, s));
+        }
+        if let Some(t) = tensor {
+            return Err(tensor_ranks_without_data(src, t));
         }
         return Ok(default_parallelism(kind, n));
     };
@@ -636,6 +640,27 @@ fn parallelism(
         src.error(p.span(), format!("unknown parallelism `{}`", p.get_ref()), Some(suggest(p.get_ref(), &Parallelism::NAMES, "values")))
             .with_kind(ErrorKind::UnknownPreset)
     })?;
+    if let Some(t) = tensor {
+        if let Some(s) = stages {
+            return Err(stages_without_hybrid(src, s));
+        }
+        let ranks = positive(src, t, "engine.tensor_ranks", 64)? as u32;
+        spans.parallelism = t.span();
+        if ranks > 1 && n % ranks as usize != 0 {
+            return Err(src
+                .error(
+                    t.span(),
+                    format!("`engine.tensor_ranks = {ranks}` does not divide the cluster's {n} nodes into data-parallel ranks"),
+                    Some("use a count that divides the nodes (each data-parallel rank a tensor-parallel group of that many)".into()),
+                )
+                .with_kind(ErrorKind::BadValue));
+        }
+        return match parsed {
+            Parallelism::Data { .. } => Ok(Parallelism::Data { tensor: ranks }),
+            Parallelism::DataExpert { .. } => Ok(Parallelism::DataExpert { tensor: ranks }),
+            _ => Err(tensor_ranks_without_data(src, t)),
+        };
+    }
     match (parsed, stages) {
         (Parallelism::TensorPipeline { .. }, Some(s)) => {
             spans.parallelism = s.span();
@@ -644,6 +669,16 @@ fn parallelism(
         (_, Some(s)) => Err(stages_without_hybrid(src, s)),
         _ => Ok(parsed),
     }
+}
+
+/// `engine.tensor_ranks` beside a split other than data-parallel attention.
+fn tensor_ranks_without_data(src: &Source, t: &Spanned<i64>) -> ScenarioError {
+    src.error(
+        t.span(),
+        "`engine.tensor_ranks` applies to parallelism = \"data\" or \"data+expert\" only (the nodes of each data-parallel rank; tensor parallel alone uses every node)",
+        Some("set parallelism = \"data\", or remove `tensor_ranks`".into()),
+    )
+    .with_kind(ErrorKind::BadValue)
 }
 
 /// `engine.pipeline_stages` beside a split other than tensor+pipeline.

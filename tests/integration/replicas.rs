@@ -216,10 +216,10 @@ fn validate_reads_data_parallel_rows_as_replicas() {
     let assumed = v["rows"].as_array().unwrap().iter().find(|r| r["id"] == "lcpp").unwrap()["assumptions"].to_string();
     assert!(assumed.contains("2 replicas of 1 node(s)") && !assumed.contains("RPC"), "{assumed}");
     let assumed = |id: &str| v["rows"].as_array().unwrap().iter().find(|r| r["id"] == id).unwrap()["assumptions"].to_string();
-    assert!(predicted("moe").is_some() && assumed("moe").contains("data-parallel attention over 2 nodes (`data`)"), "{v}");
+    assert!(predicted("moe").is_some() && assumed("moe").contains("data-parallel attention (`data`) over 2 ranks of 1 node(s)"), "{v}");
     // SGLang's `--dp` router runs separate servers; with DP attention it does not.
     assert!(predicted("sg").is_some() && assumed("sg").contains("2 replicas of 1 node(s)"), "{v}");
     assert!(predicted("sgdp").is_some() && assumed("sgdp").contains("(`data`)"), "{v}");
     assert!(predicted("dpep").is_some() && assumed("dpep").contains("(`data+expert`)"), "{v}");
-    assert!(crate::skip_reason(&v, "dptp").contains("over tensor-parallel groups of 2 nodes"), "{v}");
+    assert!(predicted("dptp").is_some() && assumed("dptp").contains("(`data`) over 2 ranks of 2 node(s)"), "{v}");
 }

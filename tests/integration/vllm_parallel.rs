@@ -393,3 +393,62 @@ fn one_user_on_data_parallel_attention_reproduces_generate() {
     assert_eq!(s.serve.as_ref().unwrap().per_request_decode_tokens_per_s, g.decode_tokens_per_s);
     assert_eq!((s.ttft_s, s.tpot_ms.mean), (g.ttft_s, g.tpot_ms.mean));
 }
+
+/// `--data-parallel-size 2 --tensor-parallel-size 2` of gpt-oss-120b on four Sparks through a
+/// switch (`parallelism = "data"`, `tensor_ranks = 2`): each data-parallel rank is a pair of
+/// consecutive Sparks running the attention two-way tensor parallel (an all-reduce within the
+/// pair at each sum point), the experts are sliced over all four, dispatched and combined
+/// among the Sparks of one tensor index (0 with 2, 1 with 3). Per node and step: the sync
+/// all-reduce, 36 x 2 pair all-reduces and 36 x 2 gathers.
+#[test]
+fn data_parallel_ranks_of_tensor_parallel_pairs() {
+    let p = quiet();
+    let text = |extra: &str| {
+        format!(
+            "[cluster]\nnode = \"dgx-spark\"\ncount = 4\nfabric = \"cx7-roce\"\ntopology = \"switch\"\n[model]\nname = \"gpt-oss-120b\"\nquant = \"mxfp4-hf\"\n[engine]\nname = \"vllm\"\n{extra}\n[workload]\nprompt_tokens = 128\ngenerate_tokens = 8\n"
+        )
+    };
+    let s = sc(&text("parallelism = \"data\"\ntensor_ranks = 2"));
+    let plan = s.plan(200, &p).unwrap();
+    assert_eq!(plan.options.parallelism.data_ranks(4), 2);
+    let mut low = lower_step(&plan, 1);
+    low.retime(&plan, 100);
+    let g = &low.graph;
+    let on = |label: &str, node: u32| g.task_ids().filter(|&t| g.task(t).label() == label && g.resource_of(t).node() == node).count();
+    for node in 0..4 {
+        assert_eq!((on("nccl all-reduce", node), on("nccl all-gather", node)), (73, 72), "node {node}");
+    }
+    let mut slower = p.clone();
+    slower.comm.nccl_base_us += 10.0;
+    assert_eq!(decode_step_ns(&s, &slower) - decode_step_ns(&s, &p), 145 * 10_000);
+    // Weights: a pair's tensor-parallel share of everything but the experts, a quarter of those.
+    let pair = sparks(2, "gpt-oss-120b", "mxfp4-hf", "tensor").plan(200, &p).unwrap();
+    let experts_gb: f64 = (0..plan.model.layers)
+        .flat_map(|l| plan.layer_ops(l))
+        .filter(|o| o.class == OpClass::Expert)
+        .map(|o| o.weight_bytes(o.total_params() as f64))
+        .sum::<f64>()
+        / 1e9;
+    assert!((plan.memory[0].weights_gb - (pair.memory[0].weights_gb - experts_gb / 4.0)).abs() < 1e-6);
+    // One request: the first pair runs it, the second a dummy, both pairs in step.
+    let busy = |node: u32| {
+        g.task_ids()
+            .filter(|&t| g.task(t).label() == "compute" && g.resource_of(t).node() == node)
+            .map(|t| g.task(t).duration())
+            .sum::<u64>()
+    };
+    assert_eq!(busy(0), busy(1));
+    assert!(busy(2) < busy(0));
+
+    let err = |extra: &str| parse(Source { path: "x.toml".into(), dir: PathBuf::new(), text: text(extra) }).unwrap_err();
+    assert!(err("parallelism = \"tensor\"\ntensor_ranks = 2").message.contains("applies to parallelism = \"data\""));
+    assert!(err("parallelism = \"data\"\ntensor_ranks = 3").message.contains("does not divide the cluster's 4 nodes"));
+    // gpt-oss-120b's 8 KV heads take a tensor size of 8 (vLLM), not 3: checked as tensor parallel is.
+    let e = parse(Source {
+        path: "x.toml".into(),
+        dir: PathBuf::new(),
+        text: text("parallelism = \"data\"\ntensor_ranks = 3").replace("count = 4", "count = 6"),
+    })
+    .unwrap_err();
+    assert!(e.message.contains("tensor parallel over 3 nodes is illegal"), "{}", e.message);
+}

@@ -57,7 +57,7 @@ impl EngineRuntime for Exo {
         match parallelism {
             Parallelism::Expert => Err(SplitError::NoExpertParallel { engine: engine.to_string() }),
             Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine: engine.to_string() }),
-            Parallelism::Data | Parallelism::DataExpert => Err(SplitError::NoDataAttention { engine: engine.to_string() }),
+            Parallelism::Data { .. } | Parallelism::DataExpert { .. } => Err(SplitError::NoDataAttention { engine: engine.to_string() }),
             Parallelism::Tensor | Parallelism::Pipeline | Parallelism::None => Ok(()),
         }
     }
@@ -72,7 +72,7 @@ impl EngineRuntime for Exo {
         match plan.options.parallelism {
             Parallelism::None | Parallelism::Tensor | Parallelism::Expert => lower_segments(plan, tokens),
             Parallelism::Pipeline => lower_pipeline(plan, tokens),
-            Parallelism::TensorPipeline { .. } | Parallelism::Data | Parallelism::DataExpert => {
+            Parallelism::TensorPipeline { .. } | Parallelism::Data { .. } | Parallelism::DataExpert { .. } => {
                 unreachable!("exo refuses tensor+pipeline and data-parallel attention (check_split)")
             }
         }
@@ -94,8 +94,8 @@ impl EngineRuntime for Exo {
             Parallelism::Tensor
             | Parallelism::Expert
             | Parallelism::TensorPipeline { .. }
-            | Parallelism::Data
-            | Parallelism::DataExpert => "exo stops the instance and reloads every node",
+            | Parallelism::Data { .. }
+            | Parallelism::DataExpert { .. } => "exo stops the instance and reloads every node",
             Parallelism::Pipeline | Parallelism::None => "the pipeline stalls until the node has reloaded its layers",
         }
     }
@@ -111,8 +111,8 @@ impl EngineRuntime for Exo {
             Parallelism::Tensor
             | Parallelism::Expert
             | Parallelism::TensorPipeline { .. }
-            | Parallelism::Data
-            | Parallelism::DataExpert
+            | Parallelism::Data { .. }
+            | Parallelism::DataExpert { .. }
             | Parallelism::None => {
                 CableLoss::Replace("exo's collective fails; exo places the instance again on the nodes still cabled to each other")
             }

@@ -60,8 +60,8 @@ impl EngineRuntime for LlamaCppRpc {
             Parallelism::Tensor
             | Parallelism::Expert
             | Parallelism::TensorPipeline { .. }
-            | Parallelism::Data
-            | Parallelism::DataExpert => Err(SplitError::RpcSplitsLayers),
+            | Parallelism::Data { .. }
+            | Parallelism::DataExpert { .. } => Err(SplitError::RpcSplitsLayers),
             Parallelism::Pipeline | Parallelism::None => Ok(()),
         }
     }
@@ -85,8 +85,8 @@ impl EngineRuntime for LlamaCppRpc {
             | Parallelism::Tensor
             | Parallelism::Expert
             | Parallelism::TensorPipeline { .. }
-            | Parallelism::Data
-            | Parallelism::DataExpert => lower_segments(plan, tokens),
+            | Parallelism::Data { .. }
+            | Parallelism::DataExpert { .. } => lower_segments(plan, tokens),
         }
     }
 

@@ -92,7 +92,7 @@ impl EngineRuntime for MlxLm {
         match parallelism {
             Parallelism::Expert => Err(SplitError::NoExpertParallel { engine: engine.to_string() }),
             Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine: engine.to_string() }),
-            Parallelism::Data | Parallelism::DataExpert => Err(SplitError::NoDataAttention { engine: engine.to_string() }),
+            Parallelism::Data { .. } | Parallelism::DataExpert { .. } => Err(SplitError::NoDataAttention { engine: engine.to_string() }),
             Parallelism::Tensor | Parallelism::Pipeline | Parallelism::None => Ok(()),
         }
     }

@@ -33,9 +33,9 @@ pub(crate) fn tensor_or_one_node(engine: &str, parallelism: Parallelism) -> Resu
     let engine = engine.to_string();
     match parallelism {
         Parallelism::Pipeline => Err(SplitError::NoPipeline { engine }),
-        Parallelism::Expert | Parallelism::DataExpert => Err(SplitError::NoExpertParallel { engine }),
+        Parallelism::Expert | Parallelism::DataExpert { .. } => Err(SplitError::NoExpertParallel { engine }),
         Parallelism::TensorPipeline { .. } => Err(SplitError::NoTensorPipeline { engine }),
-        Parallelism::Tensor | Parallelism::Data | Parallelism::None => Ok(()),
+        Parallelism::Tensor | Parallelism::Data { .. } | Parallelism::None => Ok(()),
     }
 }
 
@@ -398,8 +398,8 @@ fn single_node_split(engine: &str, parallelism: Parallelism) -> Result<(), Split
         | Parallelism::Pipeline
         | Parallelism::Expert
         | Parallelism::TensorPipeline { .. }
-        | Parallelism::Data
-        | Parallelism::DataExpert => Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism }),
+        | Parallelism::Data { .. }
+        | Parallelism::DataExpert { .. } => Err(SplitError::SingleNodeEngine { engine: engine.to_string(), parallelism }),
         Parallelism::None => Ok(()),
     }
 }

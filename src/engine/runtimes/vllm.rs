@@ -100,7 +100,7 @@ impl CudaEngine for Vllm {
         match plan.options.parallelism {
             Parallelism::Pipeline => lower_pipeline(plan, tokens, ray),
             Parallelism::TensorPipeline { .. } => lower_tensor_pipeline(plan, tokens, ray),
-            Parallelism::None | Parallelism::Tensor | Parallelism::Expert | Parallelism::Data | Parallelism::DataExpert => {
+            Parallelism::None | Parallelism::Tensor | Parallelism::Expert | Parallelism::Data { .. } | Parallelism::DataExpert { .. } => {
                 lower_segments_driven(plan, tokens, ray)
             }
         }
@@ -118,11 +118,11 @@ impl CudaEngine for Vllm {
     fn planner_splits(&self, nodes: usize) -> &'static [Parallelism] {
         match nodes {
             1 => &[Parallelism::None],
-            n if n < 4 || n % 2 == 1 => &[Parallelism::Tensor, Parallelism::Expert, Parallelism::Data, Parallelism::Pipeline],
+            n if n < 4 || n % 2 == 1 => &[Parallelism::Tensor, Parallelism::Expert, Parallelism::Data { tensor: 1 }, Parallelism::Pipeline],
             _ => &[
                 Parallelism::Tensor,
                 Parallelism::Expert,
-                Parallelism::Data,
+                Parallelism::Data { tensor: 1 },
                 Parallelism::Pipeline,
                 Parallelism::TensorPipeline { stages: Parallelism::DEFAULT_STAGES },
             ],
