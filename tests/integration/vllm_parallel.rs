@@ -30,6 +30,16 @@ fn sparks(count: usize, model: &str, quant: &str, parallelism: &str) -> Scenario
     ))
 }
 
+/// GB of routed-expert weights the whole model holds.
+fn experts_gb(plan: &supernode::engine::Plan) -> f64 {
+    let bytes: f64 = (0..plan.model.layers)
+        .flat_map(|l| plan.layer_ops(l))
+        .filter(|o| o.class == OpClass::Expert)
+        .map(|o| o.weight_bytes(o.total_params() as f64))
+        .sum();
+    bytes / 1e9
+}
+
 /// One decode step's makespan (ns) at 100 tokens of context.
 fn decode_step_ns(s: &Scenario, p: &Profile) -> u64 {
     let plan = s.plan(200, p).unwrap_or_else(|e| panic!("{e}"));
@@ -308,12 +318,7 @@ fn data_parallel_attention_gathers_before_each_moe_layer_and_scatters_after() {
 
     // Memory: the attention (and embeddings, head, router) whole, half of every expert.
     let one = sparks(1, "gpt-oss-120b", "mxfp4-hf", "none").plan(200, &p).unwrap();
-    let experts_gb: f64 = (0..plan.model.layers)
-        .flat_map(|l| plan.layer_ops(l))
-        .filter(|o| o.class == OpClass::Expert)
-        .map(|o| o.weight_bytes(o.total_params() as f64))
-        .sum::<f64>()
-        / 1e9;
+    let experts_gb = experts_gb(&plan);
     assert!((plan.memory[0].weights_gb - (one.memory[0].weights_gb - experts_gb / 2.0)).abs() < 1e-6);
     let tp = sparks(2, "gpt-oss-120b", "mxfp4-hf", "tensor").plan(200, &p).unwrap();
     assert!(plan.memory[0].weights_gb > tp.memory[0].weights_gb);
@@ -423,12 +428,7 @@ fn data_parallel_ranks_of_tensor_parallel_pairs() {
     assert_eq!(decode_step_ns(&s, &slower) - decode_step_ns(&s, &p), 145 * 10_000);
     // Weights: a pair's tensor-parallel share of everything but the experts, a quarter of those.
     let pair = sparks(2, "gpt-oss-120b", "mxfp4-hf", "tensor").plan(200, &p).unwrap();
-    let experts_gb: f64 = (0..plan.model.layers)
-        .flat_map(|l| plan.layer_ops(l))
-        .filter(|o| o.class == OpClass::Expert)
-        .map(|o| o.weight_bytes(o.total_params() as f64))
-        .sum::<f64>()
-        / 1e9;
+    let experts_gb = experts_gb(&plan);
     assert!((plan.memory[0].weights_gb - (pair.memory[0].weights_gb - experts_gb / 4.0)).abs() < 1e-6);
     // One request: the first pair runs it, the second a dummy, both pairs in step.
     let busy = |node: u32| {
