@@ -75,8 +75,11 @@ fn close_step(
 /// the experts (or their whole experts under expert parallel) over all of them, and
 /// reduce-scatter the result back (combine), timed as an all-gather of the same bytes (a
 /// ring's steps and bytes per link; the reduction's adds are not charged). A layer without
-/// experts communicates nothing. The host's close of the step is as tensor parallel's
-/// ([`lower_segments_driven`]): every rank's own, Ray's dispatch on node 0.
+/// experts communicates nothing. With `tensor_ranks` T > 1 each rank is a group of T
+/// consecutive nodes running its layers tensor parallel: an all-reduce within the group at
+/// each sum point (after the combine in an MoE layer), the dispatch and combine among the nodes
+/// of one tensor index across the ranks. The host's close of the step is as tensor parallel's
+/// ([`close_step`]): every node's own, Ray's dispatch on node 0.
 fn lower_data_attention(plan: &Plan, tokens: u64, driver_ns: Time) -> Lowered {
     let mut b = Builder::new(plan);
     let n = plan.n();
