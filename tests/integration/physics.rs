@@ -39,11 +39,13 @@ struct Case {
     parallelism: &'static str,
     prompt: u64,
     generate: u64,
+    /// Nodes per data-parallel rank (`engine.tensor_ranks`), when set.
+    tensor_ranks: Option<i64>,
 }
 
 impl Case {
     fn one(node: &'static str, model: &'static str, quant: &'static str, engine: &'static str) -> Case {
-        Case { node, count: 1, fabric: "none", model, quant, engine, parallelism: "none", prompt: 128, generate: 8 }
+        Case { node, count: 1, fabric: "none", model, quant, engine, parallelism: "none", prompt: 128, generate: 8, tensor_ranks: None }
     }
 
     fn split(mut self, count: usize, fabric: &'static str, engine: &'static str, parallelism: &'static str) -> Case {
@@ -64,9 +66,15 @@ impl Case {
         self
     }
 
+    fn tensor_ranks(mut self, ranks: i64) -> Case {
+        self.tensor_ranks = Some(ranks);
+        self
+    }
+
     fn name(&self) -> String {
+        let ranks = self.tensor_ranks.map_or(String::new(), |t| format!(" (tensor_ranks {t})"));
         format!(
-            "{}x {} over {}, {} {}, {} {}, prompt {}",
+            "{}x {} over {}, {} {}, {} {}{ranks}, prompt {}",
             self.count, self.node, self.fabric, self.model, self.quant, self.engine, self.parallelism, self.prompt
         )
     }
@@ -75,6 +83,9 @@ impl Case {
         let mut b = ScenarioBuilder::new(self.name());
         b.nodes(&vec![self.node.to_string(); self.count]).model(self.model).quant(self.quant).engine(self.engine);
         b.parallelism(self.parallelism).tokens(self.prompt, self.generate).seed(1);
+        if let Some(t) = self.tensor_ranks {
+            b.set("engine.tensor_ranks", &toml::Value::Integer(t)).ok()?;
+        }
         if self.count > 1 {
             b.fabric(self.fabric);
             let ring_only = catalog().fabric(self.fabric).is_some_and(|f| f.topologies.iter().all(|t| t.id() != "full-mesh"));
@@ -217,8 +228,14 @@ fn a_split_never_beats_its_nodes_and_a_batch_one_pipeline_never_beats_one_node()
                     if multi == "vllm" && count == 4 {
                         splits.push("tensor+pipeline");
                     }
-                    for par in splits {
-                        let c = one_case.clone().split(count, fabric, multi, par);
+                    // Data-parallel ranks of tensor-parallel pairs on four.
+                    let pairs = multi == "vllm" && count == 4;
+                    let cases = splits
+                        .into_iter()
+                        .map(|par| one_case.clone().split(count, fabric, multi, par))
+                        .chain(pairs.then(|| one_case.clone().split(count, fabric, multi, "data").tensor_ranks(2)));
+                    for c in cases {
+                        let par = c.parallelism;
                         let Some(e) = c.run() else { continue };
                         checked += 1;
                         let (x, y) = (e.decode_tokens_per_s, one.decode_tokens_per_s);
