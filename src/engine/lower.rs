@@ -67,8 +67,8 @@ fn close_step(
 
 /// Data-parallel attention on an MoE model ([`super::Parallelism::Data`]), one step, as vLLM
 /// 0.17 runs `--data-parallel-size N` (SGLang's `--enable-dp-attention` alike): the ranks first
-/// agree on the step's token counts (`coordinate_batch_across_dp`, an all-reduce of 4 x N
-/// int32 on the GPU group); each rank runs every layer but the experts whole over its own
+/// agree on the step's token counts (`coordinate_batch_across_dp`, an all-reduce of 4 x D
+/// int32 on the GPU group, D data-parallel ranks); each rank runs every layer but the experts whole over its own
 /// sequences (which rank runs which is [`Lowered::retime_rows`]'s); before each MoE layer the
 /// ranks all-gather every rank's hidden states with their top-k weights and ids (dispatch,
 /// `AgRsAll2AllManager.dispatch`, vLLM 0.17's default `all2all_backend`), run their slice of

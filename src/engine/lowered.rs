@@ -52,8 +52,8 @@ pub struct Lowered {
     pub(super) ctx_ops: Vec<(usize, Op)>,
     /// LM-head rows `seg_parts` was summed for.
     pub(super) head_rows: u64,
-    /// Per node, the step's tokens `seg_parts` was summed for under data-parallel attention,
-    /// where each rank runs its own sequences (empty elsewhere: every node runs them all).
+    /// Per data-parallel rank, the step's tokens `seg_parts` was summed for (each rank runs its
+    /// own sequences; empty under every other split, where every node runs them all).
     pub(super) node_tokens: Vec<u64>,
     /// Rows of the step that route on their own through MoE layers (None: every token);
     /// [`Lowered::set_routed_tokens`].

@@ -143,9 +143,8 @@ pub enum Parallelism {
     /// over all ranks as tensor parallel slices them and run over every rank's tokens, gathered
     /// before and scattered after (vLLM `--data-parallel-size N` on an MoE model, SGLang
     /// `--tp N --dp N --enable-dp-attention`, TensorRT-LLM `enable_attention_dp`). The ranks
-    /// step in lockstep: a rank with no
-    /// sequence runs a dummy forward. A dense model's data parallel is separate servers
-    /// (`[engine] replicas`). With `tensor` > 1 each data-parallel rank is a tensor-parallel
+    /// step in lockstep: a rank with no sequence runs a dummy forward. A dense model's data
+    /// parallel is separate servers (`[engine] replicas`). With `tensor` > 1 each data-parallel rank is a tensor-parallel
     /// group of `tensor` consecutive nodes (vLLM `--data-parallel-size D
     /// --tensor-parallel-size T` on D x T nodes, `[engine] tensor_ranks = T`), its attention
     /// sliced within the group.
@@ -220,10 +219,10 @@ impl Parallelism {
     }
 
     /// Whether every rank holds a slice of its layers' attention (tensor, expert and
-    /// tensor+pipeline parallel).
+    /// tensor+pipeline parallel, data-parallel ranks of tensor-parallel groups).
     pub fn slices_layers(self) -> bool {
         matches!(self, Self::Tensor | Self::Expert | Self::TensorPipeline { .. })
-            || self.tensor_ranks(usize::MAX) > 1 && self.data_attention()
+            || matches!(self, Self::Data { tensor } | Self::DataExpert { tensor } if tensor > 1)
     }
 
     /// Pipeline stages on `nodes` nodes: every node under a pipeline split, the named count
