@@ -426,7 +426,8 @@ pub struct Profile {
 }
 
 /// What a fit knows about its uncertainty: the covariance of its fitted parameters and the
-/// scatter of held-out predictions around the measurements, per kind of measurement. Prediction
+/// scatter of the measurements around the fit's predictions beyond what the parameters explain
+/// (standardised residuals), per kind of measurement. Prediction
 /// intervals of `run` combine both.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -436,7 +437,8 @@ pub struct Uncertainty {
     /// Covariance of the fitted parameters in the fit's free variables (natural log of the value,
     /// logit for fractions), one row per parameter.
     pub covariance: Vec<Vec<f64>>,
-    /// One standard deviation of log(measured / predicted) of a row left out of the fit, per
+    /// One standard deviation of log(measured / predicted) of a row, the parameters' own
+    /// uncertainty taken out (standardised residuals: the covariance adds it back per scenario), per
     /// measurement kind (`decode_tokens_per_s`, `prefill_tokens_per_s`, `node_power_w`, ...)
     /// and over all rows (`all`).
     pub scatter: BTreeMap<String, f64>,

@@ -12,8 +12,8 @@
 //! fold order, so they are identical at any thread count.
 //!
 //! The same linearisation gives the parameter budget (a parameter that fewer than two rows move
-//! is held at its prior), the parameter covariance and the per-kind scatter of leave-one-out
-//! (PRESS) residuals that prediction intervals combine.
+//! is held at its prior), the parameter covariance and the per-kind scatter of standardised
+//! residuals that prediction intervals combine.
 
 use std::collections::BTreeMap;
 
@@ -396,9 +396,13 @@ impl<'a> Linearized<'a> {
 
     /// The uncertainty of a fit on the rows `train` marks at `fold`: parameter covariance
     /// `s^2 (J'J + prior)^-1` over the fitted (not held) parameters, with `s^2` the residual
-    /// variance per degree of freedom, and per kind the RMS of the leave-one-out (PRESS)
-    /// residuals `r_i / (1 - h_ii)` of the training rows, shrunk toward a robust pooled scale
-    /// (see [`kind_scatter`]).
+    /// variance per degree of freedom, and per kind the RMS of the training rows' standardised
+    /// log residuals `r_i / sqrt(1 - h_ii)`, shrunk toward a robust pooled scale (see
+    /// [`kind_scatter`]). Each standardised residual has the row scatter's variance; the
+    /// leave-one-out residual `r_i / (1 - h_ii)` would carry the parameters' uncertainty too,
+    /// which an interval already adds from the covariance through the row's own sensitivity
+    /// (predictive variance `s^2 + g' C g`): it was counted twice (scatter ~20% wide, to
+    /// 2026-12-07).
     pub fn uncertainty(&self, fold: &FoldFit, train: &[bool]) -> Uncertainty {
         let n = self.paths.len();
         let free: Vec<usize> = (0..n).filter(|&k| !fold.held[k]).collect();
@@ -433,7 +437,7 @@ impl<'a> Linearized<'a> {
         for &i in &rows {
             let ji = DVector::from_iterator(nf, free.iter().map(|&k| self.jac[(i, k)]));
             let h = (ji.transpose() * &ainv * &ji)[(0, 0)].clamp(0.0, 0.95);
-            let e = (1.0 + fold.r[i]).max(1e-6).ln() / (1.0 - h);
+            let e = (1.0 + fold.r[i]).max(1e-6).ln() / (1.0 - h).sqrt();
             by_kind.entry(kind_of(self.data, i)).or_default().push(e);
             by_kind.entry("all".into()).or_default().push(e);
         }
@@ -472,14 +476,14 @@ impl<'a> Linearized<'a> {
 /// [`kind_scatter`]).
 pub const SCATTER_PRIOR_ROWS: f64 = 2.0;
 
-/// The scatter of each kind from its rows' leave-one-out log residuals (`all` holds every row).
+/// The scatter of each kind from its rows' standardised log residuals (`all` holds every row).
 /// A kind's scatter comes from its own rows only, shrunk toward a pooled scale by
 /// [`SCATTER_PRIOR_ROWS`] pseudo-rows: `s_k^2 = (sum e^2 + n0 s_pool^2) / (n_k + n0)` (the
 /// posterior mean of a variance under a scaled inverse-chi-square prior). The pooled scale is
 /// robust, `1.4826 x median |e|` over every row, so a minority of rows of another kind that the
 /// twin misses badly (serving rows, say) cannot widen the intervals of single-stream rows. `all`
 /// (used for a kind no row measured) is that pooled scale: one high-leverage row's inflated
-/// held-out residual (`e / (1 - h)` with `h` near 1) cannot set every unmeasured kind's width.
+/// standardised residual (`e / sqrt(1 - h)` with `h` near 1) cannot set every unmeasured kind's width.
 pub fn kind_scatter(by_kind: &BTreeMap<String, Vec<f64>>) -> BTreeMap<String, f64> {
     let all = by_kind.get("all").map_or(&[][..], |v| &v[..]);
     let mut abs: Vec<f64> = all.iter().map(|e| e.abs()).collect();

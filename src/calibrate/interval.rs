@@ -1,6 +1,7 @@
 //! Prediction intervals of `run`'s headline outputs: p5 / p50 / p95 from the fit's parameter
 //! covariance (each output's sensitivity to every fitted parameter, by finite differences
-//! through the same estimator) plus the scatter of held-out rows of the output's kind, on a
+//! through the same estimator) plus the rows' scatter of the output's kind (standardised
+//! residuals: the parameters' part comes from the covariance alone), on a
 //! log scale. The profile's `[uncertainty]` (written by `calibrate`) gives both; a profile
 //! without it falls back on its fit report (standard errors, residual RMS), and a hand-set
 //! profile with neither gets no intervals.

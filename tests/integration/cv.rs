@@ -104,7 +104,7 @@ fn grouped_cv_on_noise_free_data_finds_the_known_answer() {
 #[test]
 fn intervals_cover_held_out_rows_under_known_noise_at_any_thread_count() {
     // Log-normal noise of 8% on every row: 90% intervals from the fit's covariance and the
-    // held-out scatter must cover at least 80% of rows left out one at a time, and the scatter
+    // rows' scatter must cover at least 80% of rows left out one at a time, and the scatter
     // the fit estimates must be near the noise put in.
     let s = start();
     let sigma = 0.08;
@@ -143,8 +143,13 @@ fn intervals_cover_held_out_rows_under_known_noise_at_any_thread_count() {
         termination: String::new(),
     };
     let (u, rows) = calibrate::fit_uncertainty(&data, &s, &report, calibrate::PRIOR_WEIGHT).unwrap();
-    let all = u.scatter["all"];
-    assert!(all > 0.5 * sigma && all < 2.0 * sigma, "scatter {all} for noise {sigma}");
+    // Every kind's scatter is the noise's, not the noise plus the parameters' uncertainty: the
+    // scatter comes from standardised residuals (the interval adds the covariance itself). The
+    // leave-one-out residuals it came from to 2026-12-07 put prefill's at 2.2x the noise (0.175)
+    // and every row's at 1.4x; now 0.95-1.2x.
+    for (kind, s) in &u.scatter {
+        assert!(*s > 0.7 * sigma && *s < 1.5 * sigma, "{kind}: scatter {s} for noise {sigma} ({:?})", u.scatter);
+    }
     assert_eq!(rows.len(), report.params.len());
     // Each parameter's rows come with the kernel libraries they ran, sorted, once each: the
     // vllm-mlx host costs only MLX rows, the GB10's dense stream llama.cpp's and the CUDA engines'.
