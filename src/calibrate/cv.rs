@@ -21,7 +21,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::CalibrateError;
 use super::dataset::{Dataset, TargetSource};
-use super::fit::{FD_STEP, ROBUST_ROUNDS, huber_loss, huber_threshold};
+use super::fit::{FD_STEP, ROBUST_ROUNDS, huber_loss, huber_residual_variance, huber_threshold};
 pub use super::fit::{MATERIAL_ELASTICITY, moves_materially};
 use super::params::{from_free, get_param, is_fraction, set_params, to_free};
 use crate::profile::{Profile, Uncertainty};
@@ -395,14 +395,14 @@ impl<'a> Linearized<'a> {
     }
 
     /// The uncertainty of a fit on the rows `train` marks at `fold`: parameter covariance
-    /// `s^2 (J'J + prior)^-1` over the fitted (not held) parameters, with `s^2` the residual
-    /// variance per degree of freedom, and per kind the RMS of the training rows' standardised
-    /// log residuals `r_i / sqrt(1 - h_ii)`, shrunk toward a robust pooled scale (see
-    /// [`kind_scatter`]). Each standardised residual has the row scatter's variance; the
-    /// leave-one-out residual `r_i / (1 - h_ii)` would carry the parameters' uncertainty too,
-    /// which an interval already adds from the covariance through the row's own sensitivity
-    /// (predictive variance `s^2 + g' C g`): it was counted twice (scatter ~20% wide, to
-    /// 2026-12-07).
+    /// `s^2 (J'J + prior)^-1` over the fitted (not held) parameters, with `s^2` the robust
+    /// fit's residual variance per degree of freedom ([`huber_residual_variance`]), and per
+    /// kind the RMS of the training rows' standardised log residuals `r_i / sqrt(1 - h_ii)`,
+    /// shrunk toward a robust pooled scale (see [`kind_scatter`]). Each standardised residual
+    /// has the row scatter's variance; the leave-one-out residual `r_i / (1 - h_ii)` would carry
+    /// the parameters' uncertainty too, which an interval already adds from the covariance
+    /// through the row's own sensitivity (predictive variance `s^2 + g' C g`): it was counted
+    /// twice (scatter ~20% wide, to 2026-12-07).
     pub fn uncertainty(&self, fold: &FoldFit, train: &[bool]) -> Uncertainty {
         let n = self.paths.len();
         let free: Vec<usize> = (0..n).filter(|&k| !fold.held[k]).collect();
@@ -421,9 +421,8 @@ impl<'a> Linearized<'a> {
             a[(p, p)] += pw2;
         }
         let ainv = a.clone().try_inverse().unwrap_or_else(|| a.pseudo_inverse(1e-12).unwrap_or_else(|_| DMatrix::zeros(nf, nf)));
-        let rss: f64 = rows.iter().map(|&i| fold.r[i] * fold.r[i]).sum();
         let dof = rows.len().saturating_sub(nf).max(1);
-        let s2 = rss / dof as f64;
+        let s2 = huber_residual_variance(rows.iter().map(|&i| fold.r[i]), dof);
         let mut cov = vec![vec![0.0; n]; n];
         for (p, &kp) in free.iter().enumerate() {
             for (q, &kq) in free.iter().enumerate() {

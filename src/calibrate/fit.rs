@@ -53,6 +53,30 @@ pub fn huber_threshold(residuals: impl Iterator<Item = f64>) -> f64 {
     (HUBER_K * MAD_TO_SIGMA * median).max(MIN_HUBER_THRESHOLD)
 }
 
+/// The residual variance that scales the covariance of a fit under Huber's loss, per degree of
+/// freedom `dof`: `sum psi(r)^2 / dof / (m / n)^2`, with `psi` Huber's influence (the residual
+/// within the fit's threshold [`huber_threshold`], the threshold beyond it) and `m` of the `n`
+/// rows within it (Huber 1981, section 7.6: an M-estimator's asymptotic covariance). A row the
+/// loss treats as an outlier moves the fit by at most the threshold, so it adds at most the
+/// threshold's square here, not its own; with every row within the threshold this is the least-
+/// squares `rss / dof`. (To 2026-12-07, `rss / dof`: the rows the twin misses by 25-35% widened
+/// every parameter's standard error as if the fit had followed them.) The rows' scatter, which
+/// intervals add, keeps every residual whole.
+pub fn huber_residual_variance(residuals: impl Iterator<Item = f64> + Clone, dof: usize) -> f64 {
+    let c = huber_threshold(residuals.clone());
+    let (mut sum, mut inside, mut n) = (0.0, 0usize, 0usize);
+    for r in residuals {
+        sum += r.clamp(-c, c).powi(2);
+        inside += usize::from(r.abs() <= c);
+        n += 1;
+    }
+    if n == 0 {
+        return 0.0;
+    }
+    let share = inside.max(1) as f64 / n as f64;
+    sum / dof.max(1) as f64 / (share * share)
+}
+
 /// Huber's loss of a relative residual at threshold `c`, scaled to equal `|r| - c/2` beyond
 /// it; its reweighting is `1 / max(|r|, c)`.
 pub fn huber_loss(r: f64, c: f64) -> f64 {
@@ -306,8 +330,8 @@ fn minimise(prob: Problem<'_>, robust_rounds: usize) -> Result<(Problem<'_>, Min
     Ok((prob, report))
 }
 
-/// The fitted profile and its report: plain relative residuals and plain-loss uncertainties at
-/// the solution.
+/// The fitted profile and its report: plain relative residuals at the solution, and standard
+/// errors from the robust loss's residual variance ([`huber_residual_variance`]).
 fn result(mut prob: Problem<'_>, initial: &[f64], report: &MinimizationReport<f64>) -> Result<(Profile, FitReport), CalibrateError> {
     let (paths, targets) = (prob.paths, prob.targets);
     prob.weights = vec![1.0; targets.len()];
@@ -320,11 +344,12 @@ fn result(mut prob: Problem<'_>, initial: &[f64], report: &MinimizationReport<f6
     let (m, n) = (targets.len(), paths.len());
     let dof = m - n;
     let rss = r.norm_squared();
+    // The robust fit's residual variance (outliers capped at the loss's threshold), as the
+    // intervals' covariance takes it.
+    let s2 = huber_residual_variance(r.iter().copied(), dof);
     let std_errors: Vec<Option<f64>> =
         match (dof > 0).then(|| jacobian_at(&prob, &x).and_then(|j| (j.transpose() * &j).pseudo_inverse(1e-12).ok())).flatten() {
-            Some(cov) => {
-                (0..n).map(|k| Some(dvalue(prob.fractions[k], values[k]) * (cov[(k, k)] * rss / dof as f64).max(0.0).sqrt())).collect()
-            }
+            Some(cov) => (0..n).map(|k| Some(dvalue(prob.fractions[k], values[k]) * (cov[(k, k)] * s2).max(0.0).sqrt())).collect(),
             None => vec![None; n],
         };
     let params = paths
@@ -441,7 +466,24 @@ pub fn moves_materially(p0: f64, p1: f64, step: f64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{huber_loss, huber_threshold};
+    use super::{huber_loss, huber_residual_variance, huber_threshold};
+
+    /// Within the threshold every row counts as in least squares; a row beyond it adds only the
+    /// threshold's square, and the share of rows within it scales the variance up.
+    #[test]
+    fn huber_residual_variance_caps_an_outlier_at_the_threshold() {
+        let calm = [0.01, -0.01, 0.012, -0.008];
+        let rss: f64 = calm.iter().map(|r| r * r).sum();
+        assert!((huber_residual_variance(calm.iter().copied(), 2) - rss / 2.0).abs() < 1e-15);
+        // Median |r| 0.01: threshold 1.345 x 1.4826 x 0.01 = 0.019941; four rows within it.
+        let wild = [0.01, -0.01, 0.01, -0.01, 0.5];
+        let c = 1.345 * 1.4826 * 0.01;
+        let want = (4.0 * 1e-4 + c * c) / 3.0 / (0.8f64 * 0.8);
+        let got = huber_residual_variance(wild.iter().copied(), 3);
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+        assert!(got < 0.01 * wild.iter().map(|r| r * r).sum::<f64>() / 3.0, "least squares would be 200x larger");
+        assert_eq!(huber_residual_variance(std::iter::empty(), 3), 0.0);
+    }
 
     /// The threshold is 1.345 x 1.4826 x the median absolute residual (sign ignored), never
     /// below 1%; with no residual it is the floor.
