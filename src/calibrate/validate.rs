@@ -1589,7 +1589,7 @@ pub fn row_scenario_in(
         b.set("workload.same_tokens", &same_tokens.into()).map_err(|e| e.message)?;
         return Ok((b, assumptions));
     }
-    serving_workload(row, &mut b, &mut assumptions)?;
+    serving_workload(row, engine, &mut b, &mut assumptions)?;
     Ok((b, assumptions))
 }
 
@@ -1635,7 +1635,12 @@ fn one_batch_run(row: &MeasurementRow) -> Result<Option<(i64, bool, String)>, St
 /// A serving row's workload: N concurrent requests sent at once, each user one request (the
 /// benchmark's batch), for aggregate rates and for the TTFT and TPOT of several requests; with
 /// what each metric is read as. Other rows keep their `generate` workload.
-fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: &mut Vec<String>) -> Result<(), String> {
+fn serving_workload(
+    row: &MeasurementRow,
+    engine: &dyn runtimes::EngineRuntime,
+    b: &mut ScenarioBuilder,
+    assumptions: &mut Vec<String>,
+) -> Result<(), String> {
     let per_request = match row.metric.as_str() {
         "ttft_s" if text_ttft(row) => Some(
             "the mean over the requests of the time to each one's first streamed text (llama-benchy's TTFT: a chat header such as gpt-oss's harmony one decodes first), queueing for the prefills before each included",
@@ -1693,6 +1698,19 @@ fn serving_workload(row: &MeasurementRow, b: &mut ScenarioBuilder, assumptions: 
         ("workload.requests", requests.into()),
     ] {
         b.set(k, &v).map_err(|e| e.message)?;
+    }
+    // How many of them the server runs at once: its flag where the command line sets it
+    // (llama-server `-np 8`), else its default, said where the users outnumber it.
+    let (flags, default) = engine.concurrency_flags();
+    if let Some((slots, flag)) = runtimes::concurrency_flag(&row_text(row), flags) {
+        assumptions.push(format!("workload.max_batch = {slots}, as the row says (`{flag} {slots}`)"));
+        b.set("workload.max_batch", &i64::try_from(slots).unwrap_or(i64::MAX).into()).map_err(|e| e.message)?;
+    } else if let Some(d) = default.filter(|&d| c > 0 && c as u64 > d) {
+        assumptions.push(format!(
+            "{}'s default of {d} requests at once (`{} {d}`; the row names none): {c} in flight, {d} served together, the rest waiting",
+            engine.label(),
+            flags.first().copied().unwrap_or("max_batch"),
+        ));
     }
     Ok(())
 }

@@ -204,3 +204,43 @@ fn validate_reads_the_serving_benchmarks_percentiles_and_request_rate() {
     let per_request = s.predicted("out") / s.predicted("req");
     assert!((per_request / 128.0 - 1.0).abs() < 0.02, "{per_request} tokens a request");
 }
+
+/// A serving row's command line sets how many requests the server runs at once (llama-server
+/// `-np 8`, `OLLAMA_NUM_PARALLEL=2`, vLLM `--max-num-seqs=4`), and the twin serves them so;
+/// where the line is silent and the users outnumber the runtime's default, the assumption says
+/// so. Eight users on 8 slots decode more than on llama-server's default 4, which queues half.
+#[test]
+fn validate_serves_as_many_requests_at_once_as_the_command_line_says() {
+    let serving = |id: &str, engine: &str, model: &str, quant: &str, c: u32, notes: &str| {
+        format!(
+            "{id},framework-desktop-ai-max-395,1,128gb,{model},{quant},{engine},none,none,128,{c},aggregate_decode_tokens_per_s,50,tok/s,test,\"{notes}\"\n"
+        )
+    };
+    let spark = |id: &str, c: u32, notes: &str| {
+        format!(
+            "{id},dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,128,{c},aggregate_decode_tokens_per_s,50,tok/s,test,\"{notes}\"\n"
+        )
+    };
+    let s = Scored::of(
+        &[
+            serving("np8", "llama.cpp", "llama-3.2-3b", "Q4_K_M", 8, "llama-server -np 8, 8 concurrent requests"),
+            serving("silent", "llama.cpp", "llama-3.2-3b", "Q4_K_M", 8, "llama-server, 8 concurrent requests"),
+            serving("ollama", "ollama", "llama-3.2-3b", "Q4_K_M", 4, "OLLAMA_NUM_PARALLEL=2"),
+            serving("four", "llama.cpp", "llama-3.2-3b", "Q4_K_M", 4, "llama-server, 4 concurrent requests"),
+            spark("seqs", 8, "vllm serve --max-num-seqs=4"),
+            spark("vllm", 8, "vllm serve"),
+        ]
+        .concat(),
+    );
+    assert!(s.said("np8", "workload.max_batch = 8, as the row says (`-np 8`)"), "{}", s.get("np8"));
+    assert!(s.said("silent", "llama.cpp's default of 4 requests at once (`-np 4`"), "{}", s.get("silent"));
+    assert!(s.predicted("np8") > 1.2 * s.predicted("silent"), "8 slots {} vs 4 {}", s.predicted("np8"), s.predicted("silent"));
+    assert!(s.said("ollama", "workload.max_batch = 2, as the row says (`OLLAMA_NUM_PARALLEL 2`)"), "{}", s.get("ollama"));
+    assert!(s.predicted("ollama") < s.predicted("four"));
+    // Four users on four slots: nothing to say.
+    assert!(!s.said("four", "at once"), "{}", s.get("four"));
+    assert!(s.said("seqs", "workload.max_batch = 4, as the row says (`--max-num-seqs 4`)"), "{}", s.get("seqs"));
+    assert!(s.predicted("seqs") < s.predicted("vllm"));
+    // vLLM's cap is its engine option (1,024 sequences on a GB10): no default to state.
+    assert!(!s.said("vllm", "at once"), "{}", s.get("vllm"));
+}

@@ -11,6 +11,9 @@ use super::super::plan::Plan;
 use super::super::split::SplitError;
 use super::{CableLoss, EngineRuntime, MLX_DEFAULTS, RuntimeFault, ServingLoop, VersionDefaults};
 
+/// exo's most active requests by default (`EXO_MAX_CONCURRENT_REQUESTS`, exo >= 1.0.69).
+pub const EXO_MAX_CONCURRENT_REQUESTS: u64 = 8;
+
 /// exo: an MLX instance over one or more Macs.
 pub struct Exo;
 
@@ -29,6 +32,11 @@ impl EngineRuntime for Exo {
 
     fn label(&self) -> &'static str {
         "exo"
+    }
+
+    /// `EXO_MAX_CONCURRENT_REQUESTS=N`, 8 by default ([`EXO_MAX_CONCURRENT_REQUESTS`]).
+    fn concurrency_flags(&self) -> (&'static [&'static str], Option<u64>) {
+        (&["EXO_MAX_CONCURRENT_REQUESTS"], Some(EXO_MAX_CONCURRENT_REQUESTS))
     }
 
     fn kernels(&self) -> Runtime {
@@ -81,7 +89,7 @@ impl EngineRuntime for Exo {
     /// exo >= 1.0.69 (snapshot b5375f8c, continuous batching since PR 1642): up to
     /// `EXO_MAX_CONCURRENT_REQUESTS` = 8 active requests.
     fn serving_loop(&self, max_batch: Option<u64>, _options: &EngineOptions) -> ServingLoop {
-        ServingLoop::Exo { max_batch: max_batch.unwrap_or(8) }
+        ServingLoop::Exo { max_batch: max_batch.unwrap_or(EXO_MAX_CONCURRENT_REQUESTS) }
     }
 
     /// exo tensor parallel reloads every node; a pipeline only the crashed node's layers.

@@ -15,11 +15,18 @@ use super::{
 /// llama.cpp server's logical batch `n_batch` (tokens per `llama_decode` call), default 2,048.
 pub const LLAMA_N_BATCH: u64 = 2048;
 
-/// llama.cpp's `llama-server` with `-np` slots (4 by default), batches of `n_batch` = 2,048
-/// tokens cut into micro-batches of the engine's `prefill_chunk` (`n_ubatch`, 512).
+/// llama-server's default slots (FACTS.md: 4 sharing one unified KV pool).
+pub const LLAMA_SERVER_SLOTS: u64 = 4;
+
+/// llama-server's flags for its slots (`-np 8`, `--parallel 8`).
+pub const LLAMA_SERVER_SLOT_FLAGS: &[&str] = &["-np", "--parallel", "--n-parallel"];
+
+/// llama.cpp's `llama-server` with `-np` slots ([`LLAMA_SERVER_SLOTS`] by default), batches of
+/// `n_batch` = 2,048 tokens cut into micro-batches of the engine's `prefill_chunk` (`n_ubatch`,
+/// 512).
 pub fn llama_server(max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop {
     let ub = prefill_chunk.max(1);
-    ServingLoop::LlamaServer { slots: max_batch.unwrap_or(4), n_batch: (LLAMA_N_BATCH / ub * ub).max(ub) }
+    ServingLoop::LlamaServer { slots: max_batch.unwrap_or(LLAMA_SERVER_SLOTS), n_batch: (LLAMA_N_BATCH / ub * ub).max(ub) }
 }
 
 /// The value of a `-ub N` (or `--ubatch-size N`) flag in a benchmark's command line, if any
@@ -111,6 +118,11 @@ impl EngineRuntime for LlamaCpp {
     /// [`llama_measurement_options`].
     fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
         llama_measurement_options(notes)
+    }
+
+    /// llama-server `-np N` ([`LLAMA_SERVER_SLOT_FLAGS`]), 4 slots by default.
+    fn concurrency_flags(&self) -> (&'static [&'static str], Option<u64>) {
+        (LLAMA_SERVER_SLOT_FLAGS, Some(LLAMA_SERVER_SLOTS))
     }
 
     fn kernels(&self) -> Runtime {

@@ -42,6 +42,11 @@ impl EngineRuntime for LlamaCppRpc {
         super::llama_cpp::llama_measurement_options(notes)
     }
 
+    /// llama-server's `-np N` on the host that holds the RPC clients.
+    fn concurrency_flags(&self) -> (&'static [&'static str], Option<u64>) {
+        (super::llama_cpp::LLAMA_SERVER_SLOT_FLAGS, Some(super::llama_cpp::LLAMA_SERVER_SLOTS))
+    }
+
     fn kernels(&self) -> Runtime {
         Runtime::LlamaCpp
     }

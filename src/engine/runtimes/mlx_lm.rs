@@ -11,6 +11,9 @@ use super::super::split::SplitError;
 use super::exo::lower_pipeline;
 use super::{CABLE_FAILS_REQUESTS, CableLoss, EngineRuntime, MLX_DEFAULTS, RESTARTS, ServingLoop, VersionDefaults};
 
+/// mlx_lm.server's most sequences by default (`--decode-concurrency`, mlx-lm PRs 443, 626, 1072).
+pub const MLX_DECODE_CONCURRENCY: u64 = 32;
+
 /// mlx-lm: MLX on one node, or plain MLX distributed over several Macs (exo's kernels and
 /// collectives without exo's runner: FACTS.md, exo issue 2070, "plain MLX distributed tensor
 /// parallel over RDMA ~98" tok/s against exo's ~48 on the same pair; mlx-lm PR 1189 runs a
@@ -66,6 +69,11 @@ impl EngineRuntime for MlxLm {
 
     fn label(&self) -> &'static str {
         "mlx-lm"
+    }
+
+    /// `mlx_lm.server --decode-concurrency N`, 32 by default ([`MLX_DECODE_CONCURRENCY`]).
+    fn concurrency_flags(&self) -> (&'static [&'static str], Option<u64>) {
+        (&["--decode-concurrency"], Some(MLX_DECODE_CONCURRENCY))
     }
 
     fn kernels(&self) -> Runtime {
@@ -141,7 +149,7 @@ impl EngineRuntime for MlxLm {
     /// mlx-lm `BatchGenerator` / `mlx_lm.server` (PRs 443, 626, 1072): `--decode-concurrency`
     /// 32 sequences in all, `--prompt-concurrency` 8 prompting.
     fn serving_loop(&self, max_batch: Option<u64>, _options: &EngineOptions) -> ServingLoop {
-        let max_batch = max_batch.unwrap_or(32);
+        let max_batch = max_batch.unwrap_or(MLX_DECODE_CONCURRENCY);
         ServingLoop::MlxBatchGenerator { max_batch, prefill_batch: max_batch.min(8) }
     }
 

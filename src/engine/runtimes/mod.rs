@@ -50,6 +50,20 @@ pub(crate) fn vllm_v1_loop(max_batch: Option<u64>, options: &EngineOptions) -> S
     }
 }
 
+/// The first of `flags` a benchmark's command line `text` sets to a positive integer (`-np 8`,
+/// `--parallel=8`, `OLLAMA_NUM_PARALLEL=8`), with the flag: (value, flag).
+pub fn concurrency_flag(text: &str, flags: &[&'static str]) -> Option<(u64, &'static str)> {
+    let words: Vec<&str> = text.split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '`').filter(|w| !w.is_empty()).collect();
+    let number = |w: &str| w.parse::<u64>().ok().filter(|&n| n > 0);
+    words.iter().enumerate().find_map(|(i, w)| {
+        flags.iter().find_map(|&f| match w.strip_prefix(f) {
+            Some("") => words.get(i + 1).and_then(|n| number(n)).map(|n| (n, f)),
+            Some(rest) => rest.strip_prefix('=').and_then(number).map(|n| (n, f)),
+            None => None,
+        })
+    })
+}
+
 /// Whether an engine of `kind` runs `preset`'s MLA over a per-head cache by default: a
 /// llama.cpp engine with a preset whose GGUFs predate llama.cpp's MLA metadata
 /// ([`crate::catalog::ModelPreset::gguf_per_head_mla`]); `[engine] mla_cache` overrides it.
@@ -307,6 +321,13 @@ pub trait EngineRuntime: Sync {
     fn measurement_options(&self, _notes: &str) -> Vec<(&'static str, toml::Value)> {
         Vec::new()
     }
+    /// The command-line flags or environment variables that cap how many requests its server
+    /// runs at once (llama-server's `-np`), and the cap it ships with where none is given
+    /// (`None`: its engine options set it, e.g. vLLM's `max_num_seqs`). Validation reads them
+    /// from a serving row's command line ([`concurrency_flag`]).
+    fn concurrency_flags(&self) -> (&'static [&'static str], Option<u64>) {
+        (&[], None)
+    }
     /// The kernel library it runs: the profile key `[chips.<chip>.runtimes.<id>]`.
     fn kernels(&self) -> Runtime;
     /// The key of its own host costs (`[chips.<chip>.engines.<key>]`), if it has any.
@@ -487,6 +508,11 @@ impl<T: CudaEngine> EngineRuntime for T {
         v
     }
 
+    /// vLLM `--max-num-seqs`, SGLang `--max-running-requests`, TensorRT-LLM `--max_batch_size`.
+    fn concurrency_flags(&self) -> (&'static [&'static str], Option<u64>) {
+        (&["--max-num-seqs", "--max-running-requests", "--max_batch_size", "--max-batch-size"], None)
+    }
+
     fn kernels(&self) -> Runtime {
         Runtime::Cuda
     }
@@ -551,6 +577,22 @@ impl<T: CudaEngine> EngineRuntime for T {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A flag and its value as command lines write them: apart, joined by `=`, quoted in
+    /// backticks; the first flag set wins; a flag without a positive integer is not read.
+    #[test]
+    fn concurrency_flags_are_read_as_command_lines_write_them() {
+        let flags = llama_cpp::LLAMA_SERVER_SLOT_FLAGS;
+        assert_eq!(concurrency_flag("llama-server -np 8 -c 32768", flags), Some((8, "-np")));
+        assert_eq!(concurrency_flag("`llama-server --parallel=16`", flags), Some((16, "--parallel")));
+        assert_eq!(concurrency_flag("-np x; --n-parallel 2", flags), Some((2, "--n-parallel")));
+        assert_eq!(concurrency_flag("-np 0", flags), None);
+        assert_eq!(concurrency_flag("-npl 8 -npp 512", flags), None, "llama-batched-bench's flags are other flags");
+        assert_eq!(concurrency_flag("OLLAMA_NUM_PARALLEL=4 ollama serve", &["OLLAMA_NUM_PARALLEL"]), Some((4, "OLLAMA_NUM_PARALLEL")));
+        let (vllm, default) = by_name("vllm").expect("registered").concurrency_flags();
+        assert_eq!((concurrency_flag("--max-num-seqs 4", vllm), default), (Some((4, "--max-num-seqs")), None));
+        assert_eq!(by_name("exo").expect("registered").concurrency_flags().1, Some(exo::EXO_MAX_CONCURRENT_REQUESTS));
+    }
     use crate::engine::split::check_split;
 
     const SPLITS: [Parallelism; 3] = [Parallelism::None, Parallelism::Tensor, Parallelism::Pipeline];

@@ -39,6 +39,11 @@ impl EngineRuntime for Ollama {
         super::llama_cpp::llama_measurement_options(notes)
     }
 
+    /// `OLLAMA_NUM_PARALLEL=N`; the twin runs its llama.cpp runner's default slots otherwise.
+    fn concurrency_flags(&self) -> (&'static [&'static str], Option<u64>) {
+        (&["OLLAMA_NUM_PARALLEL"], Some(super::llama_cpp::LLAMA_SERVER_SLOTS))
+    }
+
     fn kernels(&self) -> Runtime {
         LlamaCpp.kernels()
     }
