@@ -206,9 +206,10 @@ fn validate_reads_the_serving_benchmarks_percentiles_and_request_rate() {
 }
 
 /// A serving row's command line sets how many requests the server runs at once (llama-server
-/// `-np 8`, `OLLAMA_NUM_PARALLEL=2`, vLLM `--max-num-seqs=4`), and the twin serves them so;
-/// where the line is silent and the users outnumber the runtime's default, the assumption says
-/// so. Eight users on 8 slots decode more than on llama-server's default 4, which queues half.
+/// `-np 8`, `OLLAMA_NUM_PARALLEL=2`, vLLM `--max-num-seqs=4`, an engine option), and the twin
+/// serves them so; where the line is silent and the users outnumber the runtime's default, the
+/// assumption says so. Eight users on 8 slots decode more than on llama-server's default 4,
+/// which queues half.
 #[test]
 fn validate_serves_as_many_requests_at_once_as_the_command_line_says() {
     let serving = |id: &str, engine: &str, model: &str, quant: &str, c: u32, notes: &str| {
@@ -216,9 +217,10 @@ fn validate_serves_as_many_requests_at_once_as_the_command_line_says() {
             "{id},framework-desktop-ai-max-395,1,128gb,{model},{quant},{engine},none,none,128,{c},aggregate_decode_tokens_per_s,50,tok/s,test,\"{notes}\"\n"
         )
     };
+    // One source per row: rows of one benchmark run share its server's flags.
     let spark = |id: &str, c: u32, notes: &str| {
         format!(
-            "{id},dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,128,{c},aggregate_decode_tokens_per_s,50,tok/s,test,\"{notes}\"\n"
+            "{id},dgx-spark,1,128gb,gpt-oss-120b,mxfp4,vllm,none,none,128,{c},aggregate_decode_tokens_per_s,50,tok/s,run {id},\"{notes}\"\n"
         )
     };
     let s = Scored::of(
@@ -239,7 +241,7 @@ fn validate_serves_as_many_requests_at_once_as_the_command_line_says() {
     assert!(s.predicted("ollama") < s.predicted("four"));
     // Four users on four slots: nothing to say.
     assert!(!s.said("four", "at once"), "{}", s.get("four"));
-    assert!(s.said("seqs", "workload.max_batch = 4, as the row says (`--max-num-seqs 4`)"), "{}", s.get("seqs"));
+    assert!(s.said("seqs", "engine.max_num_seqs = 4, as the row says"), "{}", s.get("seqs"));
     assert!(s.predicted("seqs") < s.predicted("vllm"));
     // vLLM's cap is its engine option (1,024 sequences on a GB10): no default to state.
     assert!(!s.said("vllm", "at once"), "{}", s.get("vllm"));

@@ -53,12 +53,17 @@ pub(crate) fn vllm_v1_loop(max_batch: Option<u64>, options: &EngineOptions) -> S
 /// The first of `flags` a benchmark's command line `text` sets to a positive integer (`-np 8`,
 /// `--parallel=8`, `OLLAMA_NUM_PARALLEL=8`), with the flag: (value, flag).
 pub fn concurrency_flag(text: &str, flags: &[&'static str]) -> Option<(u64, &'static str)> {
+    flag_parsed(text, flags, |w| w.parse::<u64>().ok().filter(|&n| n > 0))
+}
+
+/// The first of `flags` whose value in `text` (the next word, or after `=`) `parse` accepts,
+/// with the flag.
+pub fn flag_parsed<T>(text: &str, flags: &[&'static str], parse: impl Fn(&str) -> Option<T>) -> Option<(T, &'static str)> {
     let words: Vec<&str> = text.split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '`').filter(|w| !w.is_empty()).collect();
-    let number = |w: &str| w.parse::<u64>().ok().filter(|&n| n > 0);
     words.iter().enumerate().find_map(|(i, w)| {
         flags.iter().find_map(|&f| match w.strip_prefix(f) {
-            Some("") => words.get(i + 1).and_then(|n| number(n)).map(|n| (n, f)),
-            Some(rest) => rest.strip_prefix('=').and_then(number).map(|n| (n, f)),
+            Some("") => words.get(i + 1).and_then(|n| parse(n)).map(|n| (n, f)),
+            Some(rest) => rest.strip_prefix('=').and_then(&parse).map(|n| (n, f)),
             None => None,
         })
     })
@@ -495,22 +500,34 @@ impl<T: CudaEngine> EngineRuntime for T {
         Some(CudaEngine::measurement_assumption(self))
     }
 
-    /// `--enforce-eager` (no CUDA graphs) and an fp8 KV cache (`kv-cache fp8`,
-    /// `--kv-cache-dtype fp8`) where a row's notes state them.
+    /// `--enforce-eager` (no CUDA graphs), an fp8 KV cache (`kv-cache fp8`, `--kv-cache-dtype
+    /// fp8`, `fp8_e4m3`, `fp8_e5m2`), the token budget (vLLM `--max-num-batched-tokens`, SGLang
+    /// `--chunked-prefill-size`, TensorRT-LLM `--max_num_tokens`), the running-sequence cap
+    /// (vLLM `--max-num-seqs`, SGLang `--max-running-requests`, TensorRT-LLM `--max_batch_size`)
+    /// and the memory share (vLLM `--gpu-memory-utilization`, SGLang `--mem-fraction-static`)
+    /// where a row's notes state them.
     fn measurement_options(&self, notes: &str) -> Vec<(&'static str, toml::Value)> {
         let mut v = Vec::new();
         if notes.contains("--enforce-eager") {
             v.push(("engine.enforce_eager", toml::Value::Boolean(true)));
         }
-        if notes.contains("kv-cache fp8") || notes.contains("kv-cache-dtype fp8") {
+        let fp8_kv = flag_parsed(notes, &["--kv-cache-dtype"], |w| Some(w.starts_with("fp8"))).is_some_and(|(fp8, _)| fp8);
+        if notes.contains("kv-cache fp8") || fp8_kv {
             v.push(("engine.kv_cache_dtype", toml::Value::String("fp8".into())));
         }
+        let tokens = ["--max-num-batched-tokens", "--chunked-prefill-size", "--max_num_tokens", "--max-num-tokens"];
+        if let Some((n, _)) = flag_parsed(notes, &tokens, |w| w.parse::<i64>().ok().filter(|&n| n > 0)) {
+            v.push(("engine.max_num_batched_tokens", toml::Value::Integer(n)));
+        }
+        let seqs = ["--max-num-seqs", "--max-running-requests", "--max_batch_size", "--max-batch-size"];
+        if let Some((n, _)) = flag_parsed(notes, &seqs, |w| w.parse::<i64>().ok().filter(|&n| n > 0)) {
+            v.push(("engine.max_num_seqs", toml::Value::Integer(n)));
+        }
+        let share = ["--gpu-memory-utilization", "--mem-fraction-static"];
+        if let Some((x, _)) = flag_parsed(notes, &share, |w| w.parse::<f64>().ok().filter(|x| *x > 0.0 && *x <= 1.0)) {
+            v.push(("engine.gpu_memory_utilization", toml::Value::Float(x)));
+        }
         v
-    }
-
-    /// vLLM `--max-num-seqs`, SGLang `--max-running-requests`, TensorRT-LLM `--max_batch_size`.
-    fn concurrency_flags(&self) -> (&'static [&'static str], Option<u64>) {
-        (&["--max-num-seqs", "--max-running-requests", "--max_batch_size", "--max-batch-size"], None)
     }
 
     fn kernels(&self) -> Runtime {
@@ -589,8 +606,26 @@ mod tests {
         assert_eq!(concurrency_flag("-np 0", flags), None);
         assert_eq!(concurrency_flag("-npl 8 -npp 512", flags), None, "llama-batched-bench's flags are other flags");
         assert_eq!(concurrency_flag("OLLAMA_NUM_PARALLEL=4 ollama serve", &["OLLAMA_NUM_PARALLEL"]), Some((4, "OLLAMA_NUM_PARALLEL")));
-        let (vllm, default) = by_name("vllm").expect("registered").concurrency_flags();
-        assert_eq!((concurrency_flag("--max-num-seqs 4", vllm), default), (Some((4, "--max-num-seqs")), None));
+        // The CUDA engines' caps are engine options, read with their other flags.
+        let vllm = by_name("vllm").expect("registered");
+        assert_eq!(vllm.concurrency_flags(), (&[][..], None));
+        let opts = vllm.measurement_options(
+            "vllm serve --max-num-seqs=4 --max-num-batched-tokens 4096 --gpu-memory-utilization 0.85 --kv-cache-dtype fp8_e5m2",
+        );
+        assert_eq!(
+            opts,
+            vec![
+                ("engine.kv_cache_dtype", toml::Value::String("fp8".into())),
+                ("engine.max_num_batched_tokens", toml::Value::Integer(4096)),
+                ("engine.max_num_seqs", toml::Value::Integer(4)),
+                ("engine.gpu_memory_utilization", toml::Value::Float(0.85)),
+            ]
+        );
+        let sglang = by_name("sglang").expect("registered").measurement_options("--chunked-prefill-size 2048 --max-running-requests 8");
+        assert_eq!(
+            sglang,
+            vec![("engine.max_num_batched_tokens", toml::Value::Integer(2048)), ("engine.max_num_seqs", toml::Value::Integer(8))]
+        );
         assert_eq!(by_name("exo").expect("registered").concurrency_flags().1, Some(exo::EXO_MAX_CONCURRENT_REQUESTS));
     }
     use crate::engine::split::check_split;
