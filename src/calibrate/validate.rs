@@ -658,7 +658,16 @@ fn row_parallelism(
     moe_shared: bool,
     assumptions: &mut Vec<String>,
 ) -> Result<RowSplit, String> {
-    let stated = strip_notes(&row.parallelism);
+    let mut label = row.parallelism.clone();
+    let mut stated = strip_notes(&row.parallelism);
+    if n > 1 && (stated.is_empty() || stated == "unknown") {
+        // The split a column leaves out but the command line gives (`--pipeline-parallel-size 2`).
+        if let Some((split, flags)) = command_line_split(&row_text(row)) {
+            assumptions.push(format!("parallelism not stated: `{split}`, as the command line says ({flags})"));
+            stated = split.clone();
+            label = split;
+        }
+    }
     match n {
         1 => Ok(RowSplit::single(Parallelism::None)),
         _ if stated.is_empty() || stated == "unknown" => {
@@ -667,9 +676,9 @@ fn row_parallelism(
             Ok(RowSplit::single(default))
         }
         _ => {
-            let split = parallelism_label(&row.parallelism, n)?;
+            let split = parallelism_label(&label, n)?;
             let group = n / split.replicas;
-            let text = format!("{}; {}", row.parallelism, row_text(row)).to_lowercase();
+            let text = format!("{label}; {}", row_text(row)).to_lowercase();
             // SGLang's `--enable-dp-attention`, TensorRT-LLM's `enable_attention_dp`.
             let dp_attention = ["dp-attention", "dp attention", "dp_attention", "attention_dp", "attention dp", "attention-dp"]
                 .iter()
@@ -719,6 +728,36 @@ fn row_parallelism(
             Ok(split)
         }
     }
+}
+
+/// The split a benchmark's command line sets, as a parallelism label ([`parallelism_label`]
+/// reads it), with the flags it came from: vLLM `--tensor-parallel-size` / `-tp`,
+/// `--pipeline-parallel-size` / `-pp`, `--data-parallel-size` / `-dp`,
+/// `--enable-expert-parallel`; SGLang `--tp`, `--dp`, `--ep-size`; TensorRT-LLM `--tp_size`,
+/// `--pp_size`, `--ep_size`. A size of 1 is no split; `None` where the line sets none.
+fn command_line_split(text: &str) -> Option<(String, String)> {
+    let size = |flags: &[&'static str]| runtimes::flag_parsed(text, flags, |w| w.parse::<u64>().ok().filter(|&n| n > 1));
+    let tp = size(&["--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--tp_size"]);
+    let pp = size(&["--pipeline-parallel-size", "-pp", "--pp-size", "--pp", "--pp_size"]);
+    let dp = size(&["--data-parallel-size", "-dp", "--dp-size", "--dp", "--dp_size"]);
+    let ep_size = size(&["--ep-size", "--ep_size", "--expert-parallel-size"]);
+    let ep = text.contains("--enable-expert-parallel") || ep_size.is_some();
+    let mut parts = Vec::new();
+    let mut flags = Vec::new();
+    for (name, found) in [("DP", dp), ("TP", tp), ("PP", pp)] {
+        if let Some((n, flag)) = found {
+            parts.push(format!("{name}{n}"));
+            flags.push(format!("`{flag} {n}`"));
+        }
+    }
+    if ep {
+        flags.push(ep_size.map_or("`--enable-expert-parallel`".to_string(), |(n, f)| format!("`{f} {n}`")));
+        match parts.last_mut() {
+            Some(last) => last.push_str(" + EP"),
+            None => parts.push("EP".into()),
+        }
+    }
+    (!parts.is_empty()).then(|| (parts.join(" "), flags.join(" ")))
 }
 
 /// The split a row's parallelism column names, as the twin's (`tensor`, `pipeline`, `expert`,

@@ -246,3 +246,30 @@ fn validate_serves_as_many_requests_at_once_as_the_command_line_says() {
     // vLLM's cap is its engine option (1,024 sequences on a GB10): no default to state.
     assert!(!s.said("vllm", "at once"), "{}", s.get("vllm"));
 }
+
+/// A cluster row whose parallelism column is empty takes its split from the command line
+/// (`--pipeline-parallel-size 2`, `-tp 2 -pp 2`, `--data-parallel-size 2
+/// --enable-expert-parallel`), said in its assumptions; a size of 1 is no split. A batch-1
+/// pipeline of two Sparks decodes slower than tensor parallel over them, as the engine's
+/// default would have had it.
+#[test]
+fn validate_reads_an_unstated_split_from_the_command_line() {
+    let row = |id: &str, n: u32, model: &str, quant: &str, notes: &str| {
+        format!("{id},dgx-spark,{n},128gb,{model},{quant},vllm,,cx7,,1,decode_tokens_per_s,5,tok/s,run {id},\"{notes}\"\n")
+    };
+    let s = Scored::of(
+        &[
+            row("pp", 2, "llama-3.3-70b", "fp8", "vllm serve --tensor-parallel-size 1 --pipeline-parallel-size 2"),
+            row("silent", 2, "llama-3.3-70b", "fp8", "vllm serve"),
+            row("tp-pp", 4, "llama-3.3-70b", "fp8", "vllm serve -tp 2 -pp 2"),
+            row("dp-ep", 2, "gpt-oss-120b", "mxfp4", "vllm serve --data-parallel-size=2 --enable-expert-parallel"),
+        ]
+        .concat(),
+    );
+    assert!(s.said("pp", "parallelism not stated: `PP2`, as the command line says (`--pipeline-parallel-size 2`)"), "{}", s.get("pp"));
+    assert!(s.said("silent", "parallelism not stated: vllm's default on 2 nodes, tensor"), "{}", s.get("silent"));
+    assert!(s.predicted("pp") < s.predicted("silent"), "pipeline {} vs tensor {}", s.predicted("pp"), s.predicted("silent"));
+    assert!(s.said("tp-pp", "read as 2 pipeline stages of 2 tensor-parallel ranks"), "{}", s.get("tp-pp"));
+    assert!(s.said("dp-ep", "`DP2 + EP`, as the command line says"), "{}", s.get("dp-ep"));
+    assert!(s.said("dp-ep", "(`data+expert`)"), "{}", s.get("dp-ep"));
+}
