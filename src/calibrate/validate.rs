@@ -736,7 +736,7 @@ fn row_parallelism(
 /// `--enable-expert-parallel`; SGLang `--tp`, `--dp`, `--ep-size`; TensorRT-LLM `--tp_size`,
 /// `--pp_size`, `--ep_size`. A size of 1 is no split; `None` where the line sets none.
 fn command_line_split(text: &str) -> Option<(String, String)> {
-    let size = |flags: &[&'static str]| runtimes::flag_parsed(text, flags, |w| w.parse::<u64>().ok().filter(|&n| n > 1));
+    let size = |flags: &[&'static str]| runtimes::positive_flag(text, flags).filter(|&(n, _)| n > 1);
     let tp = size(&["--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--tp_size"]);
     let pp = size(&["--pipeline-parallel-size", "-pp", "--pp-size", "--pp", "--pp_size"]);
     let dp = size(&["--data-parallel-size", "-dp", "--dp-size", "--dp", "--dp_size"]);
@@ -1741,7 +1741,7 @@ fn serving_workload(
     // How many of them the server runs at once: its flag where the command line sets it
     // (llama-server `-np 8`), else its default, said where the users outnumber it.
     let (flags, default) = engine.concurrency_flags();
-    if let Some((slots, flag)) = runtimes::concurrency_flag(&row_text(row), flags) {
+    if let Some((slots, flag)) = runtimes::positive_flag(&row_text(row), flags) {
         assumptions.push(format!("workload.max_batch = {slots}, as the row says (`{flag} {slots}`)"));
         b.set("workload.max_batch", &i64::try_from(slots).unwrap_or(i64::MAX).into()).map_err(|e| e.message)?;
     } else if let Some(d) = default.filter(|&d| c > 0 && c as u64 > d) {

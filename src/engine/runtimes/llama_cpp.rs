@@ -32,8 +32,7 @@ pub fn llama_server(max_batch: Option<u64>, prefill_chunk: u64) -> ServingLoop {
 /// The value of a `-ub N` (or `--ubatch-size N`) flag in a benchmark's command line, if any
 /// (a positive integer; anything else is not the flag).
 pub fn ubatch_flag(notes: &str) -> Option<u64> {
-    let words: Vec<&str> = notes.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|w| !w.is_empty()).collect();
-    words.windows(2).find(|w| w[0] == "-ub" || w[0] == "--ubatch-size").and_then(|w| w[1].parse::<u64>().ok()).filter(|&ub| ub > 0)
+    super::positive_flag(notes, &["-ub", "--ubatch-size"]).map(|(ub, _)| ub)
 }
 
 /// The GPU backend a benchmark's text names for an AMD GPU: `rocm` or `vulkan` (also named by

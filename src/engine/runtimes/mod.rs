@@ -51,8 +51,8 @@ pub(crate) fn vllm_v1_loop(max_batch: Option<u64>, options: &EngineOptions) -> S
 }
 
 /// The first of `flags` a benchmark's command line `text` sets to a positive integer (`-np 8`,
-/// `--parallel=8`, `OLLAMA_NUM_PARALLEL=8`), with the flag: (value, flag).
-pub fn concurrency_flag(text: &str, flags: &[&'static str]) -> Option<(u64, &'static str)> {
+/// `--parallel=8`, `OLLAMA_NUM_PARALLEL=8`, `-ub 2048`), with the flag: (value, flag).
+pub fn positive_flag(text: &str, flags: &[&'static str]) -> Option<(u64, &'static str)> {
     flag_parsed(text, flags, |w| w.parse::<u64>().ok().filter(|&n| n > 0))
 }
 
@@ -329,7 +329,7 @@ pub trait EngineRuntime: Sync {
     /// The command-line flags or environment variables that cap how many requests its server
     /// runs at once (llama-server's `-np`), and the cap it ships with where none is given
     /// (`None`: its engine options set it, e.g. vLLM's `max_num_seqs`). Validation reads them
-    /// from a serving row's command line ([`concurrency_flag`]).
+    /// from a serving row's command line ([`positive_flag`]).
     fn concurrency_flags(&self) -> (&'static [&'static str], Option<u64>) {
         (&[], None)
     }
@@ -515,13 +515,14 @@ impl<T: CudaEngine> EngineRuntime for T {
         if notes.contains("kv-cache fp8") || fp8_kv {
             v.push(("engine.kv_cache_dtype", toml::Value::String("fp8".into())));
         }
+        let integer = |n: u64| toml::Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
         let tokens = ["--max-num-batched-tokens", "--chunked-prefill-size", "--max_num_tokens", "--max-num-tokens"];
-        if let Some((n, _)) = flag_parsed(notes, &tokens, |w| w.parse::<i64>().ok().filter(|&n| n > 0)) {
-            v.push(("engine.max_num_batched_tokens", toml::Value::Integer(n)));
+        if let Some((n, _)) = positive_flag(notes, &tokens) {
+            v.push(("engine.max_num_batched_tokens", integer(n)));
         }
         let seqs = ["--max-num-seqs", "--max-running-requests", "--max_batch_size", "--max-batch-size"];
-        if let Some((n, _)) = flag_parsed(notes, &seqs, |w| w.parse::<i64>().ok().filter(|&n| n > 0)) {
-            v.push(("engine.max_num_seqs", toml::Value::Integer(n)));
+        if let Some((n, _)) = positive_flag(notes, &seqs) {
+            v.push(("engine.max_num_seqs", integer(n)));
         }
         let share = ["--gpu-memory-utilization", "--mem-fraction-static"];
         if let Some((x, _)) = flag_parsed(notes, &share, |w| w.parse::<f64>().ok().filter(|x| *x > 0.0 && *x <= 1.0)) {
@@ -594,18 +595,21 @@ impl<T: CudaEngine> EngineRuntime for T {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::split::check_split;
+
+    const SPLITS: [Parallelism; 3] = [Parallelism::None, Parallelism::Tensor, Parallelism::Pipeline];
 
     /// A flag and its value as command lines write them: apart, joined by `=`, quoted in
     /// backticks; the first flag set wins; a flag without a positive integer is not read.
     #[test]
     fn concurrency_flags_are_read_as_command_lines_write_them() {
         let flags = llama_cpp::LLAMA_SERVER_SLOT_FLAGS;
-        assert_eq!(concurrency_flag("llama-server -np 8 -c 32768", flags), Some((8, "-np")));
-        assert_eq!(concurrency_flag("`llama-server --parallel=16`", flags), Some((16, "--parallel")));
-        assert_eq!(concurrency_flag("-np x; --n-parallel 2", flags), Some((2, "--n-parallel")));
-        assert_eq!(concurrency_flag("-np 0", flags), None);
-        assert_eq!(concurrency_flag("-npl 8 -npp 512", flags), None, "llama-batched-bench's flags are other flags");
-        assert_eq!(concurrency_flag("OLLAMA_NUM_PARALLEL=4 ollama serve", &["OLLAMA_NUM_PARALLEL"]), Some((4, "OLLAMA_NUM_PARALLEL")));
+        assert_eq!(positive_flag("llama-server -np 8 -c 32768", flags), Some((8, "-np")));
+        assert_eq!(positive_flag("`llama-server --parallel=16`", flags), Some((16, "--parallel")));
+        assert_eq!(positive_flag("-np x; --n-parallel 2", flags), Some((2, "--n-parallel")));
+        assert_eq!(positive_flag("-np 0", flags), None);
+        assert_eq!(positive_flag("-npl 8 -npp 512", flags), None, "llama-batched-bench's flags are other flags");
+        assert_eq!(positive_flag("OLLAMA_NUM_PARALLEL=4 ollama serve", &["OLLAMA_NUM_PARALLEL"]), Some((4, "OLLAMA_NUM_PARALLEL")));
         // The CUDA engines' caps are engine options, read with their other flags.
         let vllm = by_name("vllm").expect("registered");
         assert_eq!(vllm.concurrency_flags(), (&[][..], None));
@@ -628,9 +632,6 @@ mod tests {
         );
         assert_eq!(by_name("exo").expect("registered").concurrency_flags().1, Some(exo::EXO_MAX_CONCURRENT_REQUESTS));
     }
-    use crate::engine::split::check_split;
-
-    const SPLITS: [Parallelism; 3] = [Parallelism::None, Parallelism::Tensor, Parallelism::Pipeline];
 
     #[test]
     fn every_runtime_answers_every_question() {
